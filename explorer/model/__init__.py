@@ -1,0 +1,22 @@
+"""From-scratch Transformer: config, masks, positional encodings, attention, layers, stacks, model.
+
+Knows nothing of tokenizers, Plotly or Gradio.
+"""
+
+from .attention import MultiHeadAttention
+from .config import PRESETS, TransformerConfig
+from .layers import DecoderLayer, EncoderLayer, FeedForward, SublayerConnection
+from .masks import (block_keys_mask, causal_mask, combine_masks, local_window_mask, no_self_mask,
+                    padding_mask)
+from .model import ClassifierHead, Generator, Transformer
+from .outputs import Attentions, DecoderResult, EncoderResult, HiddenStates, TransformerOutput
+from .positional import Embeddings, sinusoidal_table
+from .stacks import Decoder, Encoder, EncoderDecoderStacks, StackAttentions, StackOutput
+
+__all__ = [
+    "Attentions", "ClassifierHead", "Decoder", "DecoderLayer", "DecoderResult", "Embeddings", "Encoder",
+    "EncoderDecoderStacks", "EncoderLayer", "EncoderResult", "FeedForward", "Generator", "HiddenStates",
+    "MultiHeadAttention", "PRESETS", "StackAttentions", "StackOutput", "SublayerConnection", "Transformer",
+    "TransformerConfig", "TransformerOutput", "block_keys_mask", "causal_mask", "combine_masks",
+    "local_window_mask", "no_self_mask", "padding_mask", "sinusoidal_table",
+]

@@ -1,0 +1,186 @@
+"""Validated configuration for the from-scratch Transformer, and presets of the seed systems.
+
+One dataclass describes every shape the explorer can build: encoder-only (BERT, seed 000/001),
+decoder-only (causal LM) and encoder-decoder (seeds 002/003). `validate()` runs on construction
+and raises `ValueError` naming the offending field, so a bad configuration typed into the UI
+gives a message a person can act on instead of a shape error deep inside a forward pass.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+ARCHS = ("encoder", "decoder", "encoder-decoder")
+POSITIONALS = ("sinusoidal", "learned", "none")
+ACTIVATIONS = ("relu", "gelu")
+
+
+@dataclass
+class TransformerConfig:
+    arch: str = "encoder-decoder"  # "encoder", "decoder" (decoder-only causal LM) or "encoder-decoder"
+    vocab_size: int = 1000  # source vocabulary (the only one for encoder / decoder-only models)
+    tgt_vocab_size: int | None = None  # target vocabulary of an encoder-decoder; None = vocab_size
+    d_model: int = 128  # residual stream width D
+    n_heads: int = 4  # heads per attention block H
+    head_dim: int | None = None  # width Dh of each head; None = d_model // n_heads (seed 002 uses d_model)
+    n_layers: int = 2  # layers per stack, unless overridden below
+    n_encoder_layers: int | None = None  # None = n_layers
+    n_decoder_layers: int | None = None  # None = n_layers
+    d_ff: int = 512  # hidden width of the position-wise feed-forward block
+    dropout: float = 0.1  # on embeddings, attention outputs and feed-forward outputs (not on weights shown)
+    max_len: int = 512  # longest sequence (size of the learned position table / sinusoidal cache)
+    norm_first: bool = False  # False: post-norm (torch default, seed 001, BERT); True: pre-norm (seeds 000, 003)
+    final_norm: bool | None = None  # LayerNorm after the last layer of each stack; None = norm_first
+    positional: str = "sinusoidal"  # "sinusoidal", "learned" or "none"
+    pos_base: float = 10000.0  # base of the sinusoidal table
+    scale_embeddings: bool = False  # multiply token embeddings by sqrt(d_model) (seeds 000, 003)
+    activation: str = "relu"  # feed-forward non-linearity: "relu" or "gelu" (exact, erf-based)
+    layer_norm_eps: float = 1e-5
+    num_classes: int | None = None  # classification head on the first token (seed 001), else None
+    classifier_hidden: int = 128  # hidden width of that head: Linear(D, 128) -> ReLU -> Linear(128, C)
+    pad_id: int = 0  # padding token id, used to build padding masks
+    type_vocab_size: int = 0  # BERT token-type (segment) embeddings; 0 = none
+    embedding_norm: bool = False  # LayerNorm on the summed embeddings (BERT)
+    tie_embeddings: bool = False  # share the output projection with the target token embedding
+    bias: bool = True  # biases in the attention projections
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    # ---------------------------------------------------------------- derived values
+    @property
+    def resolved_head_dim(self) -> int:
+        return self.head_dim if self.head_dim is not None else self.d_model // self.n_heads
+
+    @property
+    def resolved_tgt_vocab_size(self) -> int:
+        return self.tgt_vocab_size if self.tgt_vocab_size is not None else self.vocab_size
+
+    @property
+    def encoder_layers(self) -> int:
+        """Layers in the encoder stack (0 for a decoder-only model)."""
+        if self.arch == "decoder":
+            return 0
+        return self.n_encoder_layers if self.n_encoder_layers is not None else self.n_layers
+
+    @property
+    def decoder_layers(self) -> int:
+        """Layers in the decoder stack (0 for an encoder-only model)."""
+        if self.arch == "encoder":
+            return 0
+        return self.n_decoder_layers if self.n_decoder_layers is not None else self.n_layers
+
+    @property
+    def resolved_final_norm(self) -> bool:
+        return self.norm_first if self.final_norm is None else self.final_norm
+
+    # ---------------------------------------------------------------- validation
+    def validate(self) -> None:
+        def fail(name: str, why: str) -> None:
+            raise ValueError(f"TransformerConfig.{name}={getattr(self, name)!r}: {why}")
+
+        def positive_int(name: str, allow_none: bool = False) -> None:
+            value = getattr(self, name)
+            if value is None and allow_none:
+                return
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                fail(name, "must be a positive integer")
+
+        if self.arch not in ARCHS:
+            fail("arch", f"must be one of {', '.join(ARCHS)}")
+        for name in ("vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_len"):
+            positive_int(name)
+        for name in ("tgt_vocab_size", "head_dim", "n_encoder_layers", "n_decoder_layers", "num_classes"):
+            positive_int(name, allow_none=True)
+        if self.head_dim is None and self.d_model % self.n_heads:
+            fail("d_model", f"is not divisible by n_heads={self.n_heads}; set head_dim explicitly")
+        if not (isinstance(self.dropout, (int, float)) and 0.0 <= self.dropout < 1.0):
+            fail("dropout", "must be in [0, 1)")
+        if self.positional not in POSITIONALS:
+            fail("positional", f"must be one of {', '.join(POSITIONALS)}")
+        if not (isinstance(self.pos_base, (int, float)) and math.isfinite(self.pos_base) and self.pos_base > 1):
+            fail("pos_base", "must be a finite number greater than 1")
+        if self.activation not in ACTIVATIONS:
+            fail("activation", f"must be one of {', '.join(ACTIVATIONS)}")
+        if not (isinstance(self.layer_norm_eps, (int, float)) and 0 < self.layer_norm_eps < 1):
+            fail("layer_norm_eps", "must be a small positive number")
+        if self.num_classes is not None and self.arch != "encoder":
+            fail("num_classes", "a classification head needs arch='encoder'")
+        positive_int("classifier_hidden")
+        if isinstance(self.type_vocab_size, bool) or not isinstance(self.type_vocab_size, int) or self.type_vocab_size < 0:
+            fail("type_vocab_size", "must be a non-negative integer")
+        if isinstance(self.pad_id, bool) or not isinstance(self.pad_id, int) or not 0 <= self.pad_id < self.vocab_size:
+            fail("pad_id", f"must be a token id in [0, vocab_size={self.vocab_size})")
+        if self.tie_embeddings and self.arch == "encoder":
+            fail("tie_embeddings", "needs a model with a language-model head (decoder or encoder-decoder)")
+        for name in ("norm_first", "scale_embeddings", "embedding_norm", "tie_embeddings", "bias"):
+            if not isinstance(getattr(self, name), bool):
+                fail(name, "must be True or False")
+        if self.final_norm is not None and not isinstance(self.final_norm, bool):
+            fail("final_norm", "must be True, False or None")
+
+    # ---------------------------------------------------------------- (de)serialisation
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "TransformerConfig":
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"TransformerConfig: unknown field(s) {', '.join(unknown)}")
+        return cls(**data)
+
+    def replace(self, **changes: Any) -> "TransformerConfig":
+        return dataclasses.replace(self, **changes)
+
+    # ---------------------------------------------------------------- presets
+    @classmethod
+    def preset(cls, name: str, **overrides: Any) -> "TransformerConfig":
+        """A named configuration reproducing one of the seed systems (see PRESETS)."""
+        if name not in PRESETS:
+            raise ValueError(f"unknown preset {name!r}; choose from {', '.join(PRESETS)}")
+        return cls(**{**PRESETS[name]["config"], **overrides})
+
+
+# Each preset records the system it reproduces; the README documents the same table.
+PRESETS: dict[str, dict[str, Any]] = {
+    "seed000-encoder": {
+        "description": "Seed 000 (UmarJamil-style encoder): embeddings x sqrt(d_model), sinusoidal "
+        "positions + dropout, pre-norm residual blocks, final LayerNorm.",
+        "config": dict(arch="encoder", vocab_size=1000, d_model=512, n_heads=8, n_layers=6, d_ff=2048,
+                       dropout=0.1, max_len=350, norm_first=True, positional="sinusoidal",
+                       scale_embeddings=True, activation="relu"),
+    },
+    "seed001-classifier": {
+        "description": "Seed 001 TextClassifier: post-norm encoder (2 layers, d_model 128, 8 heads, "
+        "d_ff 256), sinusoidal positions, head Linear(128,128)-ReLU-Linear(128,5) on the first token; "
+        "410,117 parameters with vocab 1000.",
+        "config": dict(arch="encoder", vocab_size=1000, d_model=128, n_heads=8, n_layers=2, d_ff=256,
+                       dropout=0.1, max_len=512, norm_first=False, positional="sinusoidal",
+                       activation="relu", num_classes=5),
+    },
+    "seed002-transformer": {
+        "description": "Seed 002 encoder-decoder: learned position embeddings, post-norm, 6 layers, "
+        "8 heads each embed_size (512) wide, d_ff 4x512, source padding + causal target masks.",
+        "config": dict(arch="encoder-decoder", vocab_size=10, d_model=512, n_heads=8, head_dim=512,
+                       n_layers=6, d_ff=2048, dropout=0.0, max_len=100, norm_first=False,
+                       positional="learned", activation="relu"),
+    },
+    "annotated": {
+        "description": "Seed 003, The Annotated Transformer base model: 6+6 layers, d_model 512, 8 heads, "
+        "d_ff 2048, pre-norm sublayer connections with final norms, sinusoidal positions, "
+        "embeddings x sqrt(d_model), log-softmax generator.",
+        "config": dict(arch="encoder-decoder", vocab_size=11, d_model=512, n_heads=8, n_layers=6,
+                       d_ff=2048, dropout=0.1, max_len=5000, norm_first=True, positional="sinusoidal",
+                       scale_embeddings=True, activation="relu"),
+    },
+    "tiny-gpt": {
+        "description": "A small decoder-only causal language model (GPT-style, pre-norm, learned positions).",
+        "config": dict(arch="decoder", vocab_size=1000, d_model=128, n_heads=4, n_layers=4, d_ff=512,
+                       dropout=0.1, max_len=256, norm_first=True, positional="learned", activation="gelu"),
+    },
+}

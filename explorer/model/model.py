@@ -1,0 +1,162 @@
+"""The whole model: embeddings, stacks and heads for the three architectures.
+
+Shapes: B batch, H heads, L layers, S source length, T target length, D model width,
+V vocabulary, C classes.
+
+    Transformer(config)(src (B, S), tgt (B, T) | None, *, padding, causal, attn_mask, head_mask)
+        -> TransformerOutput(logits, attentions(.encoder/.decoder/.cross), hidden_states, ...)
+
+    arch "encoder":          src -> encoder -> (classifier on token 0 -> logits (B, C)) | logits None
+    arch "decoder":          src -> causal decoder (no cross-attention) -> logits (B, S, V)
+    arch "encoder-decoder":  src -> encoder -> memory; tgt + memory -> decoder -> logits (B, T, V)
+
+`head_mask` is a dict with optional keys "encoder", "decoder", "cross", each (L, H) or (B, L, H)
+with 1 = head on. `attn_mask` is an extra boolean mask (True = may attend) for encoder
+self-attention, or for the self-attention of a decoder-only model.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import torch
+from torch import Tensor, nn
+
+from .config import TransformerConfig
+from .masks import causal_mask, combine_masks
+from .outputs import Attentions, DecoderResult, EncoderResult, HiddenStates, TransformerOutput
+from .positional import Embeddings
+from .stacks import Decoder, Encoder
+
+HEAD_MASK_KINDS = ("encoder", "decoder", "cross")
+
+
+class Generator(nn.Module):
+    """Linear projection to the vocabulary + log-softmax (The Annotated Transformer's Generator)."""
+
+    def __init__(self, d_model: int, vocab_size: int):
+        super().__init__()
+        self.proj = nn.Linear(d_model, vocab_size)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.proj(x).log_softmax(dim=-1)  # (B, T, V) log-probabilities
+
+
+class ClassifierHead(nn.Module):
+    """Seed 001's head on the first token: Linear(D, hidden) -> ReLU -> Linear(hidden, C)."""
+
+    def __init__(self, d_model: int, hidden: int, num_classes: int):
+        super().__init__()
+        self.fc1 = nn.Linear(d_model, hidden)
+        self.final = nn.Linear(hidden, num_classes)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.final(torch.relu(self.fc1(x[:, 0])))  # (B, D) first token -> (B, C)
+
+
+class Transformer(nn.Module):
+    def __init__(self, config: TransformerConfig):
+        super().__init__()
+        config.validate()
+        self.config = config
+        c = config
+        has_encoder, has_decoder = c.arch != "decoder", c.arch != "encoder"
+        self.src_embed = self.make_embeddings(c.vocab_size) if has_encoder else None
+        self.encoder = Encoder(c) if has_encoder else None
+        tgt_vocab = c.resolved_tgt_vocab_size if c.arch == "encoder-decoder" else c.vocab_size
+        self.tgt_embed = self.make_embeddings(tgt_vocab) if has_decoder else None
+        self.decoder = Decoder(c) if has_decoder else None
+        self.generator = Generator(c.d_model, tgt_vocab) if has_decoder else None
+        if self.generator is not None and c.tie_embeddings:
+            self.generator.proj.weight = self.tgt_embed.token.weight
+        self.classifier = ClassifierHead(c.d_model, c.classifier_hidden, c.num_classes) if c.num_classes else None
+
+    def make_embeddings(self, vocab_size: int) -> Embeddings:
+        c = self.config
+        return Embeddings(vocab_size, c.d_model, max_len=c.max_len, positional=c.positional, pos_base=c.pos_base,
+                          scale=c.scale_embeddings, type_vocab_size=c.type_vocab_size, norm=c.embedding_norm,
+                          eps=c.layer_norm_eps, dropout=c.dropout, pad_id=c.pad_id)
+
+    # ------------------------------------------------------------------ helpers
+    @property
+    def device(self) -> torch.device:
+        return next(self.parameters()).device
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+    def head_masks(self, head_mask: Mapping[str, Any] | None) -> dict[str, Tensor]:
+        """Validate the head-mask dict and bring each entry to a float tensor on the model's device."""
+        if head_mask is None:
+            return {}
+        unknown = set(head_mask) - set(HEAD_MASK_KINDS)
+        if unknown:
+            raise ValueError(f"head_mask keys must be among {HEAD_MASK_KINDS}, got {sorted(unknown)}")
+        return {kind: torch.as_tensor(m, dtype=torch.float32, device=self.device)
+                for kind, m in head_mask.items() if m is not None}
+
+    def key_mask(self, ids: Tensor, padding: bool) -> Tensor | None:
+        """(B, T) True = real token, or None when padding masks are switched off."""
+        return ids != self.config.pad_id if padding else None
+
+    # ------------------------------------------------------------------ the Annotated Transformer's API
+    def encode(self, src: Tensor, *, padding: bool = True, attn_mask: Tensor | None = None,
+               head_mask: Tensor | None = None, token_type_ids: Tensor | None = None,
+               need_weights: bool = True) -> EncoderResult:
+        """src (B, S) -> memory (B, S, D) and the encoder's attention."""
+        if self.encoder is None:
+            raise ValueError("a decoder-only model has no encoder")
+        key_mask = self.key_mask(src, padding)
+        x = self.src_embed(src, token_type_ids)
+        run = self.encoder.run(x, key_mask=key_mask, attn_mask=attn_mask, head_mask=head_mask,
+                               need_weights=need_weights)
+        return EncoderResult(run.output, key_mask, run.attentions.self_attn, run.hidden_states)
+
+    def decode(self, tgt: Tensor, memory: Tensor | None = None, memory_key_mask: Tensor | None = None, *,
+               padding: bool = True, causal: bool = True, attn_mask: Tensor | None = None,
+               head_mask: Tensor | None = None, cross_head_mask: Tensor | None = None,
+               need_weights: bool = True) -> DecoderResult:
+        """tgt (B, T) (+ memory (B, S, D)) -> decoder output (B, T, D) and its attention."""
+        if self.decoder is None:
+            raise ValueError("an encoder-only model has no decoder")
+        T = tgt.shape[1]
+        self_mask = combine_masks(causal_mask(T, tgt.device) if causal else None, attn_mask)
+        x = self.tgt_embed(tgt)
+        run = self.decoder.run(x, memory, key_mask=self.key_mask(tgt, padding), memory_key_mask=memory_key_mask,
+                               attn_mask=self_mask, head_mask=head_mask, cross_head_mask=cross_head_mask,
+                               need_weights=need_weights)
+        return DecoderResult(run.output, run.attentions.self_attn, run.attentions.cross, run.hidden_states)
+
+    # ------------------------------------------------------------------ forward
+    def forward(self, src: Tensor, tgt: Tensor | None = None, *, padding: bool = True, causal: bool = True,
+                attn_mask: Tensor | None = None, head_mask: Mapping[str, Any] | None = None,
+                token_type_ids: Tensor | None = None, need_weights: bool = True) -> TransformerOutput:
+        masks = self.head_masks(head_mask)
+        arch = self.config.arch
+        if arch == "decoder":
+            if tgt is not None:
+                raise ValueError("a decoder-only model takes one sequence: pass it as src")
+            dec = self.decode(src, padding=padding, causal=causal, attn_mask=attn_mask,
+                              head_mask=masks.get("decoder"), need_weights=need_weights)
+            return TransformerOutput(self.generator.proj(dec.output), Attentions((), dec.self_attentions, ()),
+                                     HiddenStates((), dec.hidden_states), dec.output, None)
+        enc = self.encode(src, padding=padding, attn_mask=attn_mask, head_mask=masks.get("encoder"),
+                          token_type_ids=token_type_ids, need_weights=need_weights)
+        if arch == "encoder":
+            logits = self.classifier(enc.memory) if self.classifier is not None else None
+            return TransformerOutput(logits, Attentions(enc.attentions, (), ()), HiddenStates(enc.hidden_states, ()),
+                                     enc.memory, enc.memory)
+        if tgt is None:
+            raise ValueError("an encoder-decoder model needs a target sequence tgt")
+        dec = self.decode(tgt, enc.memory, enc.key_mask, padding=padding, causal=causal,
+                          head_mask=masks.get("decoder"), cross_head_mask=masks.get("cross"),
+                          need_weights=need_weights)
+        return TransformerOutput(self.generator.proj(dec.output),
+                                 Attentions(enc.attentions, dec.self_attentions, dec.cross_attentions),
+                                 HiddenStates(enc.hidden_states, dec.hidden_states), dec.output, enc.memory)
+
+    def log_probs(self, output: TransformerOutput) -> Tensor:
+        """Log-softmax over the vocabulary (sequence models) or classes (classifier)."""
+        if output.logits is None:
+            raise ValueError("this model has no output head")
+        return output.logits.log_softmax(dim=-1)

@@ -1,0 +1,222 @@
+"""Encoder and decoder stacks (N layers + optional final LayerNorm), and weight import from
+`torch.nn.TransformerEncoder`, `torch.nn.TransformerDecoder` and `torch.nn.Transformer`.
+
+Shapes: B batch, H heads, L layers, T length of x, S memory length, D model width.
+
+    stack(x (B, T, D), memory (B, S, D) | None, *,
+          key_mask (B, T) bool       True = real token (keys of self-attention)
+          memory_key_mask (B, S) bool True = real source token (keys of cross-attention)
+          attn_mask (T, T) | (B, T, T) | (B, 1, T, T) bool, True = may attend (e.g. causal)
+          head_mask (L, H) | (B, L, H), 1 = on; cross_head_mask likewise for cross-attention)
+      -> StackOutput(output (B, T, D), attentions=StackAttentions(self_attn, cross))
+         with one (B, H, T, T) / (B, H, T, S) tensor per layer ( () where there is none).
+
+Inputs are batch-first; for a torch module built with batch_first=False, transpose your
+(T, B, D) tensors before calling the imported stack.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .config import TransformerConfig
+from .layers import DecoderLayer, EncoderLayer
+from .masks import combine_masks, key_mask_to_attention
+from .outputs import Attentions
+
+
+class StackAttentions(NamedTuple):
+    self_attn: tuple[Tensor, ...]  # one (B, H, T, T) per layer
+    cross: tuple[Tensor, ...]  # one (B, H, T, S) per layer; () for an encoder or decoder-only stack
+
+
+class StackOutput(NamedTuple):
+    output: Tensor  # (B, T, D), after the final norm if the stack has one
+    attentions: StackAttentions
+
+
+class StackRun(NamedTuple):
+    output: Tensor
+    attentions: StackAttentions
+    hidden_states: tuple[Tensor, ...]  # input of the first layer run, then each layer's output
+
+
+def layer_head_mask(head_mask: Tensor | None, layer: int, n_layers: int, n_heads: int) -> Tensor | None:
+    """(L, H) or (B, L, H) -> that layer's (H,) or (B, H)."""
+    if head_mask is None:
+        return None
+    if head_mask.dim() not in (2, 3) or tuple(head_mask.shape[-2:]) != (n_layers, n_heads):
+        raise ValueError(f"head mask must be (n_layers, n_heads)=({n_layers}, {n_heads}) or (B, {n_layers}, "
+                         f"{n_heads}), got {tuple(head_mask.shape)}")
+    return head_mask[..., layer, :]
+
+
+class Stack(nn.Module):
+    """N identical layers and an optional final norm; shared by Encoder and Decoder."""
+
+    def __init__(self, config: TransformerConfig, layers: list[nn.Module]):
+        super().__init__()
+        self.config = config
+        self.layers = nn.ModuleList(layers)
+        self.norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps) if config.resolved_final_norm else None
+
+    @property
+    def n_heads(self) -> int:
+        return self.config.n_heads
+
+    def forward(self, x: Tensor, memory: Tensor | None = None, **kwargs) -> StackOutput:
+        run = self.run(x, memory, **kwargs)
+        return StackOutput(run.output, run.attentions)
+
+    def run(self, x: Tensor, memory: Tensor | None = None, *, key_mask: Tensor | None = None,
+            memory_key_mask: Tensor | None = None, attn_mask: Tensor | None = None,
+            head_mask: Tensor | None = None, cross_head_mask: Tensor | None = None,
+            need_weights: bool = True, first_layer: int = 0) -> StackRun:
+        """Run layers[first_layer:]; the head-importance sweep restarts above an unchanged prefix."""
+        self_mask = combine_masks(None if key_mask is None else key_mask_to_attention(key_mask), attn_mask)
+        memory_mask = None if memory_key_mask is None else key_mask_to_attention(memory_key_mask)
+        L = len(self.layers)
+        self_weights, cross_weights, hidden = [], [], [x]
+        for i in range(first_layer, L):
+            x, sw, cw = self.run_layer(i, x, memory, self_mask, memory_mask,
+                                       layer_head_mask(head_mask, i, L, self.n_heads),
+                                       layer_head_mask(cross_head_mask, i, L, self.n_heads), need_weights)
+            hidden.append(x)
+            if sw is not None:
+                self_weights.append(sw)
+            if cw is not None:
+                cross_weights.append(cw)
+        if self.norm is not None:
+            x = self.norm(x)
+        return StackRun(x, StackAttentions(tuple(self_weights), tuple(cross_weights)), tuple(hidden))
+
+    def run_layer(self, i, x, memory, self_mask, memory_mask, head_mask, cross_head_mask, need_weights):
+        raise NotImplementedError
+
+
+class Encoder(Stack):
+    def __init__(self, config: TransformerConfig, n_layers: int | None = None):
+        n = config.encoder_layers if n_layers is None else n_layers
+        super().__init__(config, [EncoderLayer(config) for _ in range(n)])
+
+    def run_layer(self, i, x, memory, self_mask, memory_mask, head_mask, cross_head_mask, need_weights):
+        if memory is not None:
+            raise ValueError("an encoder stack takes no memory")
+        x, weights = self.layers[i](x, self_mask, head_mask, need_weights)
+        return x, weights, None
+
+    @classmethod
+    def from_torch(cls, module: nn.TransformerEncoder) -> "Encoder":
+        """Copy a torch.nn.TransformerEncoder into an explorer Encoder (same outputs, plus weights)."""
+        config = config_from_torch_layer(module.layers[0], len(module.layers), module.norm is not None, "encoder")
+        stack = cls(config, len(module.layers))
+        load_renamed(stack, module.state_dict(), ENCODER_RENAMES)
+        return stack.train(module.training)
+
+
+class Decoder(Stack):
+    def __init__(self, config: TransformerConfig, n_layers: int | None = None, cross_attention: bool | None = None):
+        n = config.decoder_layers if n_layers is None else n_layers
+        cross = config.arch == "encoder-decoder" if cross_attention is None else cross_attention
+        super().__init__(config, [DecoderLayer(config, cross) for _ in range(n)])
+
+    def run_layer(self, i, x, memory, self_mask, memory_mask, head_mask, cross_head_mask, need_weights):
+        return self.layers[i](x, memory, self_mask, memory_mask, head_mask, cross_head_mask, need_weights)
+
+    @classmethod
+    def from_torch(cls, module: nn.TransformerDecoder) -> "Decoder":
+        """Copy a torch.nn.TransformerDecoder (self + cross attention) into an explorer Decoder."""
+        config = config_from_torch_layer(module.layers[0], len(module.layers), module.norm is not None,
+                                         "encoder-decoder")
+        stack = cls(config, len(module.layers), cross_attention=True)
+        load_renamed(stack, module.state_dict(), DECODER_RENAMES)
+        return stack.train(module.training)
+
+
+class EncoderDecoderStacks(nn.Module):
+    """Both stacks of a `torch.nn.Transformer` (which has no embeddings), with attention returned.
+
+    forward(src_x (B, S, D), tgt_x (B, T, D), *, src_key_mask, tgt_key_mask, src_attn_mask,
+            tgt_attn_mask, head_mask={"encoder", "decoder", "cross"}) -> (y (B, T, D), attentions)
+    where attentions has `.encoder`, `.decoder` and `.cross` tuples. The source key mask also
+    masks cross-attention keys (torch's `memory_key_padding_mask`).
+    """
+
+    def __init__(self, encoder: Encoder, decoder: Decoder):
+        super().__init__()
+        self.encoder = encoder
+        self.decoder = decoder
+
+    @classmethod
+    def from_torch(cls, module: nn.Transformer) -> "EncoderDecoderStacks":
+        return cls(Encoder.from_torch(module.encoder), Decoder.from_torch(module.decoder)).train(module.training)
+
+    def forward(self, src_x: Tensor, tgt_x: Tensor, *, src_key_mask: Tensor | None = None,
+                tgt_key_mask: Tensor | None = None, src_attn_mask: Tensor | None = None,
+                tgt_attn_mask: Tensor | None = None, head_mask: dict[str, Tensor] | None = None,
+                need_weights: bool = True):
+        head_mask = head_mask or {}
+        memory, enc_attn = self.encoder(src_x, key_mask=src_key_mask, attn_mask=src_attn_mask,
+                                        head_mask=head_mask.get("encoder"), need_weights=need_weights)
+        y, dec_attn = self.decoder(tgt_x, memory, key_mask=tgt_key_mask, memory_key_mask=src_key_mask,
+                                   attn_mask=tgt_attn_mask, head_mask=head_mask.get("decoder"),
+                                   cross_head_mask=head_mask.get("cross"), need_weights=need_weights)
+        return y, Attentions(enc_attn.self_attn, dec_attn.self_attn, dec_attn.cross)
+
+
+# ------------------------------------------------------------------------------------------ torch import
+ATTENTION_RENAMES = {"in_proj_weight": "in_proj.weight", "in_proj_bias": "in_proj.bias"}
+ENCODER_RENAMES = {"self_attn.": "self_attn.", "linear1.": "feed_forward.linear1.",
+                   "linear2.": "feed_forward.linear2.", "norm1.": "attn_sublayer.norm.",
+                   "norm2.": "ff_sublayer.norm."}
+DECODER_RENAMES = {"self_attn.": "self_attn.", "multihead_attn.": "cross_attn.",
+                   "linear1.": "feed_forward.linear1.", "linear2.": "feed_forward.linear2.",
+                   "norm1.": "self_sublayer.norm.", "norm2.": "cross_sublayer.norm.",
+                   "norm3.": "ff_sublayer.norm."}
+
+
+def rename_torch_key(key: str, layer_renames: dict[str, str]) -> str:
+    """'layers.0.norm1.weight' -> 'layers.0.attn_sublayer.norm.weight'; 'norm.weight' stays."""
+    if not key.startswith("layers."):
+        return key
+    _, index, rest = key.split(".", 2)
+    for old, new in layer_renames.items():
+        if rest.startswith(old):
+            rest = new + rest[len(old):]
+            break
+    for old, new in ATTENTION_RENAMES.items():
+        if rest.endswith(old):
+            rest = rest[: -len(old)] + new
+    return f"layers.{index}.{rest}"
+
+
+def load_renamed(stack: Stack, torch_state: dict[str, Tensor], renames: dict[str, str]) -> None:
+    state = {rename_torch_key(k, renames): v for k, v in torch_state.items()}
+    stack.load_state_dict(state, strict=True)
+
+
+def config_from_torch_layer(layer: nn.Module, n_layers: int, final_norm: bool, arch: str) -> TransformerConfig:
+    attn = layer.self_attn
+    if not attn._qkv_same_embed_dim:
+        raise ValueError("cannot import torch attention whose key/value widths differ from d_model")
+    activation = torch_activation_name(layer.activation)
+    if attn.in_proj_bias is None or layer.linear1.bias is None or layer.norm1.bias is None:
+        raise ValueError("torch layers built with bias=False cannot be imported")
+    return TransformerConfig(
+        arch=arch, vocab_size=1, d_model=attn.embed_dim, n_heads=attn.num_heads, n_layers=n_layers,
+        d_ff=layer.linear1.out_features, dropout=layer.dropout.p, norm_first=layer.norm_first,
+        final_norm=final_norm, activation=activation, layer_norm_eps=layer.norm1.eps,
+        positional="none")
+
+
+
+def torch_activation_name(activation) -> str:
+    """torch layers keep F.relu / F.gelu (from a string) or a module instance."""
+    if activation is F.relu or isinstance(activation, nn.ReLU):
+        return "relu"
+    if activation is F.gelu or (isinstance(activation, nn.GELU) and activation.approximate == "none"):
+        return "gelu"
+    raise ValueError(f"only relu and gelu feed-forward activations can be imported, not {activation!r}")
