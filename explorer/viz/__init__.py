@@ -1,0 +1,35 @@
+"""Plotly figures of the explorer, built from arrays and token labels (no model runs, no Gradio).
+
+Shapes follow the project legend: L layers, H heads, T/S target/source length, D model width.
+Every function accepts numpy arrays or torch tensors and returns a plotly Figure (or an array).
+"""
+
+from explorer.viz.attention import cross_attention_heatmap, decoder_self_attention_heatmap, head_heatmap
+from explorer.viz.common import display_labels, escape, unique_labels
+from explorer.viz.compare import difference_heatmap
+from explorer.viz.mask import mask_heatmap
+from explorer.viz.overview import OverviewGrid, attention_overview, overview_grid_index
+from explorer.viz.positional import position_similarity, positional_curves, positional_heatmap, sinusoidal_table
+from explorer.viz.summary import attention_rollout, head_importance_chart, rollout_heatmap, spearman
+
+__all__ = [
+    "OverviewGrid",
+    "attention_overview",
+    "attention_rollout",
+    "cross_attention_heatmap",
+    "decoder_self_attention_heatmap",
+    "difference_heatmap",
+    "display_labels",
+    "escape",
+    "head_heatmap",
+    "head_importance_chart",
+    "mask_heatmap",
+    "overview_grid_index",
+    "position_similarity",
+    "positional_curves",
+    "positional_heatmap",
+    "rollout_heatmap",
+    "sinusoidal_table",
+    "spearman",
+    "unique_labels",
+]

@@ -1,0 +1,212 @@
+"""Shared helpers for the Plotly figures: arrays, token labels, ticks, colour scales, layout.
+
+Every figure module in `explorer.viz` goes through these so that label handling (HTML escaping,
+unique names for repeated tokens), tick thinning and sizes are the same everywhere.
+
+Label scheme (one, used in every figure): the first occurrence of a token keeps its text, later
+occurrences get a middle-dot suffix with their occurrence count: ["the", "cat", "the", "the"] ->
+["the", "cat", "the·2", "the·3"]. Plotly category axes merge equal labels, so names must be unique.
+
+Token text is shown through Plotly's pseudo-HTML renderer (ticks, hover, titles), so it is escaped
+with `html.escape` ("<b>" shows as "<b>", not bold; "<br>" does not break lines). "$" is escaped
+too, because text wrapped in "$...$" is typeset as LaTeX when MathJax is on the page.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import plotly.colors as pc
+
+# Colour scales readable with the common colour-vision deficiencies.
+WEIGHT_SCALE = "Viridis"  # sequential, perceptually uniform: attention weights 0..1
+ROLLOUT_SCALE = "Cividis"  # sequential, designed for colour-blind readers
+# Diverging, ColorBrewer RdBu reversed: blue < 0 < red, white at 0.
+DIVERGING_SCALE = [[i / (len(pc.diverging.RdBu) - 1), c] for i, c in enumerate(reversed(pc.diverging.RdBu))]
+MASKED_COLOR = "#bdbdbd"  # neutral grey, outside Viridis' hue range
+ALLOWED_COLOR = "#2166ac"  # mask view: dark blue vs light grey (differs in lightness too)
+BLOCKED_COLOR = "#e0e0e0"
+OFF_COLOR = "#7f7f7f"
+
+FONT_SIZE = 12
+TICK_FONT_SIZE = 11
+TICK_SPACING_PX = 14  # minimum vertical/horizontal room for one tick label
+MAX_TICK_CHARS = 16  # tick labels longer than this are cut with "…" (hover keeps the full text)
+DEFAULT_WIDTH = 820  # assumed plot width when the caller does not give one (gr.Plot autosizes)
+
+
+def to_numpy(x: Any, dtype: Any | None = None) -> np.ndarray:
+    """Array from a numpy array, a torch tensor (any device, with or without grad) or a list."""
+    if hasattr(x, "detach"):  # torch tensor, without importing torch here
+        t = x.detach().cpu()
+        if t.is_floating_point():
+            t = t.float()  # bfloat16/float16 have no (or a lossy) numpy view
+        x = t.numpy()
+    arr = np.asarray(x)
+    return arr.astype(dtype, copy=False) if dtype is not None else arr
+
+
+def check_shape(name: str, arr: np.ndarray, expected: Sequence[int | None], meaning: str) -> None:
+    """Raise a clear ValueError if `arr` does not have `expected` shape (None = any size)."""
+    ok = arr.ndim == len(expected) and all(e is None or e == s for e, s in zip(expected, arr.shape))
+    if not ok:
+        want = "(" + ", ".join("?" if e is None else str(e) for e in expected) + ")"
+        raise ValueError(f"{name} must have shape {meaning} = {want}; got {tuple(arr.shape)}")
+
+
+def escape(text: Any) -> str:
+    """Text safe for Plotly's pseudo-HTML: tags and entities show literally, no LaTeX."""
+    s = html.escape(str(text), quote=True).replace("$", "&#36;")
+    return s
+
+
+def visible(token: Any) -> str:
+    """Make empty or whitespace-only tokens visible (they would be blank ticks)."""
+    s = str(token)
+    if s.strip() == "":
+        return "␣" * max(1, len(s)) if s else "∅"
+    return s
+
+
+def unique_labels(tokens: Sequence[Any]) -> list[str]:
+    """Unique, unescaped display names: repeats get "·2", "·3", ... (see module docstring)."""
+    raw = [visible(t) for t in tokens]
+    taken = set(raw)  # a generated name must not collide with a real token appearing later
+    used: set[str] = set()
+    counts: dict[str, int] = {}
+    out: list[str] = []
+    for tok in raw:
+        counts[tok] = counts.get(tok, 0) + 1
+        if tok not in used:
+            name = tok
+        else:
+            k = counts[tok]
+            name = f"{tok}·{k}"
+            while name in used or name in taken:
+                k += 1
+                name = f"{tok}·{k}"
+        used.add(name)
+        out.append(name)
+    return out
+
+
+def display_labels(tokens: Sequence[Any]) -> list[str]:
+    """Unique and HTML-escaped names, ready for category axes and hover text."""
+    return [escape(t) for t in unique_labels(tokens)]
+
+
+def short(text: str, limit: int = MAX_TICK_CHARS) -> str:
+    """Cut an (unescaped) label for a tick; hover shows the full one."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def tick_step(n: int, room_px: float, spacing_px: float = TICK_SPACING_PX) -> int:
+    """Show every k-th of n labels so that labels are at least spacing_px apart."""
+    if n <= 0:
+        return 1
+    fits = max(1, int(room_px // spacing_px))
+    return max(1, math.ceil(n / fits))
+
+
+def category_ticks(names: Sequence[str], tokens: Sequence[str], room_px: float) -> dict[str, Any]:
+    """Axis settings for a category axis whose categories are `names` (unique, escaped).
+
+    `tokens` are the unescaped unique labels used for the (possibly cut) tick text. With many
+    tokens only every k-th one gets a tick; the hover still names every cell.
+    """
+    step = tick_step(len(names), room_px)
+    idx = list(range(0, len(names), step))
+    return dict(
+        type="category",  # tokens such as "1" or "2024" must not turn the axis numeric
+        tickmode="array",
+        tickvals=[names[i] for i in idx],
+        ticktext=[escape(short(tokens[i])) for i in idx],
+        tickfont=dict(size=TICK_FONT_SIZE),
+        automargin=True,
+    )
+
+
+def clamp(value: float, low: float, high: float) -> int:
+    return int(max(low, min(high, value)))
+
+
+def label_margin(tokens: Sequence[str], per_char_px: float = 6.5, base: float = 30) -> int:
+    """Margin that fits the longest (cut) tick label."""
+    longest = max((len(short(t)) for t in tokens), default=1)
+    return clamp(base + per_char_px * longest, 50, 200)
+
+
+def cell_figure_height(n_rows: int, top: int, bottom: int, px_per_row: float = 22,
+                       low: int = 360, high: int = 900) -> int:
+    """Height for a token x token heatmap: grows with rows, within sane bounds."""
+    return clamp(top + bottom + px_per_row * n_rows, low, high)
+
+
+def base_layout(title: str, height: int, width: int | None = None, **margins: int) -> dict[str, Any]:
+    """Layout defaults shared by all figures (title, font, white background, explicit size)."""
+    m = dict(l=80, r=30, t=70, b=70)
+    m.update(margins)
+    layout: dict[str, Any] = dict(
+        title=dict(text=title, x=0.01, xanchor="left", font=dict(size=15)),
+        font=dict(size=FONT_SIZE),
+        height=height,
+        margin=m,
+        template="none",  # plotly_white costs ~50 ms to attach and 7 kB of JSON; style set here
+        paper_bgcolor="white",
+        plot_bgcolor="white",  # NaN gaps and masked-out areas read as background
+        hoverlabel=dict(font=dict(size=12)),
+    )
+    if width is not None:
+        layout["width"] = width
+    return layout
+
+
+def weight_colorbar(title: str = "weight") -> dict[str, Any]:
+    return dict(title=dict(text=title, side="right"), thickness=14, len=0.8)
+
+
+class TokenAxes:
+    """Category axes for a (query x key) token grid: unique escaped names, thinned ticks, size.
+
+    `layout(title)` gives the layout dict with queries on y (top to bottom, reading order) and
+    keys on x; `q_names` / `k_names` are the trace's y / x.
+    """
+
+    def __init__(self, query_labels: Sequence[Any], key_labels: Sequence[Any], *,
+                 x_title: str, y_title: str, width: int | None = None) -> None:
+        self.q_tok, self.k_tok = unique_labels(query_labels), unique_labels(key_labels)
+        self.q_names = [escape(t) for t in self.q_tok]
+        self.k_names = [escape(t) for t in self.k_tok]
+        self.width = width
+        self.left = label_margin(self.q_tok)
+        self.top = 80
+        self.bottom = label_margin(self.k_tok, per_char_px=5.0)  # labels slanted at 45 degrees
+        self.right = 40
+        self.height = cell_figure_height(len(self.q_tok), self.top, self.bottom)
+        self.x_title, self.y_title = x_title, y_title
+
+    def layout(self, title: str, **extra: Any) -> dict[str, Any]:
+        plot_w = (self.width or DEFAULT_WIDTH) - self.left - self.right - 70  # 70: colour bar
+        plot_h = self.height - self.top - self.bottom
+        n_k = len(self.k_tok)
+        return dict(
+            **base_layout(title, self.height, self.width, l=self.left, b=self.bottom, t=self.top, r=self.right),
+            xaxis=dict(title=dict(text=self.x_title), tickangle=-45 if n_k > 6 else 0, showgrid=False,
+                       **category_ticks(self.k_names, self.k_tok, plot_w)),
+            yaxis=dict(title=dict(text=self.y_title), autorange="reversed", showgrid=False,
+                       **category_ticks(self.q_names, self.q_tok, plot_h)),
+            **extra,
+        )
+
+    def check(self, name: str, arr: np.ndarray) -> None:
+        check_shape(name, arr, (len(self.q_tok), len(self.k_tok)), "(len(query_labels), len(key_labels))")
+
+
+def caption(text: str, x: float = 0.0, xanchor: str = "left") -> dict[str, Any]:
+    """A small caption line just above the plot area (an annotation)."""
+    return dict(text=text, x=x, xanchor=xanchor, y=1.0, yanchor="bottom", xref="paper", yref="paper",
+                showarrow=False, font=dict(size=11, color="#444"))

@@ -1,0 +1,50 @@
+"""The attention mask itself: which query may attend to which key.
+
+Shape: mask (Tq, Tk) bool, True = may attend (the one convention used in `explorer`).
+Two discrete colours (allowed / blocked) share one colour axis whose bar reads like a legend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+
+from explorer.viz import common as c
+from explorer.viz.attention import KEY_AXIS, QUERY_AXIS
+
+# Two solid bands: [0, 0.5) blocked, [0.5, 1] allowed.
+MASK_SCALE = [[0.0, c.BLOCKED_COLOR], [0.5, c.BLOCKED_COLOR], [0.5, c.ALLOWED_COLOR], [1.0, c.ALLOWED_COLOR]]
+
+
+def mask_heatmap(
+    mask: Any,
+    query_labels: Sequence[str],
+    key_labels: Sequence[str],
+    title: str = "Attention mask",
+    *,
+    width: int | None = None,
+) -> go.Figure:
+    """Allowed (dark blue) / blocked (light grey) cells, hover says which."""
+    m = c.to_numpy(mask)
+    ax = c.TokenAxes(query_labels, key_labels, x_title=KEY_AXIS, y_title=QUERY_AXIS, width=width)
+    ax.check("mask", m)
+    m = m.astype(bool)
+    # One trace per state so the hover can name it without a per-cell text array.
+    allowed = np.where(m, 1.0, np.nan).astype(np.float32)
+    blocked = np.where(m, np.nan, 0.0).astype(np.float32)
+    common = dict(x=ax.k_names, y=ax.q_names, coloraxis="coloraxis", hoverongaps=False)
+    fig = go.Figure([
+        go.Heatmap(z=allowed, name="allowed", hovertemplate="%{y} → %{x}: allowed<extra></extra>", **common),
+        go.Heatmap(z=blocked, name="blocked", hovertemplate="%{y} → %{x}: blocked<extra></extra>", **common),
+    ])
+    n_ok = int(m.sum())
+    fig.update_layout(**ax.layout(
+        f"{title} ({n_ok} of {m.size} allowed)",
+        coloraxis=dict(cmin=0.0, cmax=1.0, colorscale=MASK_SCALE, colorbar=dict(
+            title=dict(text="mask", side="right"), tickmode="array", tickvals=[0.25, 0.75],
+            ticktext=["blocked", "allowed"], thickness=14, len=0.4)),
+    ))
+    return fig

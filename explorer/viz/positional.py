@@ -1,0 +1,120 @@
+"""Positional encodings: the sinusoidal table (numpy, for plotting) and its figures.
+
+Shapes: table (T positions, D model width); works for a learned embedding table as well.
+PE(pos, 2i) = sin(pos / base^(2i/D)), PE(pos, 2i+1) = cos(pos / base^(2i/D)) (Vaswani et al.).
+The model has its own torch implementation; this one only feeds the plots.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import numpy as np
+import plotly.graph_objects as go
+
+from explorer.viz import common as c
+
+
+def sinusoidal_table(length: int, d_model: int, base: float = 10000.0) -> np.ndarray:
+    """(length, d_model) float64 table; odd d_model ends with a sine column."""
+    if length < 0 or d_model < 1:
+        raise ValueError(f"need length >= 0 and d_model >= 1; got {length}, {d_model}")
+    pos = np.arange(length, dtype=np.float64)[:, None]  # (T, 1)
+    dim = np.arange(d_model)
+    pair = 2 * (dim // 2)  # 2i for both members of a sin/cos pair
+    angle = pos / np.power(base, pair / d_model)  # (T, D)
+    return np.where(dim % 2 == 0, np.sin(angle), np.cos(angle))
+
+
+def _table(table: Any) -> np.ndarray:
+    t = c.to_numpy(table, np.float32)
+    if t.ndim != 2:
+        raise ValueError(f"table must have shape (positions, d_model); got {tuple(t.shape)}")
+    return t
+
+
+def _symmetric(z: np.ndarray) -> float:
+    finite = z[np.isfinite(z)]
+    m = float(np.abs(finite).max()) if finite.size else 0.0
+    return m if m > 0 else 1.0
+
+
+def positional_heatmap(table: Any, title: str = "Positional encoding", *, width: int | None = None) -> go.Figure:
+    """Position (y, top to bottom) x dimension (x) heatmap, diverging colours centred on 0."""
+    t = _table(table)
+    n_pos, d = t.shape
+    m = _symmetric(t)
+    height = c.clamp(150 + 6 * n_pos, 360, 760)
+    fig = go.Figure(go.Heatmap(
+        z=t, zmin=-m, zmax=m, zmid=0.0, colorscale=c.DIVERGING_SCALE,
+        colorbar=c.weight_colorbar("value"),
+        hovertemplate="position %{y}, dimension %{x}: %{z:.3f}<extra></extra>",
+    ))
+    fig.update_layout(
+        **c.base_layout(f"{title} ({n_pos} positions × {d} dimensions)", height, width),
+        xaxis=dict(title=dict(text="dimension"), showgrid=False),
+        yaxis=dict(title=dict(text="position"), autorange="reversed", showgrid=False),
+    )
+    return fig
+
+
+def position_similarity(table: Any, metric: Literal["cosine", "dot"] = "cosine",
+                        title: str | None = None, *, width: int | None = None) -> go.Figure:
+    """Position x position similarity of the encoding vectors (cosine or dot product)."""
+    t = _table(table).astype(np.float64)
+    if metric == "cosine":
+        norms = np.linalg.norm(t, axis=1, keepdims=True)
+        unit = t / np.where(norms == 0, 1.0, norms)  # a zero vector has similarity 0
+        s = unit @ unit.T
+        m = 1.0
+    elif metric == "dot":
+        s = t @ t.T
+        m = _symmetric(s)
+    else:
+        raise ValueError(f"metric must be 'cosine' or 'dot'; got {metric!r}")
+    n_pos = t.shape[0]
+    size = c.clamp(160 + 5 * n_pos, 420, 760)
+    fig = go.Figure(go.Heatmap(
+        z=s.astype(np.float32), zmin=-m, zmax=m, zmid=0.0, colorscale=c.DIVERGING_SCALE,
+        colorbar=c.weight_colorbar(metric),
+        hovertemplate="positions %{y} and %{x}: %{z:.3f}<extra></extra>",
+    ))
+    fig.update_layout(
+        **c.base_layout(title or f"Similarity of positions ({metric})", size, width),
+        xaxis=dict(title=dict(text="position"), showgrid=False, constrain="domain"),
+        yaxis=dict(title=dict(text="position"), autorange="reversed", showgrid=False,
+                   scaleanchor="x"),
+    )
+    return fig
+
+
+def default_dims(d_model: int) -> list[int]:
+    """A few telling dimensions: fast (first pair), middle and slow (last)."""
+    picks = [0, 1, d_model // 4, d_model // 2, d_model - 1]
+    return sorted({p for p in picks if 0 <= p < d_model})
+
+
+def positional_curves(table: Any, dims: Sequence[int] | None = None, title: str = "Positional encoding by dimension",
+                      *, width: int | None = None) -> go.Figure:
+    """Selected dimensions as lines over position (fast dimensions oscillate, slow ones drift)."""
+    t = _table(table)
+    n_pos, d = t.shape
+    dims = default_dims(d) if dims is None else [int(i) for i in dims]
+    bad = [i for i in dims if not 0 <= i < d]
+    if bad:
+        raise ValueError(f"dims {bad} out of range for d_model = {d}")
+    pos = np.arange(n_pos)
+    fig = go.Figure([
+        go.Scatter(x=pos, y=t[:, i], mode="lines", name=f"dim {i}",
+                   hovertemplate=f"dim {i}, " + "position %{x}: %{y:.3f}<extra></extra>")
+        for i in dims
+    ])
+    fig.update_layout(
+        **c.base_layout(title, 420, width),
+        xaxis=dict(title=dict(text="position")),
+        yaxis=dict(title=dict(text="value")),
+        legend=dict(title=dict(text="dimension")),
+        colorway=["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#000000", "#F0E442"],
+    )
+    return fig

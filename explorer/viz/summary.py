@@ -1,0 +1,175 @@
+"""Summaries over layers and heads: attention rollout and head importance.
+
+Shapes: attn (L, H, T, T) self-attention; rollout (L, T, T); importances (L, H).
+Rollout (Abnar & Zuidema 2020): per layer average the heads, add the identity for the residual
+connection, renormalise rows, then multiply layer by layer: R_l = A_l @ R_{l-1}, R_0 = A_0.
+Row i of R_l says how much token i after layer l draws on each input token.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from explorer.viz import common as c
+
+
+def attention_rollout(attn: Any, add_residual: bool = True, head_mask: Any | None = None) -> np.ndarray:
+    """(L, H, T, T) -> (L, T, T) cumulative rollout, one matrix per layer.
+
+    head_mask (L, H), 1 = on: switched-off heads contribute nothing to their layer's average
+    (their output is zeroed in the model); a layer with every head off passes tokens through.
+    """
+    a = c.to_numpy(attn, np.float64)
+    if a.ndim != 4 or a.shape[-1] != a.shape[-2]:
+        raise ValueError(f"attn must have shape (L, H, T, T) (self-attention); got {tuple(a.shape)}")
+    n_layers, n_heads, t, _ = a.shape
+    if head_mask is None:
+        mean = a.mean(axis=1)  # (L, T, T)
+    else:
+        hm = c.to_numpy(head_mask).astype(np.float64)
+        c.check_shape("head_mask", hm, (n_layers, n_heads), "(L, H) like attn")
+        on = hm.sum(axis=1)  # (L,)
+        mean = np.einsum("lh,lhij->lij", hm, a) / np.where(on == 0, 1.0, on)[:, None, None]
+    eye = np.eye(t)
+    out = np.empty((n_layers, t, t))
+    joint = eye
+    for layer in range(n_layers):
+        aug = mean[layer] + eye if add_residual else mean[layer]
+        sums = aug.sum(axis=-1, keepdims=True)
+        aug = aug / np.where(sums == 0, 1.0, sums)  # all-masked rows stay 0, never NaN
+        joint = aug @ joint
+        out[layer] = joint
+    return out
+
+
+def rollout_heatmap(
+    rollout: Any,
+    labels: Sequence[str],
+    layer: int | None = None,
+    title: str = "Attention rollout",
+    *,
+    width: int | None = None,
+) -> go.Figure:
+    """Rollout (L, T, T) as a heatmap; layer=None gives a slider over layers (last one shown).
+
+    One colour range for all layers (0 to the largest value), so layers compare by colour.
+    """
+    r = c.to_numpy(rollout, np.float32)
+    if r.ndim != 3:
+        raise ValueError(f"rollout must have shape (L, T, T); got {tuple(r.shape)}")
+    n_layers = r.shape[0]
+    c.check_shape("rollout", r, (n_layers, len(labels), len(labels)), "(L, len(labels), len(labels))")
+    if layer is not None and not 0 <= layer < n_layers:
+        raise ValueError(f"layer {layer} out of range for {n_layers} layers")
+    ax = c.TokenAxes(labels, labels, x_title="input token (source of information)",
+                     y_title="token after the layer", width=width)
+    finite = r[np.isfinite(r)]
+    zmax = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
+    layers = [layer] if layer is not None else list(range(n_layers))
+    shown = layers[-1]
+    traces = [
+        go.Heatmap(
+            z=r[i], x=ax.k_names, y=ax.q_names, zmin=0.0, zmax=zmax, colorscale=c.ROLLOUT_SCALE,
+            colorbar=c.weight_colorbar("rollout"), visible=(i == shown), name=f"layer {i}",
+            hovertemplate=f"layer {i}: " + "%{y} ← %{x}: %{z:.3f}<extra></extra>",
+        )
+        for i in layers
+    ]
+    extra: dict[str, Any] = {}
+    if layer is None and n_layers > 1:
+        steps = [dict(method="update", label=str(i),
+                      args=[{"visible": [j == i for j in range(n_layers)]},
+                            {"title.text": f"{title}, through layer {i}"}])
+                 for i in range(n_layers)]
+        extra["sliders"] = [dict(active=shown, steps=steps, currentvalue=dict(prefix="through layer "),
+                                 pad=dict(t=ax.bottom - 10), len=0.9, x=0.05)]
+        ax.height += 70  # room for the slider below the tick labels
+    return go.Figure(traces, layout=ax.layout(f"{title}, through layer {shown}", **extra))
+
+
+def _ranks(x: np.ndarray) -> np.ndarray:
+    """Ranks 1..n with ties given their average rank."""
+    order = np.argsort(x, kind="mergesort")
+    sorted_x = x[order]
+    ranks = np.empty(len(x), dtype=np.float64)
+    i = 0
+    while i < len(x):
+        j = i
+        while j + 1 < len(x) and sorted_x[j + 1] == sorted_x[i]:
+            j += 1
+        ranks[order[i:j + 1]] = (i + j) / 2 + 1
+        i = j + 1
+    return ranks
+
+
+def spearman(a: Any, b: Any) -> float:
+    """Spearman rank correlation of two equally long arrays (flattened); NaN if one is constant."""
+    x, y = c.to_numpy(a, np.float64).ravel(), c.to_numpy(b, np.float64).ravel()
+    if x.shape != y.shape:
+        raise ValueError(f"a and b must have the same number of values; got {x.size} and {y.size}")
+    if x.size < 2:
+        return float("nan")
+    rx, ry = _ranks(x), _ranks(y)
+    rx, ry = rx - rx.mean(), ry - ry.mean()
+    denom = np.sqrt((rx ** 2).sum() * (ry ** 2).sum())
+    return float((rx * ry).sum() / denom) if denom > 0 else float("nan")
+
+
+def head_importance_chart(
+    exact: Any,
+    estimate: Any,
+    rank_correlation: float,
+    title: str = "Head importance",
+    *,
+    exact_name: str = "exact change (head switched off)",
+    estimate_name: str = "gradient estimate",
+    width: int | None = None,
+) -> go.Figure:
+    """Exact per-head change and its gradient estimate (both (L, H)) side by side, plus a scatter.
+
+    Each map is scaled by its own largest |value| (units differ); hover shows raw values.
+    The Spearman correlation goes in the title.
+    """
+    ex, es = c.to_numpy(exact, np.float64), c.to_numpy(estimate, np.float64)
+    if ex.ndim != 2:
+        raise ValueError(f"exact must have shape (L, H); got {tuple(ex.shape)}")
+    c.check_shape("estimate", es, ex.shape, "(L, H) like exact")
+    n_layers, n_heads = ex.shape
+    signed = bool((ex < 0).any() or (es < 0).any())
+    scale = dict(zmin=-1.0, zmax=1.0, zmid=0.0, colorscale=c.DIVERGING_SCALE) if signed \
+        else dict(zmin=0.0, zmax=1.0, colorscale=c.ROLLOUT_SCALE)
+    en, sn = c.escape(exact_name), c.escape(estimate_name)
+    fig = make_subplots(rows=1, cols=3, column_widths=[0.36, 0.36, 0.28], horizontal_spacing=0.09,
+                        subplot_titles=[en, sn, "estimate vs exact (one dot per head)"])
+    heads = [f"H{h}" for h in range(n_heads)]
+    layers = [f"L{l}" for l in range(n_layers)]
+    for col, (vals, name) in enumerate([(ex, en), (es, sn)], start=1):
+        top = np.abs(vals).max()
+        fig.add_trace(go.Heatmap(
+            z=(vals / (top if top > 0 else 1.0)).astype(np.float32), x=heads, y=layers,
+            customdata=vals.astype(np.float32), name=name, showscale=(col == 2),
+            colorbar=dict(title=dict(text="relative to max |value|", side="right"), thickness=12,
+                          len=0.8, x=0.69),
+            hovertemplate="%{y} %{x}: %{customdata:.4g}<extra>" + name + "</extra>", **scale,
+        ), row=1, col=col)
+        fig.update_yaxes(autorange="reversed", type="category", title=dict(text="layer") if col == 1 else None,
+                         row=1, col=col)
+        fig.update_xaxes(type="category", title=dict(text="head"), row=1, col=col)
+    tags = [f"L{l}H{h}" for l in range(n_layers) for h in range(n_heads)]
+    fig.add_trace(go.Scatter(
+        x=ex.ravel(), y=es.ravel(), mode="markers", text=tags, name="heads", showlegend=False,
+        marker=dict(size=7, color="#0072B2", opacity=0.8),
+        hovertemplate="%{text}: exact %{x:.4g}, estimate %{y:.4g}<extra></extra>",
+    ), row=1, col=3)
+    fig.update_xaxes(title=dict(text="exact change"), row=1, col=3)
+    fig.update_yaxes(title=dict(text="estimate"), row=1, col=3)
+    rho = "n/a" if rank_correlation is None or not np.isfinite(rank_correlation) else f"{rank_correlation:.3f}"
+    height = c.clamp(200 + 34 * n_layers, 380, 800)
+    fig.update_layout(**c.base_layout(f"{title}: exact vs gradient estimate (Spearman ρ = {rho})",
+                                      height, width, l=60, r=30, t=90, b=60))
+    return fig
