@@ -152,7 +152,8 @@ def _axis_names(edges: Sequence[int], gap: int, n_tiles: int, labels: list[str],
             if lo == hi:
                 tok = f"{tok_word} {lo}: {labels[lo]}"
             else:
-                tok = f"{tok_word}s {lo}–{hi}: {labels[lo]} … {labels[hi]}"
+                plural = "queries" if tok_word == "query" else f"{tok_word}s"
+                tok = f"{plural} {lo}–{hi}: {labels[lo]} … {labels[hi]}"
             names.append(f"{tile_word} {t} · {tok}")
             if i == tile_len // 2:
                 centres.append(names[-1])
@@ -188,7 +189,7 @@ def attention_overview(
         hm = c.to_numpy(head_mask).astype(bool)
         c.check_shape("head_mask", hm, (n_layers, n_heads), "(L, H) like attn")
 
-    left, right, top, bottom = 70, 90, 110, 40
+    left, right, top, bottom = 70, 90, 100, 20
     plot_w = width - left - right
     tile_px = max(8.0, (plot_w - (n_heads - 1) * GAP_PX) / n_heads)  # square tiles on screen
     grid = plan_grid(n_layers, n_heads, tq, tk, tile_px, max_pixels)
@@ -198,8 +199,6 @@ def attention_overview(
     k_tok = [c.escape(t) for t in c.unique_labels(key_labels)]
     y_names, y_centres = _axis_names(grid.q_edges, grid.gap_rows, n_layers, q_tok, "layer", "query")
     x_names, x_centres = _axis_names(grid.k_edges, grid.gap_cols, n_heads, k_tok, "head", "key")
-    row_px = tile_px / grid.tile_rows  # screen height of one row of cells
-    height = int(top + bottom + row_px * grid.shape[0])
 
     value = "max weight in block" if grid.downsampled else "weight"
     heat = go.Heatmap(
@@ -211,11 +210,13 @@ def attention_overview(
     annotations: list[dict[str, Any]] = []
     shapes: list[dict[str, Any]] = []
     if grid.downsampled:
+        # Below the grid: above it would collide with the head labels and axis title.
         annotations.append(dict(
             text=(f"downsampled: each tile shows {grid.tile_rows}×{grid.tile_cols} cells for {tq}×{tk} "
-                  f"tokens, a cell is the max over its block; open one head for full detail"),
-            x=0, xanchor="left", y=1.0, yanchor="bottom", yshift=28, xref="paper", yref="paper",
+                  f"tokens; a cell is the max over its block (open one head for full detail)"),
+            x=0, xanchor="left", y=0, yanchor="top", yshift=-6, xref="paper", yref="paper",
             showarrow=False, font=dict(size=11, color="#444")))
+        bottom += 24
     for layer, head in zip(*np.nonzero(~hm)):
         r, k = grid.tile_origin(int(layer), int(head))
         # Category axes place shapes by category index; cells span index +- 0.5.
@@ -226,12 +227,13 @@ def attention_overview(
         annotations.append(dict(text="<b>off</b>", x=k + (grid.tile_cols - 1) / 2,
                                 y=r + (grid.tile_rows - 1) / 2, xref="x", yref="y", showarrow=False,
                                 font=dict(size=12, color="#222"), bgcolor="rgba(255,255,255,0.8)"))
+    row_px = tile_px / grid.tile_rows  # screen height of one row of cells
+    height = int(top + bottom + row_px * grid.shape[0])
     n_off = int((~hm).sum())
     if n_off:
         title = f"{title} ({n_off} head{'s' if n_off != 1 else ''} switched off)"
 
-    fig = go.Figure(heat)
-    fig.update_layout(
+    layout = dict(
         **c.base_layout(title, height, width, l=left, r=right, t=top, b=bottom),
         xaxis=dict(type="category", tickmode="array", tickvals=x_centres,
                    ticktext=[f"H{h}" for h in range(n_heads)], side="top", showgrid=False,
@@ -243,7 +245,7 @@ def attention_overview(
         shapes=shapes,
         meta={"overview_grid": asdict(grid)},
     )
-    return fig
+    return go.Figure(heat, layout=layout)
 
 
 def overview_grid_index(grid_or_fig: OverviewGrid | go.Figure | dict, x: Any, y: Any) -> tuple[int, int] | None:

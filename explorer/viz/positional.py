@@ -53,8 +53,8 @@ def positional_heatmap(table: Any, title: str = "Positional encoding", *, width:
     ))
     fig.update_layout(
         **c.base_layout(f"{title} ({n_pos} positions × {d} dimensions)", height, width),
-        xaxis=dict(title=dict(text="dimension"), showgrid=False),
-        yaxis=dict(title=dict(text="position"), autorange="reversed", showgrid=False),
+        xaxis=dict(title=dict(text="dimension"), showgrid=False, zeroline=False),
+        yaxis=dict(title=dict(text="position"), autorange="reversed", showgrid=False, zeroline=False),
     )
     return fig
 
@@ -82,9 +82,9 @@ def position_similarity(table: Any, metric: Literal["cosine", "dot"] = "cosine",
     ))
     fig.update_layout(
         **c.base_layout(title or f"Similarity of positions ({metric})", size, width),
-        xaxis=dict(title=dict(text="position"), showgrid=False, constrain="domain"),
-        yaxis=dict(title=dict(text="position"), autorange="reversed", showgrid=False,
-                   scaleanchor="x"),
+        xaxis=dict(title=dict(text="position"), showgrid=False, zeroline=False, constrain="domain"),
+        yaxis=dict(title=dict(text="position"), autorange="reversed", showgrid=False, zeroline=False,
+                   scaleanchor="x", constrain="domain"),
     )
     return fig
 

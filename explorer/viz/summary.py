@@ -153,8 +153,10 @@ def head_importance_chart(
         fig.add_trace(go.Heatmap(
             z=(vals / (top if top > 0 else 1.0)).astype(np.float32), x=heads, y=layers,
             customdata=vals.astype(np.float32), name=name, showscale=(col == 2),
-            colorbar=dict(title=dict(text="relative to max |value|", side="right"), thickness=12,
-                          len=0.8, x=0.69),
+            # Horizontal, under the two maps: upright it would sit on the scatter's axis.
+            colorbar=dict(title=dict(text="value / largest |value| of its map", side="top"),
+                          orientation="h", thickness=10, len=0.5, x=0.34, xanchor="center",
+                          y=-0.28, yanchor="top"),
             hovertemplate="%{y} %{x}: %{customdata:.4g}<extra>" + name + "</extra>", **scale,
         ), row=1, col=col)
         fig.update_yaxes(autorange="reversed", type="category", title=dict(text="layer") if col == 1 else None,
@@ -169,7 +171,7 @@ def head_importance_chart(
     fig.update_xaxes(title=dict(text="exact change"), row=1, col=3)
     fig.update_yaxes(title=dict(text="estimate"), row=1, col=3)
     rho = "n/a" if rank_correlation is None or not np.isfinite(rank_correlation) else f"{rank_correlation:.3f}"
-    height = c.clamp(200 + 34 * n_layers, 380, 800)
+    height = c.clamp(260 + 34 * n_layers, 440, 860)
     fig.update_layout(**c.base_layout(f"{title}: exact vs gradient estimate (Spearman ρ = {rho})",
-                                      height, width, l=60, r=30, t=90, b=60))
+                                      height, width, l=60, r=30, t=90, b=150))
     return fig

@@ -1,0 +1,122 @@
+"""Difference, mask view, rollout maths, Spearman and the head-importance chart."""
+
+import numpy as np
+import pytest
+
+from explorer.viz import (
+    attention_rollout,
+    difference_heatmap,
+    head_importance_chart,
+    mask_heatmap,
+    rollout_heatmap,
+    spearman,
+)
+
+TOKS = ["a", "<i>b</i>", "a"]
+
+
+def test_difference_is_centred_and_symmetric():
+    a = np.array([[0.5, 0.5, 0], [0, 1, 0], [0.2, 0.2, 0.6]])
+    b = np.array([[1, 0, 0], [0, 1, 0], [0.2, 0.3, 0.5]])
+    fig = difference_heatmap(a, b, TOKS, TOKS, "A vs B")
+    tr = fig.data[0]
+    np.testing.assert_allclose(np.asarray(tr.z), a - b, atol=1e-6)
+    assert (tr.zmin, tr.zmax, tr.zmid) == (-0.5, 0.5, 0.0)
+    assert tr.colorscale[0][1] != tr.colorscale[-1][1]  # diverging
+    assert list(tr.y) == ["a", "&lt;i&gt;b&lt;/i&gt;", "a·2"]
+    assert fig.layout.title.text == "A vs B"
+    same = difference_heatmap(a, a, TOKS, TOKS).data[0]
+    assert (same.zmin, same.zmax) == (-1.0, 1.0)
+    with pytest.raises(ValueError, match="b must have shape"):
+        difference_heatmap(a, b[:2], TOKS, TOKS)
+
+
+def test_mask_heatmap_two_discrete_states():
+    mask = np.array([[1, 0, 0], [1, 1, 0], [1, 1, 1]], bool)
+    fig = mask_heatmap(mask, TOKS, TOKS, "Causal")
+    allowed, blocked = fig.data
+    za, zb = np.asarray(allowed.z), np.asarray(blocked.z)
+    assert np.array_equal(~np.isnan(za), mask) and np.array_equal(~np.isnan(zb), ~mask)
+    assert "allowed" in allowed.hovertemplate and "blocked" in blocked.hovertemplate
+    ca = fig.layout.coloraxis
+    assert list(ca.colorbar.ticktext) == ["blocked", "allowed"] and (ca.cmin, ca.cmax) == (0, 1)
+    assert "6 of 9 allowed" in fig.layout.title.text
+    assert "&lt;i&gt;" in fig.to_json() and "<i>" not in fig.to_json()
+
+
+def test_rollout_against_hand_computation():
+    # 2 layers, 2 heads, 2 tokens.
+    attn = np.array([
+        [[[1.0, 0.0], [0.5, 0.5]], [[0.0, 1.0], [0.5, 0.5]]],  # layer 0: mean [[.5,.5],[.5,.5]]
+        [[[1.0, 0.0], [0.0, 1.0]], [[1.0, 0.0], [1.0, 0.0]]],  # layer 1: mean [[1,0],[.5,.5]]
+    ])
+    r = attention_rollout(attn)
+    # layer 0: (mean + I) row-normalised = [[.75,.25],[.25,.75]]
+    np.testing.assert_allclose(r[0], [[0.75, 0.25], [0.25, 0.75]])
+    # layer 1: [[2,0],[.5,1.5]]/2 = [[1,0],[.25,.75]]; times layer 0
+    np.testing.assert_allclose(r[1], [[0.75, 0.25], [0.375, 0.625]])
+    np.testing.assert_allclose(r.sum(-1), 1.0)
+    raw = attention_rollout(attn, add_residual=False)
+    np.testing.assert_allclose(raw[1], np.array([[1, 0], [0.5, 0.5]]) @ np.full((2, 2), 0.5))
+
+
+def test_rollout_head_mask_and_all_masked_rows():
+    attn = np.zeros((1, 2, 2, 2))
+    attn[0, 0] = [[0, 1], [0, 1]]
+    attn[0, 1] = [[1, 0], [1, 0]]
+    r = attention_rollout(attn, head_mask=np.array([[1, 0]]))
+    np.testing.assert_allclose(r[0], [[0.5, 0.5], [0, 1]])
+    z = attention_rollout(np.zeros((1, 1, 2, 2)), add_residual=False)
+    assert np.isfinite(z).all() and (z == 0).all()
+    with pytest.raises(ValueError, match=r"\(L, H, T, T\)"):
+        attention_rollout(np.zeros((1, 1, 2, 3)))
+
+
+def test_rollout_heatmap_slider_and_single_layer():
+    r = attention_rollout(np.full((3, 2, 3, 3), 1 / 3))
+    fig = rollout_heatmap(r, TOKS)
+    assert len(fig.data) == 3 and [t.visible for t in fig.data] == [False, False, True]
+    assert len(fig.layout.sliders[0].steps) == 3
+    assert fig.layout.sliders[0].steps[0].args[0]["visible"] == [True, False, False]
+    assert fig.data[0].zmin == 0.0 and fig.data[0].zmax == pytest.approx(r.max())
+    one = rollout_heatmap(r, TOKS, layer=1)
+    assert len(one.data) == 1 and not one.layout.sliders and "layer 1" in one.layout.title.text
+    with pytest.raises(ValueError, match="out of range"):
+        rollout_heatmap(r, TOKS, layer=3)
+
+
+@pytest.mark.parametrize("a, b, rho", [
+    ([1, 2, 3, 4], [10, 20, 30, 40], 1.0),
+    ([1, 2, 3, 4], [4, 3, 2, 1], -1.0),
+    ([1, 2, 3, 4, 5], [2, 1, 4, 3, 5], 0.8),  # 1 - 6*4/(5*24)
+    ([1, 2, 2, 3], [1, 2, 3, 4], 0.9486832980505138),  # ties get average ranks
+])
+def test_spearman_hand_cases(a, b, rho):
+    assert spearman(a, b) == pytest.approx(rho)
+
+
+def test_spearman_degenerate():
+    assert np.isnan(spearman([1, 1, 1], [1, 2, 3]))
+    assert np.isnan(spearman([1], [2]))
+    assert spearman(np.eye(2), np.eye(2)) == pytest.approx(1.0)  # (L, H) arrays flatten
+    with pytest.raises(ValueError):
+        spearman([1, 2], [1, 2, 3])
+
+
+def test_head_importance_chart_structure():
+    exact = np.array([[0.1, 0.5, 0.2], [0.05, 0.3, 0.9]])
+    est = np.array([[0.2, 0.4, 0.1], [0.0, 0.35, 1.2]])
+    rho = spearman(exact, est)
+    fig = head_importance_chart(exact, est, rho)
+    assert f"Spearman ρ = {rho:.3f}" in fig.layout.title.text
+    h1, h2, sc = fig.data
+    assert np.asarray(h1.z).shape == (2, 3) and np.asarray(h2.z).shape == (2, 3)
+    np.testing.assert_allclose(np.asarray(h1.customdata), exact, rtol=1e-6)  # hover shows raw values
+    assert np.asarray(h2.z).max() == pytest.approx(1.0)
+    assert (h1.zmin, h1.zmax) == (0.0, 1.0)  # all positive: sequential scale
+    assert list(sc.text) == ["L0H0", "L0H1", "L0H2", "L1H0", "L1H1", "L1H2"]
+    signed = head_importance_chart(exact - 0.2, est, float("nan"))
+    assert signed.data[0].zmid == 0.0 and signed.data[0].zmin == -1.0
+    assert "n/a" in signed.layout.title.text
+    with pytest.raises(ValueError, match="estimate"):
+        head_importance_chart(exact, est[:1], rho)
