@@ -1,9 +1,23 @@
 """Transformer Explorer: build or load a Transformer and look inside it.
 
 The model core lives in `explorer.model`; figures in `explorer.viz`; the app in `explorer.app`.
+Names are imported lazily so that light modules (tokenizer, data, viz) do not pay for torch.
 """
 
-from .device import pick_device
-from .model import Transformer, TransformerConfig
+from importlib import import_module
 
-__all__ = ["Transformer", "TransformerConfig", "pick_device"]
+_EXPORTS = {
+    "Transformer": "explorer.model",
+    "TransformerConfig": "explorer.model",
+    "pick_device": "explorer.device",
+    "generate": "explorer.generate",
+    "load": "explorer.loading",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'explorer' has no attribute {name!r}")

@@ -1,0 +1,127 @@
+"""Model-core benchmark: prints JSON.
+
+1. Training steps/s of seed 001's text classifier built from our encoder vs the same classifier
+   built on torch.nn.TransformerEncoder (same data, same parameter count, same optimiser),
+   measured interleaved in one run; ratio > 1 means ours is faster.
+2. Forward time with attention weights returned vs the fast (SDPA) path.
+
+Run: python -m benchmarks.model_core [--steps 30] [--repeats 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import platform
+import statistics
+import time
+
+import torch
+from torch import nn
+
+from explorer.model import Transformer, TransformerConfig, sinusoidal_table
+
+
+class TorchTextClassifier(nn.Module):
+    """Seed 001's TextClassifier on torch.nn.TransformerEncoder (410,117 parameters)."""
+
+    def __init__(self, vocab_size=1000, d_model=128, heads=8, d_ff=256, layers=2, classes=5, max_len=512):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab_size, d_model, padding_idx=0)
+        self.register_buffer("pe", sinusoidal_table(max_len, d_model), persistent=False)
+        layer = nn.TransformerEncoderLayer(d_model, heads, d_ff, 0.1, batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.fc1 = nn.Linear(d_model, 128)
+        self.final = nn.Linear(128, classes)
+
+    def forward(self, ids):
+        x = self.embedding(ids) + self.pe[: ids.shape[1]]
+        x = self.encoder(x, src_key_padding_mask=ids == 0)
+        return self.final(torch.relu(self.fc1(x[:, 0])))
+
+
+def make_batches(n, batch, length, vocab, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for _ in range(n):
+        ids = torch.randint(1, vocab, (batch, length), generator=g)
+        lengths = torch.randint(length // 4, length + 1, (batch, 1), generator=g)
+        ids = ids.masked_fill(torch.arange(length)[None] >= lengths, 0)  # right padding, like the seed's collate
+        out.append((ids, torch.randint(0, 5, (batch,), generator=g)))
+    return out
+
+
+def train_steps_per_second(model, forward, batches):
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    model.train()
+    start = time.perf_counter()
+    for ids, labels in batches:
+        loss = nn.functional.cross_entropy(forward(ids), labels)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+    return len(batches) / (time.perf_counter() - start)
+
+
+def forward_seconds(model, ids, need_weights, repeats=5):
+    times = []
+    with torch.inference_mode():
+        model(ids, need_weights=need_weights)  # warm-up
+        for _ in range(repeats):
+            start = time.perf_counter()
+            model(ids, need_weights=need_weights)
+            times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=30, help="training steps per measurement")
+    parser.add_argument("--repeats", type=int, default=5, help="interleaved measurements per model")
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--length", type=int, default=256)
+    args = parser.parse_args(argv)
+    torch.manual_seed(0)
+
+    ours = Transformer(TransformerConfig.preset("seed001-classifier"))
+    theirs = TorchTextClassifier()
+    assert ours.num_parameters() == sum(p.numel() for p in theirs.parameters()) == 410_117
+    batches = make_batches(args.steps, args.batch, args.length, 1000)
+    ours_fn = lambda ids: ours(ids, need_weights=False).logits  # noqa: E731
+    train_steps_per_second(ours, ours_fn, batches[:3])  # warm-up both
+    train_steps_per_second(theirs, theirs, batches[:3])
+    ours_sps, theirs_sps = [], []
+    for _ in range(args.repeats):  # interleaved so machine noise hits both alike
+        ours_sps.append(train_steps_per_second(ours, ours_fn, batches))
+        theirs_sps.append(train_steps_per_second(theirs, theirs, batches))
+    training = {
+        "model": "seed001-classifier (410,117 parameters)",
+        "batch": args.batch, "max_length": args.length, "steps_per_measurement": args.steps,
+        "explorer_steps_per_s": round(statistics.median(ours_sps), 2),
+        "torch_nn_steps_per_s": round(statistics.median(theirs_sps), 2),
+        "ratio_explorer_over_torch": round(statistics.median(ours_sps) / statistics.median(theirs_sps), 3),
+    }
+
+    forward = {}
+    for name, config in [("seed001-classifier", TransformerConfig.preset("seed001-classifier", dropout=0.0)),
+                         ("minilm-sized encoder (6x12, d384)", TransformerConfig(
+                             arch="encoder", vocab_size=30522, d_model=384, n_heads=12, n_layers=6, d_ff=1536,
+                             dropout=0.0, positional="learned", activation="gelu"))]:
+        model = Transformer(config).eval()
+        for length in (32, 128, 512):
+            ids = torch.randint(1, config.vocab_size, (1, length))
+            with_w = forward_seconds(model, ids, True, args.repeats)
+            fast = forward_seconds(model, ids, False, args.repeats)
+            forward[f"{name} @ {length} tokens"] = {
+                "with_weights_ms": round(with_w * 1e3, 2), "fast_path_ms": round(fast * 1e3, 2),
+                "overhead_ratio": round(with_w / fast, 3)}
+
+    print(json.dumps({
+        "machine": {"cpu_threads": torch.get_num_threads(), "torch": torch.__version__,
+                    "python": platform.python_version(), "platform": platform.platform()},
+        "training_throughput": training, "attention_capture": forward}, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,107 @@
+"""Greedy decoding that shows its work: every generated token comes with the decoder
+self-attention and cross-attention row it was computed with, in every layer and head.
+
+Shapes: B batch, H heads, L layers, S source length, P prompt length, N generated tokens.
+
+    generate(model, src (B, S) | prompt (B, P), bos_id=..., eos_id=..., max_new_tokens=N, ...)
+        -> Generation(tokens (B, N), log_probs (B, N), steps: N x StepAttention)
+    StepAttention.decoder[l]: (B, H, K) self-attention of the new token over the K tokens so far
+    StepAttention.cross[l]:   (B, H, S) its attention over the source (encoder-decoder only)
+
+Each step reruns the decoder over the whole prefix (no key/value cache): for the short
+sequences the explorer shows this costs little, and what a step returns is by construction
+what a full forward pass over that prefix computes, with the same masks and head toggles.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import torch
+from torch import Tensor
+
+from .model import Transformer
+
+
+@dataclass
+class StepAttention:
+    decoder: tuple[Tensor, ...]  # per layer (B, H, K): the new token's self-attention row
+    cross: tuple[Tensor, ...]  # per layer (B, H, S); () for decoder-only models
+
+
+@dataclass
+class Generation:
+    tokens: Tensor  # (B, N) generated ids; pad_id after a sequence has finished
+    log_probs: Tensor  # (B, N) log-probability of each chosen token (0 after finishing)
+    steps: list[StepAttention]  # one per generated position
+    prefix: Tensor  # (B, K) what the decoder was fed: start token / prompt + generated tokens
+    finished: Tensor  # (B,) True where eos was produced
+
+    def attention_matrix(self, kind: str, layer: int, batch_index: int = 0) -> Tensor:
+        """(H, N, K_max) rows of every step for one layer, zero-padded on the right (self-attention)."""
+        rows = [getattr(step, kind)[layer][batch_index] for step in self.steps]  # each (H, K_t)
+        width = max(r.shape[-1] for r in rows)
+        return torch.stack([torch.nn.functional.pad(r, (0, width - r.shape[-1])) for r in rows], dim=1)
+
+
+@torch.no_grad()  # not inference_mode: results stay usable in autograd code
+def generate(model: Transformer, src: Tensor, *, bos_id: int | None = None, eos_id: int | None = None,
+             max_new_tokens: int = 32, padding: bool = True, causal: bool = True,
+             attn_mask: Tensor | None = None, head_mask: Mapping[str, Any] | None = None) -> Generation:
+    """Greedy decoding for encoder-decoder (src = source ids, decoding starts from `bos_id`) and
+    decoder-only models (src = prompt ids of equal length, continued)."""
+    config = model.config
+    if config.arch == "encoder":
+        raise ValueError("an encoder-only model does not generate text")
+    masks = model.head_masks(head_mask)
+    B = src.shape[0]
+    if config.arch == "encoder-decoder":
+        if bos_id is None:
+            raise ValueError("encoder-decoder generation needs bos_id (the decoder start token)")
+        enc = model.encode(src, padding=padding, attn_mask=attn_mask, head_mask=masks.get("encoder"))
+        memory, memory_key_mask = enc.memory, enc.key_mask
+        prefix = torch.full((B, 1), bos_id, dtype=torch.long, device=src.device)
+        self_mask = None
+    else:
+        if padding and (src == config.pad_id).any():
+            raise ValueError("decoder-only prompts in one batch must have equal length (no padding)")
+        memory = memory_key_mask = None
+        prefix = src
+        self_mask = attn_mask
+    max_new_tokens = min(max_new_tokens, config.max_len - prefix.shape[1])
+    finished = torch.zeros(B, dtype=torch.bool, device=src.device)
+    tokens, log_probs, steps = [], [], []
+    for _ in range(max(max_new_tokens, 0)):
+        # A custom decoder-only mask is given for the prompt; extend it to the prefix so far.
+        dec = model.decode(prefix, memory, memory_key_mask, padding=padding, causal=causal,
+                           attn_mask=grow_mask(self_mask, prefix.shape[1]), head_mask=masks.get("decoder"),
+                           cross_head_mask=masks.get("cross"))
+        step_log_probs = model.generator(dec.output[:, -1])  # (B, V)
+        best_log_prob, best = step_log_probs.max(dim=-1)
+        best = best.masked_fill(finished, config.pad_id)
+        best_log_prob = best_log_prob.masked_fill(finished, 0.0)
+        steps.append(StepAttention(tuple(w[:, :, -1] for w in dec.self_attentions),
+                                   tuple(w[:, :, -1] for w in dec.cross_attentions)))
+        tokens.append(best)
+        log_probs.append(best_log_prob)
+        prefix = torch.cat([prefix, best[:, None]], dim=1)
+        if eos_id is not None:
+            finished |= best == eos_id
+            if finished.all():
+                break
+    empty = torch.zeros(B, 0, dtype=torch.long, device=src.device)
+    return Generation(torch.stack(tokens, 1) if tokens else empty,
+                      torch.stack(log_probs, 1) if log_probs else empty.float(), steps, prefix, finished)
+
+
+def grow_mask(mask: Tensor | None, size: int) -> Tensor | None:
+    """Extend a (P, P) custom mask to (size, size); new positions keep full access (causal still applies)."""
+    if mask is None:
+        return None
+    if mask.dim() != 2:
+        raise ValueError("custom masks for generation must be (P, P)")
+    grown = torch.ones(size, size, dtype=torch.bool, device=mask.device)
+    n = min(size, mask.shape[0])
+    grown[:n, :n] = mask[:n, :n]
+    return grown
