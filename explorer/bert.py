@@ -21,17 +21,29 @@ from __future__ import annotations
 import json
 import pickle
 import re
+from collections.abc import Mapping, Sequence
 from os import PathLike
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from .checkpoints import (CONFIG_FILE, DEFAULT_MAX_PARAMETERS, CheckpointError, LoadedModel, check_parameter_limit,
-                          check_tokenizer_vocab, describe, load_state, load_tokenizer_file, read_json,
-                          read_safetensors, require_file)
+from .checkpoints import (
+    CONFIG_FILE,
+    DEFAULT_MAX_PARAMETERS,
+    CheckpointError,
+    LoadedModel,
+    check_parameter_limit,
+    check_tokenizer_vocab,
+    describe,
+    load_state,
+    load_tokenizer_file,
+    read_json,
+    read_safetensors,
+    require_file,
+)
 from .device import pick_device
 from .model import Transformer, TransformerConfig
 from .tokenizer import Tokenizer

@@ -24,16 +24,24 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
-from typing import Iterable, Literal
+from typing import Literal
 
 import torch
 
 from .bert import load_bert
-from .checkpoints import (CONFIG_FILE, DEFAULT_MAX_PARAMETERS, CheckpointError, LoadedModel, describe,
-                          load_checkpoint, read_json)
+from .checkpoints import (
+    CONFIG_FILE,
+    DEFAULT_MAX_PARAMETERS,
+    CheckpointError,
+    LoadedModel,
+    describe,
+    load_checkpoint,
+    read_json,
+)
 
 CHECKPOINTS_DIR = Path(__file__).resolve().parent.parent / "checkpoints"
 SHIPPED_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
@@ -115,9 +123,8 @@ def _split_hub_id(text: str) -> tuple[str, str | None] | None:
         validate_repo_id(repo)
     except HFValidationError:
         return None
-    if revision:
-        if not REVISION.match(revision) or ".." in revision or revision.endswith("/"):
-            return None
+    if revision and (not REVISION.match(revision) or ".." in revision or revision.endswith("/")):
+        return None
     return repo, revision or None
 
 
@@ -196,7 +203,7 @@ def offline_mirror(repo_id: str, revision: str | None) -> tuple[Path, str] | Non
     spec = importlib.util.find_spec(mirror.package)  # locates the package without importing it
     if spec is None or not spec.submodule_search_locations:
         return None
-    folder = Path(list(spec.submodule_search_locations)[0]) / mirror.subfolder
+    folder = Path(next(iter(spec.submodule_search_locations))) / mirror.subfolder
     if not (folder / CONFIG_FILE).is_file():
         return None
     return folder, f"Hugging Face Hub {repo_id} (offline copy from the {mirror.distribution} package)"
@@ -210,7 +217,7 @@ def snapshot_download(*args, **kwargs) -> str:
 
 
 def _snapshot(repo_id: str, revision: str | None, cache_dir: str | None, local_only: bool) -> Path:
-    kwargs = dict(revision=revision, cache_dir=cache_dir, local_files_only=local_only)
+    kwargs = {"revision": revision, "cache_dir": cache_dir, "local_files_only": local_only}
     folder = Path(snapshot_download(repo_id, allow_patterns=HUB_FILES, **kwargs))
     if not any((folder / name).is_file() for name in ("model.safetensors", "model.safetensors.index.json")):
         folder = Path(snapshot_download(repo_id, allow_patterns=PICKLE_FALLBACK, **kwargs))

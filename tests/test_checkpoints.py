@@ -10,8 +10,14 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from explorer.checkpoints import (FORMAT_VERSION, CheckpointError, LoadedModel, estimate_parameters,
-                                  load_checkpoint, save_checkpoint)
+from explorer.checkpoints import (
+    FORMAT_VERSION,
+    CheckpointError,
+    LoadedModel,
+    estimate_parameters,
+    load_checkpoint,
+    save_checkpoint,
+)
 from explorer.model import Transformer, TransformerConfig
 from explorer.tokenizer import train_tokenizer
 
@@ -223,7 +229,8 @@ def rewrite_weights(folder: Path, change) -> None:
 def test_missing_tensor_is_named(saved):
     rewrite_weights(saved, lambda s: s.pop("encoder.layers.1.feed_forward.linear2.bias"))
     msg = error_of(saved)
-    assert "model.safetensors" in msg and "missing 1 tensor" in msg and "encoder.layers.1.feed_forward.linear2.bias" in msg
+    assert "model.safetensors" in msg and "missing 1 tensor" in msg
+    assert "encoder.layers.1.feed_forward.linear2.bias" in msg
 
 
 def test_unexpected_tensor_is_named(saved):

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
-import explorer.loading as loading
+from explorer import loading
 from explorer.checkpoints import CheckpointError, save_checkpoint
 from explorer.loading import ResolvedSource, fetch_hub, load, resolve_source, shipped_names
 from explorer.model import Transformer, TransformerConfig
@@ -282,7 +282,7 @@ def test_unreachable_hub_falls_back_to_cache(tmp_path, monkeypatch):
         return real(repo_id, **kwargs)
 
     monkeypatch.setattr(loading, "snapshot_download", flaky)
-    folder, origin = fetch_hub("someone/tiny-bert", cache_dir=tmp_path / "hub")
+    folder, _origin = fetch_hub("someone/tiny-bert", cache_dir=tmp_path / "hub")
     assert folder.name == COMMIT and calls[:2] == [False, True]
 
 
