@@ -59,7 +59,8 @@ def bench_bertviz(attn: np.ndarray, tokens: list[str], runs: int) -> dict[str, A
     except ImportError as err:  # optional dependency
         return {"error": f"bertviz not importable: {err}"}
     layers = tuple(torch.from_numpy(attn[i][None]) for i in range(attn.shape[0]))  # (1, H, T, T) each
-    model_view(layers, tokens, html_action="return")  # warm-up
+    if len(tokens) <= 128:  # warm-up (skipped for long inputs: one call takes seconds and ~1 GB)
+        model_view(layers, tokens, html_action="return")
     t, html = median_time(lambda: model_view(layers, tokens, html_action="return"), runs)
     return {"build_s": round(t, 4), "html_bytes": len(html.data)}
 

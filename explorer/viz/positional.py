@@ -74,14 +74,15 @@ def position_similarity(table: Any, metric: Literal["cosine", "dot"] = "cosine",
     else:
         raise ValueError(f"metric must be 'cosine' or 'dot'; got {metric!r}")
     n_pos = t.shape[0]
-    size = c.clamp(160 + 5 * n_pos, 420, 760)
+    size = c.clamp(160 + 5 * n_pos, 500, 760)
     fig = go.Figure(go.Heatmap(
         z=s.astype(np.float32), zmin=-m, zmax=m, zmid=0.0, colorscale=c.DIVERGING_SCALE,
         colorbar=c.weight_colorbar(metric),
         hovertemplate="positions %{y} and %{x}: %{z:.3f}<extra></extra>",
     ))
     fig.update_layout(
-        **c.base_layout(title or f"Similarity of positions ({metric})", size, width),
+        # Square plot: default width = height + room for the axis title and colour bar.
+        **c.base_layout(title or f"Similarity of positions ({metric})", size, width or size + 110),
         xaxis=dict(title=dict(text="position"), showgrid=False, zeroline=False, constrain="domain"),
         yaxis=dict(title=dict(text="position"), autorange="reversed", showgrid=False, zeroline=False,
                    scaleanchor="x", constrain="domain"),

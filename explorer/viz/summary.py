@@ -57,7 +57,8 @@ def rollout_heatmap(
 ) -> go.Figure:
     """Rollout (L, T, T) as a heatmap; layer=None gives a slider over layers (last one shown).
 
-    One colour range for all layers (0 to the largest value), so layers compare by colour.
+    Each layer gets its own colour range, 0 to its largest value: rollout spreads out with depth
+    (rows tend to uniform 1/T), and one shared range left deep layers a flat dark square.
     """
     r = c.to_numpy(rollout, np.float32)
     if r.ndim != 3:
@@ -68,14 +69,17 @@ def rollout_heatmap(
         raise ValueError(f"layer {layer} out of range for {n_layers} layers")
     ax = c.TokenAxes(labels, labels, x_title="input token (source of information)",
                      y_title="token after the layer", width=width)
-    finite = r[np.isfinite(r)]
-    zmax = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
+
+    def top(m: np.ndarray) -> float:
+        finite = m[np.isfinite(m)]
+        return float(finite.max()) if finite.size and finite.max() > 0 else 1.0
+
     layers = [layer] if layer is not None else list(range(n_layers))
     shown = layers[-1]
     traces = [
         go.Heatmap(
-            z=r[i], x=ax.k_names, y=ax.q_names, zmin=0.0, zmax=zmax, colorscale=c.ROLLOUT_SCALE,
-            colorbar=c.weight_colorbar("rollout"), visible=(i == shown), name=f"layer {i}",
+            z=r[i], x=ax.k_names, y=ax.q_names, zmin=0.0, zmax=top(r[i]), colorscale=c.ROLLOUT_SCALE,
+            colorbar=c.weight_colorbar(f"rollout, layer {i}"), visible=(i == shown), name=f"layer {i}",
             hovertemplate=f"layer {i}: " + "%{y} ← %{x}: %{z:.3f}<extra></extra>",
         )
         for i in layers

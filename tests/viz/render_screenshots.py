@@ -1,6 +1,6 @@
 """Render every figure type in headless Chromium and save PNGs to docs/screenshots/viz/.
 
-Not a test (no test_ prefix): run `python tests/viz/render_screenshots.py [PLOTLY_JS]` by hand.
+Not a test (no test_ prefix): run `PYTHONPATH=. python tests/viz/render_screenshots.py [PLOTLY_JS] [--all]`.
 PLOTLY_JS: path to a plotly.js bundle; use 3.3.1 (Gradio's) to check compatibility; default is
 the plotly.py bundle. Plotly.validate() runs in the page and its complaints are printed.
 """
@@ -28,7 +28,7 @@ def tokens(n: int) -> list[str]:
 def fake_attention(layers: int, heads: int, tq: int, tk: int, seed: int = 0, causal: bool = False) -> np.ndarray:
     """Softmax attention with some structure (diagonal, previous token, first token)."""
     rng = np.random.default_rng(seed)
-    x = rng.standard_normal((layers, heads, tq, tk)) * 1.5
+    x = rng.standard_normal((layers, heads, tq, tk)) * 0.8
     q, k = np.arange(tq)[:, None], np.arange(tk)[None, :]
     for h in range(heads):
         kind = h % 4
@@ -130,9 +130,25 @@ def render(figs: dict[str, object], suffix: str, plotly_js: str | None, only: se
         browser.close()
 
 
+# The committed set: (figure, token count). Others render with `--all`.
+KEEP = {32: {"head", "head_off", "overview", "cross", "difference", "mask", "position_similarity", "importance"},
+        128: {"head", "overview", "rollout", "positional_heatmap", "positional_curves"}}
+
+
+def shrink(path: Path) -> None:
+    """256-colour palette PNG: a fraction of the size, no visible change for these plots."""
+    from PIL import Image
+
+    with Image.open(path) as im:
+        im.convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT).save(path, optimize=True)
+
+
 if __name__ == "__main__":
     OUT.mkdir(parents=True, exist_ok=True)
-    pjs = sys.argv[1] if len(sys.argv) > 1 else None
-    only = set(sys.argv[2].split(",")) if len(sys.argv) > 2 else None
+    args = [a for a in sys.argv[1:] if a != "--all"]
+    pjs = args[0] if args else None
     for n in (32, 128):
+        only = None if "--all" in sys.argv else KEEP[n]
         render(figures(n), f"{n}", pjs, only)
+    for png in OUT.glob("*.png"):
+        shrink(png)
