@@ -100,10 +100,22 @@ def _shipped(text: str) -> Path | None:
     if not SHIPPED_NAME.match(text) or text.startswith("."):  # ".", ".." and hidden folders are never names
         return None
     root = CHECKPOINTS_DIR.resolve()
-    folder = (root / text).resolve()
-    if _inside(folder, root) and folder != root and (folder / CONFIG_FILE).is_file():
-        return folder
+    try:
+        folder = (root / text).resolve()
+        if _inside(folder, root) and folder != root and (folder / CONFIG_FILE).is_file():
+            return folder
+    except (OSError, RuntimeError):  # name too long, symlink loop
+        pass
     return None
+
+
+def _real_dir(path: Path) -> Path | None:
+    """The resolved folder, or None (missing, not a folder, symlink loop, name too long, ...)."""
+    try:
+        real = path.resolve()
+        return real if real.is_dir() else None
+    except (OSError, RuntimeError):
+        return None
 
 
 def _looks_like_path(text: str) -> bool:
@@ -142,16 +154,16 @@ def resolve_source(text: str, allowed_dirs: Iterable[str | PathLike] | None = ()
         return ResolvedSource("shipped", str(folder))
 
     if allowed_dirs is None:
-        candidate = Path(text).expanduser()
-        if candidate.is_dir():
-            return ResolvedSource("local", str(candidate.resolve()))
+        real = _real_dir(Path(text).expanduser())
+        if real is not None:
+            return ResolvedSource("local", str(real))
     else:
         roots = [Path(d).expanduser().resolve() for d in allowed_dirs]
         typed = Path(text)
         candidates = [typed] if typed.is_absolute() else [root / typed for root in roots]
         for candidate in candidates:
-            real = candidate.resolve()  # follows symlinks and "..": what would really be read
-            if any(_inside(real, root) for root in roots) and real.is_dir():
+            real = _real_dir(candidate)  # follows symlinks and "..": what would really be read
+            if real is not None and any(_inside(real, root) for root in roots):
                 return ResolvedSource("local", str(real))
     hub = _split_hub_id(text)
     if hub is not None:

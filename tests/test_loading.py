@@ -153,6 +153,17 @@ def test_resolve_refuses_symlink_escape(tmp_path, tiny_checkpoint):
     assert resolve_source("inner-link", allowed_dirs=[allowed]).path_or_repo == str(inner.resolve())
 
 
+def test_resolve_survives_symlink_loops_and_long_names(tmp_path):
+    allowed = tmp_path / "allowed"
+    allowed.mkdir()
+    os.symlink(allowed / "loop", allowed / "loop")
+    for text in ("loop", "x" * 300, "a/" + "y" * 3000):
+        with pytest.raises(CheckpointError):
+            resolve_source(text, allowed_dirs=[allowed])
+        with pytest.raises(CheckpointError):
+            resolve_source(text, allowed_dirs=None)
+
+
 def test_resolve_any_folder_with_none(tiny_checkpoint):
     assert resolve_source(str(tiny_checkpoint), allowed_dirs=None).kind == "local"
 
