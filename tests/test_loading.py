@@ -62,7 +62,8 @@ def shipped(tmp_path, monkeypatch, tiny_checkpoint) -> Path:
 
 
 def tiny_bert(folder: Path) -> torch.nn.Module:
-    from transformers import BertConfig, BertModel
+    transformers = pytest.importorskip("transformers")  # only to write a real Hugging Face folder
+    BertConfig, BertModel = transformers.BertConfig, transformers.BertModel
 
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "!"]
     model = BertModel(BertConfig(vocab_size=len(vocab), hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
