@@ -23,6 +23,7 @@ from torch import Tensor
 
 from .model import Transformer
 from .model.masks import causal_mask, combine_masks
+from .stats import spearman
 
 KINDS = ("encoder", "decoder", "cross")
 
@@ -190,23 +191,6 @@ def gradient_estimate(model: Transformer, probe: Probe) -> dict[str, Tensor]:
         grads = torch.autograd.grad(value, list(gates.values()))
     # Switching a head off moves its gate from 1 to 0: first-order change = -gradient.
     return {kind: -g.detach() for kind, g in zip(gates, grads)}
-
-
-def spearman(a: Tensor, b: Tensor) -> float:
-    """Spearman rank correlation of two equally long vectors (average ranks for ties)."""
-    def ranks(x: Tensor) -> Tensor:
-        order = x.argsort()
-        r = torch.empty_like(x, dtype=torch.float64)
-        r[order] = torch.arange(len(x), dtype=torch.float64)
-        for value in x.unique():  # ties share their mean rank
-            tie = x == value
-            r[tie] = r[tie].mean()
-        return r
-
-    ra, rb = ranks(a.flatten().double()), ranks(b.flatten().double())
-    ra, rb = ra - ra.mean(), rb - rb.mean()
-    denom = (ra.norm() * rb.norm()).item()
-    return float((ra @ rb).item() / denom) if denom else 0.0
 
 
 def head_importance(model: Transformer, probe: Probe) -> HeadImportance:

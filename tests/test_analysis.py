@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from explorer.analysis import Probe, exact_sweep, gradient_estimate, head_importance, run_objective, spearman
+from explorer.analysis import Probe, exact_sweep, gradient_estimate, head_importance, run_objective
 from explorer.model import Transformer, TransformerConfig
 
 
@@ -61,12 +61,6 @@ def test_head_importance_reports_rank_agreement():
     result = head_importance(m, probe)
     assert -1.0 <= result.rank_correlation <= 1.0
     assert set(result.exact) == set(result.estimate) == {"encoder", "decoder", "cross"}
-
-
-def test_spearman():
-    assert spearman(torch.tensor([1.0, 2, 3]), torch.tensor([10.0, 20, 30])) == pytest.approx(1.0)
-    assert spearman(torch.tensor([1.0, 2, 3]), torch.tensor([3.0, 2, 1])) == pytest.approx(-1.0)
-    assert spearman(torch.tensor([1.0, 1, 2]), torch.tensor([1.0, 1, 2])) == pytest.approx(1.0)
 
 
 def test_similarity_needs_two_sentences():

@@ -12,8 +12,11 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
+
+from explorer.stats import spearman  # noqa: F401  (re-exported: part of the viz API)
 
 from explorer.viz import common as c
 
@@ -94,34 +97,6 @@ def rollout_heatmap(
                                  pad=dict(t=ax.bottom - 10), len=0.9, x=0.05)]
         ax.height += 70  # room for the slider below the tick labels
     return go.Figure(traces, layout=ax.layout(f"{title}, through layer {shown}", **extra))
-
-
-def _ranks(x: np.ndarray) -> np.ndarray:
-    """Ranks 1..n with ties given their average rank."""
-    order = np.argsort(x, kind="mergesort")
-    sorted_x = x[order]
-    ranks = np.empty(len(x), dtype=np.float64)
-    i = 0
-    while i < len(x):
-        j = i
-        while j + 1 < len(x) and sorted_x[j + 1] == sorted_x[i]:
-            j += 1
-        ranks[order[i:j + 1]] = (i + j) / 2 + 1
-        i = j + 1
-    return ranks
-
-
-def spearman(a: Any, b: Any) -> float:
-    """Spearman rank correlation of two equally long arrays (flattened); NaN if one is constant."""
-    x, y = c.to_numpy(a, np.float64).ravel(), c.to_numpy(b, np.float64).ravel()
-    if x.shape != y.shape:
-        raise ValueError(f"a and b must have the same number of values; got {x.size} and {y.size}")
-    if x.size < 2:
-        return float("nan")
-    rx, ry = _ranks(x), _ranks(y)
-    rx, ry = rx - rx.mean(), ry - ry.mean()
-    denom = np.sqrt((rx ** 2).sum() * (ry ** 2).sum())
-    return float((rx * ry).sum() / denom) if denom > 0 else float("nan")
 
 
 def head_importance_chart(
