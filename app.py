@@ -1,0 +1,43 @@
+"""Transformer Explorer: the Gradio app. Run `python app.py` (locally) or deploy as a Hugging Face Space.
+
+    python app.py [--host HOST] [--port PORT] [--share] [--inbrowser] [--device auto|cpu|cuda|mps]
+                  [--checkpoint NAME] [--allow-dir DIR ...]
+
+On a Space (SPACE_ID is set) the app listens on 0.0.0.0:7860 unless told otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    on_space = bool(os.environ.get("SPACE_ID"))
+    p = argparse.ArgumentParser(description="Transformer Explorer (Gradio app)")
+    p.add_argument("--host", default="0.0.0.0" if on_space else "127.0.0.1", help="address to listen on")
+    p.add_argument("--port", type=int, default=7860 if on_space else None, help="port (default: Gradio's, 7860)")
+    p.add_argument("--share", action="store_true", help="create a public gradio.live link")
+    p.add_argument("--inbrowser", action="store_true", help="open the app in the browser")
+    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"], help="device for models")
+    p.add_argument("--checkpoint", default=None, help="model to start with (shipped name or Hub id)")
+    p.add_argument("--allow-dir", action="append", default=[], metavar="DIR",
+                   help="a folder whose model sub-folders may be loaded by name in the UI (repeatable)")
+    p.add_argument("--concurrency", type=int, default=4, help="requests run at the same time")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    args = parse_args(argv)
+    from explorer.app.ui import build_demo, launch_kwargs, queue_and_return
+
+    demo = build_demo(allowed_dirs=args.allow_dir, device=args.device, checkpoint=args.checkpoint)
+    queue_and_return(demo, args.concurrency)
+    demo.launch(server_name=args.host, server_port=args.port, share=args.share, inbrowser=args.inbrowser,
+                **launch_kwargs())
+
+
+if __name__ == "__main__":
+    main()

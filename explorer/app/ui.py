@@ -1,0 +1,421 @@
+"""The Gradio layout and event wiring. All work happens in `handlers` (plain, testable functions);
+this module turns component values into handler arguments and handler results into component
+updates, and turns errors into a message in the page (never a traceback).
+
+Per-session state (which model, on which device) is a gr.State dict; models are shared through
+one `ModelRegistry` per app and only read.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any, Sequence
+
+import gradio as gr
+import pandas as pd
+import plotly.graph_objects as go
+from gradio.components.plot import PlotData
+
+from ..checkpoints import CheckpointError
+from ..model import PRESETS
+from . import handlers as H
+from .registry import ModelRegistry
+
+log = logging.getLogger(__name__)
+
+PLOT_CONFIG = {  # Plotly modebar: the camera button saves a PNG of the figure
+    "displaylogo": False,
+    "displayModeBar": True,
+    "toImageButtonOptions": {"format": "png", "scale": 2},
+    "modeBarButtonsToRemove": ["select2d", "lasso2d"],
+}
+CSS = """
+.gradio-container {max-width: 1400px !important}
+#status {min-height: 1.5em}
+.intro p {margin: 0.2em 0}
+"""
+
+INTRO = ("Type a sentence, switch attention heads off and change the masks, and compare the model's output and "
+         "attention with and without your changes. Start with the shipped date translator: it reads a date written "
+         "in one of seven languages and writes it as YYYY-MM-DD, one character at a time.")
+TAB_TEXT = {
+    "attention": ("**Left:** the mask (dark = may attend, light = blocked) of the attention kind chosen under *Heads*. "
+                  "**Right:** what the chosen head attends to with your toggles; below it the same head without any "
+                  "toggle, and the difference (red = more attention with the toggles). Switch a head off and watch "
+                  "a later layer's difference map and the output table."),
+    "overview": ("Every head of every layer at once: rows are layers, columns are heads, each tile is one head's "
+                 "query × key attention. Switched-off heads are faded and marked *off*. Pick a layer and head under "
+                 "*Heads* to open it large below."),
+    "generation": ("How the answer was written, one token at a time (with your toggles). Each row is one generated "
+                   "token; it shows which earlier tokens (left) and which source characters (right) the chosen head "
+                   "read when producing it. Try the causal-mask toggle: without it the decoder can peek ahead."),
+    "positional": ("The sinusoidal positional encoding of *Attention Is All You Need*: each position gets a vector of "
+                   "sines and cosines at geometrically spaced frequencies. Change d_model, the number of positions and "
+                   "the base; the similarity map shows that nearby positions get similar vectors. If the loaded model "
+                   "learned its own position table, it is shown last."),
+    "importance": ("How much the model's output moves when each head is switched off, one head at a time (exact), "
+                   "next to a one-pass gradient estimate (Michel et al., 2019). Heads at the top of the ranking are "
+                   "good ones to switch off in the *Attention* tab."),
+    "rollout": ("Attention rollout (Abnar & Zuidema, 2020) multiplies the head-averaged attention of successive "
+                "layers, with the residual connection, to estimate which input tokens each position draws on by the "
+                "last layer. Switched-off heads are left out; use the slider to move through the layers."),
+}
+
+
+# ---------------------------------------------------------------------------------------- helpers
+def plot(fig: go.Figure | None) -> PlotData | None:
+    """A figure for gr.Plot with the modebar config (PNG download) attached."""
+    if fig is None:
+        return None
+    data = json.loads(fig.to_json())
+    data["config"] = PLOT_CONFIG
+    return PlotData(type="plotly", plot=json.dumps(data))
+
+
+def frame(headers: list[str], rows: list[list[Any]]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=headers)
+
+
+def user_message(err: BaseException) -> str:
+    """A short message for the page; unexpected errors are logged with their traceback."""
+    if isinstance(err, (H.AppError, CheckpointError)):
+        return str(err)
+    log.exception("unexpected error in an app handler")
+    return f"Something went wrong ({type(err).__name__}). The details are in the server log."
+
+
+def failure(err: BaseException, n_outputs: int) -> tuple:
+    msg = user_message(err)
+    gr.Warning(msg)
+    return ("⚠️ " + H.escape_md(msg),) + tuple(gr.skip() for _ in range(n_outputs - 1))
+
+
+def settings_from(padding: bool, causal: bool, custom: str, block_token: Any, window: Any,
+                  enc: Sequence[str] | None, dec: Sequence[str] | None, cross: Sequence[str] | None) -> H.Settings:
+    try:
+        block, win = int(block_token or 0), int(window or 0)
+    except (TypeError, ValueError) as err:
+        raise H.AppError(f"mask settings must be whole numbers: {err}") from err
+    return H.Settings(padding=bool(padding), causal=bool(causal), custom=custom or "none", block_token=block,
+                      window=win, heads={"encoder": list(enc or []), "decoder": list(dec or []),
+                                         "cross": list(cross or [])})
+
+
+# ---------------------------------------------------------------------------------------- the app
+def build_demo(*, allowed_dirs: Sequence[str] = (), device: str = "auto", checkpoint: str | None = None,
+               registry: ModelRegistry | None = None) -> gr.Blocks:
+    """The whole app. `checkpoint`: the model sessions start with (default: date-translator)."""
+    registry = registry or ModelRegistry(capacity=3)
+    allowed = [str(d) for d in allowed_dirs]
+    start = checkpoint or H.default_source()
+    try:
+        from ..loading import shipped_names
+        shipped = shipped_names()
+    except Exception:  # pragma: no cover
+        shipped = []
+    sources = list(dict.fromkeys([*shipped, H.MINILM] + ([start] if start not in shipped else [])))
+    devices = H.device_choices()
+    device = device if device in devices else "auto"
+
+    with gr.Blocks(title="Transformer Explorer") as demo:
+        session = gr.State(H.new_session(start, device))
+        gr.Markdown("# Transformer Explorer")
+        gr.Markdown(INTRO, elem_classes="intro")
+        status = gr.Markdown(elem_id="status")
+
+        # ---------------------------------------------------------------- model
+        with gr.Accordion("Model", open=True):
+            with gr.Row():
+                with gr.Column(scale=3):
+                    with gr.Tabs():
+                        with gr.Tab("Load a model"):
+                            with gr.Row():
+                                source = gr.Dropdown(sources, value=start, label="Shipped checkpoint or known model",
+                                                     scale=2)
+                                custom_source = gr.Textbox(
+                                    label="…or a Hugging Face Hub id" + (" / local folder" if allowed else ""),
+                                    placeholder="owner/name, e.g. " + H.MINILM, scale=3, max_lines=1)
+                            with gr.Row():
+                                device_in = gr.Dropdown(devices, value=device, label="Device",
+                                                        info=H.device_note(), scale=2)
+                                load_btn = gr.Button("Load model", variant="primary", scale=1)
+                        with gr.Tab("Build a fresh model"):
+                            with gr.Row():
+                                preset = gr.Dropdown(["custom", *PRESETS], value="custom", label="Preset")
+                                arch = gr.Dropdown(["encoder-decoder", "decoder", "encoder"], value="encoder-decoder",
+                                                   label="Architecture")
+                                norm = gr.Radio(["pre-norm", "post-norm"], value="pre-norm", label="LayerNorm")
+                                pos = gr.Dropdown(["sinusoidal", "learned", "none"], value="sinusoidal",
+                                                  label="Positional encoding")
+                            with gr.Row():
+                                n_layers = gr.Number(2, label="Layers", precision=0, minimum=1, maximum=24)
+                                n_heads = gr.Number(4, label="Heads", precision=0, minimum=1, maximum=32)
+                                d_model = gr.Number(64, label="d_model", precision=0, minimum=1, maximum=2048)
+                                d_ff = gr.Number(256, label="d_ff", precision=0, minimum=1, maximum=8192)
+                                seed = gr.Number(0, label="Seed", precision=0)
+                            with gr.Row():
+                                build_device = gr.Dropdown(devices, value=device, label="Device", info=H.device_note())
+                                build_btn = gr.Button("Build model", variant="primary")
+                            gr.Markdown("A built model has random weights and the date character tokenizer; its "
+                                        f"size is limited to {H.MAX_BUILD_PARAMETERS:,} parameters.")
+                with gr.Column(scale=2):
+                    model_md = gr.Markdown("Loading the model …", elem_id="model-info")
+
+        # ---------------------------------------------------------------- input and masks
+        with gr.Row():
+            with gr.Column(scale=3):
+                text1 = gr.Textbox(label="Sentence", lines=1, max_lines=4, elem_id="text1")
+                text2 = gr.Textbox(label="Second sentence (optional): batched with the first, so the shorter one "
+                                         "is padded and the padding mask matters", lines=1, max_lines=4, elem_id="text2")
+                with gr.Row():
+                    ex1 = gr.Dropdown([], label="Example for sentence 1", value=None, allow_custom_value=True)
+                    ex2 = gr.Dropdown([], label="Example for sentence 2", value=None, allow_custom_value=True)
+                analyze_btn = gr.Button("Run", variant="primary", elem_id="run")
+            with gr.Column(scale=2):
+                gr.Markdown("**Masks** (what each token may attend to)")
+                padding = gr.Checkbox(True, label="Padding mask (ignore [PAD] tokens)", elem_id="padding")
+                causal = gr.Checkbox(True, label="Causal mask in decoder self-attention (no looking ahead)",
+                                     elem_id="causal")
+                custom = gr.Radio(list(H.CUSTOM_MASKS), value="none", label="Custom mask on the first stack's "
+                                  "self-attention", elem_id="custom-mask")
+                with gr.Row():
+                    block_token = gr.Number(0, label="Blocked position", precision=0, minimum=0)
+                    window = gr.Slider(0, 16, value=2, step=1, label="Window k (local window)")
+
+        # ---------------------------------------------------------------- heads
+        with gr.Accordion("Heads (checked = on)", open=True):
+            with gr.Row():
+                kind = gr.Dropdown([], label="Attention shown", scale=2, elem_id="kind")
+                layer = gr.Dropdown([0], value=0, label="Layer", scale=1, elem_id="layer")
+                head = gr.Dropdown([0], value=0, label="Head", scale=1, elem_id="head")
+                sentence = gr.Radio([1, 2], value=1, label="Sentence shown", scale=1)
+                all_on = gr.Button("All heads on", scale=1)
+                only_this = gr.Button("Only this head", scale=1)
+            enc_heads = gr.CheckboxGroup([], label="Encoder self-attention heads", elem_id="enc-heads")
+            dec_heads = gr.CheckboxGroup([], label="Decoder self-attention heads", elem_id="dec-heads")
+            cross_heads = gr.CheckboxGroup([], label="Cross-attention heads", elem_id="cross-heads")
+
+        # ---------------------------------------------------------------- views
+        with gr.Tabs():
+            with gr.Tab("Attention & output", id="attention"):
+                gr.Markdown(TAB_TEXT["attention"])
+                output_md = gr.Markdown(elem_id="output-summary")
+                output_df = gr.Dataframe(label="Output: baseline vs toggled", interactive=False, wrap=True,
+                                         elem_id="output-table")
+                with gr.Row():
+                    mask_plot = gr.Plot(label="Mask", elem_id="mask-plot")
+                    head_plot = gr.Plot(label="Attention with the toggles", elem_id="head-plot")
+                with gr.Row():
+                    baseline_plot = gr.Plot(label="Attention without toggles", elem_id="baseline-plot")
+                    diff_plot = gr.Plot(label="Difference", elem_id="diff-plot")
+                tokens_df = gr.Dataframe(label="Tokens and ids", interactive=False, elem_id="tokens", max_height=300)
+            with gr.Tab("All heads", id="overview"):
+                gr.Markdown(TAB_TEXT["overview"])
+                overview_plot = gr.Plot(label="All layers × heads", elem_id="overview-plot")
+                large_plot = gr.Plot(label="The chosen head", elem_id="large-plot")
+            with gr.Tab("Generation", id="generation"):
+                gr.Markdown(TAB_TEXT["generation"])
+                with gr.Row():
+                    gen_self = gr.Plot(label="Decoder self-attention per generated token", elem_id="gen-self")
+                    gen_cross = gr.Plot(label="Cross-attention per generated token", elem_id="gen-cross")
+            with gr.Tab("Positional encodings", id="positional"):
+                gr.Markdown(TAB_TEXT["positional"])
+                with gr.Row():
+                    pe_d = gr.Number(64, label="d_model", precision=0, minimum=2, maximum=H.POSITIONAL_MAX["d_model"])
+                    pe_len = gr.Number(64, label="positions", precision=0, minimum=2,
+                                       maximum=H.POSITIONAL_MAX["length"])
+                    pe_base = gr.Number(10000, label="base", minimum=1.01)
+                    pe_btn = gr.Button("Show", variant="primary")
+                with gr.Row():
+                    pe_heat = gr.Plot(label="Encoding", elem_id="pe-heat")
+                    pe_sim = gr.Plot(label="Similarity of positions", elem_id="pe-sim")
+                with gr.Row():
+                    pe_curves = gr.Plot(label="Some dimensions over position", elem_id="pe-curves")
+                    pe_model = gr.Plot(label="The loaded model's position table", elem_id="pe-model")
+            with gr.Tab("Head importance", id="importance"):
+                gr.Markdown(TAB_TEXT["importance"])
+                imp_btn = gr.Button("Rank the heads for the current sentences", variant="primary")
+                imp_md = gr.Markdown()
+                imp_plot = gr.Plot(label="Head importance", elem_id="importance-plot")
+            with gr.Tab("Rollout", id="rollout"):
+                gr.Markdown(TAB_TEXT["rollout"])
+                rollout_plot = gr.Plot(label="Attention rollout", elem_id="rollout-plot")
+            with gr.Tab("API", id="api"):
+                gr.Markdown(API_TEXT)
+
+        # ---------------------------------------------------------------- events
+        model_outputs = [status, session, model_md, ex1, ex2, text1, text2, enc_heads, dec_heads, cross_heads,
+                         kind, layer, head]
+
+        def info_updates(info: H.ModelInfo, message: str) -> tuple:
+            ex = info.examples
+            groups = []
+            for k in ("encoder", "decoder", "cross"):
+                labels = info.heads.get(k, [])
+                groups.append(gr.update(choices=labels, value=labels, visible=bool(labels)))
+            first = info.examples[0] if ex else ""
+            second = info.examples[1] if len(ex) > 1 else ""
+            return (message, info.session, info.markdown,
+                    gr.update(choices=ex, value=None), gr.update(choices=ex, value=None),
+                    first, second, *groups,
+                    gr.update(choices=info.kinds, value=info.kinds[0]),
+                    gr.update(choices=list(range(info.n_layers)), value=0),
+                    gr.update(choices=list(range(info.n_heads)), value=0))
+
+        def do_load(shipped_choice: str, typed: str, dev: str, progress=gr.Progress()):
+            try:
+                src = (typed or "").strip() or shipped_choice
+                info = H.load_model(src, dev, registry, allowed_dirs=allowed,
+                                    progress=lambda f, d="": progress(f, desc=d))
+                return info_updates(info, f"Loaded {H.escape_md(src)}.")
+            except Exception as err:  # noqa: BLE001 - every error becomes a message
+                return failure(err, len(model_outputs))
+
+        def do_build(preset_v, arch_v, layers_v, heads_v, dmodel_v, dff_v, norm_v, pos_v, seed_v, dev,
+                     progress=gr.Progress()):
+            try:
+                settings = dict(preset=preset_v, arch=arch_v, n_layers=layers_v, n_heads=heads_v, d_model=dmodel_v,
+                                d_ff=dff_v, norm=norm_v, positional=pos_v, seed=seed_v if seed_v is not None else 0)
+                if any(settings[k] is None for k in ("n_layers", "n_heads", "d_model", "d_ff")):
+                    raise H.AppError("Fill in layers, heads, d_model and d_ff.")
+                info = H.build_model(settings, dev, registry, progress=lambda f, d="": progress(f, desc=d))
+                return info_updates(info, "Built a fresh model with random weights.")
+            except Exception as err:  # noqa: BLE001
+                return failure(err, len(model_outputs))
+
+        def do_init(sess: dict, progress=gr.Progress()):
+            """Page load: describe the session's model (loading it if needed)."""
+            try:
+                bundle = H.get_bundle(sess, registry, allowed, progress=lambda f, d="": progress(f, desc=d))
+                return info_updates(H.model_info(sess, bundle), "")
+            except Exception as err:  # noqa: BLE001
+                return failure(err, len(model_outputs))
+
+        analysis_outputs = [status, tokens_df, output_md, output_df, mask_plot, head_plot, baseline_plot, diff_plot,
+                            overview_plot, large_plot, gen_self, gen_cross, rollout_plot]
+
+        def do_analyze(sess, t1, t2, pad_v, causal_v, custom_v, block_v, window_v, enc_v, dec_v, cross_v,
+                       kind_v, layer_v, head_v, sentence_v):
+            try:
+                bundle = H.get_bundle(sess, registry, allowed)
+                settings = settings_from(pad_v, causal_v, custom_v, block_v, window_v, enc_v, dec_v, cross_v)
+                view = H.View(kind_v or "", int(layer_v or 0), int(head_v or 0), int(sentence_v or 1))
+                a = H.analyze(bundle, t1, t2, settings, view)
+                return (a.status, frame(*a.tokens), a.output_summary, frame(*a.output), plot(a.mask_fig),
+                        plot(a.head_fig), plot(a.baseline_fig), plot(a.diff_fig), plot(a.overview_fig),
+                        plot(a.head_fig), plot(a.gen_self_fig), plot(a.gen_cross_fig), plot(a.rollout_fig))
+            except Exception as err:  # noqa: BLE001
+                return failure(err, len(analysis_outputs))
+
+        def do_positional(sess, d, length, base):
+            try:
+                try:
+                    bundle = H.get_bundle(sess, registry, allowed)
+                except Exception:  # noqa: BLE001 - the sinusoidal views need no model
+                    bundle = None
+                figs = H.positional(bundle, d, length, base)
+                return ("",) + tuple(plot(f) for f in figs)
+            except Exception as err:  # noqa: BLE001
+                return failure(err, 5)
+
+        def do_importance(sess, t1, t2, pad_v, causal_v, custom_v, block_v, window_v, kind_v):
+            try:
+                bundle = H.get_bundle(sess, registry, allowed)
+                settings = settings_from(pad_v, causal_v, custom_v, block_v, window_v, None, None, None)
+                fig, md = H.importance(bundle, t1, t2, settings, kind_v or "")
+                return "", md, plot(fig)
+            except Exception as err:  # noqa: BLE001
+                return failure(err, 3)
+
+        analysis_inputs = [session, text1, text2, padding, causal, custom, block_token, window, enc_heads, dec_heads,
+                           cross_heads, kind, layer, head, sentence]
+        build_inputs = [preset, arch, n_layers, n_heads, d_model, d_ff, norm, pos, seed, build_device]
+        pe_inputs = [session, pe_d, pe_len, pe_base]
+        pe_outputs = [status, pe_heat, pe_curves, pe_sim, pe_model]
+        private = dict(api_visibility="private")
+
+        load_btn.click(do_load, [source, custom_source, device_in], model_outputs, api_name="load_model").then(
+            do_analyze, analysis_inputs, analysis_outputs, **private).then(
+            do_positional, pe_inputs, pe_outputs, **private)
+        build_btn.click(do_build, build_inputs, model_outputs, api_name="build_model").then(
+            do_analyze, analysis_inputs, analysis_outputs, **private).then(
+            do_positional, pe_inputs, pe_outputs, **private)
+        demo.load(do_init, [session], model_outputs, **private).then(
+            do_analyze, analysis_inputs, analysis_outputs, **private).then(
+            do_positional, pe_inputs, pe_outputs, **private)
+
+        analyze_btn.click(do_analyze, analysis_inputs, analysis_outputs, api_name="analyze")
+        for trigger in (text1.submit, text2.submit, padding.input, causal.input, custom.input, block_token.submit,
+                        window.release, enc_heads.input, dec_heads.input, cross_heads.input, kind.input, layer.input,
+                        head.input, sentence.input):
+            trigger(do_analyze, analysis_inputs, analysis_outputs, trigger_mode="always_last", **private)
+        ex1.input(lambda v: v or gr.skip(), [ex1], [text1], **private).then(
+            do_analyze, analysis_inputs, analysis_outputs, **private)
+        ex2.input(lambda v: v or gr.skip(), [ex2], [text2], **private).then(
+            do_analyze, analysis_inputs, analysis_outputs, **private)
+
+        def set_heads(mode: str, sess, kind_v, layer_v, head_v):
+            try:
+                bundle = H.get_bundle(sess, registry, allowed)
+                kinds = H.kinds_of(bundle.config)
+                out = []
+                for k in ("encoder", "decoder", "cross"):
+                    labels = H.head_labels(*kinds[k]) if k in kinds else []
+                    if mode == "only" and k == (kind_v or next(iter(kinds))):
+                        out.append([f"L{int(layer_v or 0)} H{int(head_v or 0)}"])
+                    else:
+                        out.append(labels)
+                return ("", *out)
+            except Exception as err:  # noqa: BLE001
+                return failure(err, 4)
+
+        head_outputs = [status, enc_heads, dec_heads, cross_heads]
+        all_on.click(lambda *a: set_heads("all", *a), [session, kind, layer, head], head_outputs, **private).then(
+            do_analyze, analysis_inputs, analysis_outputs, **private)
+        only_this.click(lambda *a: set_heads("only", *a), [session, kind, layer, head], head_outputs,
+                        **private).then(do_analyze, analysis_inputs, analysis_outputs, **private)
+
+        def fill_preset(name: str):
+            if name not in PRESETS:
+                return (gr.skip(),) * 7
+            p = H.preset_settings(name)
+            return p["arch"], p["n_layers"], p["n_heads"], p["d_model"], p["d_ff"], p["norm"], p["positional"]
+
+        preset.input(fill_preset, [preset], [arch, n_layers, n_heads, d_model, d_ff, norm, pos], **private)
+        pe_btn.click(do_positional, pe_inputs, pe_outputs, api_name="positional")
+        imp_btn.click(do_importance, [session, text1, text2, padding, causal, custom, block_token, window, kind],
+                      [status, imp_md, imp_plot], api_name="importance")
+    return demo
+
+
+API_TEXT = """
+Every main action is a named endpoint. From Python, with `pip install gradio_client`:
+
+```python
+from gradio_client import Client
+
+client = Client("http://127.0.0.1:7860/")          # or "owner/space-name" for a Space
+client.predict("date-translator", "", "auto", api_name="/load_model")
+result = client.predict(
+    "samedi 21 novembre 2026", "3 May 2024",        # sentence 1, sentence 2
+    True, True, "none", 0, 2,                       # padding mask, causal mask, custom mask, blocked position, window
+    ["L0 H0", "L0 H1"], ["L0 H0"], [],              # heads ON: encoder, decoder, cross
+    "cross", 0, 0, 1,                               # view: attention kind, layer, head, sentence
+    api_name="/analyze")
+```
+
+`/analyze` returns the status text, the token table, the output summary and table, and the figures as
+Plotly JSON. `/positional` takes d_model, positions and base; `/importance` ranks the heads;
+`/build_model` builds a fresh model from a configuration. Each client keeps its own session, so the
+model chosen with `/load_model` is the one `/analyze` uses. Save any figure as PNG with the camera
+button of its toolbar.
+"""
+
+
+def queue_and_return(demo: gr.Blocks, concurrency: int = 4, max_size: int = 64) -> gr.Blocks:
+    return demo.queue(default_concurrency_limit=concurrency, max_size=max_size)
+
+
+def launch_kwargs() -> dict[str, Any]:
+    return dict(css=CSS, theme=gr.themes.Soft())

@@ -1,0 +1,86 @@
+"""Screenshots of every tab of the app at 1280x900 (headless Chromium) into docs/screenshots/app/.
+
+    python tests/app/render_screenshots.py [--url http://127.0.0.1:7860/] [--out docs/screenshots/app]
+
+Without --url the app is started in this process on a free port.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+TABS = [("attention", "Attention & output"), ("overview", "All heads"), ("generation", "Generation"),
+        ("positional", "Positional encodings"), ("importance", "Head importance"), ("rollout", "Rollout"),
+        ("api", "API")]
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+
+
+def chromium_path() -> str | None:
+    return shutil.which("chromium") or (("/usr/bin/chromium") if Path("/usr/bin/chromium").exists() else None)
+
+
+def wait_idle(page, timeout: float = 60_000) -> None:
+    """Until no Gradio progress indicator is shown."""
+    page.wait_for_timeout(400)
+    page.wait_for_function("() => !document.querySelector('.progress-text, .eta-bar, .wrap.pending')",
+                           timeout=timeout)
+    page.wait_for_timeout(300)
+
+
+def shoot(url: str, out: Path) -> list[Path]:
+    from playwright.sync_api import sync_playwright
+
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.goto(url)
+        page.wait_for_selector("#head-plot .js-plotly-plot", timeout=90_000)
+        wait_idle(page)
+        path = out / "00-top.png"
+        page.screenshot(path=str(path))
+        paths.append(path)
+        for i, (tab_id, name) in enumerate(TABS, start=1):
+            page.get_by_role("tab", name=name).click()
+            if tab_id == "importance":
+                page.get_by_role("button", name="Rank the heads for the current sentences").click()
+                page.wait_for_selector("#importance-plot .js-plotly-plot", timeout=90_000)
+            wait_idle(page)
+            tab = page.locator("div[role='tabpanel']:visible").last
+            tab.scroll_into_view_if_needed()
+            page.evaluate("() => window.scrollBy(0, -60)")
+            path = out / f"{i:02d}-{tab_id}.png"
+            page.screenshot(path=str(path))
+            paths.append(path)
+        browser.close()
+    return paths
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--url")
+    ap.add_argument("--out", default=str(ROOT / "docs" / "screenshots" / "app"))
+    args = ap.parse_args()
+    url, demo = args.url, None
+    if url is None:
+        sys.path.insert(0, str(ROOT))
+        from explorer.app.ui import build_demo, launch_kwargs, queue_and_return
+
+        demo = queue_and_return(build_demo())
+        demo.launch(server_name="127.0.0.1", server_port=None, prevent_thread_lock=True, quiet=True,
+                    **launch_kwargs())
+        url = demo.local_url
+    for path in shoot(url, Path(args.out)):
+        print(path)
+    if demo is not None:
+        demo.close()
+
+
+if __name__ == "__main__":
+    main()
