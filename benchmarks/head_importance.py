@@ -55,20 +55,17 @@ def timed(fn, repeats):
     return statistics.median(times), result
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--tokens", type=int, nargs="+", default=[32, 128])
-    parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args(argv)
+def run(tokens=(32, 128), repeats=3) -> dict:
+    """The measurements as a dict (what `main` prints)."""
     model, name = minilm_or_same_shape()
     results = {"model": name, "threads": torch.get_num_threads(), "by_length": {}}
-    for n in args.tokens:
+    for n in tokens:
         src = torch.randint(1000, 20000, (2, n))
         src[1, n // 2:] = 0  # second sentence shorter: padding in the batch
         probe = Probe(src, "similarity")
-        naive_s, naive = timed(lambda: per_head_passes(model, probe), args.repeats)
-        sweep_s, (exact, _) = timed(lambda: exact_sweep(model, probe), args.repeats)
-        grad_s, estimate = timed(lambda: gradient_estimate(model, probe), args.repeats)
+        naive_s, naive = timed(lambda: per_head_passes(model, probe), repeats)
+        sweep_s, (exact, _) = timed(lambda: exact_sweep(model, probe), repeats)
+        grad_s, estimate = timed(lambda: gradient_estimate(model, probe), repeats)
         results["by_length"][n] = {
             "one_pass_per_head_s": round(naive_s, 4),
             "exact_sweep_s": round(sweep_s, 4),
@@ -78,7 +75,15 @@ def main(argv=None):
             "sweep_matches_per_head_max_abs": float((exact["encoder"] - naive).abs().max()),
             "spearman_exact_vs_gradient": round(spearman(exact["encoder"].abs(), estimate["encoder"].abs()), 3),
         }
-    print(json.dumps(results, indent=2))
+    return results
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tokens", type=int, nargs="+", default=[32, 128])
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args(argv)
+    print(json.dumps(run(args.tokens, args.repeats), indent=2))
 
 
 if __name__ == "__main__":

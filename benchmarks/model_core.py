@@ -75,29 +75,23 @@ def forward_seconds(model, ids, need_weights, repeats=5):
     return statistics.median(times)
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--steps", type=int, default=30, help="training steps per measurement")
-    parser.add_argument("--repeats", type=int, default=5, help="interleaved measurements per model")
-    parser.add_argument("--batch", type=int, default=32)
-    parser.add_argument("--length", type=int, default=256)
-    args = parser.parse_args(argv)
+def run(steps=30, repeats=5, batch=32, length=256, forward_lengths=(32, 128, 512)) -> dict:
+    """The measurements as a dict (what `main` prints)."""
     torch.manual_seed(0)
-
     ours = Transformer(TransformerConfig.preset("seed001-classifier"))
     theirs = TorchTextClassifier()
     assert ours.num_parameters() == sum(p.numel() for p in theirs.parameters()) == 410_117
-    batches = make_batches(args.steps, args.batch, args.length, 1000)
+    batches = make_batches(steps, batch, length, 1000)
     ours_fn = lambda ids: ours(ids, need_weights=False).logits  # noqa: E731
     train_steps_per_second(ours, ours_fn, batches[:3])  # warm-up both
     train_steps_per_second(theirs, theirs, batches[:3])
     ours_sps, theirs_sps = [], []
-    for _ in range(args.repeats):  # interleaved so machine noise hits both alike
+    for _ in range(repeats):  # interleaved so machine noise hits both alike
         ours_sps.append(train_steps_per_second(ours, ours_fn, batches))
         theirs_sps.append(train_steps_per_second(theirs, theirs, batches))
     training = {
         "model": "seed001-classifier (410,117 parameters)",
-        "batch": args.batch, "max_length": args.length, "steps_per_measurement": args.steps,
+        "batch": batch, "max_length": length, "steps_per_measurement": steps,
         "explorer_steps_per_s": round(statistics.median(ours_sps), 2),
         "torch_nn_steps_per_s": round(statistics.median(theirs_sps), 2),
         "ratio_explorer_over_torch": round(statistics.median(ours_sps) / statistics.median(theirs_sps), 3),
@@ -109,18 +103,28 @@ def main(argv=None):
                              arch="encoder", vocab_size=30522, d_model=384, n_heads=12, n_layers=6, d_ff=1536,
                              dropout=0.0, positional="learned", activation="gelu"))]:
         model = Transformer(config).eval()
-        for length in (32, 128, 512):
-            ids = torch.randint(1, config.vocab_size, (1, length))
-            with_w = forward_seconds(model, ids, True, args.repeats)
-            fast = forward_seconds(model, ids, False, args.repeats)
-            forward[f"{name} @ {length} tokens"] = {
+        for n in forward_lengths:
+            ids = torch.randint(1, config.vocab_size, (1, n))
+            with_w = forward_seconds(model, ids, True, repeats)
+            fast = forward_seconds(model, ids, False, repeats)
+            forward[f"{name} @ {n} tokens"] = {
                 "with_weights_ms": round(with_w * 1e3, 2), "fast_path_ms": round(fast * 1e3, 2),
                 "overhead_ratio": round(with_w / fast, 3)}
 
-    print(json.dumps({
+    return {
         "machine": {"cpu_threads": torch.get_num_threads(), "torch": torch.__version__,
                     "python": platform.python_version(), "platform": platform.platform()},
-        "training_throughput": training, "attention_capture": forward}, indent=2))
+        "training_throughput": training, "attention_capture": forward}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=30, help="training steps per measurement")
+    parser.add_argument("--repeats", type=int, default=5, help="interleaved measurements per model")
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--length", type=int, default=256)
+    args = parser.parse_args(argv)
+    print(json.dumps(run(args.steps, args.repeats, args.batch, args.length), indent=2))
 
 
 if __name__ == "__main__":
