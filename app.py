@@ -25,12 +25,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--allow-dir", action="append", default=[], metavar="DIR",
                    help="a folder whose model sub-folders may be loaded by name in the UI (repeatable)")
     p.add_argument("--concurrency", type=int, default=4, help="requests run at the same time")
+    p.add_argument("--threads", type=int, default=None,
+                   help="torch threads per process (default: 1 on machines with up to 4 cores, where "
+                        "concurrent small-model requests run much faster single-threaded)")
     return p.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     args = parse_args(argv)
+    import torch
+
+    cores = os.cpu_count() or 1
+    torch.set_num_threads(args.threads or (1 if cores <= 4 else cores // 2))
     from explorer.app.ui import build_demo, launch_kwargs, queue_and_return
 
     demo = build_demo(allowed_dirs=args.allow_dir, device=args.device, checkpoint=args.checkpoint)
