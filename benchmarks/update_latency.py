@@ -84,12 +84,26 @@ def app_available() -> str | None:
 
 
 def app_update(text: str) -> list[str]:
-    """The app's handler for the attention tab: baseline + toggled run, every figure serialised."""
+    """What the app's Run button does on the server: `handlers.analyze` (baseline + toggled run, every
+    figure) and each figure made ready for gr.Plot the way explorer.app.ui does it (`ui.plot`)."""
     from explorer.app import handlers as h
 
-    bundle = _app_bundle()
-    result = h.analyze(bundle, text, None, h.Settings(), h.View())
-    return [getattr(result, name).to_json() for name in vars(result) if name.endswith("_fig")]
+    a = h.analyze(_app_bundle(), text, None, h.Settings(), h.View())
+    # The plots do_analyze returns, in its order (the chosen head appears twice: two tabs).
+    figs = [a.mask_fig, a.head_fig, a.baseline_fig, a.diff_fig, a.overview_fig, a.head_fig,
+            a.gen_self_fig, a.gen_cross_fig, a.rollout_fig]
+    to_plot = _ui_plot()
+    return [to_plot(f) for f in figs]
+
+
+@cache
+def _ui_plot() -> Callable[[Any], str]:
+    try:
+        from explorer.app.ui import plot
+
+        return lambda fig: plot(fig).plot
+    except Exception:  # noqa: BLE001 - UI module missing or broken: the figure JSON is most of the cost
+        return lambda fig: fig.to_json()
 
 
 @cache

@@ -1,0 +1,167 @@
+"""The real app: cold start and click-to-redraw in a browser.
+
+Cold start: `python app.py --port P` in a subprocess until GET / answers HTTP 200 (median of runs),
+then, in headless Chromium, from opening the page to the first overview plot drawn (the start
+model loads on the first page load).
+Click to redraw: the app started with all-MiniLM-L6-v2, "All heads" tab open; from the click on
+#run (made inside the page) until the overview plot holds new data and two animation frames have
+passed. Alternates two texts of the same token count so every click changes the data.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import MINILM, load_minilm, text_of_tokens
+
+ROOT = Path(__file__).resolve().parent.parent
+APP = ROOT / "app.py"
+
+MEASURE_JS = """() => new Promise((resolve, reject) => {
+  const plotOf = () => document.querySelector('#overview-plot .js-plotly-plot');
+  const before = plotOf();
+  const old = before && before.data ? before.data[0] : null;
+  const t0 = performance.now();
+  const button = document.querySelector('#run') || document.querySelector('#run button');
+  button.click();
+  (function poll() {
+    const el = plotOf();
+    if (el && el.data && el.data[0] && el.data[0] !== old && el._fullLayout && el.querySelector('.main-svg')) {
+      requestAnimationFrame(() => requestAnimationFrame(() => resolve(performance.now() - t0)));
+    } else if (performance.now() - t0 > %d) { reject(new Error('overview not redrawn')); }
+    else { requestAnimationFrame(poll); }
+  })();
+})"""
+
+
+def app_available() -> str | None:
+    return None if APP.is_file() else "app.py does not exist yet"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ, HF_HUB_OFFLINE="1", GRADIO_ANALYTICS_ENABLED="False", PYTHONUNBUFFERED="1")
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+class AppProcess:
+    """`python app.py --port P [args]` as a context manager; `.ready_s` = seconds until GET / is 200."""
+
+    def __init__(self, *args: str, timeout_s: float = 180.0):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/"
+        self.args = [sys.executable, str(APP), "--port", str(self.port), *args]
+        self.timeout_s = timeout_s
+        self.ready_s: float | None = None
+        self.log = Path(os.environ.get("TMPDIR", "/tmp")) / f"explorer-bench-app-{self.port}.log"
+
+    def __enter__(self) -> AppProcess:
+        self._log = self.log.open("w")
+        t0 = time.perf_counter()
+        self.proc = subprocess.Popen(self.args, cwd=ROOT, env=_env(), stdout=self._log, stderr=subprocess.STDOUT)
+        while time.perf_counter() - t0 < self.timeout_s:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"app.py exited with {self.proc.returncode}: {self.log.read_text()[-1500:]}")
+            try:
+                with urllib.request.urlopen(self.url, timeout=2) as r:
+                    if r.status == 200:
+                        self.ready_s = time.perf_counter() - t0
+                        return self
+            except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
+                pass
+            time.sleep(0.05)
+        self.__exit__()
+        raise RuntimeError(f"app.py did not answer within {self.timeout_s:.0f} s")
+
+    def __exit__(self, *exc: Any) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self._log.close()
+
+
+def _first_draw_ms(page: Any, url: str, timeout_s: float) -> float:
+    """Open the app; ms from navigation start until the overview plot exists with data (tab opened)."""
+    page.goto(url, wait_until="domcontentloaded", timeout=timeout_s * 1000)
+    page.get_by_role("tab", name="All heads").click(timeout=timeout_s * 1000)
+    page.wait_for_function("() => { const el = document.querySelector('#overview-plot .js-plotly-plot');"
+                           " return el && el.data && el.data.length && el.querySelector('.main-svg'); }",
+                           timeout=timeout_s * 1000, polling=50)
+    return float(page.evaluate("performance.now()"))
+
+
+def cold_start(repeats: int = 3, timeout_s: float = 180.0) -> dict[str, Any]:
+    """Seconds from `python app.py` to HTTP 200, and from page open to the first overview drawn."""
+    skip = app_available()
+    if skip:
+        return {"skipped": skip}
+    from benchmarks.browser import browser_available, chromium
+
+    http, first = [], []
+    browser_skip = browser_available()
+    for _ in range(max(1, repeats)):
+        with AppProcess(timeout_s=timeout_s) as app:
+            http.append(app.ready_s)
+            if browser_skip is None:
+                with chromium() as browser:
+                    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                    first.append(_first_draw_ms(page, app.url, timeout_s) / 1000)
+    out: dict[str, Any] = {"command": "python app.py --port P (default start model)",
+                           "http_200_s": round(statistics.median(http), 2), "repeats": len(http)}
+    if first:
+        out["page_open_to_first_overview_s"] = round(statistics.median(first), 2)
+    else:
+        out["page_open_to_first_overview_skipped"] = browser_skip
+    return out
+
+
+def click_to_redraw(sizes: tuple[int, ...] = (32, 128), repeats: int = 5, timeout_s: float = 120.0
+                    ) -> dict[str, Any]:
+    """ms from the click on Run to the overview plot redrawn, in the real app, MiniLM loaded."""
+    skip = app_available()
+    if skip:
+        return {"skipped": skip}
+    from benchmarks.browser import browser_available, chromium
+
+    skip = browser_available()
+    if skip:
+        return {"skipped": skip}
+    tok = load_minilm().tokenizer
+    out: dict[str, Any] = {"model": MINILM, "by_tokens": []}
+    with AppProcess("--checkpoint", MINILM, timeout_s=timeout_s) as app, chromium() as browser:
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        _first_draw_ms(page, app.url, timeout_s)
+        for n in sizes:
+            texts = [text_of_tokens(tok, n, 0), text_of_tokens(tok, n, 1)]
+            page.fill("#text2 textarea", "")
+            times = []
+            for k in range(repeats + 1):  # the first click is a warm-up
+                page.fill("#text1 textarea", texts[k % 2])
+                ms = page.evaluate(MEASURE_JS % int(timeout_s * 1000))
+                times.append(float(ms))
+            n_shown = page.evaluate("document.querySelector('#overview-plot .js-plotly-plot')._fullData[0].z.length")
+            out["by_tokens"].append({"tokens": n, "click_to_overview_drawn_ms": round(statistics.median(times[1:]), 1),
+                                     "repeats": repeats, "overview_rows": n_shown})
+        if errors:
+            out["page_errors"] = errors[:3]
+    return out
