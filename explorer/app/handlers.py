@@ -393,9 +393,6 @@ class Settings:
     window: int = 2
     heads: dict[str, list[str]] | None = None
 
-    def is_baseline(self) -> bool:
-        return self.padding and self.causal and self.custom == "none" and self.heads is None
-
 
 CUSTOM_MASKS = ("none", "block token", "local window", "no self")
 
@@ -737,7 +734,7 @@ def analyze(bundle: Bundle, text1: str | None, text2: str | None, settings: Sett
     if notes:
         status += ["⚠️ " + escape_md(n) for n in dict.fromkeys(notes)]
     status.append(f"Largest change of any attention weight per layer ({KIND_TITLES[kind]}): {per_layer}")
-    if settings.is_baseline():
+    if settings.padding and settings.causal and settings.custom == "none" and hm is None:
         status.append("No toggle is active: switch a head off or change a mask to compare.")
     return Analysis("\n\n".join(status), token_table(inputs), (o_headers, o_rows), summary, mask_fig, head_fig,
                     baseline_fig, diff_fig, overview_fig, gen_self_fig, gen_cross_fig, rollout_fig, changed, view)

@@ -132,7 +132,7 @@ def build_demo(*, allowed_dirs: Sequence[str] = (), device: str = "auto", checkp
                         with gr.Tab("Load a model"):
                             with gr.Row():
                                 source = gr.Dropdown(sources, value=start, label="Shipped checkpoint or known model",
-                                                     scale=2)
+                                                     scale=2, allow_custom_value=True)
                                 custom_source = gr.Textbox(
                                     label="…or a Hugging Face Hub id" + (" / local folder" if allowed else ""),
                                     placeholder="owner/name, e.g. " + H.MINILM, scale=3, max_lines=1)
@@ -186,9 +186,10 @@ def build_demo(*, allowed_dirs: Sequence[str] = (), device: str = "auto", checkp
         # ---------------------------------------------------------------- heads
         with gr.Accordion("Heads (checked = on)", open=True):
             with gr.Row():
-                kind = gr.Dropdown([], label="Attention shown", scale=2, elem_id="kind")
-                layer = gr.Dropdown([0], value=0, label="Layer", scale=1, elem_id="layer")
-                head = gr.Dropdown([0], value=0, label="Head", scale=1, elem_id="head")
+                kind = gr.Dropdown([], label="Attention shown", scale=2, elem_id="kind",
+                                   allow_custom_value=True)
+                layer = gr.Dropdown([0], value=0, label="Layer", scale=1, elem_id="layer", allow_custom_value=True)
+                head = gr.Dropdown([0], value=0, label="Head", scale=1, elem_id="head", allow_custom_value=True)
                 sentence = gr.Radio([1, 2], value=1, label="Sentence shown", scale=1)
                 all_on = gr.Button("All heads on", scale=1)
                 only_this = gr.Button("Only this head", scale=1)

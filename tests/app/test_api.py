@@ -1,0 +1,87 @@
+"""Launch the app on 127.0.0.1 (a free port) and drive every named endpoint with gradio_client."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+import pytest
+
+gradio_client = pytest.importorskip("gradio_client")
+
+from explorer.app.ui import build_demo, launch_kwargs, queue_and_return  # noqa: E402
+
+BUILD = ["custom", "encoder-decoder", 2, 4, 32, 64, "pre-norm", "sinusoidal", 0, "cpu"]
+DATE1, DATE2 = "samedi 21 novembre 2026", "3 May 2024"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def client():
+    demo = queue_and_return(build_demo(device="cpu"))
+    demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
+                **launch_kwargs())
+    try:
+        yield gradio_client.Client(demo.local_url, verbose=False)
+    finally:
+        demo.close()
+
+
+def figure(value) -> dict:
+    """A gr.Plot output as the Plotly JSON dict (with its config)."""
+    assert value["type"] == "plotly"
+    return json.loads(value["plot"])
+
+
+def test_named_endpoints_exist(client):
+    names = set(client.view_api(print_info=False, return_format="dict")["named_endpoints"])
+    assert {"/load_model", "/build_model", "/analyze", "/positional", "/importance"} <= names
+
+
+def test_build_analyze_importance(client):
+    out = client.predict(*BUILD, api_name="/build_model")
+    status, model_md = out[0], out[1]
+    assert "Built" in status and "encoder-decoder" in model_md
+    heads_on = [f"L{l} H{h}" for l in range(2) for h in range(4)]
+    args = [DATE1, DATE2, True, True, "none", 0, 2, heads_on, heads_on, heads_on, "cross", 1, 2, 1]
+    base = client.predict(*args, api_name="/analyze")
+    status, tokens, summary, output = base[0], base[1], base[2], base[3]
+    assert "No toggle" in status
+    assert tokens["headers"] == ["sentence", "position", "token", "id"]
+    head_fig = figure(base[5])
+    assert head_fig["config"]["toImageButtonOptions"]["format"] == "png"  # PNG from the toolbar
+    assert "cross-attention" in head_fig["layout"]["title"]["text"]
+    off = list(args)
+    off[9] = []  # every cross-attention head off
+    toggled = client.predict(*off, api_name="/analyze")
+    assert toggled[3]["data"] != output["data"]
+    assert figure(toggled[5]) != head_fig
+    status, md, fig = client.predict(DATE1, DATE2, True, True, "none", 0, 2, "cross", api_name="/importance")
+    assert "log-probability" in md and figure(fig)["data"]
+
+
+def test_positional(client):
+    status, heat, curves, sim, model_fig = client.predict(32, 20, 10000, api_name="/positional")
+    z = figure(heat)["data"][0]["z"]  # plotly.py 7 sends arrays as base64 typed arrays
+    assert (z["shape"].replace(" ", "") if isinstance(z, dict) else f"{len(z)},{len(z[0])}") == "20,32"
+    with pytest.raises(gradio_client.exceptions.AppError, match="greater than maximum"):  # the field's bounds
+        client.predict(5000, 20, 10000, api_name="/positional")
+
+
+def test_load_model_and_errors(client):
+    out = client.predict("sentence-transformers/all-MiniLM-L6-v2", "", "cpu", api_name="/load_model")
+    assert "Loaded" in out[0] and "sentence-embedding" in out[1]
+    bad = client.predict("sentence-transformers/all-MiniLM-L6-v2", "no-such-owner/no-such-model", "cpu", api_name="/load_model")
+    assert "cannot load" in bad[0]
+    esc = client.predict("sentence-transformers/all-MiniLM-L6-v2", "../../etc/passwd", "cpu", api_name="/load_model")
+    assert "⚠️" in esc[0]
+    res = client.predict("   ", "", True, True, "none", 0, 2, [], [], [], "encoder", 0, 0, 1, api_name="/analyze")
+    assert "empty" in res[0]
+    bad_cfg = client.predict("custom", "encoder", 2, 4, 30, 64, "pre-norm", "sinusoidal", 0, "cpu",
+                             api_name="/build_model")
+    assert "30: is not divisible" in bad_cfg[0] and "Traceback" not in bad_cfg[0]
