@@ -1,0 +1,117 @@
+"""Smoke tests of `python -m benchmarks`: the code runs at tiny sizes and writes what it promises.
+
+No timing assertions (the machine is shared). BertViz parts are skipped without bertviz, browser
+parts without chromium or without the npm files already in the benchmark cache (tests touch no network).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from benchmarks import assets, report
+from benchmarks.__main__ import main, parse_only
+
+
+def test_main_quick_writes_json_and_markdown(tmp_path):
+    out_json, out_md = tmp_path / "r.json", tmp_path / "B.md"
+    code = main(["--quick", "--only", "training,capture", "--only", "importance",
+                 "--json", str(out_json), "--md", str(out_md)])
+    assert code == 0
+    res = json.loads(out_json.read_text())
+    assert res["quick"] is True and res["errors"] == {}
+    assert res["machine"]["cores"] >= 1 and res["machine"]["torch"]
+    tr = res["training"]
+    assert tr["explorer_steps_per_s"] > 0 and tr["torch_nn_steps_per_s"] > 0
+    assert tr["ratio_explorer_over_torch"] == pytest.approx(
+        tr["explorer_steps_per_s"] / tr["torch_nn_steps_per_s"], rel=0.02)
+    assert set(res["capture"]) == {"seed001-classifier @ 16 tokens", "minilm-sized encoder (6x12, d384) @ 16 tokens"}
+    imp = res["importance"]["by_length"]["8"]
+    assert imp["sweep_matches_per_head_max_abs"] < 1e-4  # the exact sweep is exact
+    assert {t["key"] for t in res["targets"]} == {k for k, _, _ in report.TARGETS}
+    md = out_md.read_text()
+    for heading in ("## Machine", "## Targets", "## 4. Head importance", "## 5. Training throughput",
+                    "## 7. Attention capture overhead"):
+        assert heading in md
+    assert "## 1. Update latency" not in md  # not run
+
+
+def test_parse_only_aliases_and_errors():
+    assert parse_only(["bytes,cold", "draw"]) == ["latency", "cold_start", "draw"]
+    assert parse_only(None)[0] == "latency"
+    with pytest.raises(SystemExit):
+        parse_only(["nonsense"])
+
+
+def test_targets_met_and_missed():
+    res = {
+        "latency": {"by_tokens": [{"tokens": 128, "ratio_time_ours_over_bertviz": 0.05,
+                                   "ratio_bytes_ours_over_bertviz": 0.2}]},
+        "draw": {"by_tokens": [
+            {"tokens": 128, "ratio_swap_over_bertviz": 0.01, "bertviz": {"drawn_ms": 10_000.0}},
+            {"tokens": 512, "ours_overview_swap": {"drawn_ms": 900.0}, "ours_head_swap": {"drawn_ms": 3100.0}}]},
+        "app": {"by_tokens": [{"tokens": 128, "click_to_overview_drawn_ms": 2000.0}]},
+        "importance": {"by_length": {"32": {"sweep_over_per_head": 0.2, "per_head_over_gradient": 40},
+                                     "128": {"sweep_over_per_head": 0.6, "per_head_over_gradient": 20}}},
+        "training": {"ratio_explorer_over_torch": 1.25},
+    }
+    got = {t["key"]: (t["measured"], t["met"]) for t in report.targets(res)}
+    assert got["latency_128"] == (0.05, True)
+    assert got["latency_128_app"] == (None, None)
+    assert got["bytes_128"] == (0.2, False)
+    assert got["draw_128"] == (0.01, True)
+    assert got["draw_128_app"] == (0.2, False)
+    assert got["draw_512"] == (3100.0, False)  # the slower of the two views counts
+    assert got["sweep"] == (0.6, False) and got["gradient"] == (20, True)
+    assert got["training"] == (1.25, True)
+    md = report.markdown({"targets": report.targets(res), "machine": {}})
+    assert "| Bytes to the browser at 128 tokens, ours / BertViz | <= 0.05 | 0.2 | **missed** |" in md
+    assert "| Training steps/s, explorer / torch.nn.TransformerEncoder | >= 1.2 | 1.25 | met |" in md
+
+
+def test_update_latency_tiny():
+    from benchmarks import update_latency as ul
+
+    has_bv = ul.bertviz_available() is None
+    row = ul.measure_size(16, repeats=1, bertviz_max=16 if has_bv else 0, app=False)
+    assert row["tokens"] == 16 and row["ours_s"] > 0
+    assert row["ours_bytes"]["total"] == row["ours_bytes"]["overview"] + row["ours_bytes"]["head"] > 1000
+    assert "app_handler_s" not in row
+    if has_bv:
+        assert row["bertviz_bytes"] > row["ours_bytes"]["total"]  # 72 heads of 16x16 inlined as text
+        assert row["ratio_bytes_ours_over_bertviz"] == pytest.approx(
+            row["ours_bytes"]["total"] / row["bertviz_bytes"], rel=1e-3)
+        assert ul._check_same_attention(16) < 1e-4  # both sides draw the same attention
+    else:
+        assert "bertviz_skipped" in row
+
+
+def test_bertviz_cdn_rewrite():
+    html = "".join(f'<script src="{u}"></script>' for u in assets.BERTVIZ_CDN)
+    local = assets.local_bertviz_html(html)
+    assert "cdnjs" not in local and "/js/d3" in local and "/js/require.js" in local
+    with pytest.raises(RuntimeError):
+        assets.local_bertviz_html("<html>no cdn here</html>")
+
+
+def _cached(name: str) -> bool:
+    spec, inner = assets.PACKAGES[name]
+    return (assets.cache_dir() / spec.replace("@", "-").replace("/", "_") / "package" / inner).is_file()
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="no chromium")
+def test_browser_draw_swap_tiny():
+    pytest.importorskip("playwright.sync_api")
+    if not _cached("plotly"):
+        pytest.skip("plotly.js not in the benchmark npm cache (run `python -m benchmarks --only draw` once)")
+    from benchmarks import browser
+    from benchmarks.update_latency import our_views
+    from benchmarks.common import text_words
+
+    a, b = our_views(text_words(6)), our_views(text_words(6, offset=3))
+    with browser.Site() as site, browser.chromium() as chrome:
+        browser._serve_js(site)
+        got = browser.draw_swap(chrome, site, "t", a[1], b[1], repeats=1)
+    assert got["drawn_ms"] > 0 and got["drawn_ms"] >= got["json_parse_ms"]
