@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         if bool(res.get("quick")) != args.quick:
             res = {}  # never mix quick and full numbers
     res.update(quick=args.quick, argv=[a for a in (argv if argv is not None else sys.argv[1:])])
-    res["machine"] = machine()
+    res["machine"] = machine()  # before the sections: the load average shows whether the machine was idle
     params = sizes(args.quick, args.full)
     run = runners()
     errors = dict(res.get("errors") or {})

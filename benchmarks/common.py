@@ -129,6 +129,7 @@ def machine() -> dict[str, Any]:
         "torch": torch.__version__,
         "torch_threads": torch.get_num_threads(),
         "python": platform.python_version(),
+        "load_average_1_5_15": [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None,
         "platform": platform.platform(),
         "packages": {d: version(d) for d in ("plotly", "gradio", "transformers", "bertviz", "playwright", "tokenizers")},
     }

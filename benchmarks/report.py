@@ -93,6 +93,7 @@ def _machine(m: dict[str, Any]) -> list[str]:
             f"- torch {m.get('torch')} with {m.get('torch_threads')} threads; Python {m.get('python')}; "
             f"{m.get('platform')}",
             f"- Browser: {m.get('browser') or '–'}",
+            f"- Load average (1, 5, 15 min) when the run started: {m.get('load_average_1_5_15')}",
             f"- Packages: {pk}", ""]
 
 
