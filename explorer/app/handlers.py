@@ -256,7 +256,7 @@ def describe_bundle(bundle: Bundle) -> str:
         ("weights from", loaded.source),
         ("task", loaded.task.get("name", "?")),
     ]
-    lines = ["| | |", "|---|---|"] + [f"| {k} | {escape_md(v)} |" for k, v in rows]
+    lines = [f"- **{k}**: {escape_md(v)}" for k, v in rows]
     desc = loaded.task.get("description")
     if desc:
         lines += ["", escape_md(desc)]

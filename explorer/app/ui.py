@@ -34,6 +34,8 @@ CSS = """
 .gradio-container {max-width: 1400px !important}
 #status {min-height: 1.5em}
 .intro p {margin: 0.2em 0}
+.heads label {padding: 2px 6px !important; font-size: 12px !important; min-height: 0 !important}
+.heads .wrap {gap: 4px !important}
 """
 
 INTRO = ("Type a sentence, switch attention heads off and change the masks, and compare the model's output and "
@@ -193,9 +195,9 @@ def build_demo(*, allowed_dirs: Sequence[str] = (), device: str = "auto", checkp
                 sentence = gr.Radio([1, 2], value=1, label="Sentence shown", scale=1)
                 all_on = gr.Button("All heads on", scale=1)
                 only_this = gr.Button("Only this head", scale=1)
-            enc_heads = gr.CheckboxGroup([], label="Encoder self-attention heads", elem_id="enc-heads")
-            dec_heads = gr.CheckboxGroup([], label="Decoder self-attention heads", elem_id="dec-heads")
-            cross_heads = gr.CheckboxGroup([], label="Cross-attention heads", elem_id="cross-heads")
+            enc_heads = gr.CheckboxGroup([], label="Encoder self-attention heads", elem_id="enc-heads", elem_classes="heads")
+            dec_heads = gr.CheckboxGroup([], label="Decoder self-attention heads", elem_id="dec-heads", elem_classes="heads")
+            cross_heads = gr.CheckboxGroup([], label="Cross-attention heads", elem_id="cross-heads", elem_classes="heads")
 
         # ---------------------------------------------------------------- views
         with gr.Tabs():
@@ -205,21 +207,21 @@ def build_demo(*, allowed_dirs: Sequence[str] = (), device: str = "auto", checkp
                 output_df = gr.Dataframe(label="Output: baseline vs toggled", interactive=False, wrap=True,
                                          elem_id="output-table")
                 with gr.Row():
-                    mask_plot = gr.Plot(label="Mask", elem_id="mask-plot")
-                    head_plot = gr.Plot(label="Attention with the toggles", elem_id="head-plot")
+                    mask_plot = gr.Plot(label="Mask", show_label=False, elem_id="mask-plot")
+                    head_plot = gr.Plot(label="Attention with the toggles", show_label=False, elem_id="head-plot")
                 with gr.Row():
-                    baseline_plot = gr.Plot(label="Attention without toggles", elem_id="baseline-plot")
-                    diff_plot = gr.Plot(label="Difference", elem_id="diff-plot")
+                    baseline_plot = gr.Plot(label="Attention without toggles", show_label=False, elem_id="baseline-plot")
+                    diff_plot = gr.Plot(label="Difference", show_label=False, elem_id="diff-plot")
                 tokens_df = gr.Dataframe(label="Tokens and ids", interactive=False, elem_id="tokens", max_height=300)
             with gr.Tab("All heads", id="overview"):
                 gr.Markdown(TAB_TEXT["overview"])
-                overview_plot = gr.Plot(label="All layers × heads", elem_id="overview-plot")
-                large_plot = gr.Plot(label="The chosen head", elem_id="large-plot")
+                overview_plot = gr.Plot(label="All layers × heads", show_label=False, elem_id="overview-plot")
+                large_plot = gr.Plot(label="The chosen head", show_label=False, elem_id="large-plot")
             with gr.Tab("Generation", id="generation"):
                 gr.Markdown(TAB_TEXT["generation"])
                 with gr.Row():
-                    gen_self = gr.Plot(label="Decoder self-attention per generated token", elem_id="gen-self")
-                    gen_cross = gr.Plot(label="Cross-attention per generated token", elem_id="gen-cross")
+                    gen_self = gr.Plot(label="Decoder self-attention per generated token", show_label=False, elem_id="gen-self")
+                    gen_cross = gr.Plot(label="Cross-attention per generated token", show_label=False, elem_id="gen-cross")
             with gr.Tab("Positional encodings", id="positional"):
                 gr.Markdown(TAB_TEXT["positional"])
                 with gr.Row():
@@ -229,19 +231,19 @@ def build_demo(*, allowed_dirs: Sequence[str] = (), device: str = "auto", checkp
                     pe_base = gr.Number(10000, label="base", minimum=1.01)
                     pe_btn = gr.Button("Show", variant="primary")
                 with gr.Row():
-                    pe_heat = gr.Plot(label="Encoding", elem_id="pe-heat")
-                    pe_sim = gr.Plot(label="Similarity of positions", elem_id="pe-sim")
+                    pe_heat = gr.Plot(label="Encoding", show_label=False, elem_id="pe-heat")
+                    pe_sim = gr.Plot(label="Similarity of positions", show_label=False, elem_id="pe-sim")
                 with gr.Row():
-                    pe_curves = gr.Plot(label="Some dimensions over position", elem_id="pe-curves")
-                    pe_model = gr.Plot(label="The loaded model's position table", elem_id="pe-model")
+                    pe_curves = gr.Plot(label="Some dimensions over position", show_label=False, elem_id="pe-curves")
+                    pe_model = gr.Plot(label="The loaded model's position table", show_label=False, elem_id="pe-model")
             with gr.Tab("Head importance", id="importance"):
                 gr.Markdown(TAB_TEXT["importance"])
                 imp_btn = gr.Button("Rank the heads for the current sentences", variant="primary")
                 imp_md = gr.Markdown()
-                imp_plot = gr.Plot(label="Head importance", elem_id="importance-plot")
+                imp_plot = gr.Plot(label="Head importance", show_label=False, elem_id="importance-plot")
             with gr.Tab("Rollout", id="rollout"):
                 gr.Markdown(TAB_TEXT["rollout"])
-                rollout_plot = gr.Plot(label="Attention rollout", elem_id="rollout-plot")
+                rollout_plot = gr.Plot(label="Attention rollout", show_label=False, elem_id="rollout-plot")
             with gr.Tab("API", id="api"):
                 gr.Markdown(API_TEXT)
 

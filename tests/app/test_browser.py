@@ -1,0 +1,128 @@
+"""Drive the app in headless Chromium: type a sentence, switch a head off, toggle the padding and
+causal masks; the heatmaps' data and the output must change, with no console errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+SNAPSHOT = """id => {
+  const gd = document.querySelector('#' + id + ' .js-plotly-plot');
+  if (!gd || !gd.data) return null;
+  return JSON.stringify([gd.layout.title && gd.layout.title.text, gd.data.map(t => t.z)]);
+}"""
+TABLE_TEXT = "id => { const el = document.querySelector('#' + id); return el ? el.innerText : ''; }"
+
+
+def chromium() -> str | None:
+    found = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
+    if found is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("chromium is required for the browser tests in CI (apt-get install chromium)")
+        pytest.skip("chromium not found (apt-get install chromium); skipping the browser test")
+    return found
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def app_url():
+    path = chromium()
+    pytest.importorskip("playwright.sync_api")
+    from explorer.app.ui import build_demo, launch_kwargs, queue_and_return
+
+    demo = queue_and_return(build_demo(device="cpu"))
+    demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
+                **launch_kwargs())
+    try:
+        yield demo.local_url, path
+    finally:
+        demo.close()
+
+
+def test_toggles_change_heatmaps_and_output(app_url):
+    from playwright.sync_api import sync_playwright
+
+    url, path = app_url
+    errors: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(url)
+        page.wait_for_selector("#head-plot .js-plotly-plot", timeout=90_000)
+
+        def snap(plot_id: str):
+            return page.evaluate(SNAPSHOT, plot_id)
+
+        def wait_change(plot_id: str, before, timeout: float = 45_000):
+            page.wait_for_function(f"([id, before]) => ({SNAPSHOT})(id) !== null && ({SNAPSHOT})(id) !== before",
+                                   arg=[plot_id, before], timeout=timeout)
+            return snap(plot_id)
+
+        # A small encoder-decoder, so the test does not depend on which checkpoints are shipped.
+        page.get_by_role("tab", name="Build a fresh model").click()
+        before = snap("head-plot")
+        page.get_by_role("button", name="Build model").click()
+        page.wait_for_function("() => document.querySelector('#model-info').innerText.includes('built in the app')",
+                               timeout=60_000)
+        wait_change("head-plot", before)
+
+        # Type a sentence (Enter runs the analysis).
+        before = snap("head-plot")
+        page.locator("#text1 textarea").fill("<b>lundi 3 mars 2025</b>")
+        page.locator("#text1 textarea").press("Enter")
+        wait_change("head-plot", before)
+        # HTML in the input stays text: no <b> element anywhere in the page, tokens listed as plain cells.
+        assert page.evaluate("() => document.querySelectorAll('.gradio-container b').length") == 0
+        assert "[UNK]" in page.evaluate(TABLE_TEXT, "tokens")  # '<' is not in the date tokenizer's alphabet
+        page.locator("#text2 textarea").fill("3 May 2024")
+        tokens_before = page.evaluate(TABLE_TEXT, "tokens")
+        page.locator("#text2 textarea").press("Enter")
+        page.wait_for_function("([id, before]) => document.querySelector('#' + id).innerText !== before",
+                               arg=["tokens", tokens_before], timeout=30_000)
+        head_before = snap("head-plot")
+        diff_before, out_before = snap("diff-plot"), page.evaluate(TABLE_TEXT, "output-table")
+
+        # Look at layer 1, then switch head 0 of layer 0 off: layer 1's attention and the output change.
+        page.locator("#layer input").click()
+        page.get_by_role("option", name="1", exact=True).click()
+        head_before = wait_change("head-plot", head_before)
+        diff_before = snap("diff-plot")
+        page.locator("#enc-heads").get_by_label("L0 H0").uncheck()
+        head_after = wait_change("head-plot", head_before)
+        assert head_after != head_before
+        assert snap("diff-plot") != diff_before
+        page.wait_for_function("([id, before]) => document.querySelector('#' + id).innerText !== before",
+                               arg=["output-table", out_before], timeout=30_000)
+
+        # Padding mask, seen on sentence 2 (the shorter one is padded).
+        page.get_by_label("2", exact=True).check()
+        mask_before = wait_change("mask-plot", snap("mask-plot"))
+        page.locator("#padding input").uncheck()
+        assert wait_change("mask-plot", mask_before) != mask_before
+
+        # Causal mask of decoder self-attention.
+        page.locator("#kind input").click()
+        page.get_by_role("option", name="decoder", exact=True).click()
+        mask_before = wait_change("mask-plot", snap("mask-plot"))
+        head_before = snap("head-plot")
+        page.locator("#causal input").uncheck()
+        assert wait_change("mask-plot", mask_before) != mask_before
+        assert snap("head-plot") != head_before
+        browser.close()
+    assert errors == [], errors
