@@ -330,12 +330,16 @@ class Inputs:
         return [lab + [PAD_LABEL] * (width - len(lab)) for lab in self.labels]
 
 
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
 def clean_texts(text1: str | None, text2: str | None) -> tuple[list[str], list[str]]:
     """Strip, refuse an empty first sentence, cut overlong ones (with a notice)."""
     notices: list[str] = []
     texts = []
     for i, t in enumerate((text1, text2)):
-        t = (t or "").strip()
+        # Lone surrogates (JSON "\ud800") are not text: the tokenizer raises TypeError on them.
+        t = _SURROGATES.sub("\ufffd", str(t or "")).strip()
         if not t:
             if i == 0:
                 raise AppError("Type a sentence first (the input is empty).")
