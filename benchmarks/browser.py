@@ -13,6 +13,7 @@ frames later; timeout `timeout_s` ("not drawn after N s").
 
 from __future__ import annotations
 
+import os
 import shutil
 import statistics
 import threading
@@ -30,8 +31,8 @@ TWO_FRAMES = "requestAnimationFrame(() => requestAnimationFrame(() => {%s}));"
 
 
 def chromium_path() -> str | None:
-    return shutil.which("chromium") or shutil.which("chromium-browser") or (
-        "/usr/bin/chromium" if shutil.os.path.exists("/usr/bin/chromium") else None)
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    return found or ("/usr/bin/chromium" if os.path.exists("/usr/bin/chromium") else None)
 
 
 def browser_available() -> str | None:
@@ -65,12 +66,10 @@ class Site:
                     return
                 suffix = "." + path.rsplit(".", 1)[-1] if "." in path else ".js"
                 self.send_response(200)
-                self.send_header("Content-Type", self.TYPES_.get(suffix, "application/octet-stream"))
+                self.send_header("Content-Type", Site.TYPES.get(suffix, "application/octet-stream"))
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
-
-            TYPES_ = Site.TYPES
 
             def log_message(self, *args: Any) -> None:  # quiet
                 pass
