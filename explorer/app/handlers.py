@@ -652,7 +652,7 @@ def _output_rows(bundle: Bundle, base: RunResult, tog: RunResult) -> tuple[list[
     c = bundle.config
     changed = False
     if c.arch != "encoder":
-        headers = ["sentence", "run", "output", "tokens (probability)", "mean probability"]
+        headers = ["#", "run", "output", "tokens (probability)", "mean p"]
         rows = []
         for s, (a, b) in enumerate(zip(base.outputs, tog.outputs), start=1):
             for name, o in (("baseline", a), ("toggled", b)):
@@ -665,7 +665,7 @@ def _output_rows(bundle: Bundle, base: RunResult, tog: RunResult) -> tuple[list[
                    "(see the probabilities and heatmaps for smaller changes).")
         return headers, rows, summary, changed
     if "classes" in base.outputs[0]:
-        headers = ["sentence", "class", "baseline probability", "toggled probability"]
+        headers = ["#", "class", "baseline p", "toggled p"]
         rows = []
         for s, (a, b) in enumerate(zip(base.outputs, tog.outputs), start=1):
             for name in a["classes"]:

@@ -262,7 +262,7 @@ def build_demo(*, allowed_dirs: Sequence[str] = (), device: str = "auto", checkp
             return (message, info.session, info.markdown,
                     gr.update(choices=ex, value=None), gr.update(choices=ex, value=None),
                     first, second, *groups,
-                    gr.update(choices=info.kinds, value=info.kinds[0]),
+                    gr.update(choices=info.kinds, value="cross" if "cross" in info.kinds else info.kinds[0]),
                     gr.update(choices=list(range(info.n_layers)), value=0),
                     gr.update(choices=list(range(info.n_heads)), value=0))
 

@@ -56,7 +56,7 @@ def test_default_analysis_figure_shapes(registry):
     headers, rows = a.tokens
     assert headers == ["sentence", "position", "token", "id"]
     assert len(rows) == sum(len(r) for r in inputs.rows)
-    assert a.output[0][:3] == ["sentence", "run", "output"] and len(a.output[1]) == 4  # 2 sentences x 2 runs
+    assert a.output[0][:3] == ["#", "run", "output"] and len(a.output[1]) == 4  # 2 sentences x 2 runs
     assert not a.changed and "No toggle is active" in a.status
     # cross-attention: generated (decoder) rows x source columns
     c = H.analyze(bundle, DATE1, None, H.Settings(), H.View("cross", 0, 0, 1))
@@ -234,3 +234,38 @@ def test_registry_loads_once_and_evicts():
     reg.get("a", factory("a"))  # a is now most recent
     reg.get("c", factory("c"))  # evicts b
     assert reg.keys() == ["a", "c"] and calls == ["a", "b", "c"]
+
+
+@pytest.fixture(scope="module")
+def translator(registry):
+    from explorer.loading import shipped_names
+
+    if "date-translator" not in shipped_names():
+        pytest.skip("checkpoints/date-translator is not there")
+    info = H.load_model("date-translator", "cpu", registry)
+    return info, H.get_bundle(info.session, registry)
+
+
+def test_trained_translator_head_toggles(translator):
+    info, bundle = translator
+    base = H.analyze(bundle, "samedi 21 novembre 2026", None, H.Settings(), H.View("cross", 1, 0, 1))
+    assert base.output[1][0][2] == "2026-11-21"  # the trained model gets this right
+    heads = dict(info.heads)
+    heads["cross"] = []
+    off = H.analyze(bundle, "samedi 21 novembre 2026", None, H.Settings(heads=heads), H.View("cross", 1, 0, 1))
+    assert off.changed and off.output[1][1][2] != "2026-11-21"
+    # Some single head matters for some input: stop at the first one-head-off run that changes an answer.
+    found = None
+    for kind, labels in info.heads.items():
+        for label in labels:
+            heads = dict(info.heads)
+            heads[kind] = [h for h in labels if h != label]
+            for text in info.examples:
+                if H.analyze(bundle, text, None, H.Settings(heads=heads)).changed:
+                    found = (kind, label, text)
+                    break
+            if found:
+                break
+        if found:
+            break
+    assert found is not None
