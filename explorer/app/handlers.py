@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import html
 import json
-import re
 import logging
+import re
 import threading
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
@@ -25,7 +26,8 @@ import torch
 from .. import viz
 from ..checkpoints import CheckpointError, LoadedModel, estimate_parameters
 from ..device import available_devices, describe_devices, pick_device
-from ..model import PRESETS, Transformer, TransformerConfig, masks as M
+from ..model import PRESETS, Transformer, TransformerConfig
+from ..model import masks as M
 from .registry import ModelRegistry
 
 log = logging.getLogger(__name__)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import gradio as gr
 import pandas as pd
@@ -120,59 +121,66 @@ def build_demo(*, allowed_dirs: Sequence[str] = (), device: str = "auto", checkp
     devices = H.device_choices()
     device = device if device in devices else "auto"
 
+    # The head checkboxes start with the first model's heads, so API clients can call /analyze at once.
+    try:
+        first = H.model_info(H.new_session(start, device), H.get_bundle(H.new_session(start, device), registry, allowed))
+    except Exception as err:  # noqa: BLE001 - the page still opens and shows the problem on load
+        log.warning("could not load the starting model %s: %s", start, err)
+        first = None
+    heads0 = first.heads if first else {}
+
     with gr.Blocks(title="Transformer Explorer") as demo:
         session = gr.State(H.new_session(start, device))
         gr.Markdown("# Transformer Explorer")
         gr.Markdown(INTRO, elem_classes="intro")
-        status = gr.Markdown(elem_id="status")
+        status = gr.Markdown(elem_id="status", label="status")
 
         # ---------------------------------------------------------------- model
-        with gr.Accordion("Model", open=True):
-            with gr.Row():
-                with gr.Column(scale=3):
-                    with gr.Tabs():
-                        with gr.Tab("Load a model"):
-                            with gr.Row():
-                                source = gr.Dropdown(sources, value=start, label="Shipped checkpoint or known model",
-                                                     scale=2, allow_custom_value=True)
-                                custom_source = gr.Textbox(
-                                    label="…or a Hugging Face Hub id" + (" / local folder" if allowed else ""),
-                                    placeholder="owner/name, e.g. " + H.MINILM, scale=3, max_lines=1)
-                            with gr.Row():
-                                device_in = gr.Dropdown(devices, value=device, label="Device",
-                                                        info=H.device_note(), scale=2)
-                                load_btn = gr.Button("Load model", variant="primary", scale=1)
-                        with gr.Tab("Build a fresh model"):
-                            with gr.Row():
-                                preset = gr.Dropdown(["custom", *PRESETS], value="custom", label="Preset")
-                                arch = gr.Dropdown(["encoder-decoder", "decoder", "encoder"], value="encoder-decoder",
-                                                   label="Architecture")
-                                norm = gr.Radio(["pre-norm", "post-norm"], value="pre-norm", label="LayerNorm")
-                                pos = gr.Dropdown(["sinusoidal", "learned", "none"], value="sinusoidal",
-                                                  label="Positional encoding")
-                            with gr.Row():
-                                n_layers = gr.Number(2, label="Layers", precision=0, minimum=1, maximum=24)
-                                n_heads = gr.Number(4, label="Heads", precision=0, minimum=1, maximum=32)
-                                d_model = gr.Number(64, label="d_model", precision=0, minimum=1, maximum=2048)
-                                d_ff = gr.Number(256, label="d_ff", precision=0, minimum=1, maximum=8192)
-                                seed = gr.Number(0, label="Seed", precision=0)
-                            with gr.Row():
-                                build_device = gr.Dropdown(devices, value=device, label="Device", info=H.device_note())
-                                build_btn = gr.Button("Build model", variant="primary")
-                            gr.Markdown("A built model has random weights and the date character tokenizer; its "
-                                        f"size is limited to {H.MAX_BUILD_PARAMETERS:,} parameters.")
-                with gr.Column(scale=2):
-                    model_md = gr.Markdown("Loading the model …", elem_id="model-info")
+        with gr.Accordion("Model", open=True), gr.Row():
+            with gr.Column(scale=3), gr.Tabs():
+                with gr.Tab("Load a model"):
+                    with gr.Row():
+                        source = gr.Dropdown(sources, value=start, label="Shipped checkpoint or known model",
+                                             scale=2, allow_custom_value=True)
+                        custom_source = gr.Textbox(
+                            label="…or a Hugging Face Hub id" + (" / local folder" if allowed else ""),
+                            placeholder="owner/name, e.g. " + H.MINILM, scale=3, max_lines=1)
+                    with gr.Row():
+                        device_in = gr.Dropdown(devices, value=device, label="Device",
+                                                info=H.device_note(), scale=2)
+                        load_btn = gr.Button("Load model", variant="primary", scale=1)
+                with gr.Tab("Build a fresh model"):
+                    with gr.Row():
+                        preset = gr.Dropdown(["custom", *PRESETS], value="custom", label="Preset")
+                        arch = gr.Dropdown(["encoder-decoder", "decoder", "encoder"], value="encoder-decoder",
+                                           label="Architecture")
+                        norm = gr.Radio(["pre-norm", "post-norm"], value="pre-norm", label="LayerNorm")
+                        pos = gr.Dropdown(["sinusoidal", "learned", "none"], value="sinusoidal",
+                                          label="Positional encoding")
+                    with gr.Row():
+                        n_layers = gr.Number(2, label="Layers", precision=0, minimum=1, maximum=24)
+                        n_heads = gr.Number(4, label="Heads", precision=0, minimum=1, maximum=32)
+                        d_model = gr.Number(64, label="d_model", precision=0, minimum=1, maximum=2048)
+                        d_ff = gr.Number(256, label="d_ff", precision=0, minimum=1, maximum=8192)
+                        seed = gr.Number(0, label="Seed", precision=0)
+                    with gr.Row():
+                        build_device = gr.Dropdown(devices, value=device, label="Device", info=H.device_note())
+                        build_btn = gr.Button("Build model", variant="primary")
+                    gr.Markdown("A built model has random weights and the date character tokenizer; its "
+                                f"size is limited to {H.MAX_BUILD_PARAMETERS:,} parameters.")
+            with gr.Column(scale=2):
+                model_md = gr.Markdown(first.markdown if first else "Loading the model …", elem_id="model-info")
 
         # ---------------------------------------------------------------- input and masks
         with gr.Row():
             with gr.Column(scale=3):
-                text1 = gr.Textbox(label="Sentence", lines=1, max_lines=4, elem_id="text1")
+                ex0 = first.examples if first else []
+                text1 = gr.Textbox(ex0[0] if ex0 else "", label="Sentence", lines=1, max_lines=4, elem_id="text1")
                 text2 = gr.Textbox(label="Second sentence (optional): batched with the first, so the shorter one "
-                                         "is padded and the padding mask matters", lines=1, max_lines=4, elem_id="text2")
+                                         "is padded and the padding mask matters", value=ex0[1] if len(ex0) > 1 else "", lines=1, max_lines=4, elem_id="text2")
                 with gr.Row():
-                    ex1 = gr.Dropdown([], label="Example for sentence 1", value=None, allow_custom_value=True)
-                    ex2 = gr.Dropdown([], label="Example for sentence 2", value=None, allow_custom_value=True)
+                    ex1 = gr.Dropdown(ex0, label="Example for sentence 1", value=None, allow_custom_value=True)
+                    ex2 = gr.Dropdown(ex0, label="Example for sentence 2", value=None, allow_custom_value=True)
                 analyze_btn = gr.Button("Run", variant="primary", elem_id="run")
             with gr.Column(scale=2):
                 gr.Markdown("**Masks** (what each token may attend to)")
@@ -188,22 +196,28 @@ def build_demo(*, allowed_dirs: Sequence[str] = (), device: str = "auto", checkp
         # ---------------------------------------------------------------- heads
         with gr.Accordion("Heads (checked = on)", open=True):
             with gr.Row():
-                kind = gr.Dropdown([], label="Attention shown", scale=2, elem_id="kind",
-                                   allow_custom_value=True)
-                layer = gr.Dropdown([0], value=0, label="Layer", scale=1, elem_id="layer", allow_custom_value=True)
-                head = gr.Dropdown([0], value=0, label="Head", scale=1, elem_id="head", allow_custom_value=True)
+                kinds0 = first.kinds if first else []
+                kind = gr.Dropdown(kinds0, value="cross" if "cross" in kinds0 else (kinds0 or [None])[0],
+                                   label="Attention shown", scale=2, elem_id="kind", allow_custom_value=True)
+                layer = gr.Dropdown(list(range(first.n_layers if first else 1)), value=0, label="Layer", scale=1,
+                                    elem_id="layer", allow_custom_value=True)
+                head = gr.Dropdown(list(range(first.n_heads if first else 1)), value=0, label="Head", scale=1,
+                                   elem_id="head", allow_custom_value=True)
                 sentence = gr.Radio([1, 2], value=1, label="Sentence shown", scale=1)
                 all_on = gr.Button("All heads on", scale=1)
                 only_this = gr.Button("Only this head", scale=1)
-            enc_heads = gr.CheckboxGroup([], label="Encoder self-attention heads", elem_id="enc-heads", elem_classes="heads")
-            dec_heads = gr.CheckboxGroup([], label="Decoder self-attention heads", elem_id="dec-heads", elem_classes="heads")
-            cross_heads = gr.CheckboxGroup([], label="Cross-attention heads", elem_id="cross-heads", elem_classes="heads")
+            enc_heads = gr.CheckboxGroup(heads0.get("encoder", []), value=heads0.get("encoder", []), label="Encoder self-attention heads",
+                                         visible=bool(heads0.get("encoder", True)), elem_id="enc-heads", elem_classes="heads")
+            dec_heads = gr.CheckboxGroup(heads0.get("decoder", []), value=heads0.get("decoder", []), label="Decoder self-attention heads",
+                                         visible=bool(heads0.get("decoder", True)), elem_id="dec-heads", elem_classes="heads")
+            cross_heads = gr.CheckboxGroup(heads0.get("cross", []), value=heads0.get("cross", []), label="Cross-attention heads",
+                                         visible=bool(heads0.get("cross", True)), elem_id="cross-heads", elem_classes="heads")
 
         # ---------------------------------------------------------------- views
         with gr.Tabs():
             with gr.Tab("Attention & output", id="attention"):
                 gr.Markdown(TAB_TEXT["attention"])
-                output_md = gr.Markdown(elem_id="output-summary")
+                output_md = gr.Markdown(elem_id="output-summary", label="output summary")
                 output_df = gr.Dataframe(label="Output: baseline vs toggled", interactive=False, wrap=True,
                                          elem_id="output-table")
                 with gr.Row():
@@ -239,7 +253,7 @@ def build_demo(*, allowed_dirs: Sequence[str] = (), device: str = "auto", checkp
             with gr.Tab("Head importance", id="importance"):
                 gr.Markdown(TAB_TEXT["importance"])
                 imp_btn = gr.Button("Rank the heads for the current sentences", variant="primary")
-                imp_md = gr.Markdown()
+                imp_md = gr.Markdown(label="importance summary")
                 imp_plot = gr.Plot(label="Head importance", show_label=False, elem_id="importance-plot")
             with gr.Tab("Rollout", id="rollout"):
                 gr.Markdown(TAB_TEXT["rollout"])
@@ -266,23 +280,23 @@ def build_demo(*, allowed_dirs: Sequence[str] = (), device: str = "auto", checkp
                     gr.update(choices=list(range(info.n_layers)), value=0),
                     gr.update(choices=list(range(info.n_heads)), value=0))
 
-        def do_load(shipped_choice: str, typed: str, dev: str, progress=gr.Progress()):
+        def do_load(source: str, hub_id_or_folder: str, device: str, progress=gr.Progress()):
             try:
-                src = (typed or "").strip() or shipped_choice
-                info = H.load_model(src, dev, registry, allowed_dirs=allowed,
+                src = (hub_id_or_folder or "").strip() or source
+                info = H.load_model(src, device, registry, allowed_dirs=allowed,
                                     progress=lambda f, d="": progress(f, desc=d))
                 return info_updates(info, f"Loaded {H.escape_md(src)}.")
             except Exception as err:  # noqa: BLE001 - every error becomes a message
                 return failure(err, len(model_outputs))
 
-        def do_build(preset_v, arch_v, layers_v, heads_v, dmodel_v, dff_v, norm_v, pos_v, seed_v, dev,
+        def do_build(preset, arch, n_layers, n_heads, d_model, d_ff, norm, positional, seed, device,
                      progress=gr.Progress()):
             try:
-                settings = dict(preset=preset_v, arch=arch_v, n_layers=layers_v, n_heads=heads_v, d_model=dmodel_v,
-                                d_ff=dff_v, norm=norm_v, positional=pos_v, seed=seed_v if seed_v is not None else 0)
+                settings = dict(preset=preset, arch=arch, n_layers=n_layers, n_heads=n_heads, d_model=d_model,
+                                d_ff=d_ff, norm=norm, positional=positional, seed=seed if seed is not None else 0)
                 if any(settings[k] is None for k in ("n_layers", "n_heads", "d_model", "d_ff")):
                     raise H.AppError("Fill in layers, heads, d_model and d_ff.")
-                info = H.build_model(settings, dev, registry, progress=lambda f, d="": progress(f, desc=d))
+                info = H.build_model(settings, device, registry, progress=lambda f, d="": progress(f, desc=d))
                 return info_updates(info, "Built a fresh model with random weights.")
             except Exception as err:  # noqa: BLE001
                 return failure(err, len(model_outputs))
@@ -298,35 +312,38 @@ def build_demo(*, allowed_dirs: Sequence[str] = (), device: str = "auto", checkp
         analysis_outputs = [status, tokens_df, output_md, output_df, mask_plot, head_plot, baseline_plot, diff_plot,
                             overview_plot, large_plot, gen_self, gen_cross, rollout_plot]
 
-        def do_analyze(sess, t1, t2, pad_v, causal_v, custom_v, block_v, window_v, enc_v, dec_v, cross_v,
-                       kind_v, layer_v, head_v, sentence_v):
+        def do_analyze(sess, sentence1, sentence2, padding_mask, causal_mask, custom_mask, blocked_position, window,
+                       encoder_heads_on, decoder_heads_on, cross_heads_on, kind, layer, head, sentence):
             try:
                 bundle = H.get_bundle(sess, registry, allowed)
-                settings = settings_from(pad_v, causal_v, custom_v, block_v, window_v, enc_v, dec_v, cross_v)
-                view = H.View(kind_v or "", int(layer_v or 0), int(head_v or 0), int(sentence_v or 1))
-                a = H.analyze(bundle, t1, t2, settings, view)
+                settings = settings_from(padding_mask, causal_mask, custom_mask, blocked_position, window,
+                                         encoder_heads_on, decoder_heads_on, cross_heads_on)
+                view = H.View(kind or "", int(layer or 0), int(head or 0), int(sentence or 1))
+                a = H.analyze(bundle, sentence1, sentence2, settings, view)
                 return (a.status, frame(*a.tokens), a.output_summary, frame(*a.output), plot(a.mask_fig),
                         plot(a.head_fig), plot(a.baseline_fig), plot(a.diff_fig), plot(a.overview_fig),
                         plot(a.head_fig), plot(a.gen_self_fig), plot(a.gen_cross_fig), plot(a.rollout_fig))
             except Exception as err:  # noqa: BLE001
                 return failure(err, len(analysis_outputs))
 
-        def do_positional(sess, d, length, base):
+        def do_positional(sess, d_model, positions, base):
             try:
                 try:
                     bundle = H.get_bundle(sess, registry, allowed)
                 except Exception:  # noqa: BLE001 - the sinusoidal views need no model
                     bundle = None
-                figs = H.positional(bundle, d, length, base)
+                figs = H.positional(bundle, d_model, positions, base)
                 return ("",) + tuple(plot(f) for f in figs)
             except Exception as err:  # noqa: BLE001
                 return failure(err, 5)
 
-        def do_importance(sess, t1, t2, pad_v, causal_v, custom_v, block_v, window_v, kind_v):
+        def do_importance(sess, sentence1, sentence2, padding_mask, causal_mask, custom_mask, blocked_position,
+                          window, kind):
             try:
                 bundle = H.get_bundle(sess, registry, allowed)
-                settings = settings_from(pad_v, causal_v, custom_v, block_v, window_v, None, None, None)
-                fig, md = H.importance(bundle, t1, t2, settings, kind_v or "")
+                settings = settings_from(padding_mask, causal_mask, custom_mask, blocked_position, window,
+                                         None, None, None)
+                fig, md = H.importance(bundle, sentence1, sentence2, settings, kind or "")
                 return "", md, plot(fig)
             except Exception as err:  # noqa: BLE001
                 return failure(err, 3)

@@ -9,7 +9,7 @@ import pytest
 
 gradio_client = pytest.importorskip("gradio_client")
 
-from explorer.app.ui import build_demo, launch_kwargs, queue_and_return  # noqa: E402
+from explorer.app.ui import build_demo, launch_kwargs, queue_and_return
 
 BUILD = ["custom", "encoder-decoder", 2, 4, 32, 64, "pre-norm", "sinusoidal", 0, "cpu"]
 DATE1, DATE2 = "samedi 21 novembre 2026", "3 May 2024"
@@ -41,6 +41,18 @@ def figure(value) -> dict:
 def test_named_endpoints_exist(client):
     names = set(client.view_api(print_info=False, return_format="dict")["named_endpoints"])
     assert {"/load_model", "/build_model", "/analyze", "/positional", "/importance"} <= names
+
+
+def test_analyze_in_a_fresh_session(client):
+    """A client that never loaded a model analyses with the starting model (its heads are the defaults)."""
+    fresh = gradio_client.Client(client.src, verbose=False)
+    info = fresh.view_api(print_info=False, return_format="dict")["named_endpoints"]["/analyze"]["parameters"]
+    defaults = {p["parameter_name"]: p.get("parameter_default") for p in info}
+    heads = defaults["encoder_heads_on"] or []
+    assert heads, "the head checkboxes start with the starting model's heads"
+    out = fresh.predict("21/11/2026", "", True, True, "none", 0, 2, heads[1:], defaults["decoder_heads_on"],
+                        defaults["cross_heads_on"], defaults["kind"], 0, 0, 1, api_name="/analyze")
+    assert "⚠️" not in out[0] and out[3]["data"]
 
 
 def test_build_analyze_importance(client):

@@ -3,7 +3,6 @@ causal masks; the heatmaps' data and the output must change, with no console err
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import socket
@@ -111,15 +110,17 @@ def test_toggles_change_heatmaps_and_output(app_url):
                                arg=["output-table", out_before], timeout=30_000)
 
         # Padding mask, seen on sentence 2 (the shorter one is padded).
+        mask_before = snap("mask-plot")
         page.get_by_label("2", exact=True).check()
-        mask_before = wait_change("mask-plot", snap("mask-plot"))
+        mask_before = wait_change("mask-plot", mask_before)
         page.locator("#padding input").uncheck()
         assert wait_change("mask-plot", mask_before) != mask_before
 
         # Causal mask of decoder self-attention.
+        mask_before = snap("mask-plot")
         page.locator("#kind input").click()
         page.get_by_role("option", name="decoder", exact=True).click()
-        mask_before = wait_change("mask-plot", snap("mask-plot"))
+        mask_before = wait_change("mask-plot", mask_before)
         head_before = snap("head-plot")
         page.locator("#causal input").uncheck()
         assert wait_change("mask-plot", mask_before) != mask_before
