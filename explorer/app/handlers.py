@@ -739,9 +739,9 @@ def analyze(bundle: Bundle, text1: str | None, text2: str | None, settings: Sett
     status = []
     if notes:
         status += ["⚠️ " + escape_md(n) for n in dict.fromkeys(notes)]
-    status.append(f"Largest change of any attention weight per layer ({KIND_TITLES[kind]}): {per_layer}")
     if settings.padding and settings.causal and settings.custom == "none" and hm is None:
         status.append("No toggle is active: switch a head off or change a mask to compare.")
+    summary += f"\n\nLargest change of any attention weight per layer ({KIND_TITLES[kind]}): {per_layer}"
     return Analysis("\n\n".join(status), token_table(inputs), (o_headers, o_rows), summary, mask_fig, head_fig,
                     baseline_fig, diff_fig, overview_fig, gen_self_fig, gen_cross_fig, rollout_fig, changed, view)
 

@@ -133,7 +133,6 @@ def build_demo(*, allowed_dirs: Sequence[str] = (), device: str = "auto", checkp
         session = gr.State(H.new_session(start, device))
         gr.Markdown("# Transformer Explorer")
         gr.Markdown(INTRO, elem_classes="intro")
-        status = gr.Markdown(elem_id="status", label="status")
 
         # ---------------------------------------------------------------- model
         with gr.Accordion("Model", open=True), gr.Row():
@@ -182,6 +181,7 @@ def build_demo(*, allowed_dirs: Sequence[str] = (), device: str = "auto", checkp
                     ex1 = gr.Dropdown(ex0, label="Example for sentence 1", value=None, allow_custom_value=True)
                     ex2 = gr.Dropdown(ex0, label="Example for sentence 2", value=None, allow_custom_value=True)
                 analyze_btn = gr.Button("Run", variant="primary", elem_id="run")
+                status = gr.Markdown(elem_id="status", label="status")
             with gr.Column(scale=2):
                 gr.Markdown("**Masks** (what each token may attend to)")
                 padding = gr.Checkbox(True, label="Padding mask (ignore [PAD] tokens)", elem_id="padding")
@@ -191,7 +191,7 @@ def build_demo(*, allowed_dirs: Sequence[str] = (), device: str = "auto", checkp
                                   "self-attention", elem_id="custom-mask")
                 with gr.Row():
                     block_token = gr.Number(0, label="Blocked position", precision=0, minimum=0)
-                    window = gr.Slider(0, 16, value=2, step=1, label="Window k (local window)")
+                    window = gr.Slider(0, 16, value=2, step=1, label="Window k")
 
         # ---------------------------------------------------------------- heads
         with gr.Accordion("Heads (checked = on)", open=True):
@@ -410,26 +410,27 @@ def build_demo(*, allowed_dirs: Sequence[str] = (), device: str = "auto", checkp
 
 
 API_TEXT = """
-Every main action is a named endpoint. From Python, with `pip install gradio_client`:
+Every main action is a named endpoint (`/load_model`, `/build_model`, `/analyze`, `/positional`, `/importance`).
+From Python, with `pip install gradio_client`:
 
 ```python
 from gradio_client import Client
 
 client = Client("http://127.0.0.1:7860/")          # or "owner/space-name" for a Space
 client.predict("date-translator", "", "auto", api_name="/load_model")
+heads = [f"L{l} H{h}" for l in range(2) for h in range(4)]
 result = client.predict(
-    "samedi 21 novembre 2026", "3 May 2024",        # sentence 1, sentence 2
-    True, True, "none", 0, 2,                       # padding mask, causal mask, custom mask, blocked position, window
-    ["L0 H0", "L0 H1"], ["L0 H0"], [],              # heads ON: encoder, decoder, cross
-    "cross", 0, 0, 1,                               # view: attention kind, layer, head, sentence
+    "samedi 21 novembre 2026", "21. November 2026",  # sentence 1, sentence 2
+    True, True, "none", 0, 2,      # padding mask, causal mask, custom mask, blocked position, window k
+    heads, heads, [],              # heads ON: encoder, decoder, cross (every cross-attention head off)
+    "cross", 1, 0, 1,              # view: attention kind, layer, head, sentence
     api_name="/analyze")
+print(result[3]["data"])           # baseline vs toggled answers with per-token probabilities
 ```
 
-`/analyze` returns the status text, the token table, the output summary and table, and the figures as
-Plotly JSON. `/positional` takes d_model, positions and base; `/importance` ranks the heads;
-`/build_model` builds a fresh model from a configuration. Each client keeps its own session, so the
-model chosen with `/load_model` is the one `/analyze` uses. Save any figure as PNG with the camera
-button of its toolbar.
+`/analyze` returns the status, the token table, the output summary and table, then the figures as Plotly JSON.
+Each client keeps its own session, so the model chosen with `/load_model` is the one `/analyze` uses.
+Save any figure as PNG with the camera button of its toolbar.
 """
 
 

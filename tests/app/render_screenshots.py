@@ -32,6 +32,17 @@ def wait_idle(page, timeout: float = 60_000) -> None:
     page.wait_for_timeout(300)
 
 
+def shrink(path: Path) -> None:
+    """Palette PNG (256 colours): a third of the size, still sharp for text and heatmaps."""
+    try:
+        from PIL import Image
+    except ImportError:
+        return
+    with Image.open(path) as im:
+        small = im.convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT)
+    small.save(path, optimize=True)
+
+
 def shoot(url: str, out: Path) -> list[Path]:
     from playwright.sync_api import sync_playwright
 
@@ -43,8 +54,20 @@ def shoot(url: str, out: Path) -> list[Path]:
         page.goto(url)
         page.wait_for_selector("#head-plot .js-plotly-plot", timeout=90_000)
         wait_idle(page)
+        # A toggled state worth looking at: one cross-attention head of the last layer off (when there is one).
+        box = page.locator("#cross-heads").get_by_label("L1 H1")
+        if box.count():
+            box.uncheck()
+            wait_idle(page)
         path = out / "00-top.png"
         page.screenshot(path=str(path))
+        shrink(path)
+        paths.append(path)
+        page.locator("#text1").scroll_into_view_if_needed()
+        page.evaluate("() => window.scrollBy(0, -40)")
+        path = out / "00-controls.png"
+        page.screenshot(path=str(path))
+        shrink(path)
         paths.append(path)
         for i, (tab_id, name) in enumerate(TABS, start=1):
             page.get_by_role("tab", name=name).click()
@@ -57,6 +80,7 @@ def shoot(url: str, out: Path) -> list[Path]:
             page.evaluate("() => window.scrollBy(0, -60)")
             path = out / f"{i:02d}-{tab_id}.png"
             page.screenshot(path=str(path))
+            shrink(path)
             paths.append(path)
         browser.close()
     return paths
