@@ -799,13 +799,12 @@ def positional(bundle: Bundle | None, d_model: int, length: int, base: float
     if bundle is not None:
         c = bundle.config
         embed = bundle.model.src_embed if bundle.model.src_embed is not None else bundle.model.tgt_embed
-        if c.positional == "learned":
+        if c.positional in ("learned", "sinusoidal"):
             with torch.inference_mode():
-                learned = embed.position_matrix()[: min(length, c.max_len)].float().cpu().numpy()
-            model_fig = viz.positional_heatmap(learned, title="The loaded model's learned position table")
-        elif c.positional == "sinusoidal":
-            model_fig = message_figure(f"The loaded model uses the sinusoidal table (base {c.pos_base:g}, "
-                                       f"d_model {c.d_model}): set those values above to see it.")
+                own = embed.position_matrix()[: min(length, c.max_len)].float().cpu().numpy()
+            what = "learned position table" if c.positional == "learned" else \
+                f"sinusoidal table (base {c.pos_base:g}, d_model {c.d_model})"
+            model_fig = viz.positional_heatmap(own, title=f"The loaded model's {what}")
         else:
             model_fig = message_figure("The loaded model has no positional encoding (positional='none').")
     return heat, curves, sim, model_fig

@@ -269,3 +269,41 @@ def test_trained_translator_head_toggles(translator):
         if found:
             break
     assert found is not None
+
+
+def test_positional_shows_the_models_own_table(registry):
+    _, bundle = built(registry)  # sinusoidal, d_model 32
+    own = H.positional(bundle, 32, 30, 10000)[3]
+    ref = H.positional(None, 32, 30, 10000)[0]
+    assert "sinusoidal table" in own.layout.title.text
+    np.testing.assert_allclose(z(own), z(ref), atol=1e-5)  # the model's buffer is the same formula
+    _, none = built(registry, "encoder", positional="none")
+    assert "no positional encoding" in H.positional(none, 32, 30, 10000)[3].layout.annotations[0].text
+
+
+def test_unexpected_errors_become_short_messages(caplog):
+    from explorer.app.ui import user_message
+
+    assert user_message(H.AppError("Type a sentence first")) == "Type a sentence first"
+    with caplog.at_level("ERROR"):
+        try:
+            raise KeyError("internal detail")
+        except KeyError as err:
+            msg = user_message(err)
+    assert msg.startswith("Something went wrong (KeyError)") and "internal detail" not in msg
+    assert "Traceback" in caplog.text or "internal detail" in caplog.text  # logged server-side
+
+
+def test_app_cli_defaults(monkeypatch):
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("app_main", Path(__file__).resolve().parents[2] / "app.py")
+    app = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(app)
+    monkeypatch.delenv("SPACE_ID", raising=False)
+    local = app.parse_args([])
+    assert (local.host, local.port, local.device) == ("127.0.0.1", None, "auto")
+    monkeypatch.setenv("SPACE_ID", "someone/explorer")
+    space = app.parse_args(["--allow-dir", "a", "--allow-dir", "b", "--checkpoint", "date-gpt"])
+    assert (space.host, space.port, space.allow_dir, space.checkpoint) == ("0.0.0.0", 7860, ["a", "b"], "date-gpt")
