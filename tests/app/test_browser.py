@@ -125,5 +125,11 @@ def test_toggles_change_heatmaps_and_output(app_url):
         page.locator("#causal input").uncheck()
         assert wait_change("mask-plot", mask_before) != mask_before
         assert snap("head-plot") != head_before
+
+        # Whitespace-only input: a message in the page, no traceback.
+        page.locator("#text1 textarea").fill("   ")
+        page.locator("#text1 textarea").press("Enter")
+        page.wait_for_function("() => document.querySelector('#status').innerText.includes('empty')", timeout=30_000)
+        assert "Traceback" not in page.content()
         browser.close()
     assert errors == [], errors
