@@ -210,10 +210,11 @@ def _build_bundle(settings: dict[str, Any], device: torch.device, progress: Call
         else:
             task = {"name": "sentence-embedding", "pooling": "mean", "examples": examples,
                     "description": "an untrained encoder (random weights)"}
-    task["description"] = "Freshly built with random weights (seed {}): attention patterns and outputs are " \
-                          "those of an untrained model. ".format(int(settings.get("seed", 0))) + task.get("description", "")
+    seed = int(settings.get("seed", 0))
+    task["description"] = (f"Freshly built with random weights (seed {seed}): attention patterns and outputs are "
+                           f"those of an untrained model. " + task.get("description", ""))
     preset = settings.get("preset") or "custom"
-    loaded = LoadedModel(model, tokenizer, None, task, f"built in the app (preset {preset}, seed {settings.get('seed', 0)})")
+    loaded = LoadedModel(model, tokenizer, None, task, f"built in the app (preset {preset}, seed {seed})")
     progress(0.9, "ready")
     return Bundle(loaded, _date_task(loaded), built=True)
 
@@ -689,7 +690,8 @@ def _output_rows(bundle: Bundle, base: RunResult, tog: RunResult) -> tuple[list[
         rows.append([f"sentence {s}: embedding toggled vs baseline (cosine)", 1.0, round(self_sim, 4)])
         changed |= self_sim < 1 - 1e-4
     summary = ("Sentence embeddings are the mean of the last layer's token vectors. "
-               + ("**The toggles changed the embeddings.**" if changed else "The toggles did not change the embeddings."))
+               + ("**The toggles changed the embeddings.**" if changed
+                  else "The toggles did not change the embeddings."))
     return headers, rows, summary, changed
 
 

@@ -123,7 +123,8 @@ def build_demo(*, allowed_dirs: Sequence[str] = (), device: str = "auto", checkp
 
     # The head checkboxes start with the first model's heads, so API clients can call /analyze at once.
     try:
-        first = H.model_info(H.new_session(start, device), H.get_bundle(H.new_session(start, device), registry, allowed))
+        session0 = H.new_session(start, device)
+        first = H.model_info(session0, H.get_bundle(session0, registry, allowed))
     except Exception as err:  # noqa: BLE001 - the page still opens and shows the problem on load
         log.warning("could not load the starting model %s: %s", start, err)
         first = None
@@ -176,7 +177,8 @@ def build_demo(*, allowed_dirs: Sequence[str] = (), device: str = "auto", checkp
                 ex0 = first.examples if first else []
                 text1 = gr.Textbox(ex0[0] if ex0 else "", label="Sentence", lines=1, max_lines=4, elem_id="text1")
                 text2 = gr.Textbox(label="Second sentence (optional): batched with the first, so the shorter one "
-                                         "is padded and the padding mask matters", value=ex0[1] if len(ex0) > 1 else "", lines=1, max_lines=4, elem_id="text2")
+                                         "is padded and the padding mask matters", value=ex0[1] if len(ex0) > 1 else "",
+                                   lines=1, max_lines=4, elem_id="text2")
                 with gr.Row():
                     ex1 = gr.Dropdown(ex0, label="Example for sentence 1", value=None, allow_custom_value=True)
                     ex2 = gr.Dropdown(ex0, label="Example for sentence 2", value=None, allow_custom_value=True)
@@ -206,12 +208,14 @@ def build_demo(*, allowed_dirs: Sequence[str] = (), device: str = "auto", checkp
                 sentence = gr.Radio([1, 2], value=1, label="Sentence shown", scale=1)
                 all_on = gr.Button("All heads on", scale=1)
                 only_this = gr.Button("Only this head", scale=1)
-            enc_heads = gr.CheckboxGroup(heads0.get("encoder", []), value=heads0.get("encoder", []), label="Encoder self-attention heads",
-                                         visible=bool(heads0.get("encoder", True)), elem_id="enc-heads", elem_classes="heads")
-            dec_heads = gr.CheckboxGroup(heads0.get("decoder", []), value=heads0.get("decoder", []), label="Decoder self-attention heads",
-                                         visible=bool(heads0.get("decoder", True)), elem_id="dec-heads", elem_classes="heads")
-            cross_heads = gr.CheckboxGroup(heads0.get("cross", []), value=heads0.get("cross", []), label="Cross-attention heads",
-                                         visible=bool(heads0.get("cross", True)), elem_id="cross-heads", elem_classes="heads")
+            groups = {}
+            for k, label, eid in (("encoder", "Encoder self-attention heads", "enc-heads"),
+                                  ("decoder", "Decoder self-attention heads", "dec-heads"),
+                                  ("cross", "Cross-attention heads", "cross-heads")):
+                labels = heads0.get(k, [])
+                groups[k] = gr.CheckboxGroup(labels, value=labels, label=label, visible=bool(labels) or not heads0,
+                                             elem_id=eid, elem_classes="heads")
+            enc_heads, dec_heads, cross_heads = groups["encoder"], groups["decoder"], groups["cross"]
 
         # ---------------------------------------------------------------- views
         with gr.Tabs():
@@ -224,7 +228,8 @@ def build_demo(*, allowed_dirs: Sequence[str] = (), device: str = "auto", checkp
                     mask_plot = gr.Plot(label="Mask", show_label=False, elem_id="mask-plot")
                     head_plot = gr.Plot(label="Attention with the toggles", show_label=False, elem_id="head-plot")
                 with gr.Row():
-                    baseline_plot = gr.Plot(label="Attention without toggles", show_label=False, elem_id="baseline-plot")
+                    baseline_plot = gr.Plot(label="Attention without toggles", show_label=False,
+                                            elem_id="baseline-plot")
                     diff_plot = gr.Plot(label="Difference", show_label=False, elem_id="diff-plot")
                 tokens_df = gr.Dataframe(label="Tokens and ids", interactive=False, elem_id="tokens", max_height=300)
             with gr.Tab("All heads", id="overview"):
@@ -234,8 +239,10 @@ def build_demo(*, allowed_dirs: Sequence[str] = (), device: str = "auto", checkp
             with gr.Tab("Generation", id="generation"):
                 gr.Markdown(TAB_TEXT["generation"])
                 with gr.Row():
-                    gen_self = gr.Plot(label="Decoder self-attention per generated token", show_label=False, elem_id="gen-self")
-                    gen_cross = gr.Plot(label="Cross-attention per generated token", show_label=False, elem_id="gen-cross")
+                    gen_self = gr.Plot(label="Decoder self-attention per generated token", show_label=False,
+                                       elem_id="gen-self")
+                    gen_cross = gr.Plot(label="Cross-attention per generated token", show_label=False,
+                                        elem_id="gen-cross")
             with gr.Tab("Positional encodings", id="positional"):
                 gr.Markdown(TAB_TEXT["positional"])
                 with gr.Row():

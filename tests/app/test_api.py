@@ -63,6 +63,7 @@ def test_build_analyze_importance(client):
     args = [DATE1, DATE2, True, True, "none", 0, 2, heads_on, heads_on, heads_on, "cross", 1, 2, 1]
     base = client.predict(*args, api_name="/analyze")
     status, tokens, summary, output = base[0], base[1], base[2], base[3]
+    assert "Largest change" in summary
     assert "No toggle" in status
     assert tokens["headers"] == ["sentence", "position", "token", "id"]
     head_fig = figure(base[5])
@@ -88,7 +89,8 @@ def test_positional(client):
 def test_load_model_and_errors(client):
     out = client.predict("sentence-transformers/all-MiniLM-L6-v2", "", "cpu", api_name="/load_model")
     assert "Loaded" in out[0] and "sentence-embedding" in out[1]
-    bad = client.predict("sentence-transformers/all-MiniLM-L6-v2", "no-such-owner/no-such-model", "cpu", api_name="/load_model")
+    bad = client.predict("sentence-transformers/all-MiniLM-L6-v2", "no-such-owner/no-such-model", "cpu",
+                         api_name="/load_model")
     assert "cannot load" in bad[0]
     esc = client.predict("sentence-transformers/all-MiniLM-L6-v2", "../../etc/passwd", "cpu", api_name="/load_model")
     assert "⚠️" in esc[0]
