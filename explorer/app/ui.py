@@ -119,7 +119,9 @@ def build_demo(*, allowed_dirs: Sequence[str] = (), device: str = "auto", checkp
         shipped = []
     sources = list(dict.fromkeys([*shipped, H.MINILM] + ([start] if start not in shipped else [])))
     devices = H.device_choices()
-    device = device if device in devices else "auto"
+    if device not in devices:
+        log.warning("device %r is not available here (%s); using auto", device, H.device_note())
+        device = "auto"
 
     # The head checkboxes start with the first model's heads, so API clients can call /analyze at once.
     try:
