@@ -308,3 +308,18 @@ def test_app_cli_defaults(monkeypatch):
     monkeypatch.setenv("SPACE_ID", "someone/explorer")
     space = app.parse_args(["--allow-dir", "a", "--allow-dir", "b", "--checkpoint", "date-gpt"])
     assert (space.host, space.port, space.allow_dir, space.checkpoint) == ("0.0.0.0", 7860, ["a", "b"], "date-gpt")
+
+
+def test_trained_gpt_needs_its_causal_mask(registry):
+    from explorer.loading import shipped_names
+
+    if "date-gpt" not in shipped_names():
+        pytest.skip("checkpoints/date-gpt is not there")
+    info = H.load_model("date-gpt", "cpu", registry)
+    bundle = H.get_bundle(info.session, registry)
+    text = "samedi 21 novembre 2026"
+    base = H.analyze(bundle, text, None, H.Settings(), H.View("decoder", 1, 0, 1))
+    assert base.output[1][0][2] == "2026-11-21" and not base.changed
+    peek = H.analyze(bundle, text, None, H.Settings(causal=False), H.View("decoder", 1, 0, 1))
+    assert peek.changed  # trained with the look-ahead mask, it fails without it
+    assert np.triu(np.nan_to_num(z(peek.head_fig)), 1).sum() > 0
