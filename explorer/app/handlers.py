@@ -804,9 +804,8 @@ def positional(bundle: Bundle | None, d_model: int, length: int, base: float
         if c.positional in ("learned", "sinusoidal"):
             with torch.inference_mode():
                 own = embed.position_matrix()[: min(length, c.max_len)].float().cpu().numpy()
-            what = "learned position table" if c.positional == "learned" else \
-                f"sinusoidal table (base {c.pos_base:g}, d_model {c.d_model})"
-            model_fig = viz.positional_heatmap(own, title=f"The loaded model's {what}")
+            what = "learned table" if c.positional == "learned" else f"sinusoidal, base {c.pos_base:g}"
+            model_fig = viz.positional_heatmap(own, title=f"Loaded model ({what})")
         else:
             model_fig = message_figure("The loaded model has no positional encoding (positional='none').")
     return heat, curves, sim, model_fig

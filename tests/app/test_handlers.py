@@ -276,7 +276,7 @@ def test_positional_shows_the_models_own_table(registry):
     _, bundle = built(registry)  # sinusoidal, d_model 32
     own = H.positional(bundle, 32, 30, 10000)[3]
     ref = H.positional(None, 32, 30, 10000)[0]
-    assert "sinusoidal table" in own.layout.title.text
+    assert "Loaded model (sinusoidal" in own.layout.title.text
     np.testing.assert_allclose(z(own), z(ref), atol=1e-5)  # the model's buffer is the same formula
     _, none = built(registry, "encoder", positional="none")
     assert "no positional encoding" in H.positional(none, 32, 30, 10000)[3].layout.annotations[0].text
