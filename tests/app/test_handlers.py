@@ -262,7 +262,10 @@ def test_trained_translator_head_toggles(translator):
             heads = dict(info.heads)
             heads[kind] = [h for h in labels if h != label]
             for text in info.examples:
-                if H.analyze(bundle, text, None, H.Settings(heads=heads)).changed:
+                inputs = H.encode_inputs(bundle, text)
+                base, _ = H.run_model(bundle, inputs, H.Settings())
+                off, _ = H.run_model(bundle, inputs, H.Settings(heads=heads))
+                if base.outputs[0]["ids"] != off.outputs[0]["ids"]:
                     found = (kind, label, text)
                     break
             if found:
