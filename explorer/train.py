@@ -182,9 +182,17 @@ def make_card(*, task: DateTask, model: Transformer, args: argparse.Namespace, c
     c = model.config
     layers = (f"{c.encoder_layers} encoder + {c.decoder_layers} decoder" if c.arch == "encoder-decoder"
               else f"{c.decoder_layers} decoder")
+    name = Path(args.out).name
     lines = [
-        f"# {task.name}", "",
-        task.description, "",
+        f"# {name}", "",
+        f"Task `{task.name}`: {task.description}", "",
+        "## Use", "", "```python",
+        "from explorer.checkpoints import load_checkpoint",
+        "from explorer.tasks import task_from_dict", "",
+        f'loaded = load_checkpoint("{args.out}")',
+        "task = task_from_dict(loaded.task, loaded.tokenizer)",
+        f'task.predict(loaded.model, ["{task.examples[0]}"])  # -> ["{dates.examples_for_ui(1)[0].target}"]',
+        "```", "",
         "## Training command", "", "```", command, "```", "",
         "## Results", "",
         f"- **Exact match on {args.n_test:,} held-out test dates: {test_em:.2%}** "
@@ -215,7 +223,8 @@ def make_card(*, task: DateTask, model: Transformer, args: argparse.Namespace, c
         f"- {steps_done:,} steps of batch {args.batch_size}, AdamW lr {args.lr:g} (warmup {args.warmup}, "
         f"cosine to {args.lr * args.min_lr_ratio:g}), weight decay {args.weight_decay}, seed {args.seed}.",
         f"- Training time: {seconds / 60:.1f} min on {device.type} ({_device_name(device)}, "
-        f"{torch.get_num_threads()} threads), {steps_done / max(seconds, 1e-9):.2f} steps/s; "
+        f"{torch.get_num_threads()} thread{'s' if torch.get_num_threads() > 1 else ''}), "
+        f"{steps_done / max(seconds, 1e-9):.2f} steps/s including the periodic validation; "
         f"torch {torch.__version__}.",
         "", "Files: config.json (model configuration and task metadata), model.safetensors (float32 weights), "
         "tokenizer.json (character tokenizer), README.md (this card).", "",
@@ -269,9 +278,16 @@ def load_state(path: Path, args: argparse.Namespace) -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None) -> Path:
     """Run the training described by ``argv`` (default sys.argv); returns the checkpoint folder."""
     args = parse_args(argv)
-    command = command_line(argv)
+    threads = torch.get_num_threads()
     if args.threads:
         torch.set_num_threads(args.threads)
+    try:
+        return _run(args, command_line(argv))
+    finally:
+        torch.set_num_threads(threads)  # main() called in-process (tests) leaves the setting as it was
+
+
+def _run(args: argparse.Namespace, command: str) -> Path:
     device = pick_device(args.device)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

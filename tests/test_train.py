@@ -9,7 +9,7 @@ from explorer.tasks import task_from_dict
 
 TINY = ["--d-model", "16", "--heads", "2", "--layers", "1", "--d-ff", "32", "--dropout", "0.1",
         "--n-train", "256", "--n-val", "16", "--n-test", "24", "--batch-size", "32", "--lr", "3e-3",
-        "--warmup", "2", "--length-pool", "4", "--quiet"]
+        "--warmup", "2", "--length-pool", "4", "--quiet", "--threads", "1"]
 
 
 @pytest.mark.parametrize("task", ["date-translation", "date-gpt"])
