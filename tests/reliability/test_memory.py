@@ -1,0 +1,127 @@
+"""Steady memory (issue 8, point 5): 1,000 requests in a row to the app (a server subprocess started like
+`python app.py`) grow the server's resident memory (VmRSS) by at most 50 MB after a warm-up of 50.
+
+The requests cycle through the named endpoints with a small model and short sentences, so the test
+measures what a request leaves behind (sessions, figures, attention tensors, queue state), not model
+size: per 10 requests, 2 /analyze (different sentences, head toggles and masks), 1 /positional and
+7 /load_model of the already loaded model (a cheap round trip through the queue and the session state;
+a full /analyze costs ~0.3 s of Plotly work, 1,000 of them would take minutes on 2 shared cores).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+gradio_client = pytest.importorskip("gradio_client")
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[2]
+REQUESTS = int(os.environ.get("RELIABILITY_MEMORY_REQUESTS", "1000"))
+WARMUP = 50
+THREADS = 4  # clients sending their requests back to back, in parallel (the server runs 4 at a time)
+MAX_GROWTH_MB = 50
+HEADS = [["L0 H0", "L0 H1", "L1 H0", "L1 H1"], ["L0 H1", "L1 H1"], []]
+MASKS = ["none", "no self", "local window"]
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+@pytest.fixture
+def server(model_root, free_port):
+    if not Path("/proc/self/status").exists():
+        pytest.skip("needs /proc (Linux) to read the server's resident memory")
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, str(REPO / "app.py"), "--host", "127.0.0.1", "--port", str(port), "--device", "cpu",
+         "--threads", "1", "--checkpoint", str(model_root / "bpe-encoder"), "--allow-dir", str(model_root)],
+        cwd=REPO, env={**os.environ, "HF_HUB_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False"},
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    url = f"http://127.0.0.1:{port}/"
+    deadline = time.time() + 120
+    client = None
+    while time.time() < deadline and client is None:
+        if proc.poll() is not None:
+            pytest.fail(f"app.py exited: {proc.stderr.read()[-3000:]}")
+        try:
+            client = gradio_client.Client(url, verbose=False)
+        except Exception:  # noqa: BLE001 - not up yet
+            time.sleep(0.5)
+    if client is None:
+        proc.kill()
+        pytest.fail("app.py did not start within 120 s")
+    try:
+        yield proc, client
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def request(client, n: int, model: str) -> None:
+    k = n % 10
+    if k in (0, 5):
+        i = n // 10
+        out = client.predict(f"hello world {i % 97}", "" if i % 2 else "quick brown fox", True, True,
+                             MASKS[i % 3], 0, 1, HEADS[i % 3], [], [], "encoder", i % 2, (i // 2) % 2, 1,
+                             api_name="/analyze")
+        assert "⚠️" not in out[0] and out[1]["data"], out[0]
+    elif k == 9:
+        out = client.predict(8 + 2 * (n % 8), 8 + n % 16, 10000, api_name="/positional")
+        assert not out[0], out[0]
+    else:
+        out = client.predict(model, "", "cpu", api_name="/load_model")
+        assert "Loaded" in out[0], out[0]
+
+
+def test_memory_steady_over_many_requests(server, model_root):
+    proc, client = server
+    model = str(model_root / "bpe-encoder")
+    for n in range(WARMUP):
+        request(client, n, model)
+    before = rss_mb(proc.pid)
+    url = client.src
+    clients = [client] + [gradio_client.Client(url, verbose=False) for _ in range(THREADS - 1)]
+    samples: list[float] = []
+    errors: list[str] = []
+    done = [0]
+    lock = threading.Lock()
+
+    def run(t: int) -> None:
+        for n in range(t, REQUESTS, THREADS):
+            try:
+                request(clients[t], WARMUP + n, model)
+            except Exception as err:  # noqa: BLE001 - reported below
+                errors.append(f"request {n}: {type(err).__name__}: {err}")
+            with lock:
+                done[0] += 1
+                if done[0] % 100 == 0:
+                    samples.append(round(rss_mb(proc.pid), 1))
+
+    start = time.perf_counter()
+    threads = [threading.Thread(target=run, args=(t,)) for t in range(THREADS)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=900)
+    took = time.perf_counter() - start
+    after = rss_mb(proc.pid)
+    print(f"\n{REQUESTS} requests in {took:.1f} s ({REQUESTS / took:.1f}/s): server RSS {before:.1f} MB after "
+          f"{WARMUP} warm-up requests -> {after:.1f} MB (growth {after - before:+.1f} MB); every 100: {samples}")
+    assert not errors, errors[:5]
+    assert proc.poll() is None, "the server died"
+    assert after - before <= MAX_GROWTH_MB, f"resident memory grew by {after - before:.1f} MB"
