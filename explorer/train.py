@@ -195,8 +195,8 @@ def make_card(*, task: DateTask, model: Transformer, args: argparse.Namespace, c
         "```", "",
         "## Training command", "", "```", command, "```", "",
         "## Results", "",
-        f"- **Exact match on {args.n_test:,} held-out test dates: {test_em:.2%}** "
-        f"(greedy decoding; test texts never seen in training, data seed {args.data_seed})",
+        (f"- **Exact match on {args.n_test:,} held-out test dates: {test_em:.2%}** "
+         f"(greedy decoding; test texts never seen in training, data seed {args.data_seed})"),
     ]
     if val_em is not None:
         lines.append(f"- Validation exact match ({args.n_val} dates) at the end: {val_em:.2%}")
@@ -220,14 +220,14 @@ def make_card(*, task: DateTask, model: Transformer, args: argparse.Namespace, c
         "", "## Training", "",
         f"- Data: {dates.describe()}",
         f"- {args.n_train:,} training dates, {args.n_val} validation, {args.n_test:,} test (disjoint texts).",
-        f"- {steps_done:,} steps of batch {args.batch_size}, AdamW lr {args.lr:g} (warmup {args.warmup}, "
-        f"cosine to {args.lr * args.min_lr_ratio:g}), weight decay {args.weight_decay}, seed {args.seed}.",
-        f"- Training time: {seconds / 60:.1f} min on {device.type} ({_device_name(device)}, "
-        f"{torch.get_num_threads()} thread{'s' if torch.get_num_threads() > 1 else ''}), "
-        f"{steps_done / max(seconds, 1e-9):.2f} steps/s including the periodic validation; "
-        f"torch {torch.__version__}.",
-        "", "Files: config.json (model configuration and task metadata), model.safetensors (float32 weights), "
-        "tokenizer.json (character tokenizer), README.md (this card).", "",
+        (f"- {steps_done:,} steps of batch {args.batch_size}, AdamW lr {args.lr:g} (warmup {args.warmup}, "
+         f"cosine to {args.lr * args.min_lr_ratio:g}), weight decay {args.weight_decay}, seed {args.seed}."),
+        (f"- Training time: {seconds / 60:.1f} min on {device.type} ({_device_name(device)}, "
+         f"{torch.get_num_threads()} thread{'s' if torch.get_num_threads() > 1 else ''}), "
+         f"{steps_done / max(seconds, 1e-9):.2f} steps/s including the periodic validation; "
+         f"torch {torch.__version__}."),
+        "", ("Files: config.json (model configuration and task metadata), model.safetensors (float32 weights), "
+             "tokenizer.json (character tokenizer), README.md (this card)."), "",
     ]
     return "\n".join(lines)
 

@@ -3,8 +3,16 @@ import torch
 
 from explorer.data import dates
 from explorer.model import Transformer, TransformerConfig
-from explorer.tasks import (IGNORE_INDEX, SPECIAL_TOKENS, DateGPT, DateTranslation, build_tokenizer, exact_match,
-                            make_task, task_from_dict)
+from explorer.tasks import (
+    IGNORE_INDEX,
+    SPECIAL_TOKENS,
+    DateGPT,
+    DateTranslation,
+    build_tokenizer,
+    exact_match,
+    make_task,
+    task_from_dict,
+)
 from explorer.train import compute_loss
 
 

@@ -1,9 +1,10 @@
+import itertools
 import json
 
 import pytest
 import torch
 
-import explorer.train as train
+from explorer import train
 from explorer.checkpoints import load_checkpoint
 from explorer.tasks import task_from_dict
 
@@ -107,4 +108,4 @@ def test_lr_schedule_warms_up_then_decays():
     f = [train.lr_factor(s, 100, 10, 0.1) for s in range(100)]
     assert f[0] == pytest.approx(0.1) and f[9] == pytest.approx(1.0)
     assert f[10] == pytest.approx(1.0) and f[99] == pytest.approx(0.1, abs=1e-3)
-    assert all(a >= b for a, b in zip(f[10:], f[11:]))
+    assert all(a >= b for a, b in itertools.pairwise(f[10:]))
