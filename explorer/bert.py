@@ -97,13 +97,20 @@ def bert_config(hf: Mapping[str, Any], path: Path) -> TransformerConfig:
 
 
 # ------------------------------------------------------------------------------------------ weights
+def refused_global(err: Exception) -> str:
+    """The one useful fact in torch's long weights_only refusal: which global it would have run."""
+    found = re.search(r"Unsupported global: GLOBAL ([\w.]+)", str(err))
+    return f": it asks for {found.group(1)}" if found else ""
+
+
 def read_pickled_state(path: Path) -> dict[str, Tensor]:
     """pytorch_model.bin with weights_only=True: tensors and plain containers only, no code."""
     require_file(path)
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as err:
-        raise CheckpointError(f"refused to unpickle {describe(path)} (not plain tensors): {err}") from err
+        raise CheckpointError(f"refused to unpickle {describe(path)} (not plain tensors{refused_global(err)}); "
+                              "convert it to model.safetensors") from err
     except (RuntimeError, EOFError, OSError, ValueError) as err:
         raise CheckpointError(f"{describe(path)} is truncated or corrupted: {err}") from err
     if isinstance(state, Mapping) and "state_dict" in state and isinstance(state["state_dict"], Mapping):

@@ -157,11 +157,26 @@ def estimate_parameters(config: TransformerConfig) -> int:
     return total
 
 
+def estimate_position_table(config: TransformerConfig) -> int:
+    """Values in the sinusoidal tables (a buffer, not a parameter, but memory all the same)."""
+    if config.positional != "sinusoidal":
+        return 0
+    tables = (config.arch != "decoder") + (config.arch != "encoder")
+    return tables * config.max_len * config.d_model
+
+
 def check_parameter_limit(config: TransformerConfig, max_parameters: float | None, path: Path) -> int:
-    """Refuse an absurd configuration before a single tensor is allocated."""
+    """Refuse an absurd configuration before a single tensor is allocated.
+
+    The sinusoidal position tables count against the same limit: a tiny model with max_len=10**9
+    would otherwise allocate gigabytes before any weight is read.
+    """
     count = estimate_parameters(config)
-    if max_parameters is not None and count > max_parameters:
-        raise CheckpointError(f"{describe(path)} describes a model of {count:,} parameters, above the limit of "
+    table = estimate_position_table(config)
+    if max_parameters is not None and count + table > max_parameters:
+        what = f"{count:,} parameters" + (f" plus {table:,} position-table values (max_len={config.max_len})"
+                                           if table else "")
+        raise CheckpointError(f"{describe(path)} describes a model of {what}, above the limit of "
                               f"{int(max_parameters):,}; refusing to build it")
     return count
 

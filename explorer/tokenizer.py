@@ -17,6 +17,7 @@ Shapes: B batch, T tokens (after padding, the longest sequence of the batch).
 
 from __future__ import annotations
 
+import bisect
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -218,22 +219,25 @@ def _to_encoding(enc: tokenizers.Encoding, text: str, max_length: int | None) ->
     Truncating after the template (not before) keeps one pass through the post-processor, whose
     steps are not all idempotent (byte-level offset trimming would trim twice).
     """
-    keep = list(range(len(enc.ids)))
+    # Each property read copies the whole list out of Rust: read every one once (linear, not quadratic).
+    ids, tokens, offsets_all = enc.ids, enc.tokens, enc.offsets
+    special_mask, sequence_ids = enc.special_tokens_mask, enc.sequence_ids
+    keep = list(range(len(ids)))
     original_length = len(keep)
     truncated = max_length is not None and original_length > max_length
     if truncated:
         # sequence_ids is None exactly for tokens the template added.
-        specials = [i for i, s in enumerate(enc.sequence_ids) if s is None]
+        specials = [i for i, s in enumerate(sequence_ids) if s is None]
         budget = max_length - len(specials)
         if budget < 0:
             raise ValueError(f"max_length={max_length} leaves no room for {len(specials)} special tokens")
-        text_tokens = [i for i in keep if enc.sequence_ids[i] is not None][:budget]
+        text_tokens = [i for i in keep if sequence_ids[i] is not None][:budget]
         keep = sorted(specials + text_tokens)
-    special = [bool(enc.special_tokens_mask[i]) for i in keep]
-    offsets = _extend_over_combining([tuple(enc.offsets[i]) for i in keep], special, text)
+    special = [bool(special_mask[i]) for i in keep]
+    offsets = _extend_over_combining([tuple(offsets_all[i]) for i in keep], special, text)
     return Encoding(
-        ids=[enc.ids[i] for i in keep],
-        tokens=[enc.tokens[i] for i in keep],
+        ids=[ids[i] for i in keep],
+        tokens=[tokens[i] for i in keep],
         offsets=offsets,
         special=special,
         truncated=truncated,
@@ -248,11 +252,12 @@ def _extend_over_combining(offsets: list[tuple[int, int]], special: list[bool], 
     token. A mark is added only up to the next token's start, so spans never grow into a neighbour.
     """
     out = list(offsets)
-    starts = [s for (s, e), sp in zip(offsets, special) if not sp and e > s]
+    starts = sorted(s for (s, e), sp in zip(offsets, special) if not sp and e > s)
     for i, ((s, e), sp) in enumerate(zip(offsets, special)):
         if sp or e <= s:
             continue
-        limit = min((x for x in starts if x >= e), default=len(text))
+        after = bisect.bisect_left(starts, e)  # first token starting at or after this span's end
+        limit = starts[after] if after < len(starts) else len(text)
         while e < limit and unicodedata.combining(text[e]):
             e += 1
         out[i] = (s, e)

@@ -305,11 +305,6 @@ print(len(enc.ids), enc.truncated, round(time.perf_counter() - start, 2))
 """
 
 
-@pytest.mark.xfail(strict=True, raises=subprocess.TimeoutExpired,
-                   reason="explorer/tokenizer.py _to_encoding reads enc.sequence_ids / enc.offsets / "
-                          "enc.special_tokens_mask inside loops (each read copies the whole list from Rust): "
-                          "O(n^2); 20,000 characters take ~24 s, 100,000 several minutes. The app is not "
-                          "affected (it cuts input to MAX_CHARS=1,000 first).")
 def test_python_api_long_input(model_root):
     """Tokenizer.encode on 100,000 characters (truncated to 160 tokens) finishes in seconds."""
     code = LONG_ENCODE.format(repo=str(Path(__file__).resolve().parents[2]), folder=str(model_root / "bpe-encoder"))

@@ -144,11 +144,7 @@ def test_hostile_folder_refused_by_load_handler(allowed, name):
     assert a.tokens[1]
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=(
-        "explorer/bert.py read_pickled_state passes torch's whole UnpicklingError text on: ~1,100 characters "
-        "with ANSI escapes and advice to re-run torch.load with weights_only=False"))) if n == "pickle-bert" else n
-    for n in sorted(HOSTILE)])
+@pytest.mark.parametrize("name", sorted(HOSTILE))
 def test_refusal_message_is_short_and_plain(allowed, name):
     """A refusal reads well in the page: short, no terminal escapes, no advice to disable the safety check."""
     root, _, _ = allowed
@@ -256,9 +252,6 @@ print(json.dumps({{"peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 """
 
 
-@pytest.mark.xfail(strict=True, reason="explorer/checkpoints.py check_parameter_limit does not count the sinusoidal "
-                   "position table (a non-persistent buffer of max_len x d_model): config max_len=10**9 allocates "
-                   "8 GB (RuntimeError, not a CheckpointError); max_len=2*10**7 loads after 30 s using 5 GB")
 def test_absurd_sequence_length_refused(allowed, tiny_encoder_factory):
     """A config whose position table would not fit in memory (tiny weights, max_len 10**9) is refused up front.
 
