@@ -1,0 +1,117 @@
+"""No script injection (issue 8, point 2): in headless Chromium, sentences with `<img src=x onerror=alert(1)>`
+and `<script>alert(1)</script>` show literally in the token table, the heatmap axis labels and the hover
+text, and no dialog ever opens.
+
+The model is a tiny encoder whose word-level vocabulary holds both strings as whole tokens (fixture
+`model_root/html-encoder`), so they reach every view verbatim instead of being split or turned into [UNK].
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from explorer.viz.common import short  # the tick-label cut the figures use
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+IMG, SCRIPT = "<img src=x onerror=alert(1)>", "<script>alert(1)</script>"
+TICKS = """id => Array.from(document.querySelectorAll('#' + id + ' .xtick text, #' + id + ' .ytick text'))
+                .map(e => e.textContent)"""
+TEXT = "sel => { const el = document.querySelector(sel); return el ? el.innerText : ''; }"
+CELL = """([id, name]) => {  // page coordinates of the heatmap cell (query = key = name)
+  const gd = document.querySelector('#' + id + ' .js-plotly-plot');
+  const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;
+  const i = xa._categories.indexOf(name), j = ya._categories.indexOf(name);
+  if (i < 0 || j < 0) return null;
+  const r = gd.getBoundingClientRect();
+  return [r.left + xa._offset + xa.l2p(i), r.top + ya._offset + ya.l2p(j)];
+}"""
+INJECTED = """() => ({
+  img: document.querySelectorAll('img[src="x"], img[onerror]').length,
+  // Gradio's own config script holds the typed text JSON-escaped ("\\u003cscript\\u003e"): fine. An
+  // injected element would be a script whose code is alert(1), or raw markup inside a script.
+  script: Array.from(document.querySelectorAll('script')).filter(s => s.textContent.trim() === 'alert(1)' ||
+      s.textContent.includes('<img src=x') || s.textContent.includes('<script>alert')).length,
+  attrs: Array.from(document.querySelectorAll('*')).filter(e => Array.from(e.attributes).some(
+      a => a.name.startsWith('on') && a.value.includes('alert'))).length,
+})"""
+
+
+def chromium() -> str:
+    found = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
+    if found is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("chromium is required for the browser tests in CI (apt-get install chromium)")
+        pytest.skip("chromium not found (apt-get install chromium); skipping the browser test")
+    return found
+
+
+def test_html_and_script_shown_literally_never_run(model_root, launch):
+    path = chromium()
+    sync_api = pytest.importorskip("playwright.sync_api")
+    demo, url = launch(checkpoint=str(model_root / "html-encoder"), allowed_dirs=[str(model_root)])
+    dialogs: list[str] = []
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 1000})
+
+            def on_dialog(dialog) -> None:
+                dialogs.append(f"{dialog.type}: {dialog.message}")
+                dialog.dismiss()
+
+            page.on("dialog", on_dialog)
+            page.goto(url)
+            page.wait_for_selector("#head-plot .js-plotly-plot", timeout=90_000)
+
+            # Type both strings (the first sentence holds both, the second one is padded) and run.
+            sentence = f"hello {IMG} world {SCRIPT}"
+            page.locator("#text1 textarea").fill(sentence)
+            page.locator("#text2 textarea").fill(f"{SCRIPT} hello")
+            page.locator("#run").click()
+            page.wait_for_function(f"""() => {{
+                const t = document.querySelector('#tokens');
+                return t && t.innerText.includes({SCRIPT!r}) && t.innerText.includes({IMG!r}) &&
+                       document.querySelector('#text1 textarea').value === {sentence!r};
+            }}""", timeout=60_000)
+            for plot_id in ("head-plot", "mask-plot", "baseline-plot"):  # figures redraw after the table
+                page.wait_for_function(f"""() => {{
+                    const t = Array.from(document.querySelectorAll('#{plot_id} .xtick text')).map(e => e.textContent);
+                    return t.includes({short(IMG)!r}) && t.includes({short(SCRIPT)!r});
+                }}""", timeout=60_000)
+
+            # Token table: the strings as plain text in cells.
+            tokens = page.evaluate(TEXT, "#tokens")
+            assert IMG in tokens and SCRIPT in tokens, tokens[:500]
+            # Axis labels of the heatmaps: literal text on both axes (cut to a few characters with "…";
+            # the hover below shows the whole token).
+            for plot_id in ("head-plot", "mask-plot", "baseline-plot"):
+                ticks = page.evaluate(TICKS, plot_id)
+                assert ticks.count(short(IMG)) >= 2 and ticks.count(short(SCRIPT)) >= 2, (plot_id, ticks)
+                assert short(IMG).startswith("<img") and short(SCRIPT).startswith("<script")
+            # Hover text: hover the cell where the <img> token attends to itself.
+            head = page.locator("#head-plot .js-plotly-plot")
+            head.scroll_into_view_if_needed()
+            xy = page.evaluate(CELL, ["head-plot", html.escape(IMG, quote=True)])
+            assert xy is not None, "the <img> token is not a category of the head heatmap"
+            page.mouse.move(xy[0] + 1, xy[1] + 1)
+            page.wait_for_function("() => document.querySelector('#head-plot .hoverlayer').textContent.length > 0",
+                                   timeout=10_000)
+            hover = page.evaluate("() => document.querySelector('#head-plot .hoverlayer').textContent")
+            assert hover.count(IMG) == 2 and "→" in hover, hover  # "query → key: weight"
+            # The model description (Markdown) carries both strings too: shown as text.
+            info = page.evaluate(TEXT, "#model-info")
+            assert IMG in info and SCRIPT in info, info[:500]
+
+            assert page.evaluate(INJECTED) == {"img": 0, "script": 0, "attrs": 0}
+            page.wait_for_timeout(1000)  # a late onerror would fire by now
+        finally:
+            browser.close()
+    assert dialogs == [], f"a dialog opened: {dialogs}"
