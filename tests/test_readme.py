@@ -10,6 +10,8 @@ def test_python_examples_run():
     blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
     assert blocks
     for block in blocks:
+        if block.startswith("# needs a running app"):
+            continue  # the gradio_client example is run against a live app in tests/app/test_api.py
         exec(compile(block, str(README), "exec"), {})
 
 
