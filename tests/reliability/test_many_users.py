@@ -67,8 +67,11 @@ def test_many_concurrent_clients_no_cross_talk(model_root, launch):
     # Reference answers: one client alone, one request at a time (default model and a built model).
     single = gradio_client.Client(url, verbose=False)
     expected = {}
+    alone: list[float] = []
     for i, args in enumerate(SPECS):
+        start = time.perf_counter()
         out = single.predict(*args, api_name="/analyze")
+        alone.append(time.perf_counter() - start)
         check_ok(out)
         expected["default", i] = canonical(out)
     builder = gradio_client.Client(url, verbose=False)
@@ -119,7 +122,8 @@ def test_many_concurrent_clients_no_cross_talk(model_root, launch):
     p50, p95 = percentile(latencies, 50), percentile(latencies, 95)
     print(f"\n{CLIENTS} clients x {REQUESTS} /analyze requests: {len(latencies)} ok, {len(errors)} errors, "
           f"{len(mismatches)} mismatches; latency p50 {p50:.2f} s, p95 {p95:.2f} s, mean "
-          f"{statistics.mean(latencies):.2f} s; wall {wall:.1f} s ({len(latencies) / wall:.1f} requests/s)")
+          f"{statistics.mean(latencies):.2f} s; wall {wall:.1f} s ({len(latencies) / wall:.1f} requests/s); "
+          f"one client alone: p50 {percentile(alone, 50):.2f} s, p95 {percentile(alone, 95):.2f} s")
     assert not errors, errors[:5]
     assert not mismatches, f"responses differ from a single client's: {mismatches[:10]}"
     assert len(latencies) == CLIENTS * REQUESTS
