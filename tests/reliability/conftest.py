@@ -7,8 +7,9 @@ Fixtures rather than helper modules: tests run with --import-mode=importlib and 
 from __future__ import annotations
 
 import socket
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 import torch

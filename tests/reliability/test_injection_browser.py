@@ -56,7 +56,7 @@ def chromium() -> str:
 def test_html_and_script_shown_literally_never_run(model_root, launch):
     path = chromium()
     sync_api = pytest.importorskip("playwright.sync_api")
-    demo, url = launch(checkpoint=str(model_root / "html-encoder"), allowed_dirs=[str(model_root)])
+    _demo, url = launch(checkpoint=str(model_root / "html-encoder"), allowed_dirs=[str(model_root)])
     dialogs: list[str] = []
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)

@@ -62,7 +62,7 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def test_many_concurrent_clients_no_cross_talk(model_root, launch):
-    demo, url = launch(checkpoint=str(model_root / "bpe-encoder"), allowed_dirs=[str(model_root)])
+    _demo, url = launch(checkpoint=str(model_root / "bpe-encoder"), allowed_dirs=[str(model_root)])
 
     # Reference answers: one client alone, one request at a time (default model and a built model).
     single = gradio_client.Client(url, verbose=False)

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import os
 import subprocess
-import threading
 import sys
+import threading
 import time
 from pathlib import Path
 
