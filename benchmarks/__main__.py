@@ -185,6 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     params = sizes(args.quick, args.full)
     run = runners()
     errors = dict(res.get("errors") or {})
+    partial = json_path.with_suffix(".partial.json")
     for name in only:
         t0 = time.perf_counter()
         print(f"[benchmarks] {name} …", file=sys.stderr, flush=True)
@@ -197,6 +198,7 @@ def main(argv: list[str] | None = None) -> int:
             errors[name] = f"{type(err).__name__}: {err}"
         res.setdefault("seconds", {})[name] = round(time.perf_counter() - t0, 1)
         print(f"[benchmarks] {name} done in {res['seconds'][name]:.0f} s", file=sys.stderr, flush=True)
+        partial.write_text(json.dumps(res, indent=1, default=str) + "\n")  # survives an interrupted run
     res["errors"] = errors
     if isinstance(res.get("draw"), dict) and res["draw"].get("browser"):
         res["machine"]["browser"] = res["draw"]["browser"]
@@ -209,6 +211,7 @@ def main(argv: list[str] | None = None) -> int:
             res["profiles"] = {"profiling failed": f"{type(err).__name__}: {err}"}
     json_path.parent.mkdir(parents=True, exist_ok=True)
     json_path.write_text(json.dumps(res, indent=1, default=str) + "\n")
+    partial.unlink(missing_ok=True)
     md_path.write_text(report.markdown(res))
     print(f"[benchmarks] wrote {json_path} and {md_path}", file=sys.stderr)
     for t in res["targets"]:
