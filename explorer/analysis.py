@@ -110,19 +110,6 @@ def run_objective(model: Transformer, probe: Probe, head_mask: dict[str, Tensor]
     return objective_value(model, probe, final_hidden(model, probe, head_mask), key_mask, reference)[0]
 
 
-def kinds_of(model: Transformer) -> dict[str, tuple[int, int]]:
-    """Attention kinds the model has -> (layers, heads)."""
-    c = model.config
-    kinds = {}
-    if c.arch != "decoder":
-        kinds["encoder"] = (c.encoder_layers, c.n_heads)
-    if c.arch != "encoder":
-        kinds["decoder"] = (c.decoder_layers, c.n_heads)
-    if c.arch == "encoder-decoder":
-        kinds["cross"] = (c.decoder_layers, c.n_heads)
-    return kinds
-
-
 def one_off_masks(n_variants: int, batch: int, n_layers: int, n_heads: int, layer: int, device) -> Tensor:
     """(V*B, L, H): variant v (rows v*B..v*B+B-1) has head v of `layer` off, all else on."""
     masks = torch.ones(n_variants, n_layers, n_heads, device=device)
@@ -145,7 +132,7 @@ def exact_sweep(model: Transformer, probe: Probe) -> tuple[dict[str, Tensor], fl
     def expand(t: Tensor | None, V: int) -> Tensor | None:
         return None if t is None else t.repeat(V, *([1] * (t.dim() - 1)))
 
-    for kind, (L, H) in kinds_of(model).items():
+    for kind, (L, H) in model.config.attention_kinds().items():
         change = torch.zeros(L, H, device=src.device)
         for layer in range(L):
             masks = one_off_masks(H, B, L, H, layer, src.device)
@@ -185,7 +172,7 @@ def decode_from(model, probe, layer, hidden_in, memory, src_key_mask, V, head_ma
 def gradient_estimate(model: Transformer, probe: Probe) -> dict[str, Tensor]:
     """-d objective / d gate for every head, from one forward and one backward pass."""
     gates = {kind: torch.ones(L, H, device=probe.src.device, requires_grad=True)
-             for kind, (L, H) in kinds_of(model).items()}
+             for kind, (L, H) in model.config.attention_kinds().items()}
     with torch.enable_grad():
         value = run_objective(model, probe, gates)
         grads = torch.autograd.grad(value, list(gates.values()))

@@ -235,17 +235,6 @@ def head_labels(n_layers: int, n_heads: int) -> list[str]:
     return [f"L{l} H{h}" for l in range(n_layers) for h in range(n_heads)]
 
 
-def kinds_of(config: TransformerConfig) -> dict[str, tuple[int, int]]:
-    kinds: dict[str, tuple[int, int]] = {}
-    if config.arch != "decoder":
-        kinds["encoder"] = (config.encoder_layers, config.n_heads)
-    if config.arch != "encoder":
-        kinds["decoder"] = (config.decoder_layers, config.n_heads)
-    if config.arch == "encoder-decoder":
-        kinds["cross"] = (config.decoder_layers, config.n_heads)
-    return kinds
-
-
 def describe_bundle(bundle: Bundle) -> str:
     c, loaded = bundle.config, bundle.loaded
     layers = (f"{c.encoder_layers} encoder + {c.decoder_layers} decoder layers" if c.arch == "encoder-decoder"
@@ -269,7 +258,7 @@ def describe_bundle(bundle: Bundle) -> str:
 
 
 def model_info(session: dict[str, Any], bundle: Bundle) -> ModelInfo:
-    kinds = kinds_of(bundle.config)
+    kinds = bundle.config.attention_kinds()
     heads = {k: head_labels(*lh) for k, lh in kinds.items()}
     examples = [str(e) for e in bundle.loaded.task.get("examples", [])][:12]
     first = next(iter(kinds.values()))
@@ -410,7 +399,7 @@ def head_mask_from_labels(config: TransformerConfig, heads: dict[str, Iterable[s
     if heads is None:
         return None
     out = {}
-    for kind, (n_layers, n_heads) in kinds_of(config).items():
+    for kind, (n_layers, n_heads) in config.attention_kinds().items():
         if kind not in heads or heads[kind] is None:
             out[kind] = torch.ones(n_layers, n_heads)
             continue

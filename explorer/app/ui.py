@@ -387,7 +387,7 @@ def build_demo(*, allowed_dirs: Sequence[str] = (), device: str = "auto", checkp
         def set_heads(mode: str, sess, kind_v, layer_v, head_v):
             try:
                 bundle = H.get_bundle(sess, registry, allowed)
-                kinds = H.kinds_of(bundle.config)
+                kinds = bundle.config.attention_kinds()
                 out = []
                 for k in ("encoder", "decoder", "cross"):
                     labels = H.head_labels(*kinds[k]) if k in kinds else []

@@ -77,6 +77,18 @@ class TransformerConfig:
     def resolved_final_norm(self) -> bool:
         return self.norm_first if self.final_norm is None else self.final_norm
 
+    def attention_kinds(self) -> dict[str, tuple[int, int]]:
+        """The attention blocks this architecture has: kind -> (layers, heads), in the order
+        "encoder" (self), "decoder" (self), "cross"; the keys of a forward pass's head_mask."""
+        kinds = {}
+        if self.arch != "decoder":
+            kinds["encoder"] = (self.encoder_layers, self.n_heads)
+        if self.arch != "encoder":
+            kinds["decoder"] = (self.decoder_layers, self.n_heads)
+        if self.arch == "encoder-decoder":
+            kinds["cross"] = (self.decoder_layers, self.n_heads)
+        return kinds
+
     # ---------------------------------------------------------------- validation
     def validate(self) -> None:
         def fail(name: str, why: str) -> None:

@@ -74,3 +74,10 @@ def test_annotated_preset_is_the_base_model():
     assert (config.encoder_layers, config.decoder_layers, config.d_model, config.n_heads, config.d_ff) == \
         (6, 6, 512, 8, 2048)
     assert config.norm_first and config.scale_embeddings and config.positional == "sinusoidal"
+
+
+def test_attention_kinds_follow_the_architecture():
+    assert TransformerConfig(arch="encoder", n_layers=3, n_heads=2, d_model=8).attention_kinds() == {"encoder": (3, 2)}
+    assert TransformerConfig(arch="decoder", n_layers=3, n_heads=2, d_model=8).attention_kinds() == {"decoder": (3, 2)}
+    assert TransformerConfig(arch="encoder-decoder", n_encoder_layers=1, n_decoder_layers=2, n_heads=2,
+                             d_model=8).attention_kinds() == {"encoder": (1, 2), "decoder": (2, 2), "cross": (2, 2)}
