@@ -103,7 +103,8 @@ def _skip(d: dict[str, Any]) -> str | None:
 
 def markdown(res: dict[str, Any]) -> str:
     L: list[str] = ["# Benchmarks: the explorer against the tools people use today", ""]
-    L += [f"Measured by `python -m benchmarks{' ' + ' '.join(res['argv']) if res.get('argv') else ''}` "
+    last = f" (last command: `python -m benchmarks {' '.join(res['argv'])}`)" if res.get("argv") else ""
+    L += [f"Measured by `python -m benchmarks`{last} "
           "(`--quick` for a smoke run, `--only NAME` for one section, `--full` to also draw BertViz at 512 "
           "tokens). Raw numbers: `benchmarks/results.json`. Every figure is the median of the runs given; every "
           "ratio is two medians measured in the same run (interleaved where both run in Python).", ""]
@@ -117,6 +118,9 @@ def markdown(res: dict[str, Any]) -> str:
         met = {True: "met", False: "**missed**", None: "not measured"}[t["met"]]
         rows.append([t["target"], t["rule"], _f(t["measured"], 3), met])
     L += _table(["target", "wanted", "measured", ""], rows)
+    notes = res.get("notes") or []
+    if notes:
+        L += ["## Notes on this run", ""] + [f"- {n}" for n in notes] + [""]
 
     lat = res.get("latency")
     if lat:
@@ -234,9 +238,6 @@ def markdown(res: dict[str, Any]) -> str:
         L += ["## Where the time goes (targets missed)", ""]
         for name, text in prof.items():
             L += [f"### {name}", "", "```", text.rstrip(), "```", ""]
-    notes = res.get("notes") or []
-    if notes:
-        L += ["## Notes", ""] + [f"- {n}" for n in notes] + [""]
     L += ["## Reproducing", "",
           "```",
           "pip install -r requirements-test.txt",
