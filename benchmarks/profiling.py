@@ -7,8 +7,8 @@ import io
 import json
 import pstats
 import re
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent

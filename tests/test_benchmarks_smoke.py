@@ -107,8 +107,8 @@ def test_browser_draw_swap_tiny():
     if not _cached("plotly"):
         pytest.skip("plotly.js not in the benchmark npm cache (run `python -m benchmarks --only draw` once)")
     from benchmarks import browser
-    from benchmarks.update_latency import our_views
     from benchmarks.common import text_words
+    from benchmarks.update_latency import our_views
 
     a, b = our_views(text_words(6)), our_views(text_words(6, offset=3))
     with browser.Site() as site, browser.chromium() as chrome:
