@@ -690,12 +690,14 @@ def analyze(bundle: Bundle, text1: str | None, text2: str | None, settings: Sett
     view = view or View()
     inputs = encode_inputs(bundle, text1, text2)
     c = bundle.config
+    hm = head_mask_from_labels(c, settings.heads)
+    no_toggle = settings.padding and settings.causal and settings.custom == "none" and hm is None
     with torch.inference_mode():
         base, teacher = run_model(bundle, inputs, Settings())
-        tog, _ = run_model(bundle, inputs, settings, teacher=teacher or None)
+        # Without a toggle the toggled run is the baseline run: do the work once.
+        tog = base if no_toggle else run_model(bundle, inputs, settings, teacher=teacher or None)[0]
     view = _fix_view(view, tog, len(inputs.rows))
     kind, layer, head, b = view.kind, view.layer, view.head, view.sentence - 1
-    hm = head_mask_from_labels(c, settings.heads)
     head_on = True if hm is None else bool(hm[kind][layer, head])
     q_lab, k_lab = tog.q_labels[kind][b], tog.k_labels[kind][b]
     device = bundle.model.device
@@ -730,7 +732,7 @@ def analyze(bundle: Bundle, text1: str | None, text2: str | None, settings: Sett
     status = []
     if notes:
         status += ["⚠️ " + escape_md(n) for n in dict.fromkeys(notes)]
-    if settings.padding and settings.causal and settings.custom == "none" and hm is None:
+    if no_toggle:
         status.append("No toggle is active: switch a head off or change a mask to compare.")
     summary += f"\n\nLargest change of any attention weight per layer ({KIND_TITLES[kind]}): {per_layer}"
     return Analysis("\n\n".join(status), token_table(inputs), (o_headers, o_rows), summary, mask_fig, head_fig,
