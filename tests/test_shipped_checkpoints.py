@@ -21,16 +21,6 @@ SHIPPED = {  # name: (task, architecture, kind of attention that reads the sourc
 FILES = ("README.md", "config.json", "model.safetensors", "tokenizer.json")
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny models: one torch thread. With other jobs on the cores, two OpenMP threads made greedy
-    generation 10-30x slower here (spinning threads waiting for each other)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.fixture(scope="module")
 def fresh():
     return dates.generate_examples(200, seed=FRESH_SEED)

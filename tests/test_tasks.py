@@ -16,16 +16,6 @@ from explorer.tasks import (
 from explorer.train import compute_loss
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny models: one torch thread. With other jobs on the cores, two OpenMP threads made greedy
-    generation 10-30x slower here (spinning threads waiting for each other)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.fixture(scope="module")
 def tokenizer():
     return build_tokenizer()

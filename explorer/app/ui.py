@@ -8,7 +8,6 @@ one `ModelRegistry` per app and only read.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Sequence
 from typing import Any

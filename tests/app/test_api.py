@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 
 import pytest
 
@@ -15,14 +14,8 @@ BUILD = ["custom", "encoder-decoder", 2, 4, 32, 64, "pre-norm", "sinusoidal", 0,
 DATE1, DATE2 = "samedi 21 novembre 2026", "3 May 2024"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
-def client():
+def client(free_port):
     demo = queue_and_return(build_demo(device="cpu"))
     demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
                 **launch_kwargs())

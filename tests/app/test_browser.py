@@ -3,17 +3,11 @@ causal masks; the heatmaps' data and the output must change, with no console err
 
 from __future__ import annotations
 
-import os
-import shutil
-import socket
-from pathlib import Path
 
 import pytest
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
 SNAPSHOT = """id => {
   const gd = document.querySelector('#' + id + ' .js-plotly-plot');
   if (!gd || !gd.data) return null;
@@ -22,25 +16,9 @@ SNAPSHOT = """id => {
 TABLE_TEXT = "id => { const el = document.querySelector('#' + id); return el ? el.innerText : ''; }"
 
 
-def chromium() -> str | None:
-    found = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
-    if found is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("chromium is required for the browser tests in CI (apt-get install chromium)")
-        pytest.skip("chromium not found (apt-get install chromium); skipping the browser test")
-    return found
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
-def app_url():
-    path = chromium()
-    pytest.importorskip("playwright.sync_api")
+def app_url(chromium_path, free_port):
+    path = chromium_path
     from explorer.app.ui import build_demo, launch_kwargs, queue_and_return
 
     demo = queue_and_return(build_demo(device="cpu"))
@@ -52,13 +30,13 @@ def app_url():
         demo.close()
 
 
-def test_toggles_change_heatmaps_and_output(app_url):
+def test_toggles_change_heatmaps_and_output(app_url, chromium_args):
     from playwright.sync_api import sync_playwright
 
     url, path = app_url
     errors: list[str] = []
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
+        browser = p.chromium.launch(executable_path=path, args=chromium_args)
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda e: errors.append(str(e)))

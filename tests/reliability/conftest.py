@@ -6,8 +6,6 @@ Fixtures rather than helper modules: tests run with --import-mode=importlib and 
 
 from __future__ import annotations
 
-import socket
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,25 +17,6 @@ CORPUS = [
     "samedi 21 novembre 2026", "3 May 2024", "the quick brown fox jumps over the lazy dog",
     "日本語の文章です", "Ünïcödé façade naïve", "emoji 👍🏽 🎉", "<b>html</b> & **markdown**", "مرحبا بالعالم",
 ]
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="session")
-def free_port() -> Callable[[], int]:
-    return _free_port
 
 
 def _tiny_encoder(vocab_size: int, seed: int = 0, **over: Any):
@@ -85,7 +64,7 @@ def tiny_encoder_factory():
 
 
 @pytest.fixture
-def launch():
+def launch(free_port):
     """launch(**build_demo_kwargs) -> (demo, url): the app on 127.0.0.1, closed after the test."""
     from explorer.app.ui import build_demo, launch_kwargs, queue_and_return
 
@@ -93,7 +72,7 @@ def launch():
 
     def start(concurrency: int = 4, **kwargs: Any):
         demo = queue_and_return(build_demo(**{"device": "cpu", **kwargs}), concurrency)
-        demo.launch(server_name="127.0.0.1", server_port=_free_port(), prevent_thread_lock=True, quiet=True,
+        demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
                     **launch_kwargs())
         demos.append(demo)
         return demo, demo.local_url

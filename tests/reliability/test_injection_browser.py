@@ -9,9 +9,6 @@ The model is a tiny encoder whose word-level vocabulary holds both strings as wh
 from __future__ import annotations
 
 import html
-import os
-import shutil
-from pathlib import Path
 
 import pytest
 
@@ -19,8 +16,6 @@ from explorer.viz.common import short  # the tick-label cut the figures use
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
 IMG, SCRIPT = "<img src=x onerror=alert(1)>", "<script>alert(1)</script>"
 TICKS = """id => Array.from(document.querySelectorAll('#' + id + ' .xtick text, #' + id + ' .ytick text'))
                 .map(e => e.textContent)"""
@@ -44,22 +39,13 @@ INJECTED = """() => ({
 })"""
 
 
-def chromium() -> str:
-    found = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
-    if found is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("chromium is required for the browser tests in CI (apt-get install chromium)")
-        pytest.skip("chromium not found (apt-get install chromium); skipping the browser test")
-    return found
-
-
-def test_html_and_script_shown_literally_never_run(model_root, launch):
-    path = chromium()
+def test_html_and_script_shown_literally_never_run(model_root, launch, chromium_path, chromium_args):
+    path = chromium_path
     sync_api = pytest.importorskip("playwright.sync_api")
     _demo, url = launch(checkpoint=str(model_root / "html-encoder"), allowed_dirs=[str(model_root)])
     dialogs: list[str] = []
     with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
+        browser = p.chromium.launch(executable_path=path, args=chromium_args)
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 1000})
 
