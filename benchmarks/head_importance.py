@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
-import time
 
 import torch
 
-from explorer.analysis import Probe, exact_sweep, gradient_estimate, run_objective, spearman
+from benchmarks.common import median_time
+from explorer.analysis import Probe, exact_sweep, gradient_estimate, run_objective
 from explorer.model import Transformer, TransformerConfig
+from explorer.stats import spearman
 
 
 def minilm_or_same_shape() -> tuple[Transformer, str]:
@@ -46,15 +46,6 @@ def per_head_passes(model, probe):
     return out
 
 
-def timed(fn, repeats):
-    times, result = [], None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), result
-
-
 def run(tokens=(32, 128), repeats=3) -> dict:
     """The measurements as a dict (what `main` prints)."""
     model, name = minilm_or_same_shape()
@@ -63,9 +54,9 @@ def run(tokens=(32, 128), repeats=3) -> dict:
         src = torch.randint(1000, 20000, (2, n))
         src[1, n // 2:] = 0  # second sentence shorter: padding in the batch
         probe = Probe(src, "similarity")
-        naive_s, naive = timed(lambda: per_head_passes(model, probe), repeats)
-        sweep_s, (exact, _) = timed(lambda: exact_sweep(model, probe), repeats)
-        grad_s, estimate = timed(lambda: gradient_estimate(model, probe), repeats)
+        naive_s, naive = median_time(lambda: per_head_passes(model, probe), repeats, warmup=0)
+        sweep_s, (exact, _) = median_time(lambda: exact_sweep(model, probe), repeats, warmup=0)
+        grad_s, estimate = median_time(lambda: gradient_estimate(model, probe), repeats, warmup=0)
         results["by_length"][n] = {
             "one_pass_per_head_s": round(naive_s, 4),
             "exact_sweep_s": round(sweep_s, 4),

@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
-import time
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
+from benchmarks.common import median_time
 from explorer.viz.overview import attention_overview
 
 LAYERS, HEADS = 6, 12
@@ -34,19 +33,10 @@ def softmax_attention(t: int, seed: int = 0) -> np.ndarray:
     return e / e.sum(-1, keepdims=True)
 
 
-def median_time(fn: Callable[[], Any], runs: int) -> tuple[float, Any]:
-    times, out = [], None
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), out
-
-
 def bench_ours(attn: np.ndarray, tokens: list[str], runs: int) -> dict[str, Any]:
     attention_overview(attn, tokens, tokens)  # warm-up: plotly builds its validators once
-    build, fig = median_time(lambda: attention_overview(attn, tokens, tokens), runs)
-    both, js = median_time(lambda: attention_overview(attn, tokens, tokens).to_json(), runs)
+    build, fig = median_time(lambda: attention_overview(attn, tokens, tokens), runs, warmup=0)
+    both, js = median_time(lambda: attention_overview(attn, tokens, tokens).to_json(), runs, warmup=0)
     return {"build_s": round(build, 4), "build_and_json_s": round(both, 4), "json_bytes": len(js),
             "downsampled": bool(fig.layout.meta["overview_grid"]["q_edges"][-1]
                                 > len(fig.layout.meta["overview_grid"]["q_edges"]) - 1)}
@@ -61,7 +51,7 @@ def bench_bertviz(attn: np.ndarray, tokens: list[str], runs: int) -> dict[str, A
     layers = tuple(torch.from_numpy(attn[i][None]) for i in range(attn.shape[0]))  # (1, H, T, T) each
     if len(tokens) <= 128:  # warm-up (skipped for long inputs: one call takes seconds and ~1 GB)
         model_view(layers, tokens, html_action="return")
-    t, html = median_time(lambda: model_view(layers, tokens, html_action="return"), runs)
+    t, html = median_time(lambda: model_view(layers, tokens, html_action="return"), runs, warmup=0)
     return {"build_s": round(t, 4), "html_bytes": len(html.data)}
 
 
