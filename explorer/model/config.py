@@ -30,7 +30,8 @@ class TransformerConfig:
     n_encoder_layers: int | None = None  # None = n_layers
     n_decoder_layers: int | None = None  # None = n_layers
     d_ff: int = 512  # hidden width of the position-wise feed-forward block
-    dropout: float = 0.1  # on embeddings, attention outputs and feed-forward outputs (not on weights shown)
+    dropout: float = 0.1  # on attention weights and sublayer outputs (the weights returned are pre-dropout)
+    embedding_dropout: float | None = None  # on the summed embeddings; None = dropout (seed 001 has none)
     max_len: int = 512  # longest sequence (size of the learned position table / sinusoidal cache)
     norm_first: bool = False  # False: post-norm (torch default, seed 001, BERT); True: pre-norm (seeds 000, 003)
     final_norm: bool | None = None  # LayerNorm after the last layer of each stack; None = norm_first
@@ -74,6 +75,10 @@ class TransformerConfig:
         return self.n_decoder_layers if self.n_decoder_layers is not None else self.n_layers
 
     @property
+    def resolved_embedding_dropout(self) -> float:
+        return self.dropout if self.embedding_dropout is None else self.embedding_dropout
+
+    @property
     def resolved_final_norm(self) -> bool:
         return self.norm_first if self.final_norm is None else self.final_norm
 
@@ -111,6 +116,9 @@ class TransformerConfig:
             fail("d_model", f"is not divisible by n_heads={self.n_heads}; set head_dim explicitly")
         if not (isinstance(self.dropout, (int, float)) and 0.0 <= self.dropout < 1.0):
             fail("dropout", "must be in [0, 1)")
+        if self.embedding_dropout is not None and not (
+                isinstance(self.embedding_dropout, (int, float)) and 0.0 <= self.embedding_dropout < 1.0):
+            fail("embedding_dropout", "must be None or in [0, 1)")
         if self.positional not in POSITIONALS:
             fail("positional", f"must be one of {', '.join(POSITIONALS)}")
         if not (isinstance(self.pos_base, (int, float)) and math.isfinite(self.pos_base) and self.pos_base > 1):
@@ -172,8 +180,8 @@ PRESETS: dict[str, dict[str, Any]] = {
         "d_ff 256), sinusoidal positions, head Linear(128,128)-ReLU-Linear(128,5) on the first token; "
         "410,117 parameters with vocab 1000.",
         "config": dict(arch="encoder", vocab_size=1000, d_model=128, n_heads=8, n_layers=2, d_ff=256,
-                       dropout=0.1, max_len=512, norm_first=False, positional="sinusoidal",
-                       activation="relu", num_classes=5),
+                       dropout=0.1, embedding_dropout=0.0, max_len=512, norm_first=False,
+                       positional="sinusoidal", activation="relu", num_classes=5),
     },
     "seed002-transformer": {
         "description": "Seed 002 encoder-decoder: learned position embeddings, post-norm, 6 layers, "

@@ -75,7 +75,7 @@ class Transformer(nn.Module):
         c = self.config
         return Embeddings(vocab_size, c.d_model, max_len=c.max_len, positional=c.positional, pos_base=c.pos_base,
                           scale=c.scale_embeddings, type_vocab_size=c.type_vocab_size, norm=c.embedding_norm,
-                          eps=c.layer_norm_eps, dropout=c.dropout, pad_id=c.pad_id)
+                          eps=c.layer_norm_eps, dropout=c.resolved_embedding_dropout, pad_id=c.pad_id)
 
     # ------------------------------------------------------------------ helpers
     @property

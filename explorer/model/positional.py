@@ -59,7 +59,9 @@ class Embeddings(nn.Module):
         length = ids.shape[1]
         if start + length > self.max_len:
             raise ValueError(f"sequence of {start + length} tokens is longer than max_len={self.max_len}")
-        x = self.token(ids) * self.scale  # (B, T, D)
+        x = self.token(ids)  # (B, T, D)
+        if self.scale != 1.0:
+            x = x * self.scale
         if self.positional == "learned":
             x = x + self.position.weight[start:start + length]  # (T, D) broadcast over B
         elif self.positional == "sinusoidal":

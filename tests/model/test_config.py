@@ -10,6 +10,7 @@ from explorer.model import PRESETS, Transformer, TransformerConfig
     (dict(vocab_size=0), "vocab_size"),
     (dict(n_heads=-2), "n_heads"),
     (dict(dropout=1.5), "dropout"),
+    (dict(embedding_dropout=-0.1), "embedding_dropout"),
     (dict(positional="rotary"), "positional"),
     (dict(activation="tanh"), "activation"),
     (dict(pos_base=0.5), "pos_base"),
