@@ -110,6 +110,11 @@ def run_objective(model: Transformer, probe: Probe, head_mask: dict[str, Tensor]
     return objective_value(model, probe, final_hidden(model, probe, head_mask), key_mask, reference)[0]
 
 
+def repeat_batch(t: Tensor | None, V: int) -> Tensor | None:
+    """(B, ...) -> (V*B, ...): V copies of the batch, variant-major (rows v*B..v*B+B-1 are variant v)."""
+    return None if t is None else t.repeat(V, *([1] * (t.dim() - 1)))
+
+
 def one_off_masks(n_variants: int, batch: int, n_layers: int, n_heads: int, layer: int, device) -> Tensor:
     """(V*B, L, H): variant v (rows v*B..v*B+B-1) has head v of `layer` off, all else on."""
     masks = torch.ones(n_variants, n_layers, n_heads, device=device)
@@ -129,16 +134,13 @@ def exact_sweep(model: Transformer, probe: Probe) -> tuple[dict[str, Tensor], fl
     reference = mean_pool(base.last_hidden_state, src_key_mask) if probe.objective == "embedding" else None
     results: dict[str, Tensor] = {}
 
-    def expand(t: Tensor | None, V: int) -> Tensor | None:
-        return None if t is None else t.repeat(V, *([1] * (t.dim() - 1)))
-
     for kind, (L, H) in model.config.attention_kinds().items():
         change = torch.zeros(L, H, device=src.device)
         for layer in range(L):
             masks = one_off_masks(H, B, L, H, layer, src.device)
             if kind == "encoder":
-                x = expand(base.hidden_states.encoder[layer], H)
-                enc = model.encoder.run(x, key_mask=expand(src_key_mask, H), attn_mask=probe.attn_mask,
+                x = repeat_batch(base.hidden_states.encoder[layer], H)
+                enc = model.encoder.run(x, key_mask=repeat_batch(src_key_mask, H), attn_mask=probe.attn_mask,
                                         head_mask=masks, need_weights=False, first_layer=layer)
                 last = enc.output
                 if arch == "encoder-decoder":
@@ -146,10 +148,10 @@ def exact_sweep(model: Transformer, probe: Probe) -> tuple[dict[str, Tensor], fl
                                        src_key_mask, H, {})
             else:
                 head_masks = {"decoder" if kind == "decoder" else "cross": masks}
-                memory = expand(base.encoder_last_hidden_state, H) if arch == "encoder-decoder" else None
+                memory = repeat_batch(base.encoder_last_hidden_state, H) if arch == "encoder-decoder" else None
                 last = decode_from(model, probe, layer, base.hidden_states.decoder[layer], memory,
                                    src_key_mask, H, head_masks)
-            change[layer] = objective_value(model, probe, last, expand(src_key_mask, H), reference) - baseline
+            change[layer] = objective_value(model, probe, last, repeat_batch(src_key_mask, H), reference) - baseline
         results[kind] = change
     return results, baseline.item()
 
@@ -162,8 +164,8 @@ def decode_from(model, probe, layer, hidden_in, memory, src_key_mask, V, head_ma
     self_mask = combine_masks(causal_mask(T, tokens.device) if probe.causal else None,
                               probe.attn_mask if arch == "decoder" else None)
     key_mask = model.key_mask(tokens, probe.padding)
-    rep = lambda t: None if t is None else t.repeat(V, *([1] * (t.dim() - 1)))  # noqa: E731
-    run = model.decoder.run(rep(hidden_in), memory, key_mask=rep(key_mask), memory_key_mask=rep(src_key_mask),
+    run = model.decoder.run(repeat_batch(hidden_in, V), memory, key_mask=repeat_batch(key_mask, V),
+                            memory_key_mask=repeat_batch(src_key_mask, V),
                             attn_mask=self_mask, head_mask=head_masks.get("decoder"),
                             cross_head_mask=head_masks.get("cross"), need_weights=False, first_layer=layer)
     return run.output

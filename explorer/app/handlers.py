@@ -97,7 +97,7 @@ class Bundle:
 
     @property
     def config(self) -> TransformerConfig:
-        return self.loaded.model.config
+        return self.loaded.config
 
     @property
     def task_name(self) -> str:
