@@ -1,8 +1,8 @@
 """Update latency and bytes to the browser: text in -> every figure of the attention view serialised.
 
 Ours: explorer tokenizer -> explorer encoder (all-MiniLM-L6-v2, weights returned) ->
-`attention_overview` (all L x H heads, one tiled heatmap) + `head_heatmap` (one head) -> `fig.to_json()`
-(what gr.Plot sends). When the app's handler module exists, also `explorer.app.handlers.analyze`
+`attention_overview` (all L x H heads, one tiled heatmap) + `head_heatmap` (one head) -> `figure_json`
+(the JSON text gr.Plot sends, as the app makes it). When the app's handler module exists, also `explorer.app.handlers.analyze`
 (baseline + toggled run and all of its figures, serialised) at the sizes the app accepts.
 BertViz: transformers tokenizer -> `BertModel(attn_implementation="eager")(output_attentions=True)` ->
 `bertviz.model_view(attention, tokens, html_action="return")` (data inlined in the HTML).
@@ -26,7 +26,7 @@ VIEW_LAYER, VIEW_HEAD = 0, 0  # the single head drawn large (any head costs the 
 
 def our_views(text: str) -> tuple[str, str]:
     """(overview JSON, single-head JSON) for one text: the whole update, end to end."""
-    from explorer.viz import attention_overview, head_heatmap
+    from explorer.viz import attention_overview, figure_json, head_heatmap
 
     loaded = load_minilm()
     enc = loaded.tokenizer.encode(text)
@@ -38,7 +38,7 @@ def our_views(text: str) -> tuple[str, str]:
     overview = attention_overview(attn, labels, labels)
     head = head_heatmap(attn[VIEW_LAYER, VIEW_HEAD], labels, labels,
                         title=f"Layer {VIEW_LAYER}, head {VIEW_HEAD}")
-    return overview.to_json(), head.to_json()
+    return figure_json(overview), figure_json(head)
 
 
 @cache
@@ -103,7 +103,9 @@ def _ui_plot() -> Callable[[Any], str]:
 
         return lambda fig: plot(fig).plot
     except Exception:  # noqa: BLE001 - UI module missing or broken: the figure JSON is most of the cost
-        return lambda fig: fig.to_json()
+        from explorer.viz import figure_json
+
+        return figure_json
 
 
 @cache
@@ -176,7 +178,7 @@ def run(sizes: tuple[int, ...] = (32, 128, 512), repeats: int = 5, bertviz_max: 
     if bertviz_available() is None:
         _hf()
     return {"model": "all-MiniLM-L6-v2 (6 layers x 12 heads)",
-            "ours_does": "tokenize, forward with weights, attention_overview + head_heatmap, to_json",
+            "ours_does": "tokenize, forward with weights, attention_overview + head_heatmap, figure_json",
             "bertviz_does": "tokenize, BertModel eager forward with output_attentions, model_view(html_action='return')",
             "by_tokens": [measure_size(n, repeats, bertviz_max) for n in sizes]}
 

@@ -616,16 +616,6 @@ class Analysis:
     view: View
 
 
-def message_figure(text: str, height: int = 260) -> go.Figure:
-    """An empty figure that says why there is nothing to show."""
-    fig = go.Figure()
-    fig.update_layout(height=height, template="none", paper_bgcolor="white", plot_bgcolor="white",
-                      xaxis=dict(visible=False), yaxis=dict(visible=False), margin=dict(l=20, r=20, t=30, b=20),
-                      annotations=[dict(text=viz.escape(text), x=0.5, y=0.5, xref="paper", yref="paper",
-                                        showarrow=False, font=dict(size=14, color="#555"))])
-    return fig
-
-
 def _fix_view(view: View, result: RunResult, n_rows: int) -> View:
     kinds = list(result.attentions)
     kind = view.kind if view.kind in kinds else kinds[0]
@@ -709,14 +699,19 @@ def analyze(bundle: Bundle, text1: str | None, text2: str | None, settings: Sett
     mask_fig = viz.mask_heatmap(mask, q_lab, k_lab, title=f"Mask: {KIND_TITLES[kind]} (sentence {b + 1})")
     head_fig = viz.head_heatmap(a_tog[layer, head], q_lab, k_lab, mask=mask, head_off=not head_on,
                                 title=f"Toggled: {where}")
-    base_mask = effective_mask(kind, c.arch, Settings(), base.q_ids[kind][b], base.k_ids[kind][b], c.pad_id, None)
-    baseline_fig = viz.head_heatmap(a_base[layer, head], base.q_labels[kind][b], base.k_labels[kind][b],
-                                    mask=base_mask, title=f"Baseline: {where}")
-    # The first later layer (or this one if it is the last) shows how a toggle propagates.
-    diff_layer = layer
     deltas = np.abs(a_tog - a_base).max(axis=(1, 2, 3))  # (L,)
-    diff_fig = viz.difference_heatmap(a_tog[diff_layer, head], a_base[diff_layer, head], q_lab, k_lab,
-                                      title=f"Toggled − baseline: {where}", a_name="toggled", b_name="baseline")
+    if no_toggle:  # the baseline would repeat the view above and the difference would be blank
+        baseline_fig = viz.message_figure("No toggle is active, so the baseline is the view above. Switch a head "
+                                          "off or change a mask to compare.")
+        diff_fig = viz.message_figure("The difference (toggled − baseline) appears here once a toggle is active.")
+    else:
+        base_mask = effective_mask(kind, c.arch, Settings(), base.q_ids[kind][b], base.k_ids[kind][b], c.pad_id,
+                                   None)
+        baseline_fig = viz.head_heatmap(a_base[layer, head], base.q_labels[kind][b], base.k_labels[kind][b],
+                                        mask=base_mask, title=f"Baseline: {where}")
+        diff_fig = viz.difference_heatmap(a_tog[layer, head], a_base[layer, head], q_lab, k_lab,
+                                          title=f"Toggled − baseline: {where}", a_name="toggled",
+                                          b_name="baseline")
     overview_hm = None if hm is None else hm[kind].numpy()
     overview_fig = viz.attention_overview(a_tog, q_lab, k_lab, head_mask=overview_hm,
                                           title=f"All heads: {KIND_TITLES[kind]} (sentence {b + 1}, toggled)")
@@ -744,11 +739,11 @@ def _generation_figures(bundle: Bundle, run: RunResult, b: int, layer: int, head
     gens = run.extra.get("gens")
     if not gens:
         msg = "This model does not generate text (encoder only): see the attention tab."
-        return message_figure(msg), message_figure(msg)
+        return viz.message_figure(msg), viz.message_figure(msg)
     gen, gb = gens[b]
     if not gen.steps:
         msg = "Nothing was generated."
-        return message_figure(msg), message_figure(msg)
+        return viz.message_figure(msg), viz.message_figure(msg)
     out = run.outputs[b]
     n = len(out["ids"])
     queries = [f"→ {lab}" for lab in out["labels"]] or ["→"]
@@ -761,7 +756,7 @@ def _generation_figures(bundle: Bundle, run: RunResult, b: int, layer: int, head
                                 title=f"Decoder self-attention per generated token (layer {layer}, head {head})",
                                 x_title="tokens so far (key)", y_title="generated token (query)")
     if bundle.config.arch != "encoder-decoder":
-        return self_fig, message_figure("A decoder-only model has no cross-attention: its prompt is part of the "
+        return self_fig, viz.message_figure("A decoder-only model has no cross-attention: its prompt is part of the "
                                         "self-attention on the left.")
     cross = gen.attention_matrix("cross", layer, gb)[head, :n].float().cpu()  # (N, S)
     src_labels = run.k_labels["cross"][b][: cross.shape[1]]
@@ -788,7 +783,7 @@ def positional(bundle: Bundle | None, d_model: int, length: int, base: float
     heat = viz.positional_heatmap(table, title=f"Sinusoidal encoding (base {base:g})")
     curves = viz.positional_curves(table)
     sim = viz.position_similarity(table)
-    model_fig = message_figure("No model loaded.")
+    model_fig = viz.message_figure("No model loaded.")
     if bundle is not None:
         c = bundle.config
         embed = bundle.model.src_embed if bundle.model.src_embed is not None else bundle.model.tgt_embed
@@ -798,7 +793,7 @@ def positional(bundle: Bundle | None, d_model: int, length: int, base: float
             what = "learned table" if c.positional == "learned" else f"sinusoidal, base {c.pos_base:g}"
             model_fig = viz.positional_heatmap(own, title=f"Loaded model ({what})")
         else:
-            model_fig = message_figure("The loaded model has no positional encoding (positional='none').")
+            model_fig = viz.message_figure("The loaded model has no positional encoding (positional='none').")
     return heat, curves, sim, model_fig
 
 

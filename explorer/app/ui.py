@@ -16,8 +16,8 @@ import gradio as gr
 import pandas as pd
 import plotly.graph_objects as go
 from gradio.components.plot import PlotData
-from plotly.io.json import to_json_plotly
 
+from .. import viz
 from ..checkpoints import CheckpointError
 from ..model import PRESETS
 from . import handlers as H
@@ -71,9 +71,7 @@ def plot(fig: go.Figure | None) -> PlotData | None:
     """A figure for gr.Plot with the modebar config (PNG download) attached."""
     if fig is None:
         return None
-    spec = fig.to_dict()
-    spec["config"] = PLOT_CONFIG
-    return PlotData(type="plotly", plot=to_json_plotly(spec))  # one serialisation, plotly's fast encoder
+    return PlotData(type="plotly", plot=viz.figure_json(fig, PLOT_CONFIG))  # one walk, no copy of the figure
 
 
 def frame(headers: list[str], rows: list[list[Any]]) -> pd.DataFrame:

@@ -5,10 +5,11 @@ Every function accepts numpy arrays or torch tensors and returns a plotly Figure
 """
 
 from explorer.viz.attention import cross_attention_heatmap, decoder_self_attention_heatmap, head_heatmap
-from explorer.viz.common import display_labels, escape, unique_labels
+from explorer.viz.common import display_labels, escape, message_figure, unique_labels
 from explorer.viz.compare import difference_heatmap
 from explorer.viz.mask import mask_heatmap
 from explorer.viz.overview import OverviewGrid, attention_overview, overview_grid_index
+from explorer.viz.serialize import figure_json
 from explorer.viz.positional import position_similarity, positional_curves, positional_heatmap, sinusoidal_table
 from explorer.viz.summary import attention_rollout, head_importance_chart, rollout_heatmap, spearman
 
@@ -21,9 +22,11 @@ __all__ = [
     "difference_heatmap",
     "display_labels",
     "escape",
+    "figure_json",
     "head_heatmap",
     "head_importance_chart",
     "mask_heatmap",
+    "message_figure",
     "overview_grid_index",
     "position_similarity",
     "positional_curves",

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import plotly.graph_objects as go
+import plotly.graph_objects as go  # noqa: F401  (return type)
 
 from explorer.viz import common as c
 
@@ -47,8 +47,8 @@ def head_heatmap(
     hover = "%{y} → %{x}: %{z:.3f}<extra></extra>"
     shown = w if m is None else np.where(m, w, np.nan).astype(np.float32)
     traces = [
-        go.Heatmap(
-            z=shown, x=ax.k_names, y=ax.q_names, zmin=0.0, zmax=1.0, colorscale=c.WEIGHT_SCALE,
+        dict(
+            type="heatmap", z=shown, x=ax.k_names, y=ax.q_names, zmin=0.0, zmax=1.0, colorscale=c.WEIGHT_SCALE,
             colorbar=c.weight_colorbar(), hovertemplate=hover, hoverongaps=False,
             opacity=0.45 if head_off else 1.0, name="weights",
         )
@@ -57,8 +57,8 @@ def head_heatmap(
     if m is not None and not m.all():
         # Masked cells: a second trace in one neutral colour, so they never read as weight 0.
         traces.append(
-            go.Heatmap(
-                z=np.where(m, np.nan, w).astype(np.float32), x=ax.k_names, y=ax.q_names,
+            dict(
+                type="heatmap", z=np.where(m, np.nan, w).astype(np.float32), x=ax.k_names, y=ax.q_names,
                 colorscale=[[0, c.MASKED_COLOR], [1, c.MASKED_COLOR]], showscale=False,
                 hovertemplate="%{y} → %{x}: masked (weight %{z:.3f})<extra></extra>",
                 hoverongaps=False, name="masked",
@@ -72,7 +72,7 @@ def head_heatmap(
                            line=dict(color=c.OFF_COLOR, width=3, dash="dash")))
         annotations.append(c.caption("head switched off: faded weights are what it would attend to",
                                      x=1.0, xanchor="right"))
-    return go.Figure(traces, layout=ax.layout(title, annotations=annotations, shapes=shapes))
+    return c.figure(traces, ax.layout(title, annotations=annotations, shapes=shapes))
 
 
 def cross_attention_heatmap(

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import plotly.graph_objects as go
+import plotly.graph_objects as go  # noqa: F401  (return type)
 
 from explorer.viz import common as c
 from explorer.viz.attention import KEY_AXIS, QUERY_AXIS
@@ -37,11 +37,10 @@ def difference_heatmap(
     m = float(np.abs(finite).max()) if finite.size else 0.0
     m = m if m > 0 else 1.0  # identical maps: keep a valid, symmetric range
     an, bn = c.escape(a_name), c.escape(b_name)
-    fig = go.Figure(go.Heatmap(
-        z=d, x=ax.k_names, y=ax.q_names, zmin=-m, zmax=m, zmid=0.0, colorscale=c.DIVERGING_SCALE,
+    heat = dict(
+        type="heatmap", z=d, x=ax.k_names, y=ax.q_names, zmin=-m, zmax=m, zmid=0.0, colorscale=c.DIVERGING_SCALE,
         colorbar=c.weight_colorbar(f"{an} − {bn}"), hoverongaps=False,
         hovertemplate="%{y} → %{x}: " + f"{an} − {bn}" + " = %{z:+.3f}<extra></extra>",
-    ))
-    fig.update_layout(**ax.layout(title, annotations=[
+    )
+    return c.figure([heat], ax.layout(title, annotations=[
         c.caption(f"red: more attention in {an}; blue: more in {bn}; white: no change")]))
-    return fig

@@ -201,8 +201,8 @@ def attention_overview(
     x_names, x_centres = _axis_names(grid.k_edges, grid.gap_cols, n_heads, k_tok, "head", "key")
 
     value = "max weight in block" if grid.downsampled else "weight"
-    heat = go.Heatmap(
-        z=z, x=x_names, y=y_names, zmin=0.0, zmax=1.0, colorscale=c.WEIGHT_SCALE,
+    heat = dict(
+        type="heatmap", z=z, x=x_names, y=y_names, zmin=0.0, zmax=1.0, colorscale=c.WEIGHT_SCALE,
         colorbar=c.weight_colorbar(value), hoverongaps=False,
         hovertemplate="%{y}<br>%{x}<br>" + value + ": %{z:.3f}<extra></extra>",
     )
@@ -245,7 +245,7 @@ def attention_overview(
         shapes=shapes,
         meta={"overview_grid": asdict(grid)},
     )
-    return go.Figure(heat, layout=layout)
+    return c.figure([heat], layout)
 
 
 def overview_grid_index(grid_or_fig: OverviewGrid | go.Figure | dict, x: Any, y: Any) -> tuple[int, int] | None:

@@ -46,17 +46,16 @@ def positional_heatmap(table: Any, title: str = "Positional encoding", *, width:
     n_pos, d = t.shape
     m = _symmetric(t)
     height = c.clamp(150 + 6 * n_pos, 360, 760)
-    fig = go.Figure(go.Heatmap(
-        z=t, zmin=-m, zmax=m, zmid=0.0, colorscale=c.DIVERGING_SCALE,
+    heat = dict(
+        type="heatmap", z=t, zmin=-m, zmax=m, zmid=0.0, colorscale=c.DIVERGING_SCALE,
         colorbar=c.weight_colorbar("value"),
         hovertemplate="position %{y}, dimension %{x}: %{z:.3f}<extra></extra>",
-    ))
-    fig.update_layout(
+    )
+    return c.figure([heat], dict(
         **c.base_layout(f"{title} ({n_pos} positions × {d} dimensions)", height, width),
         xaxis=dict(title=dict(text="dimension"), showgrid=False, zeroline=False),
         yaxis=dict(title=dict(text="position"), autorange="reversed", showgrid=False, zeroline=False),
-    )
-    return fig
+    ))
 
 
 def position_similarity(table: Any, metric: Literal["cosine", "dot"] = "cosine",
@@ -75,19 +74,18 @@ def position_similarity(table: Any, metric: Literal["cosine", "dot"] = "cosine",
         raise ValueError(f"metric must be 'cosine' or 'dot'; got {metric!r}")
     n_pos = t.shape[0]
     size = c.clamp(160 + 5 * n_pos, 500, 760)
-    fig = go.Figure(go.Heatmap(
-        z=s.astype(np.float32), zmin=-m, zmax=m, zmid=0.0, colorscale=c.DIVERGING_SCALE,
+    heat = dict(
+        type="heatmap", z=s.astype(np.float32), zmin=-m, zmax=m, zmid=0.0, colorscale=c.DIVERGING_SCALE,
         colorbar=c.weight_colorbar(metric),
         hovertemplate="positions %{y} and %{x}: %{z:.3f}<extra></extra>",
-    ))
-    fig.update_layout(
+    )
+    return c.figure([heat], dict(
         # Square plot: default width = height + room for the axis title and colour bar.
         **c.base_layout(title or f"Similarity of positions ({metric})", size, width or size + 110),
         xaxis=dict(title=dict(text="position"), showgrid=False, zeroline=False, constrain="domain"),
         yaxis=dict(title=dict(text="position"), autorange="reversed", showgrid=False, zeroline=False,
                    scaleanchor="x", constrain="domain"),
-    )
-    return fig
+    ))
 
 
 def default_dims(d_model: int) -> list[int]:
@@ -106,16 +104,15 @@ def positional_curves(table: Any, dims: Sequence[int] | None = None, title: str 
     if bad:
         raise ValueError(f"dims {bad} out of range for d_model = {d}")
     pos = np.arange(n_pos)
-    fig = go.Figure([
-        go.Scatter(x=pos, y=t[:, i], mode="lines", name=f"dim {i}",
-                   hovertemplate=f"dim {i}, " + "position %{x}: %{y:.3f}<extra></extra>")
+    lines = [
+        dict(type="scatter", x=pos, y=t[:, i], mode="lines", name=f"dim {i}",
+             hovertemplate=f"dim {i}, " + "position %{x}: %{y:.3f}<extra></extra>")
         for i in dims
-    ])
-    fig.update_layout(
+    ]
+    return c.figure(lines, dict(
         **c.base_layout(title, 420, width),
         xaxis=dict(title=dict(text="position")),
         yaxis=dict(title=dict(text="value")),
         legend=dict(title=dict(text="dimension")),
         colorway=["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#000000", "#F0E442"],
-    )
-    return fig
+    ))

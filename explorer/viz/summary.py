@@ -13,8 +13,7 @@ from typing import Any
 
 import numpy as np
 
-import plotly.graph_objects as go
-from plotly.subplots import make_subplots
+import plotly.graph_objects as go  # noqa: F401  (return type)
 
 from explorer.stats import spearman  # noqa: F401  (re-exported: part of the viz API)
 
@@ -80,8 +79,8 @@ def rollout_heatmap(
     layers = [layer] if layer is not None else list(range(n_layers))
     shown = layers[-1]
     traces = [
-        go.Heatmap(
-            z=r[i], x=ax.k_names, y=ax.q_names, zmin=0.0, zmax=top(r[i]), colorscale=c.ROLLOUT_SCALE,
+        dict(
+            type="heatmap", z=r[i], x=ax.k_names, y=ax.q_names, zmin=0.0, zmax=top(r[i]), colorscale=c.ROLLOUT_SCALE,
             colorbar=c.weight_colorbar(f"rollout, layer {i}"), visible=(i == shown), name=f"layer {i}",
             hovertemplate=f"layer {i}: " + "%{y} ← %{x}: %{z:.3f}<extra></extra>",
         )
@@ -96,7 +95,7 @@ def rollout_heatmap(
         extra["sliders"] = [dict(active=shown, steps=steps, currentvalue=dict(prefix="through layer "),
                                  pad=dict(t=ax.bottom - 10), len=0.9, x=0.05)]
         ax.height += 70  # room for the slider below the tick labels
-    return go.Figure(traces, layout=ax.layout(f"{title}, through layer {shown}", **extra))
+    return c.figure(traces, ax.layout(f"{title}, through layer {shown}", **extra))
 
 
 def head_importance_chart(
@@ -123,13 +122,14 @@ def head_importance_chart(
     scale = dict(zmin=-1.0, zmax=1.0, zmid=0.0, colorscale=c.DIVERGING_SCALE) if signed \
         else dict(zmin=0.0, zmax=1.0, colorscale=c.ROLLOUT_SCALE)
     en, sn = c.escape(exact_name), c.escape(estimate_name)
-    fig = make_subplots(rows=1, cols=3, column_widths=[0.36, 0.36, 0.28], horizontal_spacing=0.09,
-                        subplot_titles=[en, sn, "estimate vs exact (one dot per head)"])
+    domains = column_domains([0.36, 0.36, 0.28], spacing=0.09)
     heads = [f"H{h}" for h in range(n_heads)]
     layers = [f"L{l}" for l in range(n_layers)]
+    traces: list[dict[str, Any]] = []
     for col, (vals, name) in enumerate([(ex, en), (es, sn)], start=1):
         top = np.abs(vals).max()
-        fig.add_trace(go.Heatmap(
+        traces.append(dict(
+            type="heatmap", xaxis=_axis_ref("x", col), yaxis=_axis_ref("y", col),
             z=(vals / (top if top > 0 else 1.0)).astype(np.float32), x=heads, y=layers,
             customdata=vals.astype(np.float32), name=name, showscale=(col == 2),
             # Horizontal, under the two maps: upright it would sit on the scatter's axis.
@@ -137,20 +137,49 @@ def head_importance_chart(
                           orientation="h", thickness=10, len=0.5, x=0.34, xanchor="center",
                           y=-0.28, yanchor="top"),
             hovertemplate="%{y} %{x}: %{customdata:.4g}<extra>" + name + "</extra>", **scale,
-        ), row=1, col=col)
-        fig.update_yaxes(autorange="reversed", type="category", title=dict(text="layer") if col == 1 else None,
-                         row=1, col=col)
-        fig.update_xaxes(type="category", title=dict(text="head"), row=1, col=col)
+        ))
     tags = [f"L{l}H{h}" for l in range(n_layers) for h in range(n_heads)]
-    fig.add_trace(go.Scatter(
-        x=ex.ravel(), y=es.ravel(), mode="markers", text=tags, name="heads", showlegend=False,
-        marker=dict(size=7, color="#0072B2", opacity=0.8),
+    traces.append(dict(
+        type="scatter", xaxis="x3", yaxis="y3", x=ex.ravel(), y=es.ravel(), mode="markers", text=tags,
+        name="heads", showlegend=False, marker=dict(size=7, color="#0072B2", opacity=0.8),
         hovertemplate="%{text}: exact %{x:.4g}, estimate %{y:.4g}<extra></extra>",
-    ), row=1, col=3)
-    fig.update_xaxes(title=dict(text="exact change"), row=1, col=3)
-    fig.update_yaxes(title=dict(text="estimate"), row=1, col=3)
+    ))
+    axes: dict[str, Any] = {}
+    for col, (lo, hi) in enumerate(domains, start=1):
+        x, y = _axis_key("x", col), _axis_key("y", col)
+        axes[x] = dict(anchor=_axis_ref("y", col), domain=[lo, hi])
+        axes[y] = dict(anchor=_axis_ref("x", col), domain=[0.0, 1.0])
+        if col < 3:  # the two maps: category axes, layer 0 on top
+            axes[x].update(type="category", title=dict(text="head"))
+            axes[y].update(type="category", autorange="reversed")
+    axes["yaxis"]["title"] = dict(text="layer")
+    axes["xaxis3"]["title"] = dict(text="exact change")
+    axes["yaxis3"]["title"] = dict(text="estimate")
+    titles = [dict(text=t, x=(lo + hi) / 2, xanchor="center", y=1.0, yanchor="bottom", xref="paper",
+                   yref="paper", showarrow=False, font=dict(size=16))
+              for t, (lo, hi) in zip([en, sn, "estimate vs exact (one dot per head)"], domains)]
     rho = "n/a" if rank_correlation is None or not np.isfinite(rank_correlation) else f"{rank_correlation:.3f}"
     height = c.clamp(260 + 34 * n_layers, 440, 860)
-    fig.update_layout(**c.base_layout(f"{title}: exact vs gradient estimate (Spearman ρ = {rho})",
-                                      height, width, l=60, r=30, t=90, b=150))
-    return fig
+    return c.figure(traces, dict(
+        **c.base_layout(f"{title}: exact vs gradient estimate (Spearman ρ = {rho})",
+                        height, width, l=60, r=30, t=90, b=150),
+        **axes, annotations=titles))
+
+
+def column_domains(widths: Sequence[float], spacing: float) -> list[tuple[float, float]]:
+    """Paper-coordinate (start, end) of side-by-side subplots: relative widths, fixed gaps."""
+    room = 1.0 - spacing * (len(widths) - 1)
+    total = float(sum(widths))
+    out, x = [], 0.0
+    for w in widths:
+        out.append((round(x, 6), round(x + room * w / total, 6)))
+        x += room * w / total + spacing
+    return out
+
+
+def _axis_key(letter: str, col: int) -> str:
+    return f"{letter}axis" if col == 1 else f"{letter}axis{col}"
+
+
+def _axis_ref(letter: str, col: int) -> str:
+    return letter if col == 1 else f"{letter}{col}"

@@ -58,6 +58,9 @@ def test_default_analysis_figure_shapes(registry):
     assert len(rows) == sum(len(r) for r in inputs.rows)
     assert a.output[0][:3] == ["#", "run", "output"] and len(a.output[1]) == 4  # 2 sentences x 2 runs
     assert not a.changed and "No toggle is active" in a.status
+    # Nothing to compare yet: baseline and difference panels say so instead of repeating the view.
+    assert not a.baseline_fig.data and "No toggle is active" in a.baseline_fig.layout.annotations[0].text
+    assert not a.diff_fig.data and "once a toggle is active" in a.diff_fig.layout.annotations[0].text
     # cross-attention: generated (decoder) rows x source columns
     c = H.analyze(bundle, DATE1, None, H.Settings(), H.View("cross", 0, 0, 1))
     T = len(c.output[1][0][3].split(") ")) + 1  # [BOS] + generated tokens
@@ -74,6 +77,7 @@ def test_head_off_changes_output(registry):
     off_probs = [r[4] for r in off.output[1] if r[1] == "toggled"]
     assert base_probs != off_probs
     assert "No toggle is active" not in off.status
+    assert off.baseline_fig.data and off.diff_fig.data  # now there is something to compare
 
 
 def test_head_off_changes_minilm_similarity(registry):

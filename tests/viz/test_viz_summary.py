@@ -121,3 +121,12 @@ def test_head_importance_chart_structure():
     assert "n/a" in signed.layout.title.text
     with pytest.raises(ValueError, match="estimate"):
         head_importance_chart(exact, est[:1], rho)
+
+
+@pytest.mark.parametrize("value, name", [(True, "allowed"), (False, "blocked")])
+def test_mask_heatmap_one_state_one_trace(value, name):
+    """A mask whose cells are all allowed (or all blocked) sends one trace, named for that state."""
+    fig = mask_heatmap(np.full((3, 3), value), TOKS, TOKS)
+    (trace,) = fig.data
+    assert trace.name == name and not np.isnan(np.asarray(trace.z, dtype=float)).any()
+    assert f"({9 if value else 0} of 9 allowed)" in fig.layout.title.text

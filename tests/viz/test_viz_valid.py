@@ -1,0 +1,115 @@
+"""Every figure kind is valid Plotly although it is built without run-time validation.
+
+`explorer.viz.common.figure` skips Plotly's validators (they were most of the build time). Here each
+figure is rebuilt through the validators: a wrong property name or value raises, and a value the
+validator would rewrite (a colour-scale name, a template, a number out of range) makes the JSON differ.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+from plotly.io.json import to_json_plotly
+
+from explorer import viz
+
+RNG = np.random.default_rng(0)
+TOKENS = ["<b>x</b>", "the", "cat", "the", "$5$", " ", "1"]
+T = len(TOKENS)
+
+
+def _weights(*shape: int) -> np.ndarray:
+    w = RNG.random(shape).astype(np.float32)
+    return w / w.sum(-1, keepdims=True)
+
+
+CAUSAL = np.tril(np.ones((T, T), dtype=bool))
+HEAD_MASK = np.ones((2, 3))
+HEAD_MASK[1, 2] = 0
+
+BUILDERS = {
+    "head": lambda: viz.head_heatmap(_weights(T, T), TOKENS, TOKENS),
+    "head_masked_off": lambda: viz.head_heatmap(_weights(T, T), TOKENS, TOKENS, mask=CAUSAL, head_off=True),
+    "cross": lambda: viz.cross_attention_heatmap(_weights(3, T), ["a", "b", "c"], TOKENS),
+    "decoder_self": lambda: viz.decoder_self_attention_heatmap(_weights(T, T), TOKENS),
+    "difference": lambda: viz.difference_heatmap(_weights(T, T), _weights(T, T), TOKENS, TOKENS),
+    "mask": lambda: viz.mask_heatmap(CAUSAL, TOKENS, TOKENS),
+    "overview": lambda: viz.attention_overview(_weights(2, 3, T, T), TOKENS, TOKENS, head_mask=HEAD_MASK),
+    "overview_downsampled": lambda: viz.attention_overview(_weights(2, 3, 300, 300), [f"t{i}" for i in range(300)],
+                                                           [f"t{i}" for i in range(300)]),
+    "rollout": lambda: viz.rollout_heatmap(viz.attention_rollout(_weights(3, 2, T, T)), TOKENS),
+    "rollout_one_layer": lambda: viz.rollout_heatmap(viz.attention_rollout(_weights(3, 2, T, T)), TOKENS, layer=1),
+    "positional": lambda: viz.positional_heatmap(viz.sinusoidal_table(20, 16)),
+    "positional_curves": lambda: viz.positional_curves(viz.sinusoidal_table(20, 16)),
+    "similarity": lambda: viz.position_similarity(viz.sinusoidal_table(20, 16)),
+    "similarity_dot": lambda: viz.position_similarity(viz.sinusoidal_table(20, 16), metric="dot"),
+    "importance": lambda: viz.head_importance_chart(RNG.random((2, 3)), RNG.random((2, 3)), 0.5),
+    "message": lambda: viz.message_figure("<script>nothing</script> to show"),
+}
+
+
+def _json(fig: go.Figure) -> dict:
+    return json.loads(to_json_plotly(fig.to_dict()))
+
+
+def _pruned(x):
+    """JSON without empty lists/dicts (the validators drop them; plotly.js treats them as absent)."""
+    if isinstance(x, dict):
+        x = {k: _pruned(v) for k, v in x.items()}
+        return {k: v for k, v in x.items() if v not in ({}, [])}
+    if isinstance(x, list):
+        return [_pruned(v) for v in x]
+    return x
+
+
+def _comparable(fig: go.Figure) -> dict:
+    spec = _json(fig)
+    # The validators turn an empty template into {"data": {"scatter": [{"type": "scatter"}]}}, which
+    # styles nothing; every figure of ours uses the empty one (style set in the layout).
+    template = spec["layout"].pop("template", {})
+    assert template in ({}, {"data": {"scatter": [{"type": "scatter"}]}})
+    return _pruned(spec)
+
+
+@pytest.mark.parametrize("name", sorted(BUILDERS))
+def test_figure_survives_validation_unchanged(name: str) -> None:
+    fig = BUILDERS[name]()
+    validated = go.Figure(fig.to_dict())  # raises on any invalid property or value
+    assert _comparable(validated) == _comparable(fig)
+
+
+def test_validation_would_catch_a_wrong_property() -> None:
+    """The check above has teeth: an unknown property and an out-of-range value both raise."""
+    fig = viz.head_heatmap(_weights(T, T), TOKENS, TOKENS)
+    spec = fig.to_dict()
+    spec["data"][0]["zmiddle"] = 0.5
+    with pytest.raises(ValueError, match="zmiddle"):
+        go.Figure(spec)
+    spec = fig.to_dict()
+    spec["layout"]["height"] = 3
+    with pytest.raises(ValueError, match="height"):
+        go.Figure(spec)
+
+
+@pytest.mark.parametrize("name", sorted(BUILDERS))
+def test_figure_json_equals_plotly_json(name: str) -> None:
+    """The app's serialiser gives what plotly's own would, and leaves the figure as it was."""
+    fig = BUILDERS[name]()
+    before = fig.to_json()
+    config = {"displaylogo": False, "toImageButtonOptions": {"format": "png"}}
+    ours = json.loads(viz.figure_json(fig, config))
+    assert ours.pop("config") == config
+    assert ours == json.loads(to_json_plotly(fig.to_dict()))
+    assert fig.to_json() == before
+
+
+def test_figure_json_is_html_safe() -> None:
+    """Raw "<", ">" and "/" (hover templates hold "<extra></extra>") are written as \\u escapes."""
+    fig = viz.head_heatmap(_weights(T, T), TOKENS, TOKENS)
+    assert "</extra>" in fig.data[0].hovertemplate
+    text = viz.figure_json(fig)
+    assert "<" not in text and ">" not in text and "/" not in text
+    assert json.loads(text)["data"][0]["hovertemplate"] == fig.data[0].hovertemplate
