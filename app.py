@@ -36,8 +36,10 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     import torch
 
-    cores = os.cpu_count() or 1
-    torch.set_num_threads(args.threads or (1 if cores <= 4 else cores // 2))
+    from explorer.device import server_torch_threads, single_thread_numpy_blas
+
+    torch.set_num_threads(server_torch_threads(args.threads))
+    single_thread_numpy_blas()
     from explorer.app.ui import build_demo, launch_kwargs, queue_and_return
 
     demo = build_demo(allowed_dirs=args.allow_dir, device=args.device, checkpoint=args.checkpoint)

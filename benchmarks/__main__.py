@@ -104,7 +104,8 @@ def profiles(res: dict[str, Any]) -> dict[str, str]:
 
     missed = {t["key"] for t in res.get("targets", []) if t["met"] is False}
     out: dict[str, str] = {}
-    if missed & {"latency_128", "latency_128_app", "bytes_128", "bytes_128_app"}:
+    if missed & {"latency_128", "latency_128_app", "latency_128_app_off", "bytes_128", "bytes_128_app",
+                 "bytes_128_app_off"}:
         from benchmarks import update_latency as ul
         from benchmarks.common import load_minilm, text_of_tokens
 
@@ -112,15 +113,19 @@ def profiles(res: dict[str, Any]) -> dict[str, str]:
         if "latency_128" in missed:
             out["Update latency, explorer pipeline, 128 tokens (cProfile, cumulative)"] = \
                 profiling.cprofile_summary(lambda: ul.our_views(text), 22)
-        if "latency_128_app" in missed and ul.app_available() is None:
-            out["Update latency, app handler, 128 tokens (cProfile, cumulative)"] = \
-                profiling.cprofile_summary(lambda: ul.app_update(text), 22)
-        if missed & {"bytes_128", "bytes_128_app"}:
+        for key, head_off in (("latency_128_app", False), ("latency_128_app_off", True)):
+            if key in missed and ul.app_available() is None:
+                what = "one head off" if head_off else "no toggle"
+                out[f"Update latency, app Run ({what}), 128 tokens (cProfile, cumulative)"] = \
+                    profiling.cprofile_summary(lambda h=head_off: ul.app_update(text, head_off=h), 22)
+        if missed & {"bytes_128", "bytes_128_app", "bytes_128_app_off"}:
             ov, hd = ul.our_views(text)
             parts = {"overview": profiling.figure_bytes(ov), "head": profiling.figure_bytes(hd)}
-            if "bytes_128_app" in missed and ul.app_available() is None:
-                payload = ul.app_update(text)
-                parts["app plots (bytes each)"] = {f"plot {i}": len(p.encode()) for i, p in enumerate(payload)}
+            for key, head_off in (("bytes_128_app", False), ("bytes_128_app_off", True)):
+                if key in missed and ul.app_available() is None:
+                    payload = ul.app_update(text, head_off=head_off)
+                    parts[f"app plots, {'one head off' if head_off else 'no toggle'} (bytes each)"] = {
+                        f"plot {i}": len(p.encode()) for i, p in enumerate(payload)}
             out["Bytes at 128 tokens, by part of each figure"] = json.dumps(parts, indent=1)
     if missed & {"sweep", "gradient"}:
         import torch
@@ -154,6 +159,12 @@ def profiles(res: dict[str, Any]) -> dict[str, str]:
     return out
 
 
+def read_notes(path: Path) -> list[str]:
+    """Note items from a Markdown list (a leading "- " is dropped; blank lines are skipped)."""
+    lines = [ln.strip() for ln in path.read_text(encoding="utf-8").splitlines()]
+    return [ln[2:] if ln.startswith("- ") else ln for ln in lines if ln]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -161,10 +172,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", action="append", metavar="NAME", help=f"sections: {', '.join(SECTIONS)}")
     ap.add_argument("--full", action="store_true", help="also draw BertViz at 512 tokens (can take minutes)")
     ap.add_argument("--no-profile", action="store_true", help="skip the profiles of missed targets")
+    ap.add_argument("--notes", type=Path, default=None,
+                    help="Markdown file of notes on this run (one '- ' item per line) for the report")
+    ap.add_argument("--render", action="store_true",
+                    help="run nothing: rewrite the report from the results file (with --notes, replace its notes)")
     ap.add_argument("--json", type=Path, default=None, help="results file (default benchmarks/results.json)")
     ap.add_argument("--md", type=Path, default=None, help="report file (default BENCHMARKS.md)")
     args = ap.parse_args(argv)
     only = parse_only(args.only)
+    # As app.py does: numpy's idle BLAS threads would otherwise slow every torch forward pass after a figure.
+    from explorer.device import single_thread_numpy_blas
+
+    single_thread_numpy_blas()
     if args.quick and args.json is None and args.md is None:
         tmp = Path(tempfile.gettempdir()) / "explorer-benchmarks-quick"
         tmp.mkdir(exist_ok=True)
@@ -172,6 +191,14 @@ def main(argv: list[str] | None = None) -> int:
     json_path = args.json or ROOT / "benchmarks" / "results.json"
     md_path = args.md or ROOT / "BENCHMARKS.md"
 
+    if args.render:
+        res = json.loads(json_path.read_text())
+        if args.notes:
+            res["notes"] = read_notes(args.notes)
+            json_path.write_text(json.dumps(res, indent=1, default=str) + "\n")
+        md_path.write_text(report.markdown(res))
+        print(f"[benchmarks] wrote {md_path} from {json_path}", file=sys.stderr)
+        return 0
     res: dict[str, Any] = {}
     if args.only and json_path.is_file():  # partial run: keep the other sections
         try:
@@ -180,6 +207,9 @@ def main(argv: list[str] | None = None) -> int:
             res = {}
         if bool(res.get("quick")) != args.quick:
             res = {}  # never mix quick and full numbers
+    res.pop("notes", None)  # notes describe one run: a new run needs new ones (--notes)
+    if args.notes:
+        res["notes"] = read_notes(args.notes)
     res.update(quick=args.quick, argv=[a for a in (argv if argv is not None else sys.argv[1:])])
     res["machine"] = machine()  # before the sections: the load average shows whether the machine was idle
     params = sizes(args.quick, args.full)

@@ -117,6 +117,12 @@ def _ram_gib() -> float | None:
     return None
 
 
+def _blas_threads() -> list[int]:
+    from threadpoolctl import threadpool_info
+
+    return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+
+
 def machine() -> dict[str, Any]:
     """What the numbers were measured on."""
     import torch
@@ -128,6 +134,7 @@ def machine() -> dict[str, Any]:
         "ram_gib": _ram_gib(),
         "torch": torch.__version__,
         "torch_threads": torch.get_num_threads(),
+        "numpy_blas_threads": _blas_threads(),
         "python": platform.python_version(),
         "load_average_1_5_15": [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None,
         "platform": platform.platform(),

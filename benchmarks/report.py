@@ -7,9 +7,12 @@ from typing import Any
 # (key, description, how the measured value compares)
 TARGETS = [
     ("latency_128", "Update latency at 128 tokens, explorer pipeline / BertViz", "<= 0.1"),
-    ("latency_128_app", "Update latency at 128 tokens, app handler / BertViz", "<= 0.1"),
+    ("latency_128_app", "Update latency at 128 tokens, app Run (no toggle) / BertViz", "<= 0.1"),
+    ("latency_128_app_off", "Update latency at 128 tokens, app Run (one head off) / BertViz", "<= 0.1"),
     ("bytes_128", "Bytes to the browser at 128 tokens, ours / BertViz", "<= 0.05"),
-    ("bytes_128_app", "Bytes to the browser at 128 tokens, app handler (all 9 plots) / BertViz", "<= 0.05"),
+    ("bytes_128_app", "Bytes to the browser at 128 tokens, app Run (no toggle, 9 plots) / BertViz", "<= 0.05"),
+    ("bytes_128_app_off", "Bytes to the browser at 128 tokens, app Run (one head off, 9 plots) / BertViz",
+     "<= 0.05"),
     ("draw_128", "Time to draw at 128 tokens, our overview (update) / BertViz model view", "<= 0.1"),
     ("draw_128_app", "Time to draw at 128 tokens, real app click->overview redrawn / BertViz draw", "<= 0.1"),
     ("draw_512", "Our views drawn at 512 tokens (overview and one head, update)", "< 3000 ms"),
@@ -39,6 +42,8 @@ def measured_values(res: dict[str, Any]) -> dict[str, float | None]:
         v["latency_128_app"] = lat.get("ratio_time_app_over_bertviz")
         v["bytes_128"] = lat.get("ratio_bytes_ours_over_bertviz")
         v["bytes_128_app"] = lat.get("ratio_bytes_app_over_bertviz")
+        v["latency_128_app_off"] = lat.get("ratio_time_app_head_off_over_bertviz")
+        v["bytes_128_app_off"] = lat.get("ratio_bytes_app_head_off_over_bertviz")
     draw = _row(res.get("draw", {}).get("by_tokens", []), 128)
     if draw:
         v["draw_128"] = draw.get("ratio_swap_over_bertviz")
@@ -90,7 +95,8 @@ def _machine(m: dict[str, Any]) -> list[str]:
     pk = ", ".join(f"{k} {v}" for k, v in m.get("packages", {}).items() if v)
     return [f"- Date: {m.get('date_utc')}",
             f"- CPU: {m.get('cpu')}, {m.get('cores')} cores; RAM {m.get('ram_gib')} GiB",
-            f"- torch {m.get('torch')} with {m.get('torch_threads')} threads; Python {m.get('python')}; "
+            f"- torch {m.get('torch')} with {m.get('torch_threads')} threads (numpy's BLAS: "
+            f"{m.get('numpy_blas_threads')}, as in app.py); Python {m.get('python')}; "
             f"{m.get('platform')}",
             f"- Browser: {m.get('browser') or '–'}",
             f"- Load average (1, 5, 15 min) when the run started: {m.get('load_average_1_5_15')}",
@@ -126,31 +132,37 @@ def markdown(res: dict[str, Any]) -> str:
     if lat:
         L += ["## 1. Update latency: text in -> every figure of the attention view serialised", ""]
         L += [f"Model: {lat.get('model')}. Explorer pipeline: {lat.get('ours_does')}. BertViz: "
-              f"{lat.get('bertviz_does')}. App handler: `explorer.app.handlers.analyze` (a baseline and a toggled "
-              "run, all 9 plots of the Run button, made ready for gr.Plot as `explorer.app.ui.plot` does; the app "
-              "reads at most 128 tokens).", ""]
+              f"{lat.get('bertviz_does')}. App: what the Run button does on the server, "
+              "`explorer.app.handlers.analyze` and all 9 plots it returns made ready for gr.Plot as "
+              "`explorer.app.ui.plot` does (the app reads at most 128 tokens); *no toggle*: the default settings "
+              "(one model run); *head off*: layer 0 head 0 switched off (a baseline and a toggled run, baseline and "
+              "difference heatmaps).", ""]
         rows = []
         for r in lat.get("by_tokens", []):
             rows.append([r["tokens"], f"{r['ours_s'] * 1e3:.0f} ms",
                          f"{r['app_handler_s'] * 1e3:.0f} ms" if "app_handler_s" in r else "–",
+                         f"{r['app_head_off_s'] * 1e3:.0f} ms" if "app_head_off_s" in r else "–",
                          f"{r['bertviz_s'] * 1e3:.0f} ms" if "bertviz_s" in r else r.get("bertviz_skipped", "–"),
                          r.get("ratio_time_ours_over_bertviz"), r.get("ratio_time_app_over_bertviz"),
+                         r.get("ratio_time_app_head_off_over_bertviz"),
                          f"{r['repeats']}" + (f" (BertViz {r['bertviz_repeats']})" if r.get("bertviz_repeats") else "")])
-        L += _table(["tokens", "explorer pipeline", "app handler", "BertViz", "pipeline / BertViz",
-                     "app / BertViz", "runs"], rows)
+        L += _table(["tokens", "explorer pipeline", "app, no toggle", "app, head off", "BertViz",
+                     "pipeline / BertViz", "app no toggle / BertViz", "app head off / BertViz", "runs"], rows)
         L += ["## 2. Bytes to the browser for the same views", "",
               "Ours: the overview figure JSON (all heads, max-pooled to screen pixels above ~70 tokens per tile) + "
-              "one head's figure JSON; app: all 9 plots the Run button sends. BertViz: the model view HTML with the "
+              "one head's figure JSON; app: all 9 plots the Run button sends (without toggles the baseline and "
+              "difference plots are one-line messages). BertViz: the model view HTML with the "
               "attention inlined (its JS libraries come from a CDN and are not counted; nor is plotly.js, which "
               "Gradio serves once).", ""]
         rows = []
         for r in lat.get("by_tokens", []):
             ob = r["ours_bytes"]
             rows.append([r["tokens"], _mb(ob["overview"]), _mb(ob["head"]), _mb(ob["total"]),
-                         _mb(r.get("app_handler_bytes")), _mb(r.get("bertviz_bytes")),
-                         r.get("ratio_bytes_ours_over_bertviz"), r.get("ratio_bytes_app_over_bertviz")])
-        L += _table(["tokens", "overview", "one head", "ours total", "app (9 plots)", "BertViz HTML",
-                     "ours / BertViz", "app / BertViz"], rows)
+                         _mb(r.get("app_handler_bytes")), _mb(r.get("app_head_off_bytes")),
+                         _mb(r.get("bertviz_bytes")), r.get("ratio_bytes_ours_over_bertviz"),
+                         r.get("ratio_bytes_app_over_bertviz"), r.get("ratio_bytes_app_head_off_over_bertviz")])
+        L += _table(["tokens", "overview", "one head", "ours total", "app, no toggle", "app, head off",
+                     "BertViz HTML", "ours / BertViz", "app no toggle / BertViz", "app head off / BertViz"], rows)
 
     draw = res.get("draw")
     if draw:
@@ -187,7 +199,7 @@ def markdown(res: dict[str, Any]) -> str:
             L += ["`python app.py --checkpoint sentence-transformers/all-MiniLM-L6-v2` in a subprocess, headless "
                   "Chromium, *All heads* tab open, second sentence empty: from the click on Run (inside the page) "
                   "until the overview plot holds the new data and two frames have passed. This includes the server "
-                  "(two model runs, 9 figures), Gradio's transport and drawing every visible plot.", ""]
+                  "(one model run without toggles, 9 figures), Gradio's transport and drawing every visible plot.", ""]
             L += _table(["tokens", "click -> overview redrawn", "runs"],
                         [[r["tokens"], f"{r['click_to_overview_drawn_ms']:.0f} ms", r["repeats"]]
                          for r in app.get("by_tokens", [])])

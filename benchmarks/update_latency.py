@@ -83,12 +83,24 @@ def app_available() -> str | None:
     return None
 
 
-def app_update(text: str) -> list[str]:
-    """What the app's Run button does on the server: `handlers.analyze` (baseline + toggled run, every
-    figure) and each figure made ready for gr.Plot the way explorer.app.ui does it (`ui.plot`)."""
+def app_settings(head_off: bool) -> Any:
+    """The app's default settings, or the same with one head (layer 0, head 0) switched off."""
     from explorer.app import handlers as h
 
-    a = h.analyze(_app_bundle(), text, None, h.Settings(), h.View())
+    if not head_off:
+        return h.Settings()
+    n_layers, n_heads = _app_bundle().config.attention_kinds()["encoder"]
+    on = [lab for lab in h.head_labels(n_layers, n_heads) if lab != "L0 H0"]
+    return h.Settings(heads={"encoder": on})
+
+
+def app_update(text: str, head_off: bool = False) -> list[str]:
+    """What the app's Run button does on the server: `handlers.analyze` (one run without toggles; two,
+    baseline and toggled, with `head_off`) and each figure made ready for gr.Plot as explorer.app.ui
+    does it (`ui.plot`)."""
+    from explorer.app import handlers as h
+
+    a = h.analyze(_app_bundle(), text, None, app_settings(head_off), h.View())
     # The plots do_analyze returns, in its order (the chosen head appears twice: two tabs).
     figs = [a.mask_fig, a.head_fig, a.baseline_fig, a.diff_fig, a.overview_fig, a.head_fig,
             a.gen_self_fig, a.gen_cross_fig, a.rollout_fig]
@@ -141,6 +153,7 @@ def measure_size(n: int, repeats: int, bertviz_max: int, app: bool = True) -> di
     skip_app = app_available() if app else "not requested"
     if skip_app is None and n <= app_max_tokens():
         fns["app_handler"] = lambda: app_update(text)
+        fns["app_head_off"] = lambda: app_update(text, head_off=True)
     else:
         row["app_handler_skipped"] = skip_app or f"the app accepts at most {app_max_tokens()} tokens"
     # BertViz above 128 tokens is ~1 GB and many seconds per call: one run, no warm-up, after ours.
@@ -157,8 +170,10 @@ def measure_size(n: int, repeats: int, bertviz_max: int, app: bool = True) -> di
     row["ours_s"] = round(times["ours"], 4)
     row["ours_bytes"] = {"overview": nbytes(ov), "head": nbytes(hd), "total": nbytes(ov) + nbytes(hd)}
     if "app_handler" in fns:
-        row["app_handler_s"] = round(times["app_handler"], 4)
-        row["app_handler_bytes"] = nbytes(outs["app_handler"])
+        for key in ("app_handler", "app_head_off"):
+            row[f"{key}_s"] = round(times[key], 4)
+            row[f"{key}_bytes"] = nbytes(outs[key])
+            row[f"{key}_plot_bytes"] = [nbytes(o) for o in outs[key]]
         row["app_handler_figures"] = len(outs["app_handler"])
     if "bertviz" in fns:
         html = outs.pop("bertviz")
@@ -169,6 +184,8 @@ def measure_size(n: int, repeats: int, bertviz_max: int, app: bool = True) -> di
         if "app_handler" in fns:
             row["ratio_time_app_over_bertviz"] = ratio(times["app_handler"], times["bertviz"])
             row["ratio_bytes_app_over_bertviz"] = ratio(row["app_handler_bytes"], row["bertviz_bytes"])
+            row["ratio_time_app_head_off_over_bertviz"] = ratio(times["app_head_off"], times["bertviz"])
+            row["ratio_bytes_app_head_off_over_bertviz"] = ratio(row["app_head_off_bytes"], row["bertviz_bytes"])
     row["repeats"] = repeats
     return row
 

@@ -88,6 +88,29 @@ def test_update_latency_tiny():
         assert "bertviz_skipped" in row
 
 
+def test_update_latency_app_rows_tiny():
+    """Both app measurements run; switching a head off adds the baseline and difference heatmaps."""
+    from benchmarks import update_latency as ul
+
+    row = ul.measure_size(16, repeats=1, bertviz_max=0, app=True)
+    assert row["app_handler_s"] > 0 and row["app_head_off_s"] > 0
+    assert len(row["app_handler_plot_bytes"]) == len(row["app_head_off_plot_bytes"]) == row["app_handler_figures"]
+    assert row["app_head_off_bytes"] > row["app_handler_bytes"] == sum(row["app_handler_plot_bytes"])
+    off = ul.app_settings(head_off=True).heads["encoder"]
+    assert "L0 H0" not in off and len(off) == 6 * 12 - 1
+
+
+def test_render_with_notes(tmp_path):
+    """--render rewrites the report from the results file; --notes replaces the run's notes."""
+    out_json, out_md, notes = tmp_path / "r.json", tmp_path / "B.md", tmp_path / "notes.md"
+    out_json.write_text(json.dumps({"machine": {}, "targets": [], "notes": ["old note"]}))
+    notes.write_text("- first note\n\n- second, with `code`\n")
+    assert main(["--render", "--notes", str(notes), "--json", str(out_json), "--md", str(out_md)]) == 0
+    md = out_md.read_text()
+    assert "- first note\n- second, with `code`" in md and "old note" not in md
+    assert json.loads(out_json.read_text())["notes"] == ["first note", "second, with `code`"]
+
+
 def test_bertviz_cdn_rewrite():
     html = "".join(f'<script src="{u}"></script>' for u in assets.BERTVIZ_CDN)
     local = assets.local_bertviz_html(html)

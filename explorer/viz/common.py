@@ -12,13 +12,12 @@ Figures are built from plain dicts by `figure` without Plotly's runtime validati
 every figure kind instead: `go.Figure(fig.to_dict())` must accept it and give the same JSON.
 
 Token text is shown through Plotly's pseudo-HTML renderer (ticks, hover, titles), so it is escaped
-with `html.escape` ("<b>" shows as "<b>", not bold; "<br>" does not break lines). "$" is escaped
+like `html.escape(quote=True)` ("<b>" shows as "<b>", not bold; "<br>" does not break lines). "$" is escaped
 too, because text wrapped in "$...$" is typeset as LaTeX when MathJax is on the page.
 """
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -82,10 +81,13 @@ def check_shape(name: str, arr: np.ndarray, expected: Sequence[int | None], mean
         raise ValueError(f"{name} must have shape {meaning} = {want}; got {tuple(arr.shape)}")
 
 
+# html.escape(quote=True) plus "$", in one pass (escape runs for every token of every figure).
+_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#x27;", "$": "&#36;"})
+
+
 def escape(text: Any) -> str:
     """Text safe for Plotly's pseudo-HTML: tags and entities show literally, no LaTeX."""
-    s = html.escape(str(text), quote=True).replace("$", "&#36;")
-    return s
+    return str(text).translate(_ESCAPES)
 
 
 def visible(token: Any) -> str:

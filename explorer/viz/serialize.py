@@ -50,5 +50,10 @@ def _plain(obj: Any) -> Any:
     if isinstance(obj, np.ndarray):  # under a skipped key ("range", ...) or not numeric: a plain list
         return obj.tolist()
     if isinstance(obj, (list, tuple)):
-        return [_plain(v) for v in obj] if any(isinstance(v, (dict, list, tuple)) for v in obj) else list(obj)
+        if set(map(type, obj)) <= _FLAT:  # token names, tick values: nothing inside to convert (C-speed check)
+            return list(obj)
+        return [_plain(v) for v in obj]
     return obj
+
+
+_FLAT = {str, int, float, bool, type(None)}

@@ -57,3 +57,12 @@ def test_to_numpy_accepts_torch_with_grad_and_bfloat16():
 def test_check_shape_message_names_the_expectation():
     with pytest.raises(ValueError, match=r"weights must have shape .* = \(3, \?\); got \(2, 4\)"):
         c.check_shape("weights", np.zeros((2, 4)), (3, None), "(Tq, Tk)")
+
+
+def test_escape_matches_html_escape_plus_dollar():
+    import html
+
+    from explorer.viz.common import escape
+
+    for text in ["<b>x</b>", "a & b", "\"q\" 'q'", "$x$", "plain", "", "é ✓ 日本", 12]:
+        assert escape(text) == html.escape(str(text), quote=True).replace("$", "&#36;")
