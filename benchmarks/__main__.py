@@ -42,7 +42,7 @@ def sizes(quick: bool, full: bool) -> dict[str, Any]:
     return dict(latency=dict(sizes=(32, 128, 512), repeats=5),
                 draw=dict(sizes=(32, 128, 512), repeats=5, bertviz_repeats=3, bertviz_max=512 if full else 128),
                 app=dict(sizes=(32, 128), repeats=5), importance=dict(tokens=(32, 128), repeats=3),
-                training=dict(steps=30, repeats=5, batch=32, length=256),
+                training=dict(steps=20, repeats=5, batch=32, length=256),
                 capture=dict(repeats=5, forward_lengths=(32, 128, 512)), cold_start=dict(repeats=3))
 
 

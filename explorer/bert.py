@@ -91,7 +91,9 @@ def bert_config(hf: Mapping[str, Any], path: Path) -> TransformerConfig:
             max_len=get("max_position_embeddings"), norm_first=False, final_norm=False, positional="learned",
             activation=ACTIVATIONS[act], layer_norm_eps=float(hf.get("layer_norm_eps", 1e-12)),
             type_vocab_size=hf.get("type_vocab_size", 2), embedding_norm=True, pad_id=0 if pad is None else pad,
-            dropout=float(hf.get("hidden_dropout_prob", 0.1)), bias=True)
+            dropout=float(hf.get("hidden_dropout_prob", 0.1)),
+            attention_dropout=float(hf.get("attention_probs_dropout_prob", 0.1)),
+            ffn_dropout=0.0, bias=True)  # BERT's intermediate (feed-forward) block has no dropout inside
     except (ValueError, TypeError) as err:
         raise CheckpointError(f"{describe(path)}: invalid BERT configuration: {err}") from err
 

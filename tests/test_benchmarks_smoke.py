@@ -27,6 +27,8 @@ def test_main_quick_writes_json_and_markdown(tmp_path):
     assert tr["explorer_steps_per_s"] > 0 and tr["torch_nn_steps_per_s"] > 0
     assert tr["ratio_explorer_over_torch"] == pytest.approx(
         tr["explorer_steps_per_s"] / tr["torch_nn_steps_per_s"], rel=0.02)
+    assert tr["ratio_same_dropout_over_torch"] == pytest.approx(
+        tr["explorer_torch_dropout_steps_per_s"] / tr["torch_nn_steps_per_s"], rel=0.02)
     assert set(res["capture"]) == {"seed001-classifier @ 16 tokens", "minilm-sized encoder (6x12, d384) @ 16 tokens"}
     imp = res["importance"]["by_length"]["8"]
     assert imp["sweep_matches_per_head_max_abs"] < 1e-4  # the exact sweep is exact
@@ -68,7 +70,7 @@ def test_targets_met_and_missed():
     assert got["training"] == (1.25, True)
     md = report.markdown({"targets": report.targets(res), "machine": {}})
     assert "| Bytes to the browser at 128 tokens, ours / BertViz | <= 0.05 | 0.2 | **missed** |" in md
-    assert "| Training steps/s, explorer / torch.nn.TransformerEncoder | >= 1.2 | 1.25 | met |" in md
+    assert "| Training steps/s, seed 001's comparison: explorer preset / torch.nn.TransformerEncoder | >= 1.2 | 1.25 | met |" in md
 
 
 def test_update_latency_tiny():

@@ -124,7 +124,8 @@ def test_bert_base_config_and_parameter_count(tmp_path):
     assert config == TransformerConfig(arch="encoder", vocab_size=30522, d_model=768, n_heads=12, n_layers=12,
                                        d_ff=3072, max_len=512, norm_first=False, final_norm=False,
                                        positional="learned", activation="gelu", layer_norm_eps=1e-12,
-                                       type_vocab_size=2, embedding_norm=True, pad_id=0, dropout=0.1)
+                                       type_vocab_size=2, embedding_norm=True, pad_id=0, dropout=0.1,
+                                       attention_dropout=0.1, ffn_dropout=0.0)
     with torch.device("meta"):  # shapes only: no 440 MB allocation
         theirs = BertModel(hf, add_pooling_layer=False)
         ours = Transformer(config)

@@ -30,8 +30,10 @@ class TransformerConfig:
     n_encoder_layers: int | None = None  # None = n_layers
     n_decoder_layers: int | None = None  # None = n_layers
     d_ff: int = 512  # hidden width of the position-wise feed-forward block
-    dropout: float = 0.1  # on attention weights and sublayer outputs (the weights returned are pre-dropout)
+    dropout: float = 0.1  # on sublayer outputs, and on what the three below leave as None
     embedding_dropout: float | None = None  # on the summed embeddings; None = dropout (seed 001 has none)
+    attention_dropout: float | None = None  # on attention weights (returned weights are pre-dropout); None = dropout
+    ffn_dropout: float | None = None  # inside the feed-forward block, after the activation; None = dropout
     max_len: int = 512  # longest sequence (size of the learned position table / sinusoidal cache)
     norm_first: bool = False  # False: post-norm (torch default, seed 001, BERT); True: pre-norm (seeds 000, 003)
     final_norm: bool | None = None  # LayerNorm after the last layer of each stack; None = norm_first
@@ -79,6 +81,14 @@ class TransformerConfig:
         return self.dropout if self.embedding_dropout is None else self.embedding_dropout
 
     @property
+    def resolved_attention_dropout(self) -> float:
+        return self.dropout if self.attention_dropout is None else self.attention_dropout
+
+    @property
+    def resolved_ffn_dropout(self) -> float:
+        return self.dropout if self.ffn_dropout is None else self.ffn_dropout
+
+    @property
     def resolved_final_norm(self) -> bool:
         return self.norm_first if self.final_norm is None else self.final_norm
 
@@ -116,9 +126,11 @@ class TransformerConfig:
             fail("d_model", f"is not divisible by n_heads={self.n_heads}; set head_dim explicitly")
         if not (isinstance(self.dropout, (int, float)) and 0.0 <= self.dropout < 1.0):
             fail("dropout", "must be in [0, 1)")
-        if self.embedding_dropout is not None and not (
-                isinstance(self.embedding_dropout, (int, float)) and 0.0 <= self.embedding_dropout < 1.0):
-            fail("embedding_dropout", "must be None or in [0, 1)")
+        for name in ("embedding_dropout", "attention_dropout", "ffn_dropout"):
+            value = getattr(self, name)
+            if value is not None and not (isinstance(value, (int, float)) and not isinstance(value, bool)
+                                          and 0.0 <= value < 1.0):
+                fail(name, "must be None or in [0, 1)")
         if self.positional not in POSITIONALS:
             fail("positional", f"must be one of {', '.join(POSITIONALS)}")
         if not (isinstance(self.pos_base, (int, float)) and math.isfinite(self.pos_base) and self.pos_base > 1):
@@ -178,9 +190,11 @@ PRESETS: dict[str, dict[str, Any]] = {
     "seed001-classifier": {
         "description": "Seed 001 TextClassifier: post-norm encoder (2 layers, d_model 128, 8 heads, "
         "d_ff 256), sinusoidal positions, head Linear(128,128)-ReLU-Linear(128,5) on the first token; "
-        "410,117 parameters with vocab 1000.",
+        "410,117 parameters with vocab 1000. Dropout 0.1 on the two sublayer outputs only, as the seed's "
+        "EncoderLayer (its nn.MultiheadAttention keeps the default dropout 0; its feed-forward has none).",
         "config": dict(arch="encoder", vocab_size=1000, d_model=128, n_heads=8, n_layers=2, d_ff=256,
-                       dropout=0.1, embedding_dropout=0.0, max_len=512, norm_first=False,
+                       dropout=0.1, embedding_dropout=0.0, attention_dropout=0.0, ffn_dropout=0.0,
+                       max_len=512, norm_first=False,
                        positional="sinusoidal", activation="relu", num_classes=5),
     },
     "seed002-transformer": {

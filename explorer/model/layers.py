@@ -56,7 +56,8 @@ class SublayerConnection(nn.Module):
 
 
 def make_attention(config: TransformerConfig) -> MultiHeadAttention:
-    return MultiHeadAttention(config.d_model, config.n_heads, config.resolved_head_dim, config.dropout, config.bias)
+    return MultiHeadAttention(config.d_model, config.n_heads, config.resolved_head_dim,
+                              config.resolved_attention_dropout, config.bias)
 
 
 def make_sublayer(config: TransformerConfig) -> SublayerConnection:
@@ -67,7 +68,7 @@ class EncoderLayer(nn.Module):
     def __init__(self, config: TransformerConfig):
         super().__init__()
         self.self_attn = make_attention(config)
-        self.feed_forward = FeedForward(config.d_model, config.d_ff, config.activation, config.dropout)
+        self.feed_forward = FeedForward(config.d_model, config.d_ff, config.activation, config.resolved_ffn_dropout)
         self.attn_sublayer = make_sublayer(config)
         self.ff_sublayer = make_sublayer(config)
 
@@ -89,7 +90,7 @@ class DecoderLayer(nn.Module):
         self.self_sublayer = make_sublayer(config)
         self.cross_attn = make_attention(config) if cross_attention else None
         self.cross_sublayer = make_sublayer(config) if cross_attention else None
-        self.feed_forward = FeedForward(config.d_model, config.d_ff, config.activation, config.dropout)
+        self.feed_forward = FeedForward(config.d_model, config.d_ff, config.activation, config.resolved_ffn_dropout)
         self.ff_sublayer = make_sublayer(config)
 
     def forward(self, x: Tensor, memory: Tensor | None = None, self_mask: Tensor | None = None,

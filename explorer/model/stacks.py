@@ -207,7 +207,8 @@ def config_from_torch_layer(layer: nn.Module, n_layers: int, final_norm: bool, a
         raise ValueError("torch layers built with bias=False cannot be imported")
     return TransformerConfig(
         arch=arch, vocab_size=1, d_model=attn.embed_dim, n_heads=attn.num_heads, n_layers=n_layers,
-        d_ff=layer.linear1.out_features, dropout=layer.dropout.p, norm_first=layer.norm_first,
+        d_ff=layer.linear1.out_features, dropout=layer.dropout1.p, attention_dropout=float(attn.dropout),
+        ffn_dropout=layer.dropout.p, norm_first=layer.norm_first,
         final_norm=final_norm, activation=activation, layer_norm_eps=layer.norm1.eps,
         positional="none")
 

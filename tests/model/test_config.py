@@ -11,6 +11,8 @@ from explorer.model import PRESETS, Transformer, TransformerConfig
     (dict(n_heads=-2), "n_heads"),
     (dict(dropout=1.5), "dropout"),
     (dict(embedding_dropout=-0.1), "embedding_dropout"),
+    (dict(attention_dropout=1.0), "attention_dropout"),
+    (dict(ffn_dropout=True), "ffn_dropout"),
     (dict(positional="rotary"), "positional"),
     (dict(activation="tanh"), "activation"),
     (dict(pos_base=0.5), "pos_base"),
@@ -68,6 +70,61 @@ def test_seed001_classifier_has_410117_parameters_like_torch_built_one():
     parts = [torch.nn.Embedding(1000, 128, padding_idx=0), torch_encoder, torch.nn.Linear(128, 128),
              torch.nn.Linear(128, 5)]
     assert sum(p.numel() for part in parts for p in part.parameters()) == 410_117
+
+
+class Seed001EncoderLayer(torch.nn.Module):
+    """Seed 001's hand-written EncoderLayer, as its text describes it (the reference for the preset)."""
+
+    def __init__(self, embed_dim=128, n_heads=8, dim_feedforward=256, dropout=0.1):
+        super().__init__()
+        self.mha = torch.nn.MultiheadAttention(embed_dim, n_heads, batch_first=True, bias=True)  # dropout 0
+        self.layer_norm1 = torch.nn.LayerNorm(embed_dim)
+        self.layer_norm2 = torch.nn.LayerNorm(embed_dim)
+        self.dropout1 = torch.nn.Dropout(dropout)
+        self.dropout2 = torch.nn.Dropout(dropout)
+        self.position_wise_ff = torch.nn.Sequential(torch.nn.Linear(embed_dim, dim_feedforward), torch.nn.ReLU(),
+                                                    torch.nn.Linear(dim_feedforward, embed_dim))
+
+    def forward(self, x, src_key_padding_mask=None):
+        attn_output, _ = self.mha(x, x, x, key_padding_mask=src_key_padding_mask)
+        # .contiguous() changes no value: batch_first MHA returns a transposed view, and dropout draws its
+        # mask in memory order, so without it the same random numbers would land on other elements.
+        x = self.layer_norm1(x + self.dropout1(attn_output.contiguous()))
+        return self.layer_norm2(x + self.dropout2(self.position_wise_ff(x)))
+
+
+def test_seed001_preset_trains_like_the_seeds_encoder_layer():
+    """Same weights, same random state, training mode: the preset's layer drops exactly what the seed's
+    layer drops (the two sublayer outputs; not the attention weights, not inside the feed-forward)."""
+    torch.manual_seed(0)
+    seed_layer = Seed001EncoderLayer()
+    ours = Transformer(TransformerConfig.preset("seed001-classifier")).encoder.layers[0]
+    ours.self_attn.in_proj.weight.data.copy_(seed_layer.mha.in_proj_weight)
+    ours.self_attn.in_proj.bias.data.copy_(seed_layer.mha.in_proj_bias)
+    ours.self_attn.out_proj.load_state_dict(seed_layer.mha.out_proj.state_dict())
+    ours.attn_sublayer.norm.load_state_dict(seed_layer.layer_norm1.state_dict())
+    ours.ff_sublayer.norm.load_state_dict(seed_layer.layer_norm2.state_dict())
+    ours.feed_forward.linear1.load_state_dict(seed_layer.position_wise_ff[0].state_dict())
+    ours.feed_forward.linear2.load_state_dict(seed_layer.position_wise_ff[2].state_dict())
+    seed_layer.train(), ours.train()
+    x = torch.randn(3, 10, 128)
+    pad = torch.zeros(3, 10, dtype=torch.bool)
+    pad[1, 7:] = True
+    torch.manual_seed(123)
+    expected = seed_layer(x, src_key_padding_mask=pad)
+    torch.manual_seed(123)
+    got, _ = ours(x, mask=~pad[:, None, None, :], need_weights=False)
+    torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
+    torch.manual_seed(124)
+    assert not torch.allclose(seed_layer(x, src_key_padding_mask=pad), expected)  # dropout is really on
+
+
+def test_dropout_fields_default_to_dropout():
+    config = TransformerConfig(dropout=0.2)
+    assert (config.resolved_embedding_dropout, config.resolved_attention_dropout, config.resolved_ffn_dropout) == \
+        (0.2, 0.2, 0.2)
+    seed = TransformerConfig.preset("seed001-classifier")
+    assert (seed.dropout, seed.resolved_attention_dropout, seed.resolved_ffn_dropout) == (0.1, 0.0, 0.0)
 
 
 def test_annotated_preset_is_the_base_model():
