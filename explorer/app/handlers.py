@@ -235,6 +235,16 @@ def head_labels(n_layers: int, n_heads: int) -> list[str]:
     return [f"L{l} H{h}" for l in range(n_layers) for h in range(n_heads)]
 
 
+def clicked_tile(message: str | None) -> tuple[int, int] | None:
+    """(layer, head) from the page script's "layer,head,stamp" message for a clicked overview tile.
+
+    The script reads the numbers from the clicked cell's category names ("layer 2 · query …", "head 5 · key …");
+    anything else (a gap, a hand-typed value) gives None. Out-of-range numbers are clamped by `analyze`.
+    """
+    m = re.fullmatch(r"(\d{1,4}),(\d{1,4})(?:,\d+)?", (message or "").strip())
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
 def describe_bundle(bundle: Bundle) -> str:
     c, loaded = bundle.config, bundle.loaded
     layers = (f"{c.encoder_layers} encoder + {c.decoder_layers} decoder layers" if c.arch == "encoder-decoder"

@@ -31,6 +31,31 @@ PLOT_CONFIG = {  # Plotly modebar: the camera button saves a PNG of the figure
     "toImageButtonOptions": {"format": "png", "scale": 2},
     "modeBarButtonsToRemove": ["select2d", "lasso2d"],
 }
+# Clicking a tile of the overview opens that head: gr.Plot has no click event, so this page script
+# listens to plotly_click on the overview and writes "layer,head,time" into a hidden textbox, whose
+# input event runs on the server (explorer.app.handlers.clicked_tile). Category names carry the
+# numbers ("layer 2 · query …", "head 5 · key …"); gaps start with a zero-width space and are ignored.
+TILE_CLICK_JS = """
+() => {
+  const bind = () => {
+    const plot = document.querySelector('#overview-plot .js-plotly-plot');
+    if (!plot || !plot.on || plot.__explorerTileClick) return;
+    plot.__explorerTileClick = true;
+    plot.on('plotly_click', (event) => {
+      const point = event && event.points && event.points[0];
+      if (!point) return;
+      const layer = /^layer (\\d+) /.exec(String(point.y));
+      const head = /^head (\\d+) /.exec(String(point.x));
+      const box = document.querySelector('#overview-click textarea, #overview-click input');
+      if (!layer || !head || !box) return;
+      box.value = layer[1] + ',' + head[1] + ',' + Date.now();
+      box.dispatchEvent(new Event('input', {bubbles: true}));
+    });
+  };
+  new MutationObserver(bind).observe(document.body, {childList: true, subtree: true});
+  bind();
+}
+"""
 CSS = """
 .gradio-container {max-width: 1400px !important}
 #status {min-height: 1.5em}
@@ -48,8 +73,8 @@ TAB_TEXT = {
                   "toggle, and the difference (red = more attention with the toggles). Switch a head off and watch "
                   "a later layer's difference map and the output table."),
     "overview": ("Every head of every layer at once: rows are layers, columns are heads, each tile is one head's "
-                 "query × key attention. Switched-off heads are faded and marked *off*. Pick a layer and head under "
-                 "*Heads* to open it large below."),
+                 "query × key attention. Switched-off heads are faded and marked *off*. Click a tile (or pick a "
+                 "layer and head under *Heads*) to open that head large below."),
     "generation": ("How the answer was written, one token at a time (with your toggles). Each row is one generated "
                    "token; it shows which earlier tokens (left) and which source characters (right) the chosen head "
                    "read when producing it. Try the causal-mask toggle: without it the decoder can peek ahead."),
@@ -235,6 +260,7 @@ def build_demo(*, allowed_dirs: Sequence[str] = (), device: str = "auto", checkp
             with gr.Tab("All heads", id="overview"):
                 gr.Markdown(TAB_TEXT["overview"])
                 overview_plot = gr.Plot(label="All layers × heads", show_label=False, elem_id="overview-plot")
+                tile_click = gr.Textbox(visible="hidden", elem_id="overview-click", label="clicked tile")
                 large_plot = gr.Plot(label="The chosen head", show_label=False, elem_id="large-plot")
             with gr.Tab("Generation", id="generation"):
                 gr.Markdown(TAB_TEXT["generation"])
@@ -409,6 +435,13 @@ def build_demo(*, allowed_dirs: Sequence[str] = (), device: str = "auto", checkp
             p = H.preset_settings(name)
             return p["arch"], p["n_layers"], p["n_heads"], p["d_model"], p["d_ff"], p["norm"], p["positional"]
 
+        def choose_tile(message: str):
+            tile = H.clicked_tile(message)
+            return (gr.skip(), gr.skip()) if tile is None else tile
+
+        tile_click.input(choose_tile, [tile_click], [layer, head], **private).then(
+            do_analyze, analysis_inputs, analysis_outputs, **private)
+
         preset.input(fill_preset, [preset], [arch, n_layers, n_heads, d_model, d_ff, norm, pos], **private)
         pe_btn.click(do_positional, pe_inputs, pe_outputs, api_name="positional")
         imp_btn.click(do_importance, [session, text1, text2, padding, causal, custom, block_token, window, kind],
@@ -446,4 +479,4 @@ def queue_and_return(demo: gr.Blocks, concurrency: int = 4, max_size: int = 64) 
 
 
 def launch_kwargs() -> dict[str, Any]:
-    return dict(css=CSS, theme=gr.themes.Soft())
+    return dict(css=CSS, theme=gr.themes.Soft(), js=TILE_CLICK_JS)

@@ -111,3 +111,42 @@ def test_toggles_change_heatmaps_and_output(app_url, chromium_args):
         assert "Traceback" not in page.content()
         browser.close()
     assert errors == [], errors
+
+
+TILE_POINT = """([layer, head]) => {
+  // Page coordinates of the centre of one (layer, head) tile of the overview heatmap.
+  const gd = document.querySelector('#overview-plot .js-plotly-plot');
+  const g = gd.layout.meta.overview_grid;
+  const rows = g.q_edges.length - 1, cols = g.k_edges.length - 1;
+  const row = layer * (rows + g.gap_rows) + Math.floor(rows / 2);
+  const col = head * (cols + g.gap_cols) + Math.floor(cols / 2);
+  const box = gd.querySelector('.draglayer .xy .nsewdrag').getBoundingClientRect();
+  return [box.left + gd._fullLayout.xaxis.c2p(col), box.top + gd._fullLayout.yaxis.c2p(row)];
+}"""
+
+
+def test_clicking_an_overview_tile_opens_that_head(app_url, chromium_args):
+    from playwright.sync_api import sync_playwright
+
+    url, path = app_url
+    errors: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=path, args=chromium_args)
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(url)
+        page.wait_for_selector("#head-plot .js-plotly-plot", timeout=90_000)
+        page.get_by_role("tab", name="All heads").click()
+        page.wait_for_selector("#overview-plot .js-plotly-plot .nsewdrag", timeout=30_000)
+        page.locator("#overview-plot").scroll_into_view_if_needed()
+        x, y = page.evaluate(TILE_POINT, [1, 2])
+        page.mouse.click(x, y)
+        page.wait_for_function(
+            "() => document.querySelector('#layer input').value === '1' && "
+            "document.querySelector('#head input').value === '2'", timeout=30_000)
+        page.wait_for_function(
+            "() => { const gd = document.querySelector('#large-plot .js-plotly-plot');"
+            " return gd && gd.layout.title.text.includes('layer 1, head 2'); }", timeout=30_000)
+        browser.close()
+    assert errors == [], errors

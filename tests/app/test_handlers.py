@@ -211,6 +211,12 @@ def test_importance(registry):
     assert np.array(fig.data[0].z).shape == (2, 4)
 
 
+def test_clicked_tile_messages():
+    assert H.clicked_tile("1,2,1763800000000") == (1, 2) == H.clicked_tile(" 1,2 ")
+    for bad in (None, "", "layer 1", "1;2", "-1,2", "1,2,3,4", "<script>", "99999,1"):
+        assert H.clicked_tile(bad) is None, bad
+
+
 def test_head_labels_validation(registry):
     _, bundle = built(registry)
     with pytest.raises(H.AppError, match="does not exist"):
