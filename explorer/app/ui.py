@@ -33,7 +33,8 @@ PLOT_CONFIG = {  # Plotly modebar: the camera button saves a PNG of the figure
 }
 # Clicking a tile of the overview opens that head: gr.Plot has no click event, so this page script
 # listens to plotly_click on the overview and writes "layer,head,time" into a hidden textbox, whose
-# input event runs on the server (explorer.app.handlers.clicked_tile). Category names carry the
+# change event runs on the server (explorer.app.handlers.clicked_tile; a script-set value fires no
+# input event in Gradio 6, and the time stamp makes a second click on the same tile a change). Category names carry the
 # numbers ("layer 2 · query …", "head 5 · key …"); gaps start with a zero-width space and are ignored.
 TILE_CLICK_JS = """
 () => {
@@ -439,7 +440,7 @@ def build_demo(*, allowed_dirs: Sequence[str] = (), device: str = "auto", checkp
             tile = H.clicked_tile(message)
             return (gr.skip(), gr.skip()) if tile is None else tile
 
-        tile_click.input(choose_tile, [tile_click], [layer, head], **private).then(
+        tile_click.change(choose_tile, [tile_click], [layer, head], **private).then(
             do_analyze, analysis_inputs, analysis_outputs, **private)
 
         preset.input(fill_preset, [preset], [arch, n_layers, n_heads, d_model, d_ff, norm, pos], **private)
