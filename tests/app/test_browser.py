@@ -104,6 +104,9 @@ def test_toggles_change_heatmaps_and_output(app_url, chromium_args):
         assert wait_change("mask-plot", mask_before) != mask_before
         assert snap("head-plot") != head_before
 
+        # No run history in the browser: Gradio would keep every run's plots in localStorage.
+        assert page.evaluate("() => Object.keys(localStorage).filter(k => k.includes('run-history'))") == []
+
         # Whitespace-only input: a message in the page, no traceback.
         page.locator("#text1 textarea").fill("   ")
         page.locator("#text1 textarea").press("Enter")
