@@ -125,7 +125,7 @@ def profiles(res: dict[str, Any]) -> dict[str, str]:
                 if key in missed and ul.app_available() is None:
                     payload = ul.app_update(text, head_off=head_off)
                     parts[f"app plots, {'one head off' if head_off else 'no toggle'} (bytes each)"] = {
-                        f"plot {i}": len(p.encode()) for i, p in enumerate(payload)}
+                        name: len(p.encode()) for name, p in zip(ul.APP_PLOTS, payload)}
             out["Bytes at 128 tokens, by part of each figure"] = json.dumps(parts, indent=1)
     if missed & {"sweep", "gradient"}:
         import torch
@@ -218,6 +218,9 @@ def main(argv: list[str] | None = None) -> int:
     partial = json_path.with_suffix(".partial.json")
     for name in only:
         t0 = time.perf_counter()
+        res.setdefault("section_runs", {})[name] = {  # sections of one report may come from several runs
+            "started_utc": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "load_average_1min": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None}
         print(f"[benchmarks] {name} …", file=sys.stderr, flush=True)
         try:
             res[name] = run[name](**params[name])

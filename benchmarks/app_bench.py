@@ -5,7 +5,8 @@ then, in headless Chromium, from opening the page to the first overview plot dra
 model loads on the first page load).
 Click to redraw: the app started with all-MiniLM-L6-v2, "All heads" tab open; from the click on
 #run (made inside the page) until the overview plot holds new data and two animation frames have
-passed. Alternates two texts of the same token count so every click changes the data.
+passed. Alternates two texts of the same token count so every click changes the data. Also the bytes
+the browser received per click (Chromium's network events: everything Gradio sent for the run).
 """
 
 from __future__ import annotations
@@ -151,16 +152,25 @@ def click_to_redraw(sizes: tuple[int, ...] = (32, 128), repeats: int = 5, timeou
         errors: list[str] = []
         page.on("pageerror", lambda e: errors.append(str(e)))
         _first_draw_ms(page, app.url, timeout_s)
+        received = [0]  # bytes over the network since the last reset (what the server sent to the page)
+        cdp = page.context.new_cdp_session(page)
+        cdp.send("Network.enable")
+        cdp.on("Network.dataReceived", lambda e: received.__setitem__(0, received[0] + int(e.get("dataLength", 0))))
         for n in sizes:
             texts = [text_of_tokens(tok, n, 0), text_of_tokens(tok, n, 1)]
             page.fill("#text2 textarea", "")
-            times = []
+            times, sizes_rx = [], []
             for k in range(repeats + 1):  # the first click is a warm-up
                 page.fill("#text1 textarea", texts[k % 2])
+                page.wait_for_timeout(200)  # let the fill's own traffic pass
+                received[0] = 0
                 ms = page.evaluate(MEASURE_JS % int(timeout_s * 1000))
+                page.wait_for_timeout(300)  # the stream's last events
                 times.append(float(ms))
+                sizes_rx.append(received[0])
             n_shown = page.evaluate("document.querySelector('#overview-plot .js-plotly-plot')._fullData[0].z.length")
             out["by_tokens"].append({"tokens": n, "click_to_overview_drawn_ms": round(statistics.median(times[1:]), 1),
+                                     "bytes_received_per_click": int(statistics.median(sizes_rx[1:])),
                                      "repeats": repeats, "overview_rows": n_shown})
         if errors:
             out["page_errors"] = errors[:3]

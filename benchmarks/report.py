@@ -117,6 +117,11 @@ def markdown(res: dict[str, Any]) -> str:
     if res.get("quick"):
         L += ["**Quick run (tiny sizes, one repeat): these numbers only show that the code runs.**", ""]
     L += ["## Machine", ""] + _machine(res.get("machine", {}))
+    runs = res.get("section_runs") or {}
+    if runs:
+        L += ["Sections (start time, 1-minute load average): " + "; ".join(
+            f"{name} {r.get('started_utc', '?')[11:]} (load {r.get('load_average_1min')})"
+            for name, r in runs.items()) + ".", ""]
 
     L += ["## Targets", ""]
     rows = []
@@ -199,9 +204,12 @@ def markdown(res: dict[str, Any]) -> str:
             L += ["`python app.py --checkpoint sentence-transformers/all-MiniLM-L6-v2` in a subprocess, headless "
                   "Chromium, *All heads* tab open, second sentence empty: from the click on Run (inside the page) "
                   "until the overview plot holds the new data and two frames have passed. This includes the server "
-                  "(one model run without toggles, 9 figures), Gradio's transport and drawing every visible plot.", ""]
-            L += _table(["tokens", "click -> overview redrawn", "runs"],
-                        [[r["tokens"], f"{r['click_to_overview_drawn_ms']:.0f} ms", r["repeats"]]
+                  "(one model run without toggles, 9 figures), Gradio's transport and drawing every visible plot. "
+                  "*Received*: bytes the page got over the network per click (Chromium's network events), "
+                  "i.e. all 9 plots and tables as Gradio sends them.", ""]
+            L += _table(["tokens", "click -> overview redrawn", "received per click", "runs"],
+                        [[r["tokens"], f"{r['click_to_overview_drawn_ms']:.0f} ms",
+                          _mb(r.get("bytes_received_per_click")), r["repeats"]]
                          for r in app.get("by_tokens", [])])
 
     imp = res.get("importance")

@@ -22,6 +22,9 @@ import torch
 from benchmarks.common import interleaved, load_minilm, minilm_folder, ratio, text_of_tokens
 
 VIEW_LAYER, VIEW_HEAD = 0, 0  # the single head drawn large (any head costs the same)
+# The plots the Run button returns, in its order (the chosen head appears twice: two tabs).
+APP_PLOTS = ("mask", "head", "baseline", "difference", "overview", "head (All heads tab)", "generation self",
+             "generation cross", "rollout")
 
 
 def our_views(text: str) -> tuple[str, str]:
@@ -101,8 +104,7 @@ def app_update(text: str, head_off: bool = False) -> list[str]:
     from explorer.app import handlers as h
 
     a = h.analyze(_app_bundle(), text, None, app_settings(head_off), h.View())
-    # The plots do_analyze returns, in its order (the chosen head appears twice: two tabs).
-    figs = [a.mask_fig, a.head_fig, a.baseline_fig, a.diff_fig, a.overview_fig, a.head_fig,
+    figs = [a.mask_fig, a.head_fig, a.baseline_fig, a.diff_fig, a.overview_fig, a.head_fig,  # APP_PLOTS
             a.gen_self_fig, a.gen_cross_fig, a.rollout_fig]
     to_plot = _ui_plot()
     return [to_plot(f) for f in figs]

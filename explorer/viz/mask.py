@@ -32,13 +32,17 @@ def mask_heatmap(
     ax = c.TokenAxes(query_labels, key_labels, x_title=KEY_AXIS, y_title=QUERY_AXIS, width=width)
     ax.check("mask", m)
     m = m.astype(bool)
-    # One trace per state so the hover can name it without a per-cell text array.
-    allowed = np.where(m, 1.0, np.nan).astype(np.float32)
-    blocked = np.where(m, np.nan, 0.0).astype(np.float32)
+    # One trace per state so the hover can name it without a per-cell text array; the other state's
+    # cells are NaN gaps (float32). A state no cell is in gets no trace, and a mask with one state
+    # needs no gaps: its single trace is 1 byte per cell (uint8) instead of 4.
+    states = [(1, "allowed", m), (0, "blocked", ~m)]
+    states = [(value, name, where) for value, name, where in states if where.any()]
     common = dict(type="heatmap", x=ax.k_names, y=ax.q_names, coloraxis="coloraxis", hoverongaps=False)
-    traces = [  # a state no cell is in gets no trace (half the bytes for the common all-allowed mask)
-        dict(z=z, name=name, hovertemplate=f"%{{y}} → %{{x}}: {name}<extra></extra>", **common)
-        for z, name, present in ((allowed, "allowed", m.any()), (blocked, "blocked", not m.all())) if present
+    traces = [
+        dict(z=np.full(m.shape, value, np.uint8) if len(states) == 1
+             else np.where(where, float(value), np.nan).astype(np.float32),
+             name=name, hovertemplate=f"%{{y}} → %{{x}}: {name}<extra></extra>", **common)
+        for value, name, where in states
     ]
     n_ok = int(m.sum())
     return c.figure(traces, ax.layout(
