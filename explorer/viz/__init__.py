@@ -9,8 +9,8 @@ from explorer.viz.common import display_labels, escape, message_figure, unique_l
 from explorer.viz.compare import difference_heatmap
 from explorer.viz.mask import mask_heatmap
 from explorer.viz.overview import OverviewGrid, attention_overview, overview_grid_index
-from explorer.viz.serialize import figure_json
 from explorer.viz.positional import position_similarity, positional_curves, positional_heatmap, sinusoidal_table
+from explorer.viz.serialize import figure_json
 from explorer.viz.summary import attention_rollout, head_importance_chart, rollout_heatmap, spearman
 
 __all__ = [

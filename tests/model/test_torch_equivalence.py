@@ -99,3 +99,15 @@ def test_unsupported_torch_layers_are_refused_with_a_reason():
     layer = torch.nn.TransformerEncoderLayer(16, 2, 32, activation=torch.tanh, batch_first=True)
     with pytest.raises(ValueError, match="relu and gelu"):
         Encoder.from_torch(torch.nn.TransformerEncoder(layer, 1, enable_nested_tensor=False))
+
+
+def test_imported_stack_keeps_torchs_dropout_placement():
+    """torch drops attention weights, the feed-forward hidden layer and sublayer outputs; an import keeps
+    all three rates (they matter when the imported model is trained further)."""
+    layer = torch.nn.TransformerEncoderLayer(16, 2, 32, dropout=0.2, batch_first=True)
+    layer.self_attn.dropout = 0.3
+    layer.dropout.p = 0.4  # inside the feed-forward block
+    ours = Encoder.from_torch(torch.nn.TransformerEncoder(layer, 1, enable_nested_tensor=False))
+    c = ours.config
+    assert (c.dropout, c.resolved_attention_dropout, c.resolved_ffn_dropout) == (0.2, 0.3, 0.4)
+    assert ours.layers[0].self_attn.dropout == 0.3 and ours.layers[0].feed_forward.dropout.p == 0.4
