@@ -61,6 +61,8 @@ def test_html_and_script_shown_literally_never_run(model_root, launch, chromium_
             sentence = f"hello {IMG} world {SCRIPT}"
             page.locator("#text1 textarea").fill(sentence)
             page.locator("#text2 textarea").fill(f"{SCRIPT} hello")
+            # A toggle (the causal mask; this encoder has none to apply) so the baseline heatmap is drawn too.
+            page.locator("#causal input").uncheck()
             page.locator("#run").click()
             page.wait_for_function(f"""() => {{
                 const t = document.querySelector('#tokens');
