@@ -3,6 +3,8 @@ causal masks; the heatmaps' data and the output must change, with no console err
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -30,7 +32,9 @@ def app_url(chromium_path, free_port):
         demo.close()
 
 
-def test_toggles_change_heatmaps_and_output(app_url, chromium_args):
+@contextmanager
+def app_page(app_url, chromium_args) -> Iterator:
+    """The app open in headless Chromium, first heatmap drawn; no console or page error may occur."""
     from playwright.sync_api import sync_playwright
 
     url, path = app_url
@@ -42,6 +46,13 @@ def test_toggles_change_heatmaps_and_output(app_url, chromium_args):
         page.on("pageerror", lambda e: errors.append(str(e)))
         page.goto(url)
         page.wait_for_selector("#head-plot .js-plotly-plot", timeout=90_000)
+        yield page
+        browser.close()
+    assert errors == [], errors
+
+
+def test_toggles_change_heatmaps_and_output(app_url, chromium_args):
+    with app_page(app_url, chromium_args) as page:
 
         def snap(plot_id: str):
             return page.evaluate(SNAPSHOT, plot_id)
@@ -112,8 +123,6 @@ def test_toggles_change_heatmaps_and_output(app_url, chromium_args):
         page.locator("#text1 textarea").press("Enter")
         page.wait_for_function("() => document.querySelector('#status').innerText.includes('empty')", timeout=30_000)
         assert "Traceback" not in page.content()
-        browser.close()
-    assert errors == [], errors
 
 
 TILE_POINT = """([layer, head]) => {
@@ -129,17 +138,7 @@ TILE_POINT = """([layer, head]) => {
 
 
 def test_clicking_an_overview_tile_opens_that_head(app_url, chromium_args):
-    from playwright.sync_api import sync_playwright
-
-    url, path = app_url
-    errors: list[str] = []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=path, args=chromium_args)
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(url)
-        page.wait_for_selector("#head-plot .js-plotly-plot", timeout=90_000)
+    with app_page(app_url, chromium_args) as page:
         page.get_by_role("tab", name="All heads").click()
         page.wait_for_selector("#overview-plot .js-plotly-plot .nsewdrag", timeout=30_000)
         page.locator("#overview-plot").scroll_into_view_if_needed()
@@ -151,5 +150,3 @@ def test_clicking_an_overview_tile_opens_that_head(app_url, chromium_args):
         page.wait_for_function(
             "() => { const gd = document.querySelector('#large-plot .js-plotly-plot');"
             " return gd && gd.layout.title.text.includes('layer 1, head 2'); }", timeout=30_000)
-        browser.close()
-    assert errors == [], errors
