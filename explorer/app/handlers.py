@@ -720,8 +720,7 @@ def analyze(bundle: Bundle, text1: str | None, text2: str | None, settings: Sett
         baseline_fig = viz.head_heatmap(a_base[layer, head], base.q_labels[kind][b], base.k_labels[kind][b],
                                         mask=base_mask, title=f"Baseline: {where}")
         diff_fig = viz.difference_heatmap(a_tog[layer, head], a_base[layer, head], q_lab, k_lab,
-                                          title=f"Toggled − baseline: {where}", a_name="toggled",
-                                          b_name="baseline")
+                                          title=f"Toggled − baseline: {where}", a_name="toggled", b_name="baseline")
     overview_hm = None if hm is None else hm[kind].numpy()
     overview_fig = viz.attention_overview(a_tog, q_lab, k_lab, head_mask=overview_hm,
                                           title=f"All heads: {KIND_TITLES[kind]} (sentence {b + 1}, toggled)")
@@ -766,8 +765,8 @@ def _generation_figures(bundle: Bundle, run: RunResult, b: int, layer: int, head
                                 title=f"Decoder self-attention per generated token (layer {layer}, head {head})",
                                 x_title="tokens so far (key)", y_title="generated token (query)")
     if bundle.config.arch != "encoder-decoder":
-        return self_fig, viz.message_figure("A decoder-only model has no cross-attention: its prompt is part of the "
-                                        "self-attention on the left.")
+        return self_fig, viz.message_figure("A decoder-only model has no cross-attention: its prompt is part of "
+                                            "the self-attention on the left.")
     cross = gen.attention_matrix("cross", layer, gb)[head, :n].float().cpu()  # (N, S)
     src_labels = run.k_labels["cross"][b][: cross.shape[1]]
     cross_fig = viz.cross_attention_heatmap(cross, queries, src_labels,
