@@ -1,14 +1,16 @@
-"""What each head does: head roles (explorer.interpret.roles) and the logit lens (explorer.interpret.lens).
+"""What each head does: head roles (explorer.interpret.roles), the repeated-token probe
+(explorer.interpret.probe) and the logit lens (explorer.interpret.lens).
 
 Functions on a model's returned attention and hidden states; they run the model only through its
 forward pass and store nothing on it.
 """
 
 from .lens import LogitLens, lens_logits, logit_lens, unembed
-from .roles import (DEFAULT_WINDOW, ROLES, RepeatedTokens, head_mask_without, head_roles, probe_vocabulary,
-                    repeated_tokens, role_patterns, role_scores, top_heads)
+from .probe import CopyLosses, RepeatedTokens, copy_losses, probe_vocabulary, repeated_tokens
+from .roles import DEFAULT_WINDOW, ROLES, head_mask_without, head_roles, role_patterns, role_scores, top_heads
 
 __all__ = [
-    "DEFAULT_WINDOW", "LogitLens", "ROLES", "RepeatedTokens", "head_mask_without", "head_roles", "lens_logits",
-    "logit_lens", "probe_vocabulary", "repeated_tokens", "role_patterns", "role_scores", "top_heads", "unembed",
+    "CopyLosses", "DEFAULT_WINDOW", "LogitLens", "ROLES", "RepeatedTokens", "copy_losses", "head_mask_without",
+    "head_roles", "lens_logits", "logit_lens", "probe_vocabulary", "repeated_tokens", "role_patterns",
+    "role_scores", "top_heads", "unembed",
 ]

@@ -31,23 +31,19 @@ Shapes: B batch, L layers, H heads, T sequence length.
     ids         (B, T) or (T,) token ids; key_mask (B, T) True = real token; attn_mask (T, T) | (B, T, T)
     role_scores(...) -> {role: (L, H)}
     head_roles(model, ids (B, T), tgt=None) -> {"encoder" | "decoder": {role: (L, H)}}
-    repeated_tokens(tokenizer, span=S, repeats=R, batch=B) -> RepeatedTokens(ids (B, P + R*S))
 
-The probe (:func:`repeated_tokens`) is a span of distinct random tokens from the model's own
-vocabulary (special tokens excluded), repeated: induction is defined on every token of the copies.
+The probe the app generates (random tokens, repeated) is in :mod:`explorer.interpret.probe`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
 from ..model import Transformer
 from ..model.masks import local_window_mask, normalize_mask
-from ..tokenizer import Tokenizer
 
 ROLES = ("previous", "duplicate", "induction", "first", "self", "local")
 DEFAULT_WINDOW = 2  # "local": keys at most this many positions away from the query
@@ -172,55 +168,6 @@ def head_mask_without(heads: Sequence[tuple[int, int]], n_layers: int, n_heads: 
             raise ValueError(f"head ({layer}, {head}) is outside {n_layers} layers x {n_heads} heads")
         mask[layer, head] = 0.0
     return mask
-
-
-# ------------------------------------------------------------------------------------------ the probe
-@dataclass
-class RepeatedTokens:
-    """A probe: ``prefix`` tokens (e.g. [BOS]), then the same ``span`` random tokens ``repeats`` times."""
-
-    ids: Tensor  # (B, prefix + repeats * span), long
-    prefix: int  # tokens before the first copy
-    span: int  # tokens per copy; all distinct within a row
-
-    @property
-    def induction_positions(self) -> Tensor:
-        """(N,) query positions where induction is defined: every token of the second and later copies."""
-        return torch.arange(self.prefix + self.span, self.ids.shape[1])
-
-    @property
-    def first_copy_positions(self) -> Tensor:
-        """(span,) positions of the first copy, whose tokens cannot be predicted from earlier ones."""
-        return torch.arange(self.prefix, self.prefix + self.span)
-
-
-def probe_vocabulary(tokenizer: Tokenizer, vocab_size: int | None = None) -> Tensor:
-    """(N,) ids of the tokenizer's ordinary tokens (no special or added-special tokens), below ``vocab_size``."""
-    limit = tokenizer.vocab_size if vocab_size is None else min(vocab_size, tokenizer.vocab_size)
-    special = {tokenizer.token_to_id(t) for t in tokenizer.specials.values()}
-    special |= {i for i, tok in tokenizer.backend.get_added_tokens_decoder().items() if tok.special}
-    return torch.tensor([i for i in range(limit) if i not in special], dtype=torch.long)
-
-
-def repeated_tokens(tokenizer: Tokenizer, *, span: int = 20, repeats: int = 2, batch: int = 1, seed: int = 0,
-                    vocab_size: int | None = None, prefix: Sequence[int] | None = None) -> RepeatedTokens:
-    """Seeded probe rows: ``prefix`` + s + s (+ s ...), s = ``span`` distinct random ordinary tokens per row.
-
-    ``prefix`` None = the tokenizer's [BOS] (or [CLS]) if it has one, else nothing, as TransformerLens
-    puts BOS first. ``vocab_size`` limits ids to the model's embedding (see :func:`probe_vocabulary`).
-    """
-    if span < 1 or repeats < 2 or batch < 1:
-        raise ValueError(f"need span >= 1, repeats >= 2, batch >= 1; got {span}, {repeats}, {batch}")
-    vocab = probe_vocabulary(tokenizer, vocab_size)
-    if span > len(vocab):
-        raise ValueError(f"span={span} distinct tokens do not fit a vocabulary of {len(vocab)} ordinary tokens")
-    if prefix is None:
-        first = tokenizer.bos_id if tokenizer.bos_id is not None else tokenizer.cls_id
-        prefix = [] if first is None else [first]
-    gen = torch.Generator().manual_seed(seed)
-    spans = torch.stack([vocab[torch.randperm(len(vocab), generator=gen)[:span]] for _ in range(batch)])  # (B, S)
-    head = torch.tensor(list(prefix), dtype=torch.long).expand(batch, len(prefix))  # (B, P)
-    return RepeatedTokens(torch.cat([head, spans.repeat(1, repeats)], dim=1), len(prefix), span)
 
 
 # ------------------------------------------------------------------------------------------ model runs

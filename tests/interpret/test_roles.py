@@ -1,14 +1,13 @@
-"""Head roles: hand-made attention patterns give exactly the expected scores; the probe; model runs."""
+"""Head roles: hand-made attention patterns give exactly the expected scores; scores of model runs."""
 
 import math
 
 import pytest
 import torch
 
-from explorer.interpret.roles import (ROLES, allowed_keys, head_mask_without, head_roles, probe_vocabulary,
-                                      repeated_tokens, role_patterns, role_scores, top_heads)
+from explorer.interpret.roles import (ROLES, allowed_keys, head_mask_without, head_roles, role_patterns, role_scores,
+                                      top_heads)
 from explorer.model import Transformer, TransformerConfig
-from explorer.tokenizer import train_tokenizer
 
 T = 7
 
@@ -154,34 +153,6 @@ def test_top_heads_and_ablation_mask():
     assert mask.tolist() == [[1, 0, 1], [0, 1, 1]]
     with pytest.raises(ValueError, match="outside"):
         head_mask_without([(2, 0)], 2, 3)
-
-
-@pytest.fixture(scope="module")
-def word_tokenizer():
-    words = [f"w{i}" for i in range(40)]
-    return train_tokenizer([" ".join(words)], kind="wordlevel", vocab_size=100,
-                           special_tokens=("[PAD]", "[UNK]", "[BOS]", "[EOS]"))
-
-
-def test_probe_is_seeded_distinct_and_free_of_special_tokens(word_tokenizer):
-    vocab = probe_vocabulary(word_tokenizer)
-    assert len(vocab) == 40 and not {0, 1, 2, 3} & set(vocab.tolist())
-    probe = repeated_tokens(word_tokenizer, span=10, repeats=3, batch=4, seed=7)
-    assert probe.ids.shape == (4, 1 + 30) and (probe.ids[:, 0] == word_tokenizer.bos_id).all()
-    assert torch.equal(probe.ids, repeated_tokens(word_tokenizer, span=10, repeats=3, batch=4, seed=7).ids)
-    assert not torch.equal(probe.ids, repeated_tokens(word_tokenizer, span=10, repeats=3, batch=4, seed=8).ids)
-    for row in probe.ids:
-        span = row[1:11]
-        assert len(set(span.tolist())) == 10 and torch.equal(row[11:21], span) and torch.equal(row[21:], span)
-    assert probe.induction_positions.tolist() == list(range(11, 31))
-    assert probe.first_copy_positions.tolist() == list(range(1, 11))
-    # induction is defined exactly at the probe's induction positions
-    defined = role_patterns(probe.ids)["induction"].any(-1)
-    assert defined[:, 11:].all() and not defined[:, :11].any()
-    assert repeated_tokens(word_tokenizer, span=3, prefix=[]).ids.shape == (1, 6)
-    assert probe_vocabulary(word_tokenizer, vocab_size=10).tolist() == list(range(4, 10))
-    with pytest.raises(ValueError, match="do not fit"):
-        repeated_tokens(word_tokenizer, span=41)
 
 
 def _model(arch: str, **kw) -> Transformer:
