@@ -119,6 +119,7 @@ def role_scores(attentions: Tensor | Sequence[Tensor], ids: Tensor, *, key_mask:
         raise ValueError(f"unknown role(s) {unknown}; choose from {', '.join(ROLES)}")
     attn = stack_attentions(attentions)  # (L, B, H, T, T)
     ids = _as_batch(ids).to(attn.device)
+    key_mask = None if key_mask is None else key_mask.to(attn.device)
     L, B, H, T, _ = attn.shape
     if tuple(ids.shape) != (B, T) or attn.shape[-1] != T:
         raise ValueError(f"ids {tuple(ids.shape)} do not match attentions of {B} sequence(s) of {T} tokens "
@@ -131,10 +132,9 @@ def role_scores(attentions: Tensor | Sequence[Tensor], ids: Tensor, *, key_mask:
     for role in roles:
         predicted = patterns[role] & allowed  # (B, T, T)
         n_predicted = predicted.sum(-1)  # (B, T)
-        rows = real_query & (n_predicted > 0) & (n_predicted < n_allowed)  # (B, T) query rows that count
-        counted = attn * rows[None, :, None, :, None]  # (L, B, H, T, T) attention of counted rows only
-        total = counted.sum((-2, -1))  # (L, B, H)
-        on_role = (counted * predicted[None, :, None]).sum((-2, -1))  # (L, B, H)
+        rows = (real_query & (n_predicted > 0) & (n_predicted < n_allowed)).float()  # (B, T) query rows that count
+        total = torch.einsum("lbhqk,bq->lbh", attn, rows)  # attention of the counted rows
+        on_role = torch.einsum("lbhqk,bqk->lbh", attn, predicted.float() * rows[..., None])  # ... on predicted keys
         per_sequence = on_role / total.clamp_min(torch.finfo(total.dtype).tiny)  # (L, B, H)
         defined = (total > 0).float()  # a sequence without counted rows (or with all-zero rows) has no score
         n_defined = defined.sum(1)  # (L, H)
