@@ -9,12 +9,12 @@ from .layers import DecoderLayer, EncoderLayer, FeedForward, SublayerConnection
 from .masks import (block_keys_mask, causal_mask, combine_masks, local_window_mask, no_self_mask,
                     padding_mask)
 from .model import ClassifierHead, Generator, Transformer
-from .outputs import Attentions, DecoderResult, EncoderResult, HiddenStates, TransformerOutput
+from .outputs import AttentionMasks, Attentions, DecoderResult, EncoderResult, HiddenStates, TransformerOutput
 from .positional import Embeddings, sinusoidal_table
 from .stacks import Decoder, Encoder, EncoderDecoderStacks, StackAttentions, StackOutput
 
 __all__ = [
-    "Attentions", "ClassifierHead", "Decoder", "DecoderLayer", "DecoderResult", "Embeddings", "Encoder",
+    "AttentionMasks", "Attentions", "ClassifierHead", "Decoder", "DecoderLayer", "DecoderResult", "Embeddings", "Encoder",
     "EncoderDecoderStacks", "EncoderLayer", "EncoderResult", "FeedForward", "Generator", "HiddenStates",
     "MultiHeadAttention", "PRESETS", "StackAttentions", "StackOutput", "SublayerConnection", "Transformer",
     "TransformerConfig", "TransformerOutput", "block_keys_mask", "causal_mask", "combine_masks",

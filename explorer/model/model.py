@@ -24,7 +24,7 @@ from torch import Tensor, nn
 
 from .config import TransformerConfig
 from .masks import causal_mask, combine_masks
-from .outputs import Attentions, DecoderResult, EncoderResult, HiddenStates, TransformerOutput
+from .outputs import AttentionMasks, Attentions, DecoderResult, EncoderResult, HiddenStates, TransformerOutput
 from .positional import Embeddings
 from .stacks import Decoder, Encoder
 
@@ -110,7 +110,7 @@ class Transformer(nn.Module):
         x = self.src_embed(src, token_type_ids)
         run = self.encoder.run(x, key_mask=key_mask, attn_mask=attn_mask, head_mask=head_mask,
                                need_weights=need_weights)
-        return EncoderResult(run.output, key_mask, run.attentions.self_attn, run.hidden_states)
+        return EncoderResult(run.output, key_mask, run.attentions.self_attn, run.hidden_states, run.self_mask)
 
     def decode(self, tgt: Tensor, memory: Tensor | None = None, memory_key_mask: Tensor | None = None, *,
                padding: bool = True, causal: bool = True, attn_mask: Tensor | None = None,
@@ -125,7 +125,8 @@ class Transformer(nn.Module):
         run = self.decoder.run(x, memory, key_mask=self.key_mask(tgt, padding), memory_key_mask=memory_key_mask,
                                attn_mask=self_mask, head_mask=head_mask, cross_head_mask=cross_head_mask,
                                need_weights=need_weights)
-        return DecoderResult(run.output, run.attentions.self_attn, run.attentions.cross, run.hidden_states)
+        return DecoderResult(run.output, run.attentions.self_attn, run.attentions.cross, run.hidden_states,
+                             run.self_mask, run.memory_mask)
 
     # ------------------------------------------------------------------ forward
     def forward(self, src: Tensor, tgt: Tensor | None = None, *, padding: bool = True, causal: bool = True,
@@ -139,13 +140,14 @@ class Transformer(nn.Module):
             dec = self.decode(src, padding=padding, causal=causal, attn_mask=attn_mask,
                               head_mask=masks.get("decoder"), need_weights=need_weights)
             return TransformerOutput(self.generator.proj(dec.output), Attentions((), dec.self_attentions, ()),
-                                     HiddenStates((), dec.hidden_states), dec.output, None)
+                                     HiddenStates((), dec.hidden_states), dec.output, None,
+                                     AttentionMasks(decoder=dec.self_mask))
         enc = self.encode(src, padding=padding, attn_mask=attn_mask, head_mask=masks.get("encoder"),
                           token_type_ids=token_type_ids, need_weights=need_weights)
         if arch == "encoder":
             logits = self.classifier(enc.memory) if self.classifier is not None else None
             return TransformerOutput(logits, Attentions(enc.attentions, (), ()), HiddenStates(enc.hidden_states, ()),
-                                     enc.memory, enc.memory)
+                                     enc.memory, enc.memory, AttentionMasks(encoder=enc.mask))
         if tgt is None:
             raise ValueError("an encoder-decoder model needs a target sequence tgt")
         dec = self.decode(tgt, enc.memory, enc.key_mask, padding=padding, causal=causal,
@@ -153,7 +155,8 @@ class Transformer(nn.Module):
                           need_weights=need_weights)
         return TransformerOutput(self.generator.proj(dec.output),
                                  Attentions(enc.attentions, dec.self_attentions, dec.cross_attentions),
-                                 HiddenStates(enc.hidden_states, dec.hidden_states), dec.output, enc.memory)
+                                 HiddenStates(enc.hidden_states, dec.hidden_states), dec.output, enc.memory,
+                                 AttentionMasks(enc.mask, dec.self_mask, dec.cross_mask))
 
     def log_probs(self, output: TransformerOutput) -> Tensor:
         """Log-softmax over the vocabulary (sequence models) or classes (classifier)."""

@@ -42,6 +42,8 @@ class StackRun(NamedTuple):
     output: Tensor
     attentions: StackAttentions
     hidden_states: tuple[Tensor, ...]  # input of the first layer run, then each layer's output
+    self_mask: Tensor | None = None  # (B|1, 1, T|1, T) applied to self-attention; None = unmasked
+    memory_mask: Tensor | None = None  # (B, 1, 1, S) applied to cross-attention keys
 
 
 def layer_head_mask(head_mask: Tensor | None, layer: int, n_layers: int, n_heads: int) -> Tensor | None:
@@ -91,7 +93,8 @@ class Stack(nn.Module):
                 cross_weights.append(cw)
         if self.norm is not None:
             x = self.norm(x)
-        return StackRun(x, StackAttentions(tuple(self_weights), tuple(cross_weights)), tuple(hidden))
+        return StackRun(x, StackAttentions(tuple(self_weights), tuple(cross_weights)), tuple(hidden), self_mask,
+                        memory_mask)
 
     def run_layer(self, i, x, memory, self_mask, memory_mask, head_mask, cross_head_mask, need_weights):
         raise NotImplementedError
