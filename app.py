@@ -1,7 +1,8 @@
 """Transformer Explorer: the Gradio app. Run `python app.py` (locally) or deploy as a Hugging Face Space.
 
     python app.py [--host HOST] [--port PORT] [--share] [--inbrowser] [--device auto|cpu|cuda|mps]
-                  [--checkpoint NAME] [--allow-dir DIR ...]
+                  [--checkpoint NAME] [--allow-dir DIR ...] [--concurrency N] [--threads N]
+                  [--model-memory GB]
 
 On a Space (SPACE_ID is set) the app listens on 0.0.0.0:7860 unless told otherwise.
 """
@@ -28,6 +29,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=None,
                    help="torch threads per process (default: 1 on machines with up to 4 cores, where "
                         "concurrent small-model requests run much faster single-threaded)")
+    p.add_argument("--model-memory", type=float, default=4.0, metavar="GB",
+                   help="memory all loaded models may take together, in GiB (least recently used evicted first; "
+                        "a bigger model is refused); default 4")
     return p.parse_args(argv)
 
 
@@ -40,10 +44,11 @@ def main(argv: list[str] | None = None) -> None:
 
     torch.set_num_threads(server_torch_threads(args.threads))
     single_thread_numpy_blas()
-    from explorer.app.ui import build_demo, launch_kwargs, queue_and_return
+    from explorer.app.demo import build_demo, launch_kwargs, queue
 
-    demo = build_demo(allowed_dirs=args.allow_dir, device=args.device, checkpoint=args.checkpoint)
-    queue_and_return(demo, args.concurrency)
+    demo = build_demo(allowed_dirs=args.allow_dir, device=args.device, checkpoint=args.checkpoint,
+                      model_memory=int(args.model_memory * 1024**3))
+    queue(demo, args.concurrency)
     demo.launch(server_name=args.host, server_port=args.port, share=args.share, inbrowser=args.inbrowser,
                 **launch_kwargs())
 

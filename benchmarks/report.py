@@ -138,8 +138,8 @@ def markdown(res: dict[str, Any]) -> str:
         L += ["## 1. Update latency: text in -> every figure of the attention view serialised", ""]
         L += [f"Model: {lat.get('model')}. Explorer pipeline: {lat.get('ours_does')}. BertViz: "
               f"{lat.get('bertviz_does')}. App: what the Run button does on the server, "
-              "`explorer.app.handlers.analyze` and all 9 plots it returns made ready for gr.Plot as "
-              "`explorer.app.ui.plot` does (the app reads at most 128 tokens); *no toggle*: the default settings "
+              "`explorer.app.views.analysis.analyze` and all 9 plots /analyze sends made ready for gr.Plot as "
+              "`explorer.app.events.plot` does (the app reads at most 128 tokens); *no toggle*: the default settings "
               "(one model run); *head off*: layer 0 head 0 switched off (a baseline and a toggled run, baseline and "
               "difference heatmaps).", ""]
         rows = []

@@ -98,8 +98,8 @@ def test_update_latency_app_rows_tiny():
     assert row["app_handler_s"] > 0 and row["app_head_off_s"] > 0
     assert len(row["app_handler_plot_bytes"]) == len(row["app_head_off_plot_bytes"]) == row["app_handler_figures"]
     assert row["app_head_off_bytes"] > row["app_handler_bytes"] == sum(row["app_handler_plot_bytes"])
-    off = ul.app_settings(head_off=True).heads["encoder"]
-    assert "L0 H0" not in off and len(off) == 6 * 12 - 1
+    on = ul.app_settings(head_off=True).heads_on["encoder"]
+    assert (0, 0) not in on and len(on) == 6 * 12 - 1
 
 
 def test_render_with_notes(tmp_path):

@@ -94,9 +94,9 @@ def main() -> None:
     url, demo = args.url, None
     if url is None:
         sys.path.insert(0, str(ROOT))
-        from explorer.app.ui import build_demo, launch_kwargs, queue_and_return
+        from explorer.app.demo import build_demo, launch_kwargs, queue
 
-        demo = queue_and_return(build_demo())
+        demo = queue(build_demo())
         demo.launch(server_name="127.0.0.1", server_port=None, prevent_thread_lock=True, quiet=True,
                     **launch_kwargs())
         url = demo.local_url

@@ -8,7 +8,7 @@ import pytest
 
 gradio_client = pytest.importorskip("gradio_client")
 
-from explorer.app.ui import build_demo, launch_kwargs, queue_and_return
+from explorer.app.demo import build_demo, launch_kwargs, queue
 
 BUILD = ["custom", "encoder-decoder", 2, 4, 32, 64, "pre-norm", "sinusoidal", 0, "cpu"]
 DATE1, DATE2 = "samedi 21 novembre 2026", "3 May 2024"
@@ -16,7 +16,7 @@ DATE1, DATE2 = "samedi 21 novembre 2026", "3 May 2024"
 
 @pytest.fixture(scope="module")
 def client(free_port):
-    demo = queue_and_return(build_demo(device="cpu"))
+    demo = queue(build_demo(device="cpu"))
     demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
                 **launch_kwargs())
     try:
