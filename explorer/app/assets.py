@@ -6,7 +6,11 @@ PLOT_CONFIG = {  # Plotly modebar: the camera button saves a PNG of the figure
     "displayModeBar": True,
     "toImageButtonOptions": {"format": "png", "scale": 2},
     "modeBarButtonsToRemove": ["select2d", "lasso2d"],
+    "responsive": True,  # redraw at the new width when the page reflows (window resize)
 }
+# Opening or closing the model panel changes the width of the main column without a window resize event:
+# send one after the panel's slide, so responsive plots take their new width.
+REFLOW_JS = "() => { setTimeout(() => window.dispatchEvent(new Event('resize')), 350); }"
 # gr.Plot has no click event, so this script listens to plotly_click on the overview and writes
 # "layer,head,time" into a hidden textbox whose change event runs on the server (a script-set value fires no
 # input event in Gradio 6; the time stamp makes a second click on the same tile a change). Category names
@@ -41,7 +45,9 @@ CSS = """
 .examples {margin-top: 2px}
 #status {min-height: 1.2em}
 #controls .block {padding: 6px !important}
-.heads .wrap {display: grid !important; grid-template-columns: repeat(auto-fill, minmax(58px, 1fr)); gap: 2px !important}
-.heads label {padding: 1px 4px !important; font-size: 11px !important; min-height: 0 !important; margin: 0 !important}
+.heads .wrap {display: grid !important; grid-template-columns: repeat(auto-fill, minmax(60px, 1fr)); gap: 2px !important}
+.heads label {padding: 2px 4px !important; gap: 4px !important; font-size: 11px !important; min-height: 0 !important;
+              margin: 0 !important; white-space: nowrap; overflow: visible}
+.heads label input {width: 12px !important; height: 12px !important; margin: 0 !important; flex: none}
 .tab-text p {margin: 0 0 4px 0; font-size: 13px; color: #444}
 """

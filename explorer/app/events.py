@@ -19,7 +19,7 @@ from gradio.components.plot import PlotData
 from .. import viz
 from ..checkpoints import LoadedModel
 from ..model import PRESETS
-from .assets import PLOT_CONFIG
+from .assets import PLOT_CONFIG, REFLOW_JS
 from .build import BuildSpec
 from .errors import AppError, escape_md, user_message
 from .labels import clicked_tile, head_label, head_labels, parse_heads
@@ -218,5 +218,7 @@ class Events:
             self.then_analyze(button.click(functools.partial(self.set_heads, mode), view_inputs, head_outputs,
                                            **PRIVATE))
         self.then_analyze(v.tile_click.change(self.choose_tile, [v.tile_click], [c.layer, c.head], **PRIVATE))
+        for reflow in (m.sidebar.expand, m.sidebar.collapse):
+            reflow(None, js=REFLOW_JS)
         m.preset.input(self.fill_preset, [m.preset], [m.arch, m.n_layers, m.n_heads, m.d_model, m.d_ff, m.norm,
                                                       m.pos], **PRIVATE)

@@ -46,9 +46,8 @@ def plot(elem_id: str, label: str) -> gr.Plot:
 
 
 def model_sidebar(start: Start) -> SimpleNamespace:
-    with gr.Sidebar(label="Model", open=False, width=380, elem_id="model-sidebar"):
+    with gr.Sidebar(label="Model", open=False, width=380, elem_id="model-sidebar") as sidebar:
         gr.Markdown("### Model")
-        model_md = gr.Markdown(start.info.markdown if start.info else "Loading the model …", elem_id="model-info")
         with gr.Tabs():
             with gr.Tab("Load"):
                 source = gr.Dropdown(start.sources, value=start.source, label="Shipped checkpoint or known model",
@@ -75,7 +74,8 @@ def model_sidebar(start: Start) -> SimpleNamespace:
                 build_btn = gr.Button("Build model", variant="primary")
                 gr.Markdown(f"Random weights and the date character tokenizer; at most {MAX_BUILD_PARAMETERS:,} "
                             "parameters.")
-    return named(locals())
+        model_md = gr.Markdown(start.info.markdown if start.info else "Loading the model …", elem_id="model-info")
+    return named(locals(), sidebar=sidebar)
 
 
 def example_choices(examples: list[str], which: str) -> list[tuple[str, str]]:

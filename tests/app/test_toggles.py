@@ -16,7 +16,7 @@ CONFIG = TransformerConfig(arch="encoder-decoder", vocab_size=20, d_model=16, n_
 
 def test_all_heads_on_is_no_mask():
     assert head_mask(CONFIG, Toggles()) is None
-    everything = {k: frozenset((l, h) for l in range(2) for h in range(4)) for k in ("encoder", "decoder", "cross")}
+    everything = {k: frozenset((layer, h) for layer in range(2) for h in range(4)) for k in ("encoder", "decoder", "cross")}
     assert head_mask(CONFIG, Toggles(heads_on=everything)) is None
 
 
@@ -53,7 +53,7 @@ def test_custom_masks():
 def test_head_labels_round_trip():
     labels = head_labels(2, 3)
     assert labels[:4] == ["L0 H0", "L0 H1", "L0 H2", "L1 H0"] and head_label(1, 2) == "L1 H2"
-    assert parse_heads(labels) == {(l, h) for l in range(2) for h in range(3)}
+    assert parse_heads(labels) == {(layer, h) for layer in range(2) for h in range(3)}
     assert parse_heads(None) == frozenset() and parse_heads([" L3 H4 "]) == {(3, 4)}
     for bad in ("L0H1", "layer 0", "<script>", "L-1 H0", "L0 H1 extra"):
         with pytest.raises(AppError, match="is not of the form"):
