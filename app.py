@@ -2,7 +2,7 @@
 
     python app.py [--host HOST] [--port PORT] [--share] [--inbrowser] [--device auto|cpu|cuda|mps]
                   [--checkpoint NAME] [--allow-dir DIR ...] [--concurrency N] [--threads N]
-                  [--model-memory GB]
+                  [--max-tokens N] [--model-memory GB]
 
 On a Space (SPACE_ID is set) the app listens on 0.0.0.0:7860 unless told otherwise.
 """
@@ -29,10 +29,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=None,
                    help="torch threads per process (default: 1 on machines with up to 4 cores, where "
                         "concurrent small-model requests run much faster single-threaded)")
+    p.add_argument("--max-tokens", type=int, default=1024, metavar="N",
+                   help="tokens of one input, at most (a model with a shorter context reads less); default 1024")
     p.add_argument("--model-memory", type=float, default=4.0, metavar="GB",
                    help="memory all loaded models may take together, in GiB (least recently used evicted first; "
                         "a bigger model is refused); default 4")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.max_tokens < 8:
+        p.error("--max-tokens must be at least 8")
+    if not args.model_memory > 0:
+        p.error("--model-memory must be a positive number of GiB")
+    return args
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -47,7 +54,7 @@ def main(argv: list[str] | None = None) -> None:
     from explorer.app.demo import build_demo, launch_kwargs, queue
 
     demo = build_demo(allowed_dirs=args.allow_dir, device=args.device, checkpoint=args.checkpoint,
-                      model_memory=int(args.model_memory * 1024**3))
+                      max_tokens=args.max_tokens, model_memory=int(args.model_memory * 1024**3))
     queue(demo, args.concurrency)
     demo.launch(server_name=args.host, server_port=args.port, share=args.share, inbrowser=args.inbrowser,
                 **launch_kwargs())

@@ -26,8 +26,8 @@ _SURROGATES = re.compile("[\ud800-\udfff]")
 
 
 class TextCodec(Protocol):
-    def encode(self, text: str, limit: int, sentence: int) -> tuple[list[int], list[str], str | None]:
-        """-> ids (at most `limit`), one label per id, and a notice for sentence number `sentence` if cut."""
+    def encode(self, text: str, limit: "TokenLimit", sentence: int) -> tuple[list[int], list[str], str | None]:
+        """-> ids (at most `limit.tokens`), one label per id, and a notice for sentence number `sentence` if cut."""
 
     def labels(self, ids: Sequence[int]) -> list[str]:
         """Labels of ids without their text (generated or decoder tokens)."""
@@ -43,9 +43,9 @@ class TokenizerCodec:
         self.tokenizer = tokenizer
         self.target = target or tokenizer
 
-    def encode(self, text: str, limit: int, sentence: int) -> tuple[list[int], list[str], str | None]:
-        enc = self.tokenizer.encode(text, max_length=limit)
-        notice = tokens_notice(sentence, enc.original_length, limit) if enc.truncated else None
+    def encode(self, text: str, limit: "TokenLimit", sentence: int) -> tuple[list[int], list[str], str | None]:
+        enc = self.tokenizer.encode(text, max_length=limit.tokens)
+        notice = tokens_notice(sentence, enc.original_length, limit.tokens, limit.why) if enc.truncated else None
         return list(enc.ids), token_labels(enc, text), notice
 
     def labels(self, ids: Sequence[int]) -> list[str]:
@@ -61,8 +61,8 @@ class DateCodec:
     def __init__(self, task: Any):  # explorer.tasks.DateTask
         self.task = task
 
-    def encode(self, text: str, limit: int, sentence: int) -> tuple[list[int], list[str], str | None]:
-        ids, notice = self.task.encode_source(text, max_len=min(limit, self.task.max_source_len))
+    def encode(self, text: str, limit: "TokenLimit", sentence: int) -> tuple[list[int], list[str], str | None]:
+        ids, notice = self.task.encode_source(text, max_len=min(limit.tokens, self.task.max_source_len))
         return ids, self.task.labels(ids), None if notice is None else f"Sentence {sentence}: {notice}"
 
     def labels(self, ids: Sequence[int]) -> list[str]:
@@ -120,11 +120,27 @@ def clean_texts(text1: str | None, text2: str | None) -> tuple[list[str], list[s
     return texts, notices
 
 
-def token_limit(loaded: LoadedModel, max_tokens: int) -> int:
-    """Tokens one input may have: the app's cap and the model's length; a decoder-only prompt leaves room
-    for the answer."""
-    limit = min(max_tokens, loaded.config.max_len)
-    return max(4, limit - MAX_NEW_TOKENS // 2) if loaded.arch == "decoder" else limit
+@dataclass(frozen=True)
+class TokenLimit:
+    tokens: int  # at most this many tokens per input
+    why: str  # which limit it is, for the notice
+
+
+def token_limit(loaded: LoadedModel, max_tokens: int) -> TokenLimit:
+    """Tokens one input may have: the model's context, or the app's cap if smaller; a decoder-only prompt leaves
+    room for the answer it generates."""
+    context = loaded.config.max_len
+    tokens, why = ((context, f"this model's context is {context:,} tokens") if context <= max_tokens else
+                   (max_tokens, f"the app reads at most {max_tokens:,}; the model's context is {context:,}"))
+    answer = answer_length(loaded)
+    if loaded.arch == "decoder" and tokens > answer:
+        tokens, why = tokens - answer, why + f", and {answer} are kept for the answer"
+    return TokenLimit(tokens, why)
+
+
+def answer_length(loaded: LoadedModel) -> int:
+    """Tokens a sequence model generates at most: its task's own limit, within the app's cap."""
+    return int(min(loaded.task.get("max_new_tokens", MAX_NEW_TOKENS), MAX_NEW_TOKENS))
 
 
 def encode_inputs(loaded: LoadedModel, codec: TextCodec, text1: str | None, text2: str | None,

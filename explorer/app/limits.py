@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from .errors import AppError
 
-MAX_CHARS = 1000  # characters of one input sentence
-MAX_TOKENS = 128  # tokens of one input (also bounded by the model's max_len)
+MAX_CHARS = 20_000  # characters of one input sentence (1,024 tokens of English are ~5,000)
+MAX_TOKENS = 1024  # tokens of one input by default (`--max-tokens`); the model's own context may be shorter
 MAX_NEW_TOKENS = 40  # generated tokens
 MAX_LOAD_PARAMETERS = 600_000_000  # a model the page may load (Qwen2.5-0.5B: 494M; MiniLM: 22.7M)
 MAX_BUILD_PARAMETERS = 60_000_000  # a fresh model the page may build (the Annotated base model: ~44M)
@@ -25,8 +25,8 @@ def chars_notice(sentence: int, n_chars: int) -> str:
     return f"Sentence {sentence} has {n_chars:,} characters; only the first {MAX_CHARS:,} are used."
 
 
-def tokens_notice(sentence: int, n_tokens: int, limit: int) -> str:
-    return (f"Sentence {sentence} has {n_tokens:,} tokens; this model reads at most {limit:,} here, so the rest was "
+def tokens_notice(sentence: int, n_tokens: int, limit: int, why: str) -> str:
+    return (f"Sentence {sentence} has {n_tokens:,} tokens; only the first {limit:,} are used ({why}), so the rest was "
             f"cut off.")
 
 

@@ -20,8 +20,7 @@ from ..batching import pad_rows
 from ..checkpoints import LoadedModel
 from ..generate import Generation, generate
 from .errors import AppError
-from .inputs import PAD_LABEL, Inputs, TextCodec
-from .limits import MAX_NEW_TOKENS
+from .inputs import PAD_LABEL, Inputs, TextCodec, answer_length
 from .toggles import Toggles, custom_mask
 
 
@@ -100,8 +99,7 @@ def generate_rows(loaded: LoadedModel, inputs: Inputs, toggles: Toggles, head_ma
     model, c, task = loaded.model, loaded.config, loaded.task
     bos = task.get("bos_id", loaded.target_tokenizer.bos_id)
     eos = task.get("eos_id", loaded.target_tokenizer.eos_id)
-    max_new = int(min(task.get("max_new_tokens", MAX_NEW_TOKENS), MAX_NEW_TOKENS))
-    kwargs = dict(eos_id=eos, max_new_tokens=max_new, padding=toggles.padding, causal=toggles.causal,
+    kwargs = dict(eos_id=eos, max_new_tokens=answer_length(loaded), padding=toggles.padding, causal=toggles.causal,
                   head_mask=head_mask)
     if c.arch == "encoder-decoder":
         if bos is None:

@@ -43,15 +43,33 @@ def test_tokenizer_models_get_readable_labels_not_raw_tokens(app):
     assert headers == ["sentence", "position", "token", "id"] and rows[0] == [1, 0, "[CLS]", 101]
 
 
-def test_token_cap_and_notice(app):
+def test_token_cap_and_notice_name_both_numbers(app):
+    """The input reaches the model up to its context (MiniLM: 512), or the app's cap if that is smaller."""
     _, loaded = app.load(MINILM)
-    inputs = encode_inputs(loaded, codec_for(loaded), "word " * 150, None, 128)
-    assert len(inputs.rows[0]) == 128
-    assert inputs.notices == ["Sentence 1 has 152 tokens; this model reads at most 128 here, so the rest was cut off."]
+    paragraph = "word " * 600
+    inputs = encode_inputs(loaded, codec_for(loaded), paragraph, None, 1024)
+    assert len(inputs.rows[0]) == 512
+    assert inputs.notices == ["Sentence 1 has 602 tokens; only the first 512 are used (this model's context is 512 "
+                              "tokens), so the rest was cut off."]
+    capped = encode_inputs(loaded, codec_for(loaded), paragraph, None, 128)
+    assert len(capped.rows[0]) == 128
+    assert capped.notices == ["Sentence 1 has 602 tokens; only the first 128 are used (the app reads at most 128; the "
+                              "model's context is 512), so the rest was cut off."]
+
+
+def test_a_450_word_paragraph_reaches_the_model_whole(app):
+    _, loaded = app.load(MINILM)
+    paragraph = " ".join(["the cat sat on the mat and saw the birds"] * 45)  # 450 words
+    inputs = encode_inputs(loaded, codec_for(loaded), paragraph, None, 1024)
+    assert inputs.notices == [] and len(inputs.rows[0]) == 452  # every word one token, plus [CLS] and [SEP]
 
 
 def test_decoder_prompts_leave_room_for_the_answer(app):
+    from explorer.app.inputs import token_limit
+
     _, gpt = app.build("decoder", positional="learned")
     inputs = encode_inputs(gpt, codec_for(gpt), "1 " * 400, None, 128)
     assert len(inputs.rows[0]) <= 48  # the date task's own source limit
     assert "cut off" in inputs.notices[0]
+    limit = token_limit(gpt, 1024)  # context 512, minus the task's 12-token answer
+    assert limit.tokens == 500 and "12 are kept for the answer" in limit.why
