@@ -191,47 +191,6 @@ def base_layout(title: str, height: int, width: int | None = None, **margins: in
     return layout
 
 
-def weight_colorbar(title: str = "weight") -> dict[str, Any]:
-    return dict(title=dict(text=title, side="right"), thickness=14, len=0.8)
-
-
-class TokenAxes:
-    """Category axes for a (query x key) token grid: unique escaped names, thinned ticks, size.
-
-    `layout(title)` gives the layout dict with queries on y (top to bottom, reading order) and
-    keys on x; `q_names` / `k_names` are the trace's y / x.
-    """
-
-    def __init__(self, query_labels: Sequence[Any], key_labels: Sequence[Any], *,
-                 x_title: str, y_title: str, width: int | None = None) -> None:
-        self.q_tok, self.k_tok = unique_labels(query_labels), unique_labels(key_labels)
-        self.q_names = [escape(t) for t in self.q_tok]
-        self.k_names = [escape(t) for t in self.k_tok]
-        self.width = width
-        self.left = label_margin(self.q_tok)
-        self.top = 80
-        self.bottom = label_margin(self.k_tok, per_char_px=5.0)  # labels slanted at 45 degrees
-        self.right = 40
-        self.height = cell_figure_height(len(self.q_tok), self.top, self.bottom)
-        self.x_title, self.y_title = x_title, y_title
-
-    def layout(self, title: str, **extra: Any) -> dict[str, Any]:
-        plot_w = (self.width or DEFAULT_WIDTH) - self.left - self.right - 70  # 70: colour bar
-        plot_h = self.height - self.top - self.bottom
-        n_k = len(self.k_tok)
-        return dict(
-            **base_layout(title, self.height, self.width, l=self.left, b=self.bottom, t=self.top, r=self.right),
-            xaxis=dict(title=dict(text=self.x_title), tickangle=-45 if n_k > 6 else 0, showgrid=False,
-                       **category_ticks(self.k_names, self.k_tok, plot_w)),
-            yaxis=dict(title=dict(text=self.y_title), autorange="reversed", showgrid=False,
-                       **category_ticks(self.q_names, self.q_tok, plot_h)),
-            **extra,
-        )
-
-    def check(self, name: str, arr: np.ndarray) -> None:
-        check_shape(name, arr, (len(self.q_tok), len(self.k_tok)), "(len(query_labels), len(key_labels))")
-
-
 def caption(text: str, x: float = 0.0, xanchor: str = "left") -> dict[str, Any]:
     """A small caption line just above the plot area (an annotation)."""
     return dict(text=text, x=x, xanchor=xanchor, y=1.0, yanchor="bottom", xref="paper", yref="paper",
