@@ -1,8 +1,16 @@
 """Category axes of token x token heatmaps: unique escaped names, thinned ticks, pooled blocks.
 
-Shapes: a view of Tq query tokens x Tk key tokens; when a side has more than `max_side` tokens
-(default `pool.FULL_SIDE`), its cells are blocks of neighbouring tokens (`pool.block_edges`) and
-their names say so ("tokens 12–15: the … cat"); otherwise one cell per token, named by its label.
+Shapes: a view of Tq query tokens x Tk key tokens, drawn as (rows x columns) cells. A cell is one
+token, or, when a side has more tokens than cells, a block of neighbouring tokens
+(`pool.block_edges`) whose name says so ("tokens 12–15: the … cat").
+
+How many cells: at most `max_side` (default `pool.FULL_SIDE`, 1,024) per side, and never more
+columns than the plot is wide in pixels (at `width`, or `common.DEFAULT_WIDTH` when the caller
+does not say): plotly draws a heatmap whose cells are thinner than a pixel by dropping or fading
+some of them, so a one-token feature (the first token's column, say) could vanish. Rows never need
+pooling for that: the figure grows to at least a pixel per row (`common.cell_figure_height`).
+So a 1,024-token head view has 1,024 rows and as many columns as its width allows (all 1,024 at a
+width of ~1,250 px); a block shows its largest value, so a spike stays visible.
 """
 
 from __future__ import annotations
@@ -43,21 +51,23 @@ class TokenAxes:
                  x_title: str, y_title: str, width: int | None = None, max_side: int = FULL_SIDE) -> None:
         self.q_tok, self.k_tok = c.unique_labels(query_labels), c.unique_labels(key_labels)
         q_esc, k_esc = [c.escape(t) for t in self.q_tok], [c.escape(t) for t in self.k_tok]
-        self.q_edges = block_edges(len(self.q_tok), max_side)
-        self.k_edges = block_edges(len(self.k_tok), max_side)
-        self.pooled = len(self.q_edges) - 1 < len(self.q_tok) or len(self.k_edges) - 1 < len(self.k_tok)
-        self.q_names = cell_names(self.q_edges, q_esc) if self.pooled else q_esc
-        self.k_names = cell_names(self.k_edges, k_esc) if self.pooled else k_esc
         self.width = width
         self.left = c.label_margin(self.q_tok)
         self.top = 80
         self.bottom = c.label_margin(self.k_tok, per_char_px=5.0)  # labels slanted at 45 degrees
         self.right = 40
-        self.height = c.cell_figure_height(len(self.q_tok), self.top, self.bottom)
+        self.plot_w = (width or c.DEFAULT_WIDTH) - self.left - self.right - c.COLORBAR_PX
+        self.q_edges = block_edges(len(self.q_tok), max_side)
+        self.k_edges = block_edges(len(self.k_tok), min(max_side, max(1, self.plot_w)))
+        rows_pooled, cols_pooled = len(self.q_edges) - 1 < len(self.q_tok), len(self.k_edges) - 1 < len(self.k_tok)
+        self.pooled = rows_pooled or cols_pooled
+        self.q_names = cell_names(self.q_edges, q_esc) if rows_pooled else q_esc
+        self.k_names = cell_names(self.k_edges, k_esc) if cols_pooled else k_esc
+        self.height = c.cell_figure_height(len(self.q_edges) - 1, self.top, self.bottom)
         self.x_title, self.y_title = x_title, y_title
 
     def layout(self, title: str, **extra: Any) -> dict[str, Any]:
-        plot_w = (self.width or c.DEFAULT_WIDTH) - self.left - self.right - 70  # 70: colour bar
+        plot_w = self.plot_w
         plot_h = self.height - self.top - self.bottom
         n_k = len(self.k_names)
         k_ticks = [self.k_tok[lo] for lo in self.k_edges[:-1]]  # a pooled cell's tick: its first token

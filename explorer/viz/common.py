@@ -41,7 +41,8 @@ FONT_SIZE = 12
 TICK_FONT_SIZE = 11
 TICK_SPACING_PX = 14  # minimum vertical/horizontal room for one tick label
 MAX_TICK_CHARS = 16  # tick labels longer than this are cut with "…" (hover keeps the full text)
-DEFAULT_WIDTH = 820  # assumed plot width when the caller does not give one (gr.Plot autosizes)
+DEFAULT_WIDTH = 820  # assumed figure width when the caller does not give one (gr.Plot fills its container)
+COLORBAR_PX = 70  # room a vertical colour bar takes right of the plot
 
 
 def figure(traces: Sequence[dict[str, Any]], layout: dict[str, Any]) -> go.Figure:
@@ -168,8 +169,9 @@ def label_margin(tokens: Sequence[str], per_char_px: float = 6.5, base: float = 
 
 def cell_figure_height(n_rows: int, top: int, bottom: int, px_per_row: float = 22,
                        low: int = 360, high: int = 900) -> int:
-    """Height for a token x token heatmap: grows with rows, within sane bounds."""
-    return clamp(top + bottom + px_per_row * n_rows, low, high)
+    """Height for a token x token heatmap: grows with rows, within sane bounds, but never below one
+    pixel per row (plotly drops or fades rows thinner than a pixel)."""
+    return max(clamp(top + bottom + px_per_row * n_rows, low, high), top + bottom + n_rows)
 
 
 def base_layout(title: str, height: int, width: int | None = None, **margins: int) -> dict[str, Any]:

@@ -3,7 +3,8 @@
 Used where a figure has more tokens than it can send or show: the tiles of the all-heads overview,
 the rollout layers, and any token x token view beyond `FULL_SIDE` tokens. A cell then covers a block
 of neighbouring tokens (`block_edges`) and shows the block's largest value (a single spike stays
-visible), the signed value of largest magnitude (differences), or whether all of it is set (masks).
+visible), the signed value of largest magnitude (differences), whether all of it is set (a masked
+block drawn grey) or its mean (the share of a mask block that is allowed).
 """
 
 from __future__ import annotations
@@ -15,48 +16,33 @@ import numpy as np
 
 FULL_SIDE = 1024  # token x token views are sent at full resolution up to this many tokens per side
 
-Reduce = Literal["max", "absmax", "all"]
+Reduce = Literal["max", "absmax", "all", "mean"]
 
 
 def block_edges(n_tokens: int, n_cells: int) -> tuple[int, ...]:
-    """n_cells + 1 boundaries: blocks of p+1 tokens first, then blocks of p (p = n_tokens // n_cells).
-
-    Two block sizes in two runs let `pool` use reshapes (fast) instead of `reduceat`.
-    """
+    """n_cells + 1 boundaries of blocks of p or p + 1 tokens (p = n_tokens // n_cells), the larger ones
+    spread evenly (edge i = i * n_tokens // n_cells), so that cell positions stay proportional to token
+    positions: all large blocks first would bend a diagonal when p is small (2 tokens vs 1)."""
     n_cells = max(1, min(n_tokens, n_cells))
-    p, n_big = divmod(n_tokens, n_cells)
-    sizes = [p + 1] * n_big + [p] * (n_cells - n_big)
-    return tuple(int(e) for e in np.concatenate([[0], np.cumsum(sizes)]))
-
-
-def _pool_axis(x: np.ndarray, edges: Sequence[int], axis: int, ufunc: np.ufunc) -> np.ndarray:
-    """`ufunc` (np.maximum / np.minimum) over the blocks given by `block_edges` along `axis`."""
-    n_cells, n_tok = len(edges) - 1, edges[-1]
-    if n_cells == n_tok:
-        return x
-    x = np.moveaxis(x, axis, 0)  # a view; block members are then strided slices of axis 0
-    p = n_tok // n_cells
-    split = (n_tok - p * n_cells) * (p + 1)  # tokens covered by the (p+1)-blocks
-    parts = []
-    for lo, hi, size in ((0, split, p + 1), (split, n_tok, p)):
-        if hi > lo:
-            # Element-wise reduction of the size members (numpy's .max over a short axis is slow).
-            part = x[lo:hi:size].copy()
-            for j in range(1, size):
-                ufunc(part, x[lo + j:hi:size], out=part)
-            parts.append(part)
-    return np.moveaxis(np.concatenate(parts, axis=0), 0, axis)
+    return tuple(i * n_tokens // n_cells for i in range(n_cells + 1))
 
 
 def _pool(x: np.ndarray, q_edges: Sequence[int], k_edges: Sequence[int], ufunc: np.ufunc) -> np.ndarray:
-    return _pool_axis(_pool_axis(x, q_edges, -2, ufunc), k_edges, -1, ufunc)
+    """`ufunc`.reduceat over the blocks of the last two axes (an axis with one token per cell is left as it is).
+
+    The last (contiguous) axis first: 6x faster on a (12, 12, 1024, 1024) array than the other order.
+    """
+    for axis, edges in ((-1, k_edges), (-2, q_edges)):
+        if len(edges) - 1 < edges[-1]:
+            x = ufunc.reduceat(x, np.asarray(edges[:-1]), axis=axis)
+    return x
 
 
 def pool(x: np.ndarray, q_edges: Sequence[int], k_edges: Sequence[int], how: Reduce = "max") -> np.ndarray:
     """(..., Tq, Tk) -> (..., len(q_edges)-1, len(k_edges)-1), one value per block.
 
-    how: "max" (largest value), "absmax" (the value of largest magnitude, with its sign) or
-    "all" (booleans: True where every member is True).
+    how: "max" (largest value), "absmax" (the value of largest magnitude, with its sign),
+    "all" (booleans: True where every member is True) or "mean" (e.g. the share of True members).
     """
     if how == "max":
         return _pool(x, q_edges, k_edges, np.maximum)
@@ -65,7 +51,10 @@ def pool(x: np.ndarray, q_edges: Sequence[int], k_edges: Sequence[int], how: Red
     if how == "absmax":
         top, bottom = _pool(x, q_edges, k_edges, np.maximum), _pool(x, q_edges, k_edges, np.minimum)
         return np.where(np.abs(bottom) > np.abs(top), bottom, top)
-    raise ValueError(f"how must be 'max', 'absmax' or 'all'; got {how!r}")
+    if how == "mean":
+        return _pool(np.asarray(x, dtype=np.float64), q_edges, k_edges, np.add) / np.outer(np.diff(q_edges),
+                                                                                            np.diff(k_edges))
+    raise ValueError(f"how must be 'max', 'absmax', 'all' or 'mean'; got {how!r}")
 
 
 def max_pool(x: np.ndarray, q_edges: Sequence[int], k_edges: Sequence[int]) -> np.ndarray:

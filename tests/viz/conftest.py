@@ -1,43 +1,16 @@
-"""Pages in headless Chromium holding the plotly.js bundles the figures must draw with.
-
-- "gradio": the plotly.js the installed Gradio serves to gr.Plot (3.3.1 for Gradio 6.31), taken out of
-  its frontend chunk `PlotlyPlot-*.js`, where it sits as a UMD module inside a CommonJS wrapper;
-- "plotly.py": the bundle of the installed plotly.py (4.1.1 for plotly 7.1), used by `fig.to_html`.
-"""
+"""Pages in headless Chromium holding the plotly.js bundles the figures must draw with (tests/viz/bundles.py):
+"gradio" (what gr.Plot draws with) and "plotly.py" (what `fig.to_html` uses)."""
 
 from __future__ import annotations
 
-import importlib.util
-import re
-from pathlib import Path
-
 import pytest
 
-_WRAPPER = re.compile(r"\(\((\w+),(\w+)\)=>\{\(function\(")  # (exports, module) => { (function(root, factory) ...
-_END = re.compile(r"return window\.Plotly=(\w+),\1\}\)")
-
-
-def gradio_plotly_js() -> str | None:
-    """Gradio's plotly.js as a classic script that sets window.Plotly, or None if not found."""
-    spec = importlib.util.find_spec("gradio")  # its files only: importing gradio takes seconds
-    if spec is None or spec.origin is None:
-        return None
-    chunks = sorted((Path(spec.origin).parent / "templates" / "frontend" / "assets").glob("PlotlyPlot-*.js"))
-    for chunk in chunks:
-        text = chunk.read_text(encoding="utf-8")
-        start, end = _WRAPPER.search(text), _END.search(text)
-        if start and end and end.start() > start.end():
-            exports, module = start.group(1), start.group(2)
-            body = text[start.end() - len("(function("):end.end()]
-            return f"(function({exports},{module}){{{body}}})({{}},{{exports:{{}}}});"
-    return None
+from tests.viz.bundles import gradio_plotly_js, plotly_py_js
 
 
 @pytest.fixture(scope="session")
 def plotly_bundles() -> dict[str, str]:
-    from plotly.offline import get_plotlyjs
-
-    bundles = {"plotly.py": get_plotlyjs()}
+    bundles = {"plotly.py": plotly_py_js()}
     gradio_js = gradio_plotly_js()
     if gradio_js is None:  # gradio is a runtime dependency: its bundle must be there
         pytest.fail("Gradio's plotly.js chunk (templates/frontend/assets/PlotlyPlot-*.js) was not found")

@@ -141,22 +141,34 @@ def test_full_resolution_up_to_max_side_then_block_maxima():
     mask = np.tril(np.ones((t, t), bool))
     full = head_heatmap(w, toks, toks, mask=mask, max_side=20)
     assert np.asarray(full.data[0].z).shape == (20, 20) and "block" not in full.data[0].hovertemplate
-    fig = head_heatmap(w, toks, toks, mask=mask, max_side=8)  # 20 tokens -> 8 blocks of 3 or 2
+    fig = head_heatmap(w, toks, toks, mask=mask, max_side=8)  # 20 tokens -> 8 blocks of 2 or 3
     tr = fig.data[0]
     z = np.asarray(tr.z)
     assert z.shape == (8, 8)
-    np.testing.assert_allclose(z[0, 0], w[:3, :3].max(), rtol=1e-6)
-    assert tr.y[0] == "tokens 0–2: w0 … w2" and tr.x[-1] == "tokens 18–19: w18 … w19"
+    np.testing.assert_allclose(z[0, 0], w[:2, :2].max(), rtol=1e-6)
+    np.testing.assert_allclose(z[1, 2], w[2:5, 5:7].max(), rtol=1e-6)
+    assert tr.y[0] == "tokens 0–1: w0 … w1" and tr.x[-1] == "tokens 17–19: w17 … w19"
     assert tr.hovertemplate.endswith("(max in block)<extra></extra>")
     # Only blocks that are masked through and through are grey: the diagonal blocks keep their colour.
     np.testing.assert_array_equal(covered(fig, (8, 8)), np.triu(np.ones((8, 8), bool), 1))
 
 
-def test_a_1024_token_head_is_full_resolution_one_byte_per_cell():
+def test_a_1024_token_head_is_full_resolution_where_it_has_the_pixels():
+    """Rows: all 1,024 (the figure grows to a pixel per row). Columns: as many as the plot is wide, since
+    plotly drops or fades cells thinner than a pixel; all 1,024 at a width of 1,300 px."""
     t = 1024
     toks = [f"w{i}" for i in range(t)]
     w = np.full((t, t), 1 / t, dtype=np.float32)
-    fig = head_heatmap(w, toks, toks, mask=np.tril(np.ones((t, t), bool)))
+    w[:, 0] = 0.5  # a first-token column: kept by max pooling
+    mask = np.tril(np.ones((t, t), bool))
+    fig = head_heatmap(w, toks, toks, mask=mask, width=1300)
     z = np.asarray(fig.data[0].z)
     assert z.shape == (t, t) and z.dtype == np.uint8
+    lay = fig.layout
+    assert lay.height - lay.margin.t - lay.margin.b >= t and lay.width - lay.margin.l - lay.margin.r - 70 >= t
     assert len(fig.layout.shapes[0].path) < 40_000  # the causal cover: one rectangle per row
+    narrow = head_heatmap(w, toks, toks, mask=mask)  # default width 820: ~600 columns of blocks of 1-2 keys
+    z = np.asarray(narrow.data[0].z)
+    plot_w = 820 - narrow.layout.margin.l - narrow.layout.margin.r - 70
+    assert z.shape == (t, plot_w) and (z[:, 0] == 50).all()
+    assert narrow.data[0].x[:2] == ("token 0: w0", "tokens 1–2: w1 … w2") and narrow.data[0].y[5] == "w5"

@@ -53,7 +53,7 @@ def pixels(page, cells, xa=None, ya=None):
 
     page.mouse.move(0, 0)  # no hover label over the plot
     page.wait_for_timeout(50)
-    shot = Image.open(io.BytesIO(page.screenshot())).convert("RGB")
+    shot = Image.open(io.BytesIO(page.screenshot(full_page=True))).convert("RGB")
     out = []
     for row, col in cells:
         x, y = page.evaluate(CELL, [row, col, xa, ya])
@@ -170,19 +170,27 @@ def test_overview_tiles_gaps_and_hover(page):
     assert page.dialogs == [] and page.errors == []
 
 
-def test_a_1024_token_head_view_draws_in_reasonable_time(page):
+def test_a_1024_token_head_view_draws_in_reasonable_time_and_keeps_thin_features(page):
     t = 1024
     labels = [f"t{i}" for i in range(t)]
     causal = np.tril(np.ones((t, t), bool))
     w = np.where(causal, 0.02, 0.0)
-    w[500:520, 100:120] = 0.8  # a block: visible whatever rows the browser drops when it scales the image down
-    fig = viz.head_heatmap(w, labels, labels, mask=causal)
+    w[:, 0] = 0.6  # a first-token column: one key wide
+    w[500:520, 100:120] = 0.8
+    fig = viz.head_heatmap(w, labels, labels, mask=causal, width=1300)  # room for every key: full resolution
+    assert np.asarray(fig.data[0].z).shape == (t, t)
     t0 = time.perf_counter()
     ms = draw(page, fig)
     assert time.perf_counter() - t0 < 30  # generous: a shared 2-core machine draws it in 1-2 s
     print(f"\n1024 x 1024 head view drawn with {page.bundle}'s plotly.js in {ms:.0f} ms")
-    block, low, masked = pixels(page, [(510, 110), (700, 300), (300, 700)])
+    block, low, masked, first = pixels(page, [(510, 110), (700, 300), (300, 700), (800, 0)])
     assert close(block, scale_rgb(c.WEIGHT_SCALE, 0.8)) and close(low, scale_rgb(c.WEIGHT_SCALE, 0.02))
-    assert close(masked, pc.hex_to_rgb(c.MASKED_COLOR), 2)
+    assert close(masked, pc.hex_to_rgb(c.MASKED_COLOR), 2) and close(first, scale_rgb(c.WEIGHT_SCALE, 0.6))
     assert page.evaluate("document.getElementById('g')._fullData[0].z.length") == t
+    # At the default width the keys are pooled to the plot's pixels: the one-key column still shows.
+    narrow = viz.head_heatmap(w, labels, labels, mask=causal)
+    draw(page, narrow)
+    rows = [100, 400, 700, 1000]
+    for got in pixels(page, [(r, 0) for r in rows]):
+        assert close(got, scale_rgb(c.WEIGHT_SCALE, 0.6)), got
     assert page.errors == []

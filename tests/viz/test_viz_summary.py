@@ -152,5 +152,21 @@ def test_rollout_layers_pooled_to_the_cell_budget():
     top = r[3].max()
     assert fig.data[3].zmax == 100 and np.asarray(fig.data[3].z).max() == 100  # each layer: 0 .. its max
     assert fig.data[3].hovertemplate.endswith(f"≈ %{{z:d}}% of {top:.3g} (max in block)<extra></extra>")
-    assert fig.data[0].y[0] == "tokens 0–1: t0 … t1"
+    assert fig.data[0].y[:3] == ("token 0: t0", "token 1: t1", "tokens 2–3: t2 … t3")
     assert [np.asarray(t.z).shape for t in rollout_heatmap(r, toks).data] == [(100, 100)] * 4  # default: full
+
+
+def test_mask_heatmap_pooled_shows_the_allowed_share_of_each_block():
+    """More keys than pixels: a cell is a block of keys, coloured by the share of it that is allowed, so one
+    blocked key (a custom "block token" mask) still shows."""
+    t = 1024
+    toks = [f"t{i}" for i in range(t)]
+    m = np.ones((t, t), bool)
+    m[:, 7] = False
+    tr = mask_heatmap(m, toks, toks).data[0]  # default width 820: blocks of 1-2 keys
+    z = np.asarray(tr.z)
+    assert z.shape[0] == t and z.shape[1] < t and z.dtype == np.uint8
+    col = next(i for i, name in enumerate(tr.x) if name.startswith("tokens ") and "–" in name
+               and int(name.split()[1].split("–")[0]) <= 7 <= int(name.split()[1].split("–")[1].rstrip(":")))
+    assert (z[:, col] == 50).all() and (np.delete(z, col, axis=1) == 100).all()
+    assert tr.hovertemplate == "%{y} → %{x}: ≈ %{z}% of the block allowed<extra></extra>"
