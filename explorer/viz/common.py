@@ -185,7 +185,7 @@ def base_layout(title: str, height: int, width: int | None = None, **margins: in
         margin=m,
         template={},  # no template: plotly's default costs 7 kB of JSON per figure; style set here
         paper_bgcolor="white",
-        plot_bgcolor="white",  # NaN gaps and masked-out areas read as background
+        plot_bgcolor="white",  # the overview's gaps (categories without cells) read as background
         hoverlabel=dict(font=dict(size=12)),
     )
     if width is not None:
