@@ -50,17 +50,14 @@ class Encoded:
             out["zmid"] = 0.0
         return out
 
-    def hover(self, fmt: str = ".3f", *, of_unit: bool | None = None) -> str:
-        """Hover-template text for a cell's value: exact `%{z:<fmt>}`, or "≈ 25%" / "≈ +40% of 0.031".
-
-        of_unit: name the unit after the percentage (default: unless the unit is 1, i.e. the value
-        is a share such as an attention weight).
-        """
+    def hover(self, fmt: str = ".3f") -> str:
+        """Hover-template text for a cell's value: exact `%{z:<fmt>}`, or "≈ 25%" (a share: unit 1, such
+        as an attention weight) / "≈ +40% of 0.031" (any other unit is named)."""
         if self.exact:
             return f"%{{z:{fmt}}}"
         sign = "+" if self.lo < 0 else ""
         text = f"≈ %{{z:{sign}d}}%"
-        if of_unit if of_unit is not None else self.unit != 1.0:
+        if self.unit != 1.0:
             text += f" of {self.unit:.3g}"
         return text
 
