@@ -2,6 +2,9 @@
 
 Shapes follow the project legend: L layers, H heads, T/S target/source length, D model width.
 Every function accepts numpy arrays or torch tensors and returns a plotly Figure (or an array).
+Heatmap values reach the browser as typed arrays (`figure_json`): exact float32 for small heatmaps,
+one byte per cell beyond (encode.py); a view never has more cells than it has screen pixels
+(axes.py, overview.py), since plotly drops cells thinner than a pixel.
 """
 
 from explorer.viz.attention import cross_attention_heatmap, decoder_self_attention_heatmap, head_heatmap
