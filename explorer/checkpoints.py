@@ -134,10 +134,13 @@ def make_config(data: Any, path: Path) -> TransformerConfig:
 def estimate_parameters(config: TransformerConfig) -> int:
     """Parameter count of Transformer(config), computed from the config without allocating anything."""
     c = config
-    D, inner = c.d_model, c.n_heads * c.resolved_head_dim
-    norm = 2 * D
-    attention = D * 3 * inner + inner * D + ((3 * inner + D) if c.bias else 0)
-    feed_forward = D * c.d_ff + c.d_ff + c.d_ff * D + D
+    D, F, Dh = c.d_model, c.d_ff, c.resolved_head_dim
+    q_width, kv_width = c.n_heads * Dh, c.resolved_kv_heads * Dh
+    norm = 2 * D if c.norm == "layernorm" else D  # RMSNorm has a gain and no bias
+    attention = D * (q_width + 2 * kv_width) + q_width * D
+    attention += (q_width + 2 * kv_width) * c.qkv_bias + D * c.out_bias
+    ups = 2 if c.mlp == "gated" else 1  # gate and up, or up alone
+    feed_forward = ups * (D * F + F * c.mlp_bias) + F * D + D * c.mlp_bias
 
     def embeddings(vocab: int) -> int:
         return (vocab * D + (c.max_len * D if c.positional == "learned" else 0) + c.type_vocab_size * D
@@ -151,7 +154,7 @@ def estimate_parameters(config: TransformerConfig) -> int:
         tgt_vocab = c.resolved_tgt_vocab_size if c.arch == "encoder-decoder" else c.vocab_size
         cross = attention + norm if c.arch == "encoder-decoder" else 0
         total += embeddings(tgt_vocab) + c.decoder_layers * (attention + feed_forward + 2 * norm + cross) + final
-        total += tgt_vocab + (0 if c.tie_embeddings else tgt_vocab * D)  # generator (bias always its own)
+        total += tgt_vocab * c.lm_head_bias + (0 if c.tie_embeddings else tgt_vocab * D)  # generator
     if c.num_classes:
         total += D * c.classifier_hidden + c.classifier_hidden + c.classifier_hidden * c.num_classes + c.num_classes
     return total
