@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from .embeddings import mean_pool
 from .model import Transformer
 from .model.masks import causal_mask, combine_masks
 from .stats import spearman
@@ -54,14 +55,6 @@ class HeadImportance:
     baseline: float  # objective with every head on
     objective: str
     rank_correlation: float  # Spearman over all heads, |exact| vs |estimate|
-
-
-def mean_pool(hidden: Tensor, key_mask: Tensor | None) -> Tensor:
-    """(B, T, D), (B, T) True = real -> (B, D) mean over real tokens."""
-    if key_mask is None:
-        return hidden.mean(dim=1)
-    weights = key_mask.to(hidden.dtype)[..., None]  # (B, T, 1)
-    return (hidden * weights).sum(1) / weights.sum(1).clamp(min=1.0)
 
 
 def objective_value(model: Transformer, probe: Probe, last_hidden: Tensor, key_mask: Tensor | None,

@@ -228,14 +228,24 @@ def check_state_names_and_shapes(found: Mapping[str, tuple[int, ...]], expected:
                                   f"expects {tuple(shape)}")
 
 
+def build_empty(config: TransformerConfig) -> Transformer:
+    """Transformer(config) with its parameters on the meta device: shapes only, no memory and no
+    random initialisation (seconds for a 0.5B model); `load_state` then assigns the real tensors."""
+    with torch.device("meta"):
+        return Transformer(config)
+
+
 def load_state(model: Transformer, state: Mapping[str, Tensor], path: Path) -> None:
-    """Copy a checked state dict into `model` (tied projection re-tied by construction)."""
+    """Put a checked state dict into `model` (built by `build_empty` or not): the tensors are assigned,
+    not copied, in float32; the tied projection is re-tied; nothing may be left on the meta device."""
     check_state_names_and_shapes({k: tuple(v.shape) for k, v in state.items()}, expected_state_keys(model), path)
-    with torch.no_grad():
-        missing, unexpected = model.load_state_dict(dict(state), strict=False)
+    state = {k: v.float() if v.is_floating_point() else v for k, v in state.items()}
+    missing, unexpected = model.load_state_dict(state, strict=False, assign=True)
+    model.tie_weights()
     leftover = [k for k in missing if not (k == TIED_KEY and model.config.tie_embeddings)]
+    leftover += [name for name, t in [*model.named_parameters(), *model.named_buffers()] if t.is_meta]
     if leftover or unexpected:  # cannot happen after the check above; kept as a guard
-        raise CheckpointError(f"{describe(path)}: could not load {_few(leftover + list(unexpected))}")
+        raise CheckpointError(f"{describe(path)}: could not load {_few(sorted(set(leftover)) + list(unexpected))}")
 
 
 # ------------------------------------------------------------------------------------------ save
@@ -332,7 +342,7 @@ def load_checkpoint(folder: str | PathLike, device: str | torch.device | None = 
         check_tokenizer_vocab(tokenizer, config.resolved_tgt_vocab_size, tokenizer_path, "tgt_vocab_size")
 
     weights_path = folder / WEIGHTS_FILE
-    model = Transformer(config)
+    model = build_empty(config)
     # names and shapes from the header first: a wrong file fails before its tensors are read
     check_state_names_and_shapes(safetensors_shapes(weights_path), expected_state_keys(model), weights_path)
     load_state(model, read_safetensors(weights_path), weights_path)

@@ -558,7 +558,7 @@ def run_model(bundle: Bundle, inputs: Inputs, settings: Settings, *, teacher: li
             names = bundle.loaded.labels or [f"class {i}" for i in range(c.num_classes)]
             outputs = [{"classes": dict(zip(names, p.tolist()))} for p in probs]
         else:
-            from ..bert import cls_pool, mean_pool
+            from ..embeddings import cls_pool, mean_pool
             pool = cls_pool if bundle.loaded.task.get("pooling") == "cls" else mean_pool
             emb = pool(out.last_hidden_state.float(), key_mask).cpu()
             outputs = [{"embedding": e} for e in emb]
@@ -666,7 +666,7 @@ def _output_rows(bundle: Bundle, base: RunResult, tog: RunResult) -> tuple[list[
         summary = ("**The toggles changed the predicted class.**" if changed
                    else "The predicted class is the same with and without the toggles.")
         return headers, rows, summary, changed
-    from ..bert import cosine_similarity
+    from ..embeddings import cosine_similarity
     headers = ["comparison", "baseline", "toggled"]
     rows = []
     if len(base.outputs) == 2:
