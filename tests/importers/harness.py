@@ -26,6 +26,8 @@ TOLERANCE = 1e-4
 VOCAB = 320  # the models' vocabulary; the tokenizers use fewer ids
 CORPUS = ["The cat sat on the mat.", "A dog ran in the park!", "Once upon a time there was a little fox.",
           "Attention is all you need.\nNew lines too.", "1, 2, 3, 4, 5, 6", "Déjà vu: naïve café 🙂"] * 4
+SHAPE_LLAMA = dict(vocab_size=VOCAB, hidden_size=48, num_attention_heads=6, num_key_value_heads=2,
+                   num_hidden_layers=2, intermediate_size=96, max_position_embeddings=64)
 TEXTS = ["The cat sat on the mat and the dog ran.", "Once upon a time", "A fox!\nThe end"]
 
 
@@ -95,6 +97,10 @@ def make_case(model_class, config, tokenizer: tokenizers.Tokenizer, folder: Path
     hf.set_attn_implementation("eager")
     save_folder(hf, tokenizer, folder, tokenizer_config)
     return Case(hf, explorer.load(folder, "cpu"), folder, out_proj, window)
+
+
+def out_proj_llama(hf, layer: int) -> torch.nn.Module:
+    return hf.model.layers[layer].self_attn.o_proj
 
 
 def batch(case: Case, texts=TEXTS, side: str = "right") -> tuple[torch.Tensor, torch.Tensor]:

@@ -11,18 +11,13 @@ transformers = pytest.importorskip("transformers")
 
 import explorer
 
-from tests.importers.harness import (VOCAB, batch, byte_level_tokenizer, check_family, check_parameter_count,
-                                     compare, head_mask_with, make_case, sentencepiece_tokenizer)
+from tests.importers.harness import (SHAPE_LLAMA as SHAPE, batch, byte_level_tokenizer, check_family,
+                                     check_parameter_count, compare, head_mask_with, make_case,
+                                     out_proj_llama as out_proj, sentencepiece_tokenizer)
 
 SP_CONFIG = {"add_bos_token": True, "add_eos_token": False, "bos_token": "<s>", "eos_token": "</s>",
              "unk_token": "<unk>"}
 QWEN_CONFIG = {"bos_token": None, "eos_token": "<|endoftext|>", "pad_token": "<|endoftext|>"}
-SHAPE = dict(vocab_size=VOCAB, hidden_size=48, num_attention_heads=6, num_key_value_heads=2, num_hidden_layers=2,
-             intermediate_size=96, max_position_embeddings=64)
-
-
-def out_proj(hf, layer):
-    return hf.model.layers[layer].self_attn.o_proj
 
 
 def llama_case(folder, **overrides):
