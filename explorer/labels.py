@@ -18,7 +18,8 @@ How a token string spells its text depends on the tokenizer ("scheme", read from
 Whitespace is always made visible (␣ space, ↵ newline, ⇥ tab, ␍ carriage return). Special tokens
 keep their token string ([CLS], <|endoftext|>). A byte-level token holding part of a multi-byte
 character (emoji split in two) has no text of its own: inside encoded text it shows the whole
-character its span covers; as a bare id it shows its bytes, <0xF0><0x9F>.
+character its span covers; as a bare id it shows its whole characters and the stray bytes: <0xF0><0x9F>,
+j<0xC3>. That is the one case where the two labels of a token differ.
 """
 
 from __future__ import annotations
@@ -91,6 +92,12 @@ def token_bytes(token: str, scheme: Scheme) -> bytes | None:
     return None
 
 
+def readable_bytes(raw: bytes) -> str:
+    """UTF-8 text, with each byte that is not part of a whole character shown as <0xNN>."""
+    text = raw.decode("utf-8", errors="surrogateescape")  # stray byte b -> U+DC00 + b
+    return "".join(f"<0x{ord(c) - 0xDC00:02X}>" if 0xDC80 <= ord(c) <= 0xDCFF else c for c in text)
+
+
 def label_token(token: str, scheme: Scheme, special: bool = False, span: str | None = None) -> str:
     """The label of one token. `span` is the text its offsets cover in the user's input, if known."""
     if special:
@@ -100,7 +107,7 @@ def label_token(token: str, scheme: Scheme, special: bool = False, span: str | N
         try:
             return visible(raw.decode("utf-8"))
         except UnicodeDecodeError:  # part of a multi-byte character
-            return visible(span) if span else "".join(f"<0x{b:02X}>" for b in raw)
+            return visible(span) if span else visible(readable_bytes(raw))
     if not span:  # no text of its own in the input (e.g. an empty span): its markers made visible
         return "".join(_BYTE_MARKERS.get(c, c) for c in token)
     if token.startswith("##") and len(token) > 2 and not span.startswith("##"):
