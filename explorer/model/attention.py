@@ -105,7 +105,7 @@ def attend_with_weights(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dr
     scores = (grouped @ k.transpose(-2, -1)).view(B, H, T, S)  # (B, H, T, S)
     has_key = None
     if mask is not None:
-        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        scores.masked_fill_(~mask, torch.finfo(scores.dtype).min)  # in place: a (B, H, T, S) copy costs as much
         has_key = mask.any(dim=-1, keepdim=True)  # (B|1, 1, T|1, 1)
     weights = scores.softmax(dim=-1)  # masked keys get exp(min - max) = exactly 0
     if has_key is not None and not bool(has_key.all()):
