@@ -105,7 +105,7 @@ def rope_settings(cfg: HFConfig, default_fraction: float = 1.0) -> dict[str, Any
 
 
 # ------------------------------------------------------------------------------------------ plans
-def copy(t: Tensor) -> Tensor:
+def as_is(t: Tensor) -> Tensor:
     return t
 
 
@@ -122,7 +122,7 @@ def stack_rows(*parts: Tensor) -> Tensor:
 class Target(NamedTuple):
     name: str  # our state-dict name
     sources: tuple[str, ...]  # checkpoint tensor names (prefix included)
-    combine: Callable[..., Tensor] = copy  # sources in float32 -> our tensor
+    combine: Callable[..., Tensor] = as_is  # sources in float32 -> our tensor
 
 
 def lm_task(name: str, folder: Path, tokenizer: Tokenizer, config: TransformerConfig, family: str) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 
 from ..model import TransformerConfig
-from .common import Family, HFConfig, Target, copy, transpose
+from .common import Family, HFConfig, Target, as_is, transpose
 
 
 def gpt2_config(cfg: HFConfig) -> TransformerConfig:
@@ -47,7 +47,7 @@ def gpt2_plan(config: TransformerConfig, prefix: str, weights) -> list[Target]:
                                    ("self_attn.out_proj", "attn.c_proj", True), ("ff_sublayer.norm", "ln_2", False),
                                    ("feed_forward.linear1", "mlp.c_fc", True),
                                    ("feed_forward.linear2", "mlp.c_proj", True)):
-            plan.append(Target(f"{o}{ours}.weight", (f"{h}{theirs}.weight",), transpose if conv else copy))
+            plan.append(Target(f"{o}{ours}.weight", (f"{h}{theirs}.weight",), transpose if conv else as_is))
             plan.append(Target(f"{o}{ours}.bias", (f"{h}{theirs}.bias",)))
     plan += [Target("decoder.norm.weight", (f"{p}ln_f.weight",)), Target("decoder.norm.bias", (f"{p}ln_f.bias",))]
     if not config.tie_embeddings:
