@@ -88,7 +88,9 @@ def hub_lm_section(lm: dict[str, Any] | None) -> list[str]:
           f"transformers' GPT2LMHeadModel with eager attention and `output_attentions=True` from the same folder. "
           f"Same ids (batch 1), {lm['threads']} torch threads, interleaved, median of {lm['repeats']}. Peak memory: "
           "each side in a fresh process, the rise of its high-water mark (RSS) while loading and during one "
-          "forward; the returned attention alone is 12 x 12 x T x T float32 (604 MB at 1,024 tokens).", ""]
+          "forward; the returned attention alone is 12 x 12 x T x T float32 (604 MB at 1,024 tokens). "
+          "transformers maps the float32 safetensors file and pages its weights in during the first forward, so "
+          "its weights (498 MB) show under *forward*; the explorer reads them into memory while loading.", ""]
     rows = []
     for r in lm.get("by_tokens", []):
         peak = r.get("peak_mb") or {}

@@ -4,17 +4,22 @@ A folder holds `model.safetensors`, or a sharded `model.safetensors.index.json` 
 (only when there are no safetensors) `pytorch_model.bin`, read with `torch.load(weights_only=True)`:
 plain tensors and containers, never arbitrary pickled objects.
 
-Safetensors are opened lazily and each tensor is read when asked for, so an importer holds at most
-the model being filled plus the few tensors it is combining (a 0.5B bf16 model needs its float32 size,
-2 GB, not that plus the file). bf16 / fp16 / fp64 tensors are converted to float32 as they are read.
+Each safetensors file is checked once by the `safetensors` library; then each tensor is read with
+plain file reads when asked for (its bytes, at the offsets of the file's header), not through a memory
+map, so an importer holds at most the model being filled plus the few tensors it is combining, and
+the file never sits in the process's memory as well (a 0.5B bf16 model needs its float32 size,
+2 GB, not that plus the 1 GB file). bf16 / fp16 / fp64 tensors are converted to float32 as they are read.
 """
 
 from __future__ import annotations
 
+import json
+import math
 import pickle
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 from safetensors import SafetensorError, safe_open
@@ -25,6 +30,43 @@ from ..checkpoints import CheckpointError, describe, read_json, require_file
 SAFETENSORS_FILE = "model.safetensors"
 SAFETENSORS_INDEX = "model.safetensors.index.json"
 PICKLE_FILE = "pytorch_model.bin"
+DTYPES = {"F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
+          "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8,
+          "BOOL": torch.bool}
+
+
+class Entry(NamedTuple):
+    """Where one tensor's bytes are in a safetensors file."""
+
+    path: Path
+    dtype: torch.dtype
+    shape: tuple[int, ...]
+    start: int  # absolute byte offset in the file
+    nbytes: int
+
+
+def read_header(path: Path) -> dict[str, Entry]:
+    """Tensor name -> Entry, after the safetensors library has validated the file."""
+    require_file(path)
+    try:
+        with safe_open(str(path), framework="pt", device="cpu") as f:  # validates the header against the file
+            names = set(f.keys())
+        with open(path, "rb") as raw:
+            size = int.from_bytes(raw.read(8), "little")
+            header = json.loads(raw.read(size))
+    except (SafetensorError, OSError, ValueError) as err:
+        raise CheckpointError(f"{describe(path)} is truncated or corrupted (safetensors: {err})") from err
+    entries = {}
+    for name in names:
+        info = header[name]
+        if info["dtype"] not in DTYPES:
+            raise CheckpointError(f"{describe(path)}: tensor {name} has dtype {info['dtype']}, which cannot be loaded")
+        dtype, shape = DTYPES[info["dtype"]], tuple(info["shape"])
+        begin, end = info["data_offsets"]
+        if end - begin != math.prod(shape) * dtype.itemsize:
+            raise CheckpointError(f"{describe(path)}: tensor {name} has {end - begin} bytes for shape {shape}")
+        entries[name] = Entry(path, dtype, shape, 8 + size + begin, end - begin)
+    return entries
 
 
 def refused_global(err: Exception) -> str:
@@ -59,11 +101,12 @@ class WeightFiles:
 
     def __init__(self, folder: Path):
         single, index, pickled = folder / SAFETENSORS_FILE, folder / SAFETENSORS_INDEX, folder / PICKLE_FILE
-        self.handles: dict[Path, object] = {}
         self.pickled: dict[str, Tensor] | None = None
+        self.entries: dict[str, Entry] = {}
         if single.is_file():
             self.path = single
-            self.files = {name: single for name in self.open(single).keys()}
+            self.entries = read_header(single)
+            self.files = {name: single for name in self.entries}
         elif index.is_file():
             self.path = index
             self.files = self.shard_map(folder, index)
@@ -83,21 +126,13 @@ class WeightFiles:
             if Path(shard).name != shard:  # a shard name must not walk out of the folder
                 raise CheckpointError(f"{describe(index)} names a shard outside the folder: {shard!r}")
             listed = {name for name, s in weight_map.items() if str(s) == shard}
-            present = set(self.open(folder / shard).keys())
-            if listed - present:
+            present = read_header(folder / shard)
+            if listed - set(present):
                 raise CheckpointError(f"{describe(folder / shard)} lacks tensor(s) the index puts there: "
-                                      f"{', '.join(sorted(listed - present)[:5])}")
+                                      f"{', '.join(sorted(listed - set(present))[:5])}")
             files.update({name: folder / shard for name in listed})
+            self.entries.update({name: present[name] for name in listed})
         return files
-
-    def open(self, path: Path):
-        if path not in self.handles:
-            require_file(path)
-            try:
-                self.handles[path] = safe_open(str(path), framework="pt", device="cpu")
-            except (SafetensorError, OSError, ValueError) as err:
-                raise CheckpointError(f"{describe(path)} is truncated or corrupted (safetensors: {err})") from err
-        return self.handles[path]
 
     @property
     def names(self) -> list[str]:
@@ -113,8 +148,14 @@ class WeightFiles:
         """One tensor, read now, in float32 (integer tensors as stored)."""
         if self.pickled is not None:
             return as_float32(self.pickled[name])
-        path = self.files[name]
+        entry = self.entries[name]
+        data = torch.empty(entry.nbytes, dtype=torch.uint8)
         try:
-            return as_float32(self.open(path).get_tensor(name))
-        except (SafetensorError, OSError, ValueError, RuntimeError) as err:
-            raise CheckpointError(f"{describe(path)} is truncated or corrupted (safetensors: {err})") from err
+            with open(entry.path, "rb") as f:
+                f.seek(entry.start)
+                got = f.readinto(memoryview(data.numpy()))
+        except OSError as err:
+            raise CheckpointError(f"{describe(entry.path)} cannot be read: {err}") from err
+        if got != entry.nbytes:
+            raise CheckpointError(f"{describe(entry.path)} is truncated: tensor {name} ends past the end of the file")
+        return as_float32(data.view(entry.dtype).reshape(entry.shape))  # safetensors is little-endian, as torch here
