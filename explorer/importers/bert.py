@@ -34,7 +34,7 @@ def bert_config(cfg: HFConfig) -> TransformerConfig:
         arch="encoder", vocab_size=cfg.require("vocab_size"), d_model=cfg.require("hidden_size"),
         n_heads=cfg.require("num_attention_heads"), n_layers=cfg.require("num_hidden_layers"),
         d_ff=cfg.require("intermediate_size"), max_len=cfg.require("max_position_embeddings"), norm_first=False,
-        final_norm=False, positional="learned", activation=cfg.activation("hidden_act"),
+        final_norm=False, positional="learned", activation=cfg.activation("hidden_act", "gelu"),
         layer_norm_eps=float(cfg.get("layer_norm_eps", 1e-12)), type_vocab_size=cfg.get("type_vocab_size", 2),
         embedding_norm=True, pad_id=0 if pad is None else pad, dropout=float(cfg.get("hidden_dropout_prob", 0.1)),
         attention_dropout=float(cfg.get("attention_probs_dropout_prob", 0.1)),

@@ -55,10 +55,11 @@ class HFConfig:
         raise CheckpointError(f"{describe(self.path)} has no \"{names[0]}\"; it is not a complete {self.family} "
                               f"configuration")
 
-    def activation(self, *names: str) -> str:
-        act = self.require(*names)
+    def activation(self, name: str, default: str) -> str:
+        """The activation under `name` (transformers' default for the family when absent), in our spelling."""
+        act = self.get(name, default)
         if act not in HF_ACTIVATIONS:
-            raise self.error(f"{names[0]}={act!r} is not supported; the explorer computes "
+            raise self.error(f"{name}={act!r} is not supported; the explorer computes "
                              f"{', '.join(sorted(HF_ACTIVATIONS))}")
         return HF_ACTIVATIONS[act]
 

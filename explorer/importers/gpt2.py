@@ -30,7 +30,7 @@ def gpt2_config(cfg: HFConfig) -> TransformerConfig:
         arch="decoder", vocab_size=cfg.require("vocab_size"), d_model=d_model,
         n_heads=cfg.require("n_head", "num_attention_heads"), n_layers=cfg.require("n_layer", "num_hidden_layers"),
         d_ff=cfg.get("n_inner", 4 * d_model), max_len=cfg.require("n_positions", "max_position_embeddings"),
-        norm_first=True, final_norm=True, positional="learned", activation=cfg.activation("activation_function"),
+        norm_first=True, final_norm=True, positional="learned", activation=cfg.activation("activation_function", "gelu_new"),
         layer_norm_eps=float(cfg.get("layer_norm_epsilon", 1e-5)), dropout=float(cfg.get("resid_pdrop", 0.1)),
         embedding_dropout=float(cfg.get("embd_pdrop", 0.1)), attention_dropout=float(cfg.get("attn_pdrop", 0.1)),
         ffn_dropout=0.0, attn_scale=None if cfg.get("scale_attn_weights", True) else 1.0,

@@ -26,7 +26,7 @@ def neox_config(cfg: HFConfig) -> TransformerConfig:
         n_heads=cfg.require("num_attention_heads"), n_layers=cfg.require("num_hidden_layers"),
         d_ff=cfg.require("intermediate_size"), max_len=cfg.require("max_position_embeddings"),
         norm_first=True, final_norm=True, positional="rotary", **rope_settings(cfg, default_fraction=0.25),
-        activation=cfg.activation("hidden_act"), layer_norm_eps=float(cfg.get("layer_norm_eps", 1e-5)),
+        activation=cfg.activation("hidden_act", "gelu"), layer_norm_eps=float(cfg.get("layer_norm_eps", 1e-5)),
         parallel_residual=bool(cfg.get("use_parallel_residual", True)), qkv_bias=bias, out_bias=bias,
         dropout=float(cfg.get("hidden_dropout", 0.0)), attention_dropout=float(cfg.get("attention_dropout", 0.0)),
         ffn_dropout=0.0, tie_embeddings=bool(cfg.get("tie_word_embeddings", False)), lm_head_bias=False,

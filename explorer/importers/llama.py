@@ -57,7 +57,7 @@ def llama_config(cfg: HFConfig) -> TransformerConfig:
         head_dim=None if head_dim == d_model // n_heads else head_dim, d_ff=cfg.require("intermediate_size"),
         max_len=cfg.require("max_position_embeddings"), norm_first=True, final_norm=True, norm="rmsnorm",
         layer_norm_eps=float(cfg.get("rms_norm_eps", 1e-6)), positional="rotary", **rope_settings(cfg),
-        mlp="gated", activation=cfg.activation("hidden_act"), **type_options(cfg, n_layers),
+        mlp="gated", activation=cfg.activation("hidden_act", "silu"), **type_options(cfg, n_layers),
         dropout=0.0, attention_dropout=float(cfg.get("attention_dropout", 0.0)),
         tie_embeddings=bool(cfg.get("tie_word_embeddings", False)), lm_head_bias=False, pad_id=cfg.pad_id())
 
