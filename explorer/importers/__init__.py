@@ -54,7 +54,10 @@ def load_hf(folder: str | PathLike, device: str | torch.device | None = None, *,
     hf = read_json(config_path)
     family = family_for(hf, config_path)
     cfg = HFConfig(hf, config_path, family.name)
-    config = family.make_config(cfg)
+    try:
+        config = family.make_config(cfg)
+    except (ValueError, TypeError, KeyError) as err:  # e.g. "layer_norm_eps": "small" (float() of a string)
+        raise cfg.error(f"invalid {family.name} configuration: {err!r}") from err
     check_parameter_limit(config, max_parameters, config_path)
     tokenizer, tok_path = family.load_tokenizer(folder, cfg)
     check_tokenizer_vocab(tokenizer, config.vocab_size, tok_path)

@@ -96,6 +96,15 @@ def test_unsupported_rope_type_is_named(tmp_path, llama, scaling, named):
         explorer.load(folder, "cpu")
 
 
+@pytest.mark.parametrize("changes", [dict(rms_norm_eps="small"), dict(num_key_value_heads=4),
+                                     dict(hidden_size=None), dict(rope_parameters=[1, 2])])
+def test_bad_config_values_are_checkpoint_errors(tmp_path, llama, changes):
+    folder = copy_folder(llama.folder, tmp_path / "bad")
+    edit_config(folder, **changes)
+    with pytest.raises(CheckpointError, match="config.json"):
+        explorer.load(folder, "cpu")
+
+
 def test_too_large_config_refused_before_reading_anything(tmp_path, llama, monkeypatch):
     folder = copy_folder(llama.folder, tmp_path / "huge", skip=("model.safetensors",))  # no weights at all
     edit_config(folder, hidden_size=8192, intermediate_size=28672, num_hidden_layers=80, num_attention_heads=64,
