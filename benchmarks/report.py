@@ -23,6 +23,9 @@ TARGETS = [
     ("sweep", "Exact head sweep / one pass per head (worst of 32, 128 tokens)", "<= 0.5"),
     ("gradient", "One pass per head / gradient estimate (worst of 32, 128 tokens)", ">= 15"),
     ("training", "Training steps/s, seed 001's comparison: explorer preset / torch.nn.TransformerEncoder", ">= 1.2"),
+    ("hub_lm_128", "GPT-2 small forward with every attention, 128 tokens: explorer / transformers eager", "<= 1.0"),
+    ("hub_lm_1024", "GPT-2 small forward with every attention, 1,024 tokens: explorer / transformers eager",
+     "<= 1.0"),
 ]
 
 
@@ -78,6 +81,10 @@ def measured_values(res: dict[str, Any]) -> dict[str, float | None]:
     tr = res.get("training", {})
     if tr.get("ratio_explorer_over_torch"):
         v["training"] = tr["ratio_explorer_over_torch"]
+    for n in (128, 1024):
+        row = _row(res.get("hub_lm", {}).get("by_tokens", []), n)
+        if row:
+            v[f"hub_lm_{n}"] = row.get("ratio_explorer_over_transformers")
     return v
 
 
@@ -112,6 +119,32 @@ def _figures_markdown(fig: dict[str, Any] | None) -> list[str]:
         kind_rows = [[kind] + [_mb(r["kinds"][kind]) for r in rows] for kind in rows[0]["kinds"]]
         L += _table(["per figure kind"] + [f"{n:,} tokens" for n in sizes], kind_rows)
     return L
+
+
+def hub_lm_section(lm: dict[str, Any] | None) -> list[str]:
+    if not lm:
+        return []
+    L = ["## 8. A Hub language model: GPT-2 small forward with every attention", ""]
+    if _skip(lm):
+        return L + [f"Skipped: {_skip(lm)}", ""]
+    L += [f"{lm['model']}, saved in the Hugging Face layout and loaded with `explorer.load` (the importer path); "
+          f"transformers' GPT2LMHeadModel with eager attention and `output_attentions=True` from the same folder. "
+          f"Same ids (batch 1), {lm['threads']} torch threads, interleaved, median of {lm['repeats']}. Peak memory: "
+          "each side in a fresh process, the rise of its high-water mark (RSS) while loading and during one "
+          "forward; the returned attention alone is 12 x 12 x T x T float32 (604 MB at 1,024 tokens). "
+          "transformers maps the float32 safetensors file and pages its weights in during the first forward, so "
+          "its weights (498 MB) show under *forward*; the explorer reads them into memory while loading.", ""]
+    rows = []
+    for r in lm.get("by_tokens", []):
+        peak = r.get("peak_mb") or {}
+        ours, theirs = peak.get("explorer", {}), peak.get("transformers", {})
+        rows.append([r["tokens"], f"{r['explorer_ms']:.0f} ms", f"{r['transformers_ms']:.0f} ms",
+                     r["ratio_explorer_over_transformers"], _f(ours.get("forward_peak_mb")),
+                     _f(theirs.get("forward_peak_mb")), _f(ours.get("load_peak_mb")), _f(theirs.get("load_peak_mb")),
+                     f"{r['logits_max_abs_diff']:.1e} / {r['attention_max_abs_diff']:.1e}"])
+    return L + _table(["tokens", "explorer", "transformers", "explorer / transformers", "forward peak MB, ours",
+                       "forward peak MB, transformers", "load peak MB, ours", "load peak MB, transformers",
+                       "max diff logits / attention"], rows)
 
 
 
@@ -314,6 +347,7 @@ def markdown(res: dict[str, Any]) -> str:
                     [[k, f"{r['with_weights_ms']:.1f} ms", f"{r['fast_path_ms']:.1f} ms", r["overhead_ratio"]]
                      for k, r in cap.items()])
 
+    L += hub_lm_section(res.get("hub_lm"))
     prof = res.get("profiles") or {}
     if prof:
         L += ["## Where the time goes (targets missed)", ""]

@@ -134,10 +134,13 @@ def make_config(data: Any, path: Path) -> TransformerConfig:
 def estimate_parameters(config: TransformerConfig) -> int:
     """Parameter count of Transformer(config), computed from the config without allocating anything."""
     c = config
-    D, inner = c.d_model, c.n_heads * c.resolved_head_dim
-    norm = 2 * D
-    attention = D * 3 * inner + inner * D + ((3 * inner + D) if c.bias else 0)
-    feed_forward = D * c.d_ff + c.d_ff + c.d_ff * D + D
+    D, F, Dh = c.d_model, c.d_ff, c.resolved_head_dim
+    q_width, kv_width = c.n_heads * Dh, c.resolved_kv_heads * Dh
+    norm = 2 * D if c.norm == "layernorm" else D  # RMSNorm has a gain and no bias
+    attention = D * (q_width + 2 * kv_width) + q_width * D
+    attention += (q_width + 2 * kv_width) * c.qkv_bias + D * c.out_bias
+    ups = 2 if c.mlp == "gated" else 1  # gate and up, or up alone
+    feed_forward = ups * (D * F + F * c.mlp_bias) + F * D + D * c.mlp_bias
 
     def embeddings(vocab: int) -> int:
         return (vocab * D + (c.max_len * D if c.positional == "learned" else 0) + c.type_vocab_size * D
@@ -151,7 +154,7 @@ def estimate_parameters(config: TransformerConfig) -> int:
         tgt_vocab = c.resolved_tgt_vocab_size if c.arch == "encoder-decoder" else c.vocab_size
         cross = attention + norm if c.arch == "encoder-decoder" else 0
         total += embeddings(tgt_vocab) + c.decoder_layers * (attention + feed_forward + 2 * norm + cross) + final
-        total += tgt_vocab + (0 if c.tie_embeddings else tgt_vocab * D)  # generator (bias always its own)
+        total += tgt_vocab * c.lm_head_bias + (0 if c.tie_embeddings else tgt_vocab * D)  # generator
     if c.num_classes:
         total += D * c.classifier_hidden + c.classifier_hidden + c.classifier_hidden * c.num_classes + c.num_classes
     return total
@@ -225,14 +228,24 @@ def check_state_names_and_shapes(found: Mapping[str, tuple[int, ...]], expected:
                                   f"expects {tuple(shape)}")
 
 
+def build_empty(config: TransformerConfig) -> Transformer:
+    """Transformer(config) with its parameters on the meta device: shapes only, no memory and no
+    random initialisation (seconds for a 0.5B model); `load_state` then assigns the real tensors."""
+    with torch.device("meta"):
+        return Transformer(config)
+
+
 def load_state(model: Transformer, state: Mapping[str, Tensor], path: Path) -> None:
-    """Copy a checked state dict into `model` (tied projection re-tied by construction)."""
+    """Put a checked state dict into `model` (built by `build_empty` or not): the tensors are assigned,
+    not copied, in float32; the tied projection is re-tied; nothing may be left on the meta device."""
     check_state_names_and_shapes({k: tuple(v.shape) for k, v in state.items()}, expected_state_keys(model), path)
-    with torch.no_grad():
-        missing, unexpected = model.load_state_dict(dict(state), strict=False)
+    state = {k: v.float() if v.is_floating_point() else v for k, v in state.items()}
+    missing, unexpected = model.load_state_dict(state, strict=False, assign=True)
+    model.tie_weights()
     leftover = [k for k in missing if not (k == TIED_KEY and model.config.tie_embeddings)]
+    leftover += [name for name, t in [*model.named_parameters(), *model.named_buffers()] if t.is_meta]
     if leftover or unexpected:  # cannot happen after the check above; kept as a guard
-        raise CheckpointError(f"{describe(path)}: could not load {_few(leftover + list(unexpected))}")
+        raise CheckpointError(f"{describe(path)}: could not load {_few(sorted(set(leftover)) + list(unexpected))}")
 
 
 # ------------------------------------------------------------------------------------------ save
@@ -329,7 +342,7 @@ def load_checkpoint(folder: str | PathLike, device: str | torch.device | None = 
         check_tokenizer_vocab(tokenizer, config.resolved_tgt_vocab_size, tokenizer_path, "tgt_vocab_size")
 
     weights_path = folder / WEIGHTS_FILE
-    model = Transformer(config)
+    model = build_empty(config)
     # names and shapes from the header first: a wrong file fails before its tensors are read
     check_state_names_and_shapes(safetensors_shapes(weights_path), expected_state_keys(model), weights_path)
     load_state(model, read_safetensors(weights_path), weights_path)

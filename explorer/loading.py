@@ -1,10 +1,12 @@
 """One loader for every model source: a checkpoint shipped with the app, a local folder, or a
-Hugging Face Hub repository, in the explorer's own format or the Hugging Face BERT layout.
+Hugging Face Hub repository, in the explorer's own format or the Hugging Face layout of a supported
+family (GPT-2, GPT-NeoX / Pythia, Llama / Mistral / Qwen2, BERT: see explorer.importers).
 
     load("date-translator")                          shipped: <repo>/checkpoints/date-translator/
     load(Path("runs/my-model"))                      a folder the calling code chose
     load("runs/my-model", allowed_dirs=["runs"])     a folder typed by a person, only inside allowed_dirs
     load("sentence-transformers/all-MiniLM-L6-v2")   Hub repo id, optionally "owner/name@revision"
+    load("openai-community/gpt2")                    a language model: model(ids).logits, .attentions.decoder
 
 Trust: the Python API trusts its caller, the UI does not. Text (a `str`) goes through
 `resolve_source(text, allowed_dirs)`: a shipped name must match ^[A-Za-z0-9._-]+$ and exist under
@@ -32,7 +34,6 @@ from typing import Literal
 
 import torch
 
-from .bert import load_bert
 from .checkpoints import (
     CONFIG_FILE,
     DEFAULT_MAX_PARAMETERS,
@@ -42,6 +43,7 @@ from .checkpoints import (
     load_checkpoint,
     read_json,
 )
+from .importers import load_hf
 
 CHECKPOINTS_DIR = Path(__file__).resolve().parent.parent / "checkpoints"
 SHIPPED_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
@@ -195,7 +197,7 @@ def load_folder(folder: str | PathLike, device: str | torch.device | None = None
     folder = Path(folder)
     if not folder.is_dir():
         raise CheckpointError(f"folder {folder} does not exist")
-    loader = load_checkpoint if detect_format(folder) == "explorer" else load_bert
+    loader = load_checkpoint if detect_format(folder) == "explorer" else load_hf
     return loader(folder, device, max_parameters=max_parameters, source=source)
 
 

@@ -41,6 +41,16 @@ def test_main_quick_writes_json_and_markdown(tmp_path):
     assert "## 1. Update latency" not in md  # not run
 
 
+def test_hub_lm_quick(tmp_path):
+    """The GPT-2 section runs on a tiny GPT-2 shape and both sides compute the same thing."""
+    out_json, out_md = tmp_path / "r.json", tmp_path / "B.md"
+    assert main(["--quick", "--only", "gpt2", "--json", str(out_json), "--md", str(out_md)]) == 0
+    row = json.loads(out_json.read_text())["hub_lm"]["by_tokens"][0]
+    assert row["tokens"] == 16 and row["explorer_ms"] > 0 and row["transformers_ms"] > 0
+    assert row["logits_max_abs_diff"] < 1e-4 and row["attention_max_abs_diff"] < 1e-4
+    assert "## 8. A Hub language model" in out_md.read_text()
+
+
 def test_parse_only_aliases_and_errors():
     assert parse_only(["bytes,cold", "draw"]) == ["latency", "cold_start", "draw"]
     assert parse_only(None)[0] == "latency"

@@ -49,7 +49,7 @@ class TokenizerCodec:
         return list(enc.ids), token_labels(enc, text), notice
 
     def labels(self, ids: Sequence[int]) -> list[str]:
-        return [self.target.id_to_token(int(i)) or "?" for i in ids]
+        return self.target.labels(ids)
 
     def decode(self, ids: Sequence[int]) -> str:
         return self.target.decode([int(i) for i in ids])
@@ -97,9 +97,29 @@ class Inputs:
         """(B, T) ids, shorter sentences padded with pad_id."""
         return pad_rows(self.rows, pad_id, device)
 
+    def key_mask(self, device: torch.device | str | None = None) -> torch.Tensor:
+        """(B, T) True = a real token (not padding), from the lengths: right for models without a pad token."""
+        return row_mask(self.rows, device)
+
     def padded_labels(self) -> list[list[str]]:
         width = max(len(r) for r in self.rows)
         return [lab + [PAD_LABEL] * (width - len(lab)) for lab in self.labels]
+
+
+def row_mask(rows: Sequence[Sequence[int]], device: torch.device | str | None = None) -> torch.Tensor:
+    """(B, T) True where a row of `pad_rows(rows, ...)` holds one of its own tokens."""
+    lengths = torch.tensor([len(r) for r in rows], device=device)
+    return torch.arange(int(lengths.max()), device=device)[None, :] < lengths[:, None]
+
+
+def pad_id_of(loaded: LoadedModel) -> int:
+    """The id that fills padded positions: the model's pad token, or (GPT-2 has none) its end token. Which
+    positions are padding is always said by a key mask, never by this id."""
+    c = loaded.config
+    if c.pad_id is not None:
+        return c.pad_id
+    eos = loaded.target_tokenizer.eos_id
+    return 0 if eos is None else eos
 
 
 def clean_texts(text1: str | None, text2: str | None) -> tuple[list[str], list[str]]:

@@ -20,7 +20,7 @@ from ..batching import pad_rows
 from ..checkpoints import LoadedModel
 from ..generate import Generation, generate
 from .errors import AppError
-from .inputs import PAD_LABEL, Inputs, TextCodec, answer_length
+from .inputs import PAD_LABEL, Inputs, TextCodec, answer_length, pad_id_of, row_mask
 from .toggles import Toggles, custom_mask
 
 
@@ -74,19 +74,19 @@ def on_cpu(attentions: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
 
 def run_encoder(loaded: LoadedModel, inputs: Inputs, toggles: Toggles, head_mask: dict | None) -> Run:
     model, c = loaded.model, loaded.config
-    src = inputs.padded(c.pad_id, model.device)
+    src, real = inputs.padded(pad_id_of(loaded), model.device), inputs.key_mask(model.device)
     mask, notice = custom_mask(toggles, src.shape[1], model.device)
-    out = model(src, padding=toggles.padding, attn_mask=mask, head_mask=head_mask)
+    out = model(src, padding=toggles.padding, attn_mask=mask, head_mask=head_mask, key_mask=real)
     attentions = {"encoder": on_cpu(out.attentions.encoder)}
     labels = inputs.padded_labels()
     if out.logits is not None and c.num_classes:
         names = loaded.labels or [f"class {i}" for i in range(c.num_classes)]
         outputs = [ClassProbabilities(dict(zip(names, p.tolist()))) for p in out.logits.float().softmax(-1).cpu()]
     else:
-        from ..bert import cls_pool, mean_pool
+        from ..embeddings import cls_pool, mean_pool
 
         pool = cls_pool if loaded.task.get("pooling") == "cls" else mean_pool
-        pooled = pool(out.last_hidden_state.float(), src != c.pad_id).cpu()
+        pooled = pool(out.last_hidden_state.float(), real).cpu()
         outputs = [Embedding(v) for v in pooled]
     return Run(attentions, full_masks(out.masks, attentions), {"encoder": labels}, {"encoder": labels}, outputs,
                notices=[notice] if notice else [])
@@ -104,8 +104,9 @@ def generate_rows(loaded: LoadedModel, inputs: Inputs, toggles: Toggles, head_ma
     if c.arch == "encoder-decoder":
         if bos is None:
             raise AppError("this model's task names no start token (bos_id): it cannot generate")
-        src = inputs.padded(c.pad_id, model.device)
-        g = generate(model, src, bos_id=bos, attn_mask=custom_mask(toggles, src.shape[1], model.device)[0], **kwargs)
+        src = inputs.padded(pad_id_of(loaded), model.device)
+        g = generate(model, src, bos_id=bos, attn_mask=custom_mask(toggles, src.shape[1], model.device)[0],
+                     key_mask=inputs.key_mask(model.device), **kwargs)
         return [(g, b) for b in range(src.shape[0])]
     gens = []
     for row in inputs.rows:
@@ -133,20 +134,22 @@ def run_sequence_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, to
     teacher = teacher if teacher is not None else [o.ids for o in outputs]
     if c.arch == "encoder-decoder":
         bos = loaded.task.get("bos_id", loaded.target_tokenizer.bos_id)
-        src = inputs.padded(c.pad_id, model.device)
+        src = inputs.padded(pad_id_of(loaded), model.device)
         dec_rows = [[bos, *t] for t in teacher]
-        tgt = pad_rows(dec_rows, c.pad_id, model.device)
+        tgt = pad_rows(dec_rows, pad_id_of(loaded), model.device)
         mask, notice = custom_mask(toggles, src.shape[1], model.device)
-        out = model(src, tgt, padding=toggles.padding, causal=toggles.causal, attn_mask=mask, head_mask=head_mask)
+        out = model(src, tgt, padding=toggles.padding, causal=toggles.causal, attn_mask=mask, head_mask=head_mask,
+                    key_mask=inputs.key_mask(model.device))
         attentions = {k: on_cpu(getattr(out.attentions, k)) for k in ("encoder", "decoder", "cross")}
         src_labels, tgt_labels = inputs.padded_labels(), padded_labels(codec, dec_rows)
         queries = {"encoder": src_labels, "decoder": tgt_labels, "cross": tgt_labels}
         keys = {"encoder": src_labels, "decoder": tgt_labels, "cross": src_labels}
     else:
         seqs = [[*r, *t] for r, t in zip(inputs.rows, teacher)]
-        seq = pad_rows(seqs, c.pad_id, model.device)
+        seq = pad_rows(seqs, pad_id_of(loaded), model.device)
         mask, notice = custom_mask(toggles, seq.shape[1], model.device)
-        out = model(seq, padding=toggles.padding, causal=toggles.causal, attn_mask=mask, head_mask=head_mask)
+        out = model(seq, padding=toggles.padding, causal=toggles.causal, attn_mask=mask, head_mask=head_mask,
+                    key_mask=row_mask(seqs, model.device))
         attentions = {"decoder": on_cpu(out.attentions.decoder)}
         queries = keys = {"decoder": padded_labels(codec, seqs, inputs.labels)}
     return Run(attentions, full_masks(out.masks, attentions), queries, keys, outputs, gens, teacher,

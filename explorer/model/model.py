@@ -11,8 +11,11 @@ V vocabulary, C classes.
     arch "encoder-decoder":  src -> encoder -> memory; tgt + memory -> decoder -> logits (B, T, V)
 
 `head_mask` is a dict with optional keys "encoder", "decoder", "cross", each (L, H) or (B, L, H)
-with 1 = head on. `attn_mask` is an extra boolean mask (True = may attend) for encoder
-self-attention, or for the self-attention of a decoder-only model.
+with 1 = head on (H = query heads). `attn_mask` is an extra boolean mask (True = may attend) for
+encoder self-attention, or for the self-attention of a decoder-only model. `key_mask` (B, S), True
+= real token, marks the padding of `src` explicitly (models without a padding token, left padding);
+without it, padding is wherever src == config.pad_id. Token positions count from each row's first
+real token (`position_ids`), so a left-padded row computes what the unpadded one does.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from torch import Tensor, nn
 from .config import TransformerConfig
 from .masks import causal_mask, combine_masks
 from .outputs import AttentionMasks, Attentions, DecoderResult, EncoderResult, HiddenStates, TransformerOutput
-from .positional import Embeddings
+from .positional import Embeddings, position_ids
 from .stacks import Decoder, Encoder
 
 HEAD_MASK_KINDS = ("encoder", "decoder", "cross")
@@ -34,9 +37,9 @@ HEAD_MASK_KINDS = ("encoder", "decoder", "cross")
 class Generator(nn.Module):
     """Linear projection to the vocabulary + log-softmax (The Annotated Transformer's Generator)."""
 
-    def __init__(self, d_model: int, vocab_size: int):
+    def __init__(self, d_model: int, vocab_size: int, bias: bool = True):
         super().__init__()
-        self.proj = nn.Linear(d_model, vocab_size)
+        self.proj = nn.Linear(d_model, vocab_size, bias=bias)
 
     def forward(self, x: Tensor) -> Tensor:
         return self.proj(x).log_softmax(dim=-1)  # (B, T, V) log-probabilities
@@ -66,16 +69,22 @@ class Transformer(nn.Module):
         tgt_vocab = c.resolved_tgt_vocab_size if c.arch == "encoder-decoder" else c.vocab_size
         self.tgt_embed = self.make_embeddings(tgt_vocab) if has_decoder else None
         self.decoder = Decoder(c) if has_decoder else None
-        self.generator = Generator(c.d_model, tgt_vocab) if has_decoder else None
-        if self.generator is not None and c.tie_embeddings:
-            self.generator.proj.weight = self.tgt_embed.token.weight
+        self.generator = Generator(c.d_model, tgt_vocab, c.lm_head_bias) if has_decoder else None
+        self.tie_weights()
         self.classifier = ClassifierHead(c.d_model, c.classifier_hidden, c.num_classes) if c.num_classes else None
 
     def make_embeddings(self, vocab_size: int) -> Embeddings:
         c = self.config
         return Embeddings(vocab_size, c.d_model, max_len=c.max_len, positional=c.positional, pos_base=c.pos_base,
-                          scale=c.scale_embeddings, type_vocab_size=c.type_vocab_size, norm=c.embedding_norm,
-                          eps=c.layer_norm_eps, dropout=c.resolved_embedding_dropout, pad_id=c.pad_id)
+                          scale=c.scale_embeddings, type_vocab_size=c.type_vocab_size,
+                          norm=c.norm if c.embedding_norm else None, eps=c.layer_norm_eps,
+                          dropout=c.resolved_embedding_dropout)
+
+    def tie_weights(self) -> None:
+        """With tie_embeddings, the output projection is the target token embedding (one Parameter).
+        Called again after weights are assigned into a model built on the meta device."""
+        if self.generator is not None and self.config.tie_embeddings:
+            self.generator.proj.weight = self.tgt_embed.token.weight
 
     # ------------------------------------------------------------------ helpers
     @property
@@ -95,55 +104,67 @@ class Transformer(nn.Module):
         return {kind: torch.as_tensor(m, dtype=torch.float32, device=self.device)
                 for kind, m in head_mask.items() if m is not None}
 
-    def key_mask(self, ids: Tensor, padding: bool) -> Tensor | None:
-        """(B, T) True = real token, or None when padding masks are switched off."""
-        return ids != self.config.pad_id if padding else None
+    def key_mask(self, ids: Tensor, padding: bool, given: Tensor | None = None) -> Tensor | None:
+        """(B, T) True = real token: `given` if any, else ids != pad_id; None when padding masks are
+        switched off or the model has no padding token and none was marked."""
+        if not padding:
+            return None
+        if given is not None:
+            if given.dtype != torch.bool or tuple(given.shape) != tuple(ids.shape):
+                raise ValueError(f"key_mask must be a boolean tensor shaped like the ids {tuple(ids.shape)}, got "
+                                 f"{tuple(given.shape)} {given.dtype}")
+            return given.to(ids.device)
+        return None if self.config.pad_id is None else ids != self.config.pad_id
 
     # ------------------------------------------------------------------ the Annotated Transformer's API
     def encode(self, src: Tensor, *, padding: bool = True, attn_mask: Tensor | None = None,
                head_mask: Tensor | None = None, token_type_ids: Tensor | None = None,
-               need_weights: bool = True) -> EncoderResult:
+               need_weights: bool = True, key_mask: Tensor | None = None) -> EncoderResult:
         """src (B, S) -> memory (B, S, D) and the encoder's attention."""
         if self.encoder is None:
             raise ValueError("a decoder-only model has no encoder")
-        key_mask = self.key_mask(src, padding)
-        x = self.src_embed(src, token_type_ids)
+        key_mask = self.key_mask(src, padding, key_mask)
+        positions = position_ids(key_mask, src.shape[1], src.device)
+        x = self.src_embed(src, token_type_ids, positions)
         run = self.encoder.run(x, key_mask=key_mask, attn_mask=attn_mask, head_mask=head_mask,
-                               need_weights=need_weights)
+                               need_weights=need_weights, positions=positions)
         return EncoderResult(run.output, key_mask, run.attentions.self_attn, run.hidden_states, run.self_mask)
 
     def decode(self, tgt: Tensor, memory: Tensor | None = None, memory_key_mask: Tensor | None = None, *,
                padding: bool = True, causal: bool = True, attn_mask: Tensor | None = None,
                head_mask: Tensor | None = None, cross_head_mask: Tensor | None = None,
-               need_weights: bool = True) -> DecoderResult:
+               need_weights: bool = True, key_mask: Tensor | None = None) -> DecoderResult:
         """tgt (B, T) (+ memory (B, S, D)) -> decoder output (B, T, D) and its attention."""
         if self.decoder is None:
             raise ValueError("an encoder-only model has no decoder")
         T = tgt.shape[1]
         self_mask = combine_masks(causal_mask(T, tgt.device) if causal else None, attn_mask)
-        x = self.tgt_embed(tgt)
-        run = self.decoder.run(x, memory, key_mask=self.key_mask(tgt, padding), memory_key_mask=memory_key_mask,
+        key_mask = self.key_mask(tgt, padding, key_mask)
+        positions = position_ids(key_mask, T, tgt.device)
+        x = self.tgt_embed(tgt, positions=positions)
+        run = self.decoder.run(x, memory, key_mask=key_mask, memory_key_mask=memory_key_mask,
                                attn_mask=self_mask, head_mask=head_mask, cross_head_mask=cross_head_mask,
-                               need_weights=need_weights)
+                               need_weights=need_weights, positions=positions)
         return DecoderResult(run.output, run.attentions.self_attn, run.attentions.cross, run.hidden_states,
                              run.self_mask, run.memory_mask)
 
     # ------------------------------------------------------------------ forward
     def forward(self, src: Tensor, tgt: Tensor | None = None, *, padding: bool = True, causal: bool = True,
                 attn_mask: Tensor | None = None, head_mask: Mapping[str, Any] | None = None,
-                token_type_ids: Tensor | None = None, need_weights: bool = True) -> TransformerOutput:
+                token_type_ids: Tensor | None = None, need_weights: bool = True,
+                key_mask: Tensor | None = None) -> TransformerOutput:
         masks = self.head_masks(head_mask)
         arch = self.config.arch
         if arch == "decoder":
             if tgt is not None:
                 raise ValueError("a decoder-only model takes one sequence: pass it as src")
             dec = self.decode(src, padding=padding, causal=causal, attn_mask=attn_mask,
-                              head_mask=masks.get("decoder"), need_weights=need_weights)
+                              head_mask=masks.get("decoder"), need_weights=need_weights, key_mask=key_mask)
             return TransformerOutput(self.generator.proj(dec.output), Attentions((), dec.self_attentions, ()),
                                      HiddenStates((), dec.hidden_states), dec.output, None,
                                      AttentionMasks(decoder=dec.self_mask))
         enc = self.encode(src, padding=padding, attn_mask=attn_mask, head_mask=masks.get("encoder"),
-                          token_type_ids=token_type_ids, need_weights=need_weights)
+                          token_type_ids=token_type_ids, need_weights=need_weights, key_mask=key_mask)
         if arch == "encoder":
             logits = self.classifier(enc.memory) if self.classifier is not None else None
             return TransformerOutput(logits, Attentions(enc.attentions, (), ()), HiddenStates(enc.hidden_states, ()),

@@ -9,10 +9,11 @@ import plotly.graph_objects as go
 import torch
 
 from ... import viz
-from ...analysis import HeadImportance, Probe, head_importance
+from ...analysis import IGNORE, HeadImportance, Probe, head_importance
 from ...batching import pad_rows
 from ...checkpoints import LoadedModel
 from ..compare import compare
+from ..inputs import pad_id_of, row_mask
 from ..toggles import Toggles, custom_mask
 from . import KIND_TITLES
 
@@ -22,30 +23,30 @@ ANSWER = "log-probability of the model's own answer"
 def make_probe(loaded: LoadedModel, rows: list[list[int]], answers: list[list[int]], toggles: Toggles
                ) -> tuple[Probe, str]:
     """The probe (inputs and objective) for this model's task, and its description."""
-    c, device = loaded.config, loaded.model.device
+    c, device, pad = loaded.config, loaded.model.device, pad_id_of(loaded)
     common = dict(padding=toggles.padding, causal=toggles.causal)
     if c.arch == "encoder-decoder":
         bos = loaded.task.get("bos_id", loaded.target_tokenizer.bos_id)
-        full = pad_rows([[bos, *a] for a in answers], c.pad_id, device)
-        src = pad_rows(rows, c.pad_id, device)
-        return Probe(src, "logprob", tgt_in=full[:, :-1], tgt_out=full[:, 1:],
+        decoded = [[bos, *a] for a in answers]
+        full, target = pad_rows(decoded, pad, device), pad_rows(decoded, IGNORE, device)
+        src = pad_rows(rows, pad, device)
+        return Probe(src, "logprob", tgt_in=full[:, :-1], tgt_out=target[:, 1:], key_mask=row_mask(rows, device),
                      attn_mask=custom_mask(toggles, src.shape[1], device)[0], **common), ANSWER
     if c.arch == "decoder":
-        full = pad_rows([[*r, *a] for r, a in zip(rows, answers)], c.pad_id, device)
-        target = full[:, 1:].clone()
-        for i, r in enumerate(rows):
-            target[i, : len(r) - 1] = c.pad_id  # measure only the answer
-        return Probe(full[:, :-1], "logprob", tgt_out=target,
+        seqs = [[*r, *a] for r, a in zip(rows, answers)]
+        full = pad_rows(seqs, pad, device)
+        target = pad_rows([[IGNORE] * len(r) + list(a) for r, a in zip(rows, answers)], IGNORE, device)
+        return Probe(full[:, :-1], "logprob", tgt_out=target[:, 1:], key_mask=row_mask(seqs, device)[:, :-1],
                      attn_mask=custom_mask(toggles, full.shape[1] - 1, device)[0], **common), ANSWER
-    src = pad_rows(rows, c.pad_id, device)
+    src = pad_rows(rows, pad, device)
     if c.num_classes:
         objective, what = "class", "log-probability of the predicted class"
     elif len(rows) == 2:
         objective, what = "similarity", "cosine similarity of the two sentences"
     else:
         objective, what = "embedding", "the sentence embedding (projection on its baseline)"
-    return Probe(src, objective, padding=toggles.padding, attn_mask=custom_mask(toggles, src.shape[1], device)[0]
-                 ), what
+    return Probe(src, objective, padding=toggles.padding, key_mask=row_mask(rows, device),
+                 attn_mask=custom_mask(toggles, src.shape[1], device)[0]), what
 
 
 def summary(result: HeadImportance, kind: str, what: str) -> str:
