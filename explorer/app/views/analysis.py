@@ -13,6 +13,7 @@ from ...checkpoints import LoadedModel
 from ..compare import Comparison, compare
 from ..errors import escape_md
 from ..inputs import token_table
+from ..limits import MAX_TOKENS
 from ..toggles import Toggles
 from . import View
 from .attention import AttentionFigures, attention_figures, attention_kinds, overview_figure, rollout_figure
@@ -65,5 +66,5 @@ class Analysis:
 
 
 def analyze(loaded: LoadedModel, text1: str | None, text2: str | None, toggles: Toggles, view: View | None = None,
-            max_tokens: int = 128) -> Analysis:
+            max_tokens: int = MAX_TOKENS) -> Analysis:
     return Analysis(compare(loaded, text1, text2, toggles, max_tokens), view or View())
