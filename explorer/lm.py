@@ -103,12 +103,36 @@ def surprisal(logits: Tensor, ids: Tensor, key_mask: Tensor | None = None) -> Te
     The first token has no prediction, so entry t belongs to token t+1. Where token t+1 is padding
     (key_mask False) or nothing real precedes it, the entry is NaN: there is no such prediction.
     """
-    log_probs = logits[:, :-1].float().log_softmax(dim=-1)  # (B, T-1, V) predictions for tokens 1..T-1
-    picked = -log_probs.gather(-1, ids[:, 1:, None])[..., 0]  # (B, T-1)
+    return surprisal_from_log_probs(logits[:, :-1].float().log_softmax(dim=-1), ids, key_mask)
+
+
+def surprisal_from_log_probs(log_probs: Tensor, ids: Tensor, key_mask: Tensor | None = None) -> Tensor:
+    """`surprisal` from log-probabilities (B, T-1 or T, V) already computed."""
+    picked = -log_probs[:, : ids.shape[1] - 1].gather(-1, ids[:, 1:, None])[..., 0]  # (B, T-1)
     if key_mask is not None:
         real = key_mask[:, 1:] & (key_mask.long().cumsum(dim=-1)[:, :-1] > 0)  # target real, some real context
         picked = picked.masked_fill(~real, math.nan)
     return picked
+
+
+@dataclass
+class Predictions:
+    """What a causal LM predicts after every position of a batch."""
+
+    top_ids: Tensor  # (B, T, k) the k most probable next tokens after each position, most probable first
+    top_probs: Tensor  # (B, T, k) their probabilities
+    surprisal: Tensor  # (B, T-1) nats of each actual next token (see `surprisal`)
+    favourite_probs: Tensor | None  # (B, T) probability of given ids after each position (e.g. another run's top)
+
+
+def predictions(logits: Tensor, ids: Tensor, key_mask: Tensor | None = None, k: int = 10,
+                favourites: Tensor | None = None) -> Predictions:
+    """Top-k and surprisal at every position from one softmax of the logits (B, T, V); with `favourites` (B, T),
+    also the probability each position gives those ids (how a toggled run rates the baseline's favourites)."""
+    log_probs = logits.float().log_softmax(dim=-1)  # (B, T, V)
+    top = log_probs.topk(min(k, log_probs.shape[-1]), dim=-1)
+    favourite = None if favourites is None else log_probs.gather(-1, favourites[..., None])[..., 0].exp()
+    return Predictions(top.indices, top.values.exp(), surprisal_from_log_probs(log_probs, ids, key_mask), favourite)
 
 
 @dataclass

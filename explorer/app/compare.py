@@ -35,14 +35,15 @@ class Comparison:
         return list(dict.fromkeys(self.inputs.notices + self.baseline.notices + self.toggled.notices))
 
 
-def compare(loaded: LoadedModel, text1: str | None, text2: str | None, toggles: Toggles, max_tokens: int
-            ) -> Comparison:
-    """Encode the sentences, run the baseline and (if anything is toggled) the toggled model."""
+def compare(loaded: LoadedModel, text1: str | None, text2: str | None, toggles: Toggles, max_tokens: int,
+            new_tokens: int | None = None) -> Comparison:
+    """Encode the sentences, run the baseline and (if anything is toggled) the toggled model. `new_tokens`: how
+    many tokens a language model continues with (None: its task's default)."""
     codec = codec_for(loaded)
     inputs = encode_inputs(loaded, codec, text1, text2, max_tokens)
     hm = head_mask(loaded.config, toggles)
-    baseline = run_model(loaded, codec, inputs, Toggles(), None)
+    baseline = run_model(loaded, codec, inputs, Toggles(), None, new_tokens=new_tokens)
     if toggles.default_masks and hm is None:
         return Comparison(inputs, toggles, None, baseline, baseline, codec)
-    toggled = run_model(loaded, codec, inputs, toggles, hm, teacher=baseline.decoder_rows or None)
+    toggled = run_model(loaded, codec, inputs, toggles, hm, baseline=baseline, new_tokens=new_tokens)
     return Comparison(inputs, toggles, hm, baseline, toggled, codec)

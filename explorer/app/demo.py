@@ -14,7 +14,8 @@ import gradio as gr
 from .events import Events
 from .limits import DEFAULT_MODEL_MEMORY, MAX_TOKENS
 from .registry import ModelRegistry
-from .session import MINILM, AppContext, Session, default_source, device_choices, get_model
+from .catalog import model_choices
+from .session import AppContext, Session, default_source, device_choices, get_model
 from .ui import Start, launch_kwargs, layout
 from .views.model import model_info
 
@@ -33,8 +34,7 @@ def starting_point(ctx: AppContext, source: str, device: str) -> Start:
     except Exception as err:  # noqa: BLE001
         log.warning("could not load the starting model %s: %s", source, err)
         info = None
-    return Start(info, source, list(dict.fromkeys([*shipped, MINILM, source])), device_choices(), device,
-                 bool(ctx.allowed_dirs))
+    return Start(info, source, model_choices(shipped, source), device_choices(), device, bool(ctx.allowed_dirs))
 
 
 def build_demo(*, allowed_dirs: Sequence[str] = (), device: str = "auto", checkpoint: str | None = None,

@@ -22,6 +22,7 @@ from ..model import PRESETS
 from .assets import PLOT_CONFIG, REFLOW_JS
 from .build import BuildSpec
 from .errors import AppError, escape_md, user_message
+from .limits import DEFAULT_CONTINUATION, MAX_NEW_TOKENS
 from .labels import clicked_tile, head_label, head_labels, parse_heads
 from .session import AppContext, Session, build_session, get_model, load_session
 from .toggles import Toggles
@@ -58,6 +59,16 @@ def reporting(handler: Callable) -> Callable:
     return run
 
 
+def whole_number(value: Any, default: int) -> int:
+    """A page number field's value as an int (empty -> default); AppError for anything else."""
+    if value is None or value == "":
+        return default
+    try:
+        return int(value)
+    except (TypeError, ValueError) as err:
+        raise AppError(f"expected a whole number, got {str(value)[:20]!r}") from err
+
+
 def toggles_from(padding: Any, causal: Any, custom: Any, block_token: Any, window: Any,
                  heads_on: dict[str, Any] | None = None) -> Toggles:
     """Component values -> Toggles; `heads_on` maps kind -> checkbox labels that are on (None = all on)."""
@@ -78,12 +89,12 @@ class Events:
         self.status = i.status
         self.groups = [c.heads[k] for k, _, _ in HEAD_GROUPS]
         self.model_outputs = [self.status, page.session, m.model_md, page.headline, i.ex1, i.ex2, i.text1, i.text2,
-                              *self.groups, c.kind, c.layer, c.head]
+                              *self.groups, c.kind, c.layer, c.head, c.lm_controls, v.surprisal_plot]
         self.analysis_inputs = [page.session, i.text1, i.text2, c.padding, c.causal, c.custom, c.block_token,
-                                c.window, *self.groups, c.kind, c.layer, c.head, c.sentence]
+                                c.window, *self.groups, c.kind, c.layer, c.head, c.sentence, c.position, c.new_tokens]
         self.analysis_outputs = [self.status, v.tokens_df, v.output_md, v.output_df, v.mask_plot, v.head_plot,
                                  v.baseline_plot, v.diff_plot, v.overview_plot, v.large_plot, v.gen_self,
-                                 v.gen_cross, v.rollout_plot]
+                                 v.gen_cross, v.rollout_plot, v.surprisal_plot]
         self.pe_inputs = [page.session, v.pe_d, v.pe_len, v.pe_base]
         self.pe_outputs = [self.status, v.pe_heat, v.pe_curves, v.pe_sim, v.pe_model]
 
@@ -101,7 +112,9 @@ class Events:
                    i.text2: ex[1] if len(ex) > 1 else "",
                    c.kind: gr.update(choices=list(kinds), value="cross" if "cross" in kinds else next(iter(kinds))),
                    c.layer: gr.update(choices=list(range(n_layers)), value=0),
-                   c.head: gr.update(choices=list(range(n_heads)), value=0)}
+                   c.head: gr.update(choices=list(range(n_heads)), value=0),
+                   c.lm_controls: gr.update(visible=info.language_model),
+                   self.page.views.surprisal_plot: gr.update(visible=info.language_model)}
         for kind, _, _ in HEAD_GROUPS:
             labels = head_labels(*kinds[kind]) if kind in kinds else []
             updates[c.heads[kind]] = gr.update(choices=labels, value=labels, visible=bool(labels))
@@ -129,20 +142,23 @@ class Events:
     # ------------------------------------------------------------------ runs and views
     @reporting
     def analyze(self, session, sentence1, sentence2, padding_mask, causal_mask, custom_mask, blocked_position,
-                window, encoder_heads_on, decoder_heads_on, cross_heads_on, kind, layer, head, sentence):
+                window, encoder_heads_on, decoder_heads_on, cross_heads_on, kind, layer, head, sentence,
+                predict_after=-1, continue_tokens=DEFAULT_CONTINUATION):
         loaded = get_model(session, self.ctx)
         heads = {"encoder": encoder_heads_on, "decoder": decoder_heads_on, "cross": cross_heads_on}
         toggles = toggles_from(padding_mask, causal_mask, custom_mask, blocked_position, window,
                                {k: heads[k] or [] for k in loaded.config.attention_kinds()})
-        view = View(kind or "", int(layer or 0), int(head or 0), int(sentence or 1))
-        a = analyze(loaded, sentence1, sentence2, toggles, view, self.ctx.max_tokens)
+        view = View(kind or "", int(layer or 0), int(head or 0), int(sentence or 1), whole_number(predict_after, -1))
+        new_tokens = min(max(whole_number(continue_tokens, DEFAULT_CONTINUATION), 0), MAX_NEW_TOKENS)
+        a = analyze(loaded, sentence1, sentence2, toggles, view, self.ctx.max_tokens, new_tokens)
         v = self.page.views
         return {self.status: a.status, v.tokens_df: frame(*a.tokens), v.output_md: a.output_summary,
                 v.output_df: frame(a.output.headers, a.output.rows), v.mask_plot: plot(a.attention.mask),
                 v.head_plot: plot(a.attention.head), v.baseline_plot: plot(a.attention.baseline),
                 v.diff_plot: plot(a.attention.difference), v.overview_plot: plot(a.overview),
                 v.large_plot: plot(a.attention.head), v.gen_self: plot(a.generation[0]),
-                v.gen_cross: plot(a.generation[1]), v.rollout_plot: plot(a.rollout)}
+                v.gen_cross: plot(a.generation[1]), v.rollout_plot: plot(a.rollout),
+                v.surprisal_plot: plot(a.surprisal)}
 
     @reporting
     def positional(self, session, d_model, positions, base):
@@ -208,7 +224,7 @@ class Events:
             self.then_analyze(event).then(self.positional, self.pe_inputs, self.pe_outputs, **PRIVATE)
         for trigger in (i.text1.submit, i.text2.submit, c.padding.input, c.causal.input, c.custom.input,
                         c.block_token.submit, c.window.release, *(g.input for g in self.groups), c.kind.input,
-                        c.layer.input, c.head.input, c.sentence.input):
+                        c.layer.input, c.head.input, c.sentence.input, c.position.submit, c.new_tokens.release):
             trigger(self.analyze, self.analysis_inputs, self.analysis_outputs, trigger_mode="always_last", **PRIVATE)
         for box, text in ((i.ex1, i.text1), (i.ex2, i.text2)):
             self.then_analyze(box.input(lambda value, text=text: {text: value} if value else {}, [box], [text],

@@ -12,6 +12,7 @@ from .errors import AppError
 MAX_CHARS = 20_000  # characters of one input sentence (1,024 tokens of English are ~5,000)
 MAX_TOKENS = 1024  # tokens of one input by default (`--max-tokens`); the model's own context may be shorter
 MAX_NEW_TOKENS = 40  # generated tokens
+DEFAULT_CONTINUATION = 8  # tokens a language model continues a sentence with, unless the person asks for more
 MAX_LOAD_PARAMETERS = 600_000_000  # a model the page may load (Qwen2.5-0.5B: 494M; MiniLM: 22.7M)
 MAX_BUILD_PARAMETERS = 60_000_000  # a fresh model the page may build (the Annotated base model: ~44M)
 MAX_BUILD_LEN = 512  # position table of a built model

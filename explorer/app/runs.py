@@ -18,6 +18,7 @@ from torch import Tensor
 
 from ..batching import pad_rows
 from ..checkpoints import LoadedModel
+from .. import lm
 from ..generate import Generation, generate
 from .errors import AppError
 from .inputs import PAD_LABEL, Inputs, TextCodec, answer_length, pad_id_of, row_mask
@@ -42,7 +43,19 @@ class ClassProbabilities:
     probs: dict[str, float]  # class name -> probability
 
 
-Output = GeneratedText | Embedding | ClassProbabilities
+@dataclass(frozen=True)
+class NextTokens:
+    """A causal language model on one sentence: what it expects after each of its T tokens."""
+
+    top_ids: Tensor  # (T, k) the most probable next tokens after each position
+    top_probs: Tensor  # (T, k)
+    surprisal: Tensor  # (T - 1,) nats of each token but the first, given the ones before
+    favourite_probs: Tensor | None  # (T,) probability of the baseline's favourite after each position (toggled run)
+    continuation: GeneratedText  # greedy continuation of the whole sentence
+
+
+Output = GeneratedText | Embedding | ClassProbabilities | NextTokens
+TOP_K = 10  # next tokens listed per position
 
 
 @dataclass
@@ -92,14 +105,14 @@ def run_encoder(loaded: LoadedModel, inputs: Inputs, toggles: Toggles, head_mask
                notices=[notice] if notice else [])
 
 
-def generate_rows(loaded: LoadedModel, inputs: Inputs, toggles: Toggles, head_mask: dict | None
-                  ) -> list[tuple[Generation, int]]:
+def generate_rows(loaded: LoadedModel, inputs: Inputs, toggles: Toggles, head_mask: dict | None,
+                  new_tokens: int | None = None) -> list[tuple[Generation, int]]:
     """Greedy generation per sentence: one batch for an encoder-decoder, one call per decoder-only prompt
     (prompts of different lengths cannot share a batch without left padding)."""
     model, c, task = loaded.model, loaded.config, loaded.task
     bos = task.get("bos_id", loaded.target_tokenizer.bos_id)
     eos = task.get("eos_id", loaded.target_tokenizer.eos_id)
-    kwargs = dict(eos_id=eos, max_new_tokens=answer_length(loaded), padding=toggles.padding, causal=toggles.causal,
+    kwargs = dict(eos_id=eos, max_new_tokens=answer_length(loaded) if new_tokens is None else new_tokens, padding=toggles.padding, causal=toggles.causal,
                   head_mask=head_mask)
     if c.arch == "encoder-decoder":
         if bos is None:
@@ -123,6 +136,31 @@ def answer(loaded: LoadedModel, codec: TextCodec, gen: Generation, b: int) -> Ge
     eos = loaded.task.get("eos_id", loaded.target_tokenizer.eos_id)
     n = ids.index(eos) + 1 if eos is not None and eos in ids else len(ids)
     return GeneratedText(codec.decode(ids[:n]), ids[:n], codec.labels(ids[:n]), probs[:n])
+
+
+def run_language_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, toggles: Toggles,
+                       head_mask: dict | None, baseline: Run | None, new_tokens: int) -> Run:
+    """A causal LM reads the sentences as typed: attention over them, the next-token predictions at every position
+    (with the baseline's favourites rated, for a toggled run), and a greedy continuation of each sentence."""
+    model = loaded.model
+    src, real = inputs.padded(pad_id_of(loaded), model.device), inputs.key_mask(model.device)
+    mask, notice = custom_mask(toggles, src.shape[1], model.device)
+    out = model(src, padding=toggles.padding, causal=toggles.causal, attn_mask=mask, head_mask=head_mask, key_mask=real)
+    favourites = None
+    if baseline is not None:
+        favourites = torch.stack([o.top_ids[:, 0] for o in baseline.outputs]).to(model.device)  # (B, T)
+    pred = lm.predictions(out.logits, src, real, TOP_K, favourites)
+    gens = generate_rows(loaded, inputs, toggles, head_mask, new_tokens)
+    outputs = []
+    for b, (row, (gen, gb)) in enumerate(zip(inputs.rows, gens)):
+        n = len(row)
+        outputs.append(NextTokens(pred.top_ids[b, :n].cpu(), pred.top_probs[b, :n].cpu(), pred.surprisal[b, : n - 1].cpu(),
+                                  None if favourites is None else pred.favourite_probs[b, :n].cpu(),
+                                  answer(loaded, codec, gen, gb)))
+    attentions = {"decoder": on_cpu(out.attentions.decoder)}
+    labels = inputs.padded_labels()
+    return Run(attentions, full_masks(out.masks, attentions), {"decoder": labels}, {"decoder": labels}, outputs, gens,
+               notices=[notice] if notice else [])
 
 
 def run_sequence_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, toggles: Toggles,
@@ -168,10 +206,20 @@ def padded_labels(codec: TextCodec, rows: list[list[int]], prompt_labels: list[l
     return out
 
 
+def is_language_model(loaded: LoadedModel) -> bool:
+    return loaded.task.get("name") == "causal-lm"
+
+
 @torch.inference_mode()
 def run_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, toggles: Toggles, head_mask: dict | None,
-              teacher: list[list[int]] | None = None) -> Run:
-    """One full run under `toggles` (see the module docstring)."""
+              baseline: Run | None = None, new_tokens: int | None = None) -> Run:
+    """One full run under `toggles` (see the module docstring). A toggled run gets the `baseline` run, so it reads
+    the same answer (sequence models) or rates the same favourites (language models). `new_tokens`: how many
+    tokens a language model continues each sentence with (default: the task's own limit)."""
     if loaded.arch == "encoder":
         return run_encoder(loaded, inputs, toggles, head_mask)
+    if is_language_model(loaded):
+        return run_language_model(loaded, codec, inputs, toggles, head_mask, baseline,
+                                  answer_length(loaded) if new_tokens is None else new_tokens)
+    teacher = baseline.decoder_rows if baseline is not None else None
     return run_sequence_model(loaded, codec, inputs, toggles, head_mask, teacher)

@@ -15,7 +15,7 @@ import gradio as gr
 from ..model import PRESETS
 from .assets import CSS, TILE_CLICK_JS
 from .labels import head_labels
-from .limits import MAX_BUILD_PARAMETERS, POSITIONAL_D_MODEL, POSITIONAL_LENGTH
+from .limits import DEFAULT_CONTINUATION, MAX_BUILD_PARAMETERS, MAX_NEW_TOKENS, POSITIONAL_D_MODEL, POSITIONAL_LENGTH
 from .texts import API_TEXT, INTRO, TAB_TEXT
 from .toggles import CUSTOM_MASKS
 from .views.model import ModelInfo
@@ -30,7 +30,7 @@ class Start:
 
     info: ModelInfo | None
     source: str
-    sources: list[str]
+    sources: list[tuple[str, str]]  # (label, name) for the model dropdown
     devices: list[str]
     device: str
     can_load_folders: bool
@@ -51,7 +51,8 @@ def model_sidebar(start: Start) -> SimpleNamespace:
         with gr.Tabs():
             with gr.Tab("Load"):
                 source = gr.Dropdown(start.sources, value=start.source, label="Shipped checkpoint or known model",
-                                     allow_custom_value=True)
+                                     info="Hub models load from the Hugging Face cache, or download once online",
+                                     allow_custom_value=True, elem_id="source")
                 custom_source = gr.Textbox(label="…or a Hugging Face Hub id" + (" / local folder" if
                                            start.can_load_folders else ""), placeholder="owner/name", max_lines=1)
                 device_in = gr.Dropdown(start.devices, value=start.device, label="Device")
@@ -114,6 +115,13 @@ def controls(start: Start) -> SimpleNamespace:
             head = gr.Dropdown(list(range(first[1])), value=0, label="Head", elem_id="head", allow_custom_value=True,
                                min_width=70)
             sentence = gr.Dropdown([1, 2], value=1, label="Sentence", min_width=70, elem_id="sentence")
+        language = start.info is not None and start.info.language_model
+        with gr.Accordion("Language model", open=True, visible=language, elem_id="lm-controls") as lm_controls:
+            with gr.Row():
+                position = gr.Number(-1, label="Predict after position", info="−1 = the last token", precision=0,
+                                     min_width=80, elem_id="position")
+                new_tokens = gr.Slider(0, MAX_NEW_TOKENS, value=DEFAULT_CONTINUATION, step=1, min_width=80,
+                                       label="Continue (tokens)", elem_id="new-tokens")
         with gr.Accordion("Masks", open=True):
             padding = gr.Checkbox(True, label="Padding mask (ignore the shorter sentence's [PAD])",
                                   elem_id="padding")
@@ -131,14 +139,14 @@ def controls(start: Start) -> SimpleNamespace:
                 labels = head_labels(*kinds[k]) if k in kinds else []
                 groups[k] = gr.CheckboxGroup(labels, value=labels, label=label, visible=bool(labels) or not kinds,
                                              elem_id=eid, elem_classes="heads")
-    return named(locals(), heads=groups)
+    return named(locals(), heads=groups, lm_controls=lm_controls)
 
 
 def tab_text(name: str) -> None:
     gr.Markdown(TAB_TEXT[name], elem_classes="tab-text")
 
 
-def view_tabs() -> SimpleNamespace:
+def view_tabs(language: bool) -> SimpleNamespace:
     with gr.Column(scale=4):
         with gr.Tabs(elem_id="views"):
             with gr.Tab("Attention & output", id="attention"):
@@ -146,6 +154,8 @@ def view_tabs() -> SimpleNamespace:
                 with gr.Row():
                     head_plot = plot("head-plot", "Attention with the toggles")
                     mask_plot = plot("mask-plot", "Mask")
+                surprisal_plot = gr.Plot(label="Surprisal of each token", show_label=False, elem_id="surprisal-plot",
+                                         visible=language)
                 output_md = gr.Markdown(elem_id="output-summary")
                 output_df = gr.Dataframe(label="Output: baseline vs toggled", interactive=False, wrap=True,
                                          elem_id="output-table")
@@ -218,7 +228,7 @@ def layout(start: Start, session_value: Any) -> Page:
         inputs = input_rows(start)
         with gr.Row(equal_height=False):
             ctl = controls(start)
-            views = view_tabs()
+            views = view_tabs(start.info is not None and start.info.language_model)
     return Page(demo, session, headline, model, inputs, ctl, views)
 
 

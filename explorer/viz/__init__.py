@@ -15,6 +15,7 @@ from explorer.viz.overview import OverviewGrid, attention_overview, overview_gri
 from explorer.viz.positional import position_similarity, positional_curves, positional_heatmap, sinusoidal_table
 from explorer.viz.serialize import figure_json
 from explorer.viz.summary import attention_rollout, head_importance_chart, rollout_heatmap, spearman
+from explorer.viz.tokens import surprisal_chart
 
 __all__ = [
     "OverviewGrid",
@@ -37,5 +38,6 @@ __all__ = [
     "rollout_heatmap",
     "sinusoidal_table",
     "spearman",
+    "surprisal_chart",
     "unique_labels",
 ]

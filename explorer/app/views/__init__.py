@@ -15,19 +15,26 @@ KIND_SHORT = {"encoder": "encoder self-attn.", "decoder": "decoder self-attn.", 
 
 @dataclass(frozen=True)
 class View:
-    """Which attention the figures show: kind ("" = the model's first), layer, head, sentence (1 or 2)."""
+    """Which attention the figures show: kind ("" = the model's first), layer, head, sentence (1 or 2); and, for a
+    language model, after which position the next-token list is read (negative: from the end; -1 = last token)."""
 
     kind: str = ""
     layer: int = 0
     head: int = 0
     sentence: int = 1
+    position: int = -1
 
     def fitted(self, kinds: dict[str, tuple[int, int]], n_sentences: int) -> "View":
         """This view with every field clamped to what exists (kind -> (layers, heads))."""
         kind = self.kind if self.kind in kinds else next(iter(kinds))
         n_layers, n_heads = kinds[kind]
         return View(kind, min(max(int(self.layer), 0), n_layers - 1), min(max(int(self.head), 0), n_heads - 1),
-                    min(max(int(self.sentence), 1), n_sentences))
+                    min(max(int(self.sentence), 1), n_sentences), int(self.position))
+
+    def position_in(self, length: int) -> int:
+        """The next-token position for a sentence of `length` tokens, clamped into it."""
+        p = self.position + length if self.position < 0 else self.position
+        return min(max(p, 0), length - 1)
 
     @property
     def row(self) -> int:

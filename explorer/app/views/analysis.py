@@ -18,7 +18,7 @@ from ..toggles import Toggles
 from . import View
 from .attention import AttentionFigures, attention_figures, attention_kinds, overview_figure, rollout_figure
 from .generation import generation_figures
-from .output import OutputTable, output_table
+from .output import OutputTable, output_table, surprisal_figure
 
 NO_TOGGLE = "No toggle is active: switch a head off or change a mask to compare."
 
@@ -40,7 +40,11 @@ class Analysis:
 
     @cached_property
     def output(self) -> OutputTable:
-        return output_table(self.cmp)
+        return output_table(self.cmp, self.view)
+
+    @cached_property
+    def surprisal(self) -> go.Figure:
+        return surprisal_figure(self.cmp, self.view)
 
     @cached_property
     def attention(self) -> AttentionFigures:
@@ -66,5 +70,5 @@ class Analysis:
 
 
 def analyze(loaded: LoadedModel, text1: str | None, text2: str | None, toggles: Toggles, view: View | None = None,
-            max_tokens: int = MAX_TOKENS) -> Analysis:
-    return Analysis(compare(loaded, text1, text2, toggles, max_tokens), view or View())
+            max_tokens: int = MAX_TOKENS, new_tokens: int | None = None) -> Analysis:
+    return Analysis(compare(loaded, text1, text2, toggles, max_tokens, new_tokens), view or View())

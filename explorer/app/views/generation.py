@@ -12,7 +12,13 @@ import plotly.graph_objects as go
 
 from ... import viz
 from ..compare import Comparison
+from ..runs import GeneratedText, NextTokens, Output
 from . import View
+
+
+def generated(output: Output) -> GeneratedText:
+    """What a run generated for one sentence: its answer, or a language model's continuation."""
+    return output.continuation if isinstance(output, NextTokens) else output
 
 NOT_GENERATING = "This model does not generate text (encoder only): see the attention tab."
 NO_CROSS = "A decoder-only model has no cross-attention: its prompt is part of the self-attention on the left."
@@ -27,7 +33,7 @@ def generation_figures(cmp: Comparison, view: View) -> tuple[go.Figure, go.Figur
     if not gen.steps:
         return viz.message_figure("Nothing was generated."), viz.message_figure("Nothing was generated.")
     layer, head = view.layer, view.head
-    out = run.outputs[b]
+    out = generated(run.outputs[b])
     n = len(out.ids)
     queries = [f"→ {label}" for label in out.labels] or ["→"]
     self_rows = gen.attention_matrix("decoder", layer, gb)[head, :n].float().cpu()  # (N, K)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from ...checkpoints import LoadedModel
 from ..errors import escape_md
+from ..runs import is_language_model
 
 MAX_EXAMPLES = 12
 
@@ -17,6 +18,7 @@ class ModelInfo:
     headline: str  # one line for the top of the page, escaped
     examples: list[str]
     kinds: dict[str, tuple[int, int]]  # attention kind -> (layers, heads), in the model's order
+    language_model: bool  # a causal LM: next-token and surprisal views
 
 
 def architecture(loaded: LoadedModel) -> str:
@@ -48,4 +50,5 @@ def headline(loaded: LoadedModel) -> str:
 
 def model_info(loaded: LoadedModel) -> ModelInfo:
     examples = [str(e) for e in loaded.task.get("examples", [])][:MAX_EXAMPLES]
-    return ModelInfo(describe(loaded), headline(loaded), examples, loaded.config.attention_kinds())
+    return ModelInfo(describe(loaded), headline(loaded), examples, loaded.config.attention_kinds(),
+                     is_language_model(loaded))

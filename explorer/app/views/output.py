@@ -1,7 +1,8 @@
 """The output table: what the model produced with and without the toggles, side by side, per sentence.
 
-Generated text (date models and other sequence models) with each token's probability; class
-probabilities (classifiers); for encoders without a head, how similar the sentence embeddings are.
+Generated text (date models and other sequence models) with each token's probability; a language model's
+next-token top 10 after the chosen position and its greedy continuation; class probabilities (classifiers);
+for encoders without a head, how similar the sentence embeddings are.
 """
 
 from __future__ import annotations
@@ -10,9 +11,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import plotly.graph_objects as go
+
+from ... import viz
 
 from ..compare import Comparison
-from ..runs import ClassProbabilities, Embedding, GeneratedText
+from ..errors import escape_md
+from ..inputs import TextCodec
+from ..runs import ClassProbabilities, Embedding, GeneratedText, NextTokens
+from . import View
 
 
 @dataclass
@@ -68,9 +75,49 @@ def embedding_table(pairs: list[tuple[Embedding, Embedding]]) -> OutputTable:
     return OutputTable(["comparison", "baseline", "toggled"], rows, summary, changed)
 
 
+def next_token_table(pairs: list[tuple[NextTokens, NextTokens]], codec: TextCodec, labels: list[list[str]],
+                     view: View) -> OutputTable:
+    """Top 10 after the chosen position, baseline vs toggled; the summary says how the baseline's favourite fared
+    and how each sentence continues."""
+    rows, lines, changed = [], [], False
+    for s, ((base, tog), words) in enumerate(zip(pairs, labels), start=1):
+        p = view.position_in(len(words))
+        base_labels, tog_labels = codec.labels(base.top_ids[p].tolist()), codec.labels(tog.top_ids[p].tolist())
+        for rank, (bl, bp, tl, tp) in enumerate(zip(base_labels, base.top_probs[p].tolist(), tog_labels,
+                                                    tog.top_probs[p].tolist()), start=1):
+            rows.append([s, rank, bl, round(bp, 4), tl, round(tp, 4)])
+        favourite, before = base_labels[0], float(base.top_probs[p, 0])
+        after = before if tog.favourite_probs is None else float(tog.favourite_probs[p])
+        lines.append(f"Sentence {s}, after “{escape_md(words[p])}” (position {p}): the model expects "
+                     f"**{escape_md(favourite)}** (p = {before:.3f})" + (
+                         "." if tog.favourite_probs is None else
+                         f"; with the toggles p = {after:.3f} ({after - before:+.3f}), and the top token is "
+                         f"**{escape_md(tog_labels[0])}**."))
+        lines.append(f"Continuation: “{escape_md(base.continuation.text)}”" + (
+            "" if tog is base else f" → with the toggles: “{escape_md(tog.continuation.text)}”"))
+        changed |= base.top_ids[p, 0] != tog.top_ids[p, 0] or base.continuation.ids != tog.continuation.ids
+    lines.append("**The toggles changed the prediction.**" if changed else
+                 "The top prediction and the continuation are the same with and without the toggles.")
+    return OutputTable(["#", "rank", "next token (baseline)", "p", "next token (toggled)", "p"], rows,
+                       "\n\n".join(lines), bool(changed))
+
+
 TABLES = {GeneratedText: generated_table, ClassProbabilities: class_table, Embedding: embedding_table}
 
 
-def output_table(cmp: Comparison) -> OutputTable:
+def output_table(cmp: Comparison, view: View) -> OutputTable:
     pairs = list(zip(cmp.baseline.outputs, cmp.toggled.outputs))
+    if isinstance(pairs[0][0], NextTokens):
+        return next_token_table(pairs, cmp.codec, cmp.inputs.labels, view)
     return TABLES[type(pairs[0][0])](pairs)
+
+
+def surprisal_figure(cmp: Comparison, view: View) -> go.Figure:
+    """A language model's surprisal at each token of the chosen sentence, with and without the toggles."""
+    base = cmp.baseline.outputs[view.row]
+    if not isinstance(base, NextTokens):
+        return viz.message_figure("Surprisal is shown for language models.")
+    tog = cmp.toggled.outputs[view.row]
+    words = cmp.inputs.labels[view.row][1:]  # each value belongs to the token it predicts
+    return viz.surprisal_chart(words, base.surprisal, None if cmp.no_toggle else tog.surprisal,
+                               title=f"Surprisal of each token, sentence {view.sentence}")
