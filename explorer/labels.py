@@ -15,7 +15,7 @@ How a token string spells its text depends on the tokenizer ("scheme", read from
                   show the user's own characters (cased, accented: a lowercased "deja" shows "Déjà"),
                   keeping WordPiece's "##" so word boundaries stay visible.
 
-Whitespace is always made visible (␣ space, ↵ newline, ⇥ tab, ␍ carriage return). Special tokens
+Whitespace is always made visible (␣ space, ↵ newline, ⇥ tab), other control characters as <0x0D>. Special tokens
 keep their token string ([CLS], <|endoftext|>). A byte-level token holding part of a multi-byte
 character (emoji split in two) has no text of its own: inside encoded text it shows the whole
 character its span covers; as a bare id it shows its whole characters and the stray bytes: <0xF0><0x9F>,
@@ -37,8 +37,9 @@ if TYPE_CHECKING:
 
 Scheme = Literal["byte-level", "metaspace", "text"]
 # Whitespace made visible in plot labels (a plain space is an invisible tick label).
-_VISIBLE_WS = {" ": "␣", "\n": "↵", "\t": "⇥", "\r": "␍"}
-_BYTE_MARKERS = {"Ġ": "␣", "Ċ": "↵", "ĉ": "⇥", "č": "␍", "▁": "␣"}  # byte-level / metaspace spellings
+# Marks common fonts have (DejaVu draws U+2423 and the arrows, but not the other Control Pictures).
+_VISIBLE_WS = {" ": "␣", "\n": "↵", "\t": "⇥"}
+_BYTE_MARKERS = {"Ġ": "␣", "Ċ": "↵", "ĉ": "⇥", "č": "<0x0D>", "▁": "␣"}  # byte-level / metaspace spellings
 _BYTE_TOKEN = re.compile(r"^<0x([0-9A-Fa-f]{2})>$")  # SentencePiece byte fallback: <0x0A> is byte 10
 
 
@@ -77,7 +78,19 @@ def label_scheme(tk: tokenizers.Tokenizer) -> Scheme:
 
 
 def visible(text: str) -> str:
-    return "".join(_VISIBLE_WS.get(c, c) for c in text)
+    """Space, newline and tab as ␣ ↵ ⇥; every other control character (C0, DEL, C1) as its code, <0x0D>, so no
+    label is blank, invisible or a box the font cannot draw."""
+    return "".join(_VISIBLE_WS.get(c) or _control_code(c) for c in text)
+
+
+def printable(text: str) -> str:
+    """Running text for one line of the page: spaces kept, newline and tab as ↵ ⇥, other controls as <0x0D>."""
+    return "".join(c if c == " " else _VISIBLE_WS.get(c) or _control_code(c) for c in text)
+
+
+def _control_code(c: str) -> str:
+    code = ord(c)
+    return f"<0x{code:02X}>" if code < 0x20 or 0x7F <= code <= 0x9F else c
 
 
 def token_bytes(token: str, scheme: Scheme) -> bytes | None:

@@ -73,3 +73,16 @@ def test_with_bos_does_not_add_a_second_one(llama_style):
     assert again is llama_style and again.encode("a").ids.count(llama_style.bos_id) == 1
     with pytest.raises(ValueError, match="not in the vocabulary"):
         llama_style.with_bos("<bos>")
+
+
+def test_control_characters_are_never_blank_labels():
+    from explorer.labels import visible
+
+    assert visible("a\x0bb\x0c\x1f\x7f\x85\r \n\t") == "a<0x0B>b<0x0C><0x1F><0x7F><0x85><0x0D>␣↵⇥"
+    assert all(visible(chr(c)).strip() and visible(chr(c)).isprintable() for c in range(0x00, 0xA0))
+
+
+def test_running_text_keeps_spaces():
+    from explorer.labels import printable
+
+    assert printable("a b\nc\td\x01") == "a b↵c⇥d<0x01>"

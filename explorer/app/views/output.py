@@ -14,6 +14,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ... import viz
+from ...labels import printable
 
 from ..compare import Comparison
 from ..errors import escape_md
@@ -35,7 +36,7 @@ def generated_table(pairs: list[tuple[GeneratedText, GeneratedText]]) -> OutputT
     for s, (base, tog) in enumerate(pairs, start=1):
         for name, out in (("baseline", base), ("toggled", tog)):
             per_token = " ".join(f"{label} ({p:.2f})" for label, p in zip(out.labels, out.probs))
-            rows.append([s, name, out.text, per_token, round(float(np.mean(out.probs)) if out.probs else 0.0, 4)])
+            rows.append([s, name, printable(out.text), per_token, round(float(np.mean(out.probs)) if out.probs else 0.0, 4)])
         changed |= base.ids != tog.ids
     summary = ("**The toggles changed the generated output.**" if changed else
                "The generated output is the same with and without the toggles "
@@ -93,8 +94,8 @@ def next_token_table(pairs: list[tuple[NextTokens, NextTokens]], codec: TextCode
                          "." if tog.favourite_probs is None else
                          f"; with the toggles p = {after:.3f} ({after - before:+.3f}), and the top token is "
                          f"**{escape_md(tog_labels[0])}**."))
-        lines.append(f"Continuation: “{escape_md(base.continuation.text)}”" + (
-            "" if tog is base else f" → with the toggles: “{escape_md(tog.continuation.text)}”"))
+        lines.append(f"Continuation: “{escape_md(printable(base.continuation.text))}”" + (
+            "" if tog is base else f" → with the toggles: “{escape_md(printable(tog.continuation.text))}”"))
         changed |= base.top_ids[p, 0] != tog.top_ids[p, 0] or base.continuation.ids != tog.continuation.ids
     lines.append("**The toggles changed the prediction.**" if changed else
                  "The top prediction and the continuation are the same with and without the toggles.")
