@@ -39,7 +39,8 @@ Scheme = Literal["byte-level", "metaspace", "text"]
 # Whitespace made visible in plot labels (a plain space is an invisible tick label).
 # Marks common fonts have (DejaVu draws U+2423 and the arrows, but not the other Control Pictures).
 _VISIBLE_WS = {" ": "␣", "\n": "↵", "\t": "⇥"}
-_BYTE_MARKERS = {"Ġ": "␣", "Ċ": "↵", "ĉ": "⇥", "č": "<0x0D>", "▁": "␣"}  # byte-level / metaspace spellings
+# byte-level / metaspace spellings
+_BYTE_MARKERS = {"Ġ": "␣", "Ċ": "↵", "ĉ": "⇥", "č": "<0x0D>", "▁": "␣"}
 _BYTE_TOKEN = re.compile(r"^<0x([0-9A-Fa-f]{2})>$")  # SentencePiece byte fallback: <0x0A> is byte 10
 
 

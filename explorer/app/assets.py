@@ -45,7 +45,8 @@ CSS = """
 .examples {margin-top: 2px}
 #status {min-height: 1.2em}
 #controls .block {padding: 6px !important}
-.heads .wrap {display: grid !important; grid-template-columns: repeat(auto-fill, minmax(60px, 1fr)); gap: 2px !important}
+.heads .wrap {display: grid !important; grid-template-columns: repeat(auto-fill, minmax(60px, 1fr));
+             gap: 2px !important}
 .heads label {padding: 2px 4px !important; gap: 4px !important; font-size: 11px !important; min-height: 0 !important;
               margin: 0 !important; white-space: nowrap; overflow: visible}
 .heads label input {width: 12px !important; height: 12px !important; margin: 0 !important; flex: none}

@@ -11,10 +11,10 @@ from collections.abc import Sequence
 
 import gradio as gr
 
+from .catalog import model_choices
 from .events import Events
 from .limits import DEFAULT_MODEL_MEMORY, MAX_TOKENS
 from .registry import ModelRegistry
-from .catalog import model_choices
 from .session import AppContext, Session, default_source, device_choices, get_model
 from .ui import Start, launch_kwargs, layout
 from .views.model import model_info

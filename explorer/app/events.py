@@ -22,8 +22,8 @@ from ..model import PRESETS
 from .assets import PLOT_CONFIG, REFLOW_JS
 from .build import BuildSpec
 from .errors import AppError, escape_md, user_message
-from .limits import DEFAULT_CONTINUATION, MAX_NEW_TOKENS
 from .labels import clicked_tile, head_label, head_labels, parse_heads
+from .limits import DEFAULT_CONTINUATION, MAX_NEW_TOKENS
 from .session import AppContext, Session, build_session, get_model, load_session
 from .toggles import Toggles
 from .ui import HEAD_GROUPS, Page, example_choices

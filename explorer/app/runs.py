@@ -16,9 +16,9 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from .. import lm
 from ..batching import pad_rows
 from ..checkpoints import LoadedModel
-from .. import lm
 from ..generate import Generation, generate
 from .errors import AppError
 from .inputs import PAD_LABEL, Inputs, TextCodec, answer_length, pad_id_of, row_mask
@@ -112,7 +112,8 @@ def generate_rows(loaded: LoadedModel, inputs: Inputs, toggles: Toggles, head_ma
     model, c, task = loaded.model, loaded.config, loaded.task
     bos = task.get("bos_id", loaded.target_tokenizer.bos_id)
     eos = task.get("eos_id", loaded.target_tokenizer.eos_id)
-    kwargs = dict(eos_id=eos, max_new_tokens=answer_length(loaded) if new_tokens is None else new_tokens, padding=toggles.padding, causal=toggles.causal,
+    kwargs = dict(eos_id=eos, max_new_tokens=answer_length(loaded) if new_tokens is None else new_tokens,
+                  padding=toggles.padding, causal=toggles.causal,
                   head_mask=head_mask)
     if c.arch == "encoder-decoder":
         if bos is None:
@@ -154,7 +155,8 @@ def run_language_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, to
     outputs = []
     for b, (row, (gen, gb)) in enumerate(zip(inputs.rows, gens)):
         n = len(row)
-        outputs.append(NextTokens(pred.top_ids[b, :n].cpu(), pred.top_probs[b, :n].cpu(), pred.surprisal[b, : n - 1].cpu(),
+        outputs.append(NextTokens(pred.top_ids[b, :n].cpu(), pred.top_probs[b, :n].cpu(),
+                                  pred.surprisal[b, : n - 1].cpu(),
                                   None if favourites is None else pred.favourite_probs[b, :n].cpu(),
                                   answer(loaded, codec, gen, gb)))
     attentions = {"decoder": on_cpu(out.attentions.decoder)}

@@ -81,7 +81,8 @@ def model_sidebar(start: Start) -> SimpleNamespace:
 
 def example_choices(examples: list[str], which: str) -> list[tuple[str, str]]:
     """Dropdown choices whose first entry says what the list is (so it never looks empty)."""
-    return [(f"{len(examples)} examples for {which} …" if examples else "no examples", ""), *((e, e) for e in examples)]
+    first = f"{len(examples)} examples for {which} …" if examples else "no examples"
+    return [(first, ""), *((e, e) for e in examples)]
 
 
 def input_rows(start: Start) -> SimpleNamespace:

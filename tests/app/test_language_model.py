@@ -18,7 +18,6 @@ from explorer.app.runs import NextTokens
 from explorer.app.session import AppContext, load_session
 from explorer.app.views import View
 from explorer.app.views.analysis import analyze
-
 from tests.importers.harness import VOCAB, byte_level_tokenizer, make_case
 
 TEXT = "The cat sat on the mat"

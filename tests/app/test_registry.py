@@ -54,7 +54,8 @@ def test_eviction_by_bytes():
 def test_a_model_over_the_whole_budget_is_refused_and_nothing_is_evicted():
     reg = ModelRegistry(budget_bytes=100, size_of=lambda v: v.size)
     reg.get("kept", lambda: sized(60))
-    with pytest.raises(AppError, match=r"more than the app's whole model memory budget of 100 bytes \(--model-memory\)"):
+    budget = r"more than the app's whole model memory budget of 100 bytes \(--model-memory\)"
+    with pytest.raises(AppError, match=budget):
         reg.get("huge", lambda: sized(101))
     assert reg.keys() == ["kept"] and "huge" not in reg
 

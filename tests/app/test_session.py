@@ -32,7 +32,8 @@ def test_invalid_config_message(app, ctx):
     with pytest.raises(AppError, match="d_model=30.*not divisible by n_heads=4"):
         build_session(BuildSpec(**{**app.SMALL, "arch": "encoder", "d_model": 30}), "cpu", ctx)
     with pytest.raises(AppError, match="parameters"):
-        build_session(BuildSpec(**{**app.SMALL, "n_layers": 24, "d_model": 1024, "d_ff": 4096, "n_heads": 8}), "cpu", ctx)
+        huge = BuildSpec(**{**app.SMALL, "n_layers": 24, "d_model": 1024, "d_ff": 4096, "n_heads": 8})
+        build_session(huge, "cpu", ctx)
     with pytest.raises(AppError, match="not available"):
         build_session(BuildSpec(**{**app.SMALL, "arch": "encoder"}), "cuda:7", ctx)
     with pytest.raises(AppError, match="Fill in d_model"):

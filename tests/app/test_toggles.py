@@ -16,7 +16,8 @@ CONFIG = TransformerConfig(arch="encoder-decoder", vocab_size=20, d_model=16, n_
 
 def test_all_heads_on_is_no_mask():
     assert head_mask(CONFIG, Toggles()) is None
-    everything = {k: frozenset((layer, h) for layer in range(2) for h in range(4)) for k in ("encoder", "decoder", "cross")}
+    every_head = frozenset((layer, h) for layer in range(2) for h in range(4))
+    everything = {k: every_head for k in ("encoder", "decoder", "cross")}
     assert head_mask(CONFIG, Toggles(heads_on=everything)) is None
 
 

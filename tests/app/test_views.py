@@ -78,7 +78,8 @@ def test_masks_change_heatmaps(app):
     assert np.nan_to_num(z(a.attention.head))[:, n2:].sum() == 0  # padded keys get no weight with the padding mask
     assert np.nan_to_num(z(b.attention.head))[:, n2:].sum() > 0  # ... and some without it
     dv = app.View("decoder", 0, 0, 1)  # causal mask of decoder self-attention
-    c1, c2 = app.analyze(loaded, app.DATE1, None, view=dv), app.analyze(loaded, app.DATE1, None, app.toggles(causal=False), dv)
+    c1 = app.analyze(loaded, app.DATE1, None, view=dv)
+    c2 = app.analyze(loaded, app.DATE1, None, app.toggles(causal=False), dv)
     assert np.triu(np.nan_to_num(z(c1.attention.head)), 1).sum() == 0
     assert np.triu(np.nan_to_num(z(c2.attention.head)), 1).sum() > 0
     assert not np.array_equal(allowed(c1.attention.mask), allowed(c2.attention.mask))

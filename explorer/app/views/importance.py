@@ -53,7 +53,8 @@ def summary(result: HeadImportance, kind: str, what: str) -> str:
     exact = result.exact[kind]
     top_layer, top_head = divmod(int(exact.abs().flatten().argmax()), exact.shape[1])
     return (f"Objective: {what}; baseline value {result.baseline:.4f}. The head whose removal changes it most in "
-            f"the {KIND_TITLES[kind]} is **L{top_layer} H{top_head}** (change {float(exact[top_layer, top_head]):+.4f}). "
+            f"the {KIND_TITLES[kind]} is **L{top_layer} H{top_head}** "
+            f"(change {float(exact[top_layer, top_head]):+.4f}). "
             f"Rank agreement of the gradient estimate with the exact sweep (Spearman, all kinds): "
             f"{result.rank_correlation:.2f}.")
 

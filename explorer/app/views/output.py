@@ -15,7 +15,6 @@ import plotly.graph_objects as go
 
 from ... import viz
 from ...labels import printable
-
 from ..compare import Comparison
 from ..errors import escape_md
 from ..inputs import TextCodec
@@ -36,7 +35,8 @@ def generated_table(pairs: list[tuple[GeneratedText, GeneratedText]]) -> OutputT
     for s, (base, tog) in enumerate(pairs, start=1):
         for name, out in (("baseline", base), ("toggled", tog)):
             per_token = " ".join(f"{label} ({p:.2f})" for label, p in zip(out.labels, out.probs))
-            rows.append([s, name, printable(out.text), per_token, round(float(np.mean(out.probs)) if out.probs else 0.0, 4)])
+            mean = float(np.mean(out.probs)) if out.probs else 0.0
+            rows.append([s, name, printable(out.text), per_token, round(mean, 4)])
         changed |= base.ids != tog.ids
     summary = ("**The toggles changed the generated output.**" if changed else
                "The generated output is the same with and without the toggles "
