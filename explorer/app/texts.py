@@ -32,6 +32,7 @@ result = client.predict(
     True, True, "none", 0, 2,      # padding mask, causal mask, custom mask, blocked position, window k
     heads, heads, [],              # heads ON: encoder, decoder, cross (every cross-attention head off)
     "cross", 1, 0, 1,              # view: attention kind, layer, head, sentence
+    -1, 8,                         # language models: predict after position (-1 = last), continuation tokens
     api_name="/analyze")
 print(result[3]["data"])           # baseline vs toggled answers with per-token probabilities
 ```
