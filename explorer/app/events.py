@@ -121,7 +121,7 @@ class Events:
         return updates
 
     @reporting
-    def load_model(self, source, hub_id_or_folder, device, progress=gr.Progress()):
+    def load_model(self, source, hub_id_or_folder, device, progress=gr.Progress(track_tqdm=True)):
         name = (hub_id_or_folder or "").strip() or source
         session, loaded = load_session(name, device, self.ctx, progress)
         return self.model_updates(session, loaded, f"Loaded {escape_md(name)}.")

@@ -15,6 +15,9 @@ def model_position_figure(loaded: LoadedModel | None, length: int) -> go.Figure:
     if loaded is None:
         return viz.message_figure("No model loaded.")
     c, model = loaded.config, loaded.model
+    if c.positional == "rotary":
+        return viz.message_figure("The loaded model uses rotary positions: queries and keys are rotated by angles "
+                                  "that grow with the position, inside attention; there is no table to add.")
     if c.positional not in ("learned", "sinusoidal"):
         return viz.message_figure(f"The loaded model has no positional encoding (positional='{c.positional}').")
     embed = model.src_embed if model.src_embed is not None else model.tgt_embed
