@@ -34,8 +34,8 @@ from explorer.viz.axes import block_name
 from explorer.viz.encode import encode
 from explorer.viz.pool import block_edges, max_pool
 
-__all__ = ["GAP_PX", "MAX_CELLS", "OverviewGrid", "attention_overview", "block_edges", "max_pool",
-           "overview_grid_index", "plan_grid", "tile_attention"]
+__all__ = ["GAP_PX", "MAX_CELLS", "OverviewGrid", "OverviewTiles", "attention_overview", "block_edges",
+           "draw_overview", "max_pool", "overview_grid_index", "overview_tiles", "plan_grid", "tile_attention"]
 
 GAP_PX = 6  # visible gap between tiles, in screen pixels
 MAX_CELLS = 200_000  # cells of the whole grid: ~270 kB of JSON at one byte per cell (base64)
@@ -135,6 +135,37 @@ def _axis_names(edges: Sequence[int], gap: int, n_tiles: int, labels: list[str],
     return names, axis, centres
 
 
+@dataclass(frozen=True)
+class OverviewTiles:
+    """The overview's data, reduced to what the figure draws: the tiles packed edge to edge (pooled to the
+    tiles' pixels when the tokens outnumber them). Small whatever the length: at most MAX_CELLS values."""
+
+    grid: OverviewGrid
+    z: np.ndarray  # grid.packed_shape, float32 weights (block maxima when downsampled)
+    tq: int  # query tokens
+    tk: int  # key tokens
+    width: int  # figure width the tiles were sized for
+
+
+MARGINS = dict(left=70, right=90, top=100, bottom=20)
+
+
+def tile_pixels(width: int, n_heads: int) -> float:
+    """Screen pixels per side of one (square) tile at this figure width."""
+    plot_w = width - MARGINS["left"] - MARGINS["right"]
+    return max(8.0, (plot_w - (n_heads - 1) * GAP_PX) / n_heads)
+
+
+def overview_tiles(attn: Any, max_pixels: int | None = None, *, width: int = 1100) -> OverviewTiles:
+    """attn (L, H, Tq, Tk) -> the tiles of its overview (see `attention_overview`)."""
+    a = c.to_numpy(attn, np.float32)
+    if a.ndim != 4:
+        raise ValueError(f"attn must have shape (L, H, Tq, Tk); got {tuple(a.shape)}")
+    n_layers, n_heads, tq, tk = a.shape
+    grid = plan_grid(n_layers, n_heads, tq, tk, tile_pixels(width, n_heads), max_pixels)
+    return OverviewTiles(grid, tile_attention(a, grid), tq, tk, width)
+
+
 def attention_overview(
     attn: Any,
     query_labels: Sequence[str],
@@ -152,29 +183,35 @@ def attention_overview(
     head_mask (L, H), 1 = on: switched-off heads are faded, framed and labelled "off".
     """
     a = c.to_numpy(attn, np.float32)
-    if a.ndim != 4:
-        raise ValueError(f"attn must have shape (L, H, Tq, Tk); got {tuple(a.shape)}")
-    n_layers, n_heads, tq, tk = a.shape
-    c.check_shape("attn", a, (n_layers, n_heads, len(query_labels), len(key_labels)),
-                  "(L, H, len(query_labels), len(key_labels))")
+    if a.ndim == 4:
+        c.check_shape("attn", a, (a.shape[0], a.shape[1], len(query_labels), len(key_labels)),
+                      "(L, H, len(query_labels), len(key_labels))")
+    return draw_overview(overview_tiles(a, max_pixels, width=width), query_labels, key_labels, head_mask,
+                         title=title)
+
+
+def draw_overview(tiles: OverviewTiles, query_labels: Sequence[str], key_labels: Sequence[str],
+                  head_mask: Any | None = None, *, title: str = "Attention, all layers x heads") -> go.Figure:
+    """The overview figure from its tiles (`overview_tiles`): nothing here looks at the full attention."""
+    grid, width = tiles.grid, tiles.width
+    n_layers, n_heads, tq, tk = grid.n_layers, grid.n_heads, tiles.tq, tiles.tk
+    if (len(query_labels), len(key_labels)) != (tq, tk):
+        raise ValueError(f"labels must match the tiles' tokens ({tq}, {tk}); got ({len(query_labels)}, "
+                         f"{len(key_labels)})")
     hm = np.ones((n_layers, n_heads), dtype=bool)
     if head_mask is not None:
         hm = c.to_numpy(head_mask).astype(bool)
         c.check_shape("head_mask", hm, (n_layers, n_heads), "(L, H) like attn")
 
-    left, right, top, bottom = 70, 90, 100, 20
-    plot_w = width - left - right
-    tile_px = max(8.0, (plot_w - (n_heads - 1) * GAP_PX) / n_heads)  # square tiles on screen
-    grid = plan_grid(n_layers, n_heads, tq, tk, tile_px, max_pixels)
-    z = tile_attention(a, grid)
-
+    left, right, top, bottom = MARGINS["left"], MARGINS["right"], MARGINS["top"], MARGINS["bottom"]
+    tile_px = tile_pixels(width, n_heads)
     q_tok = [c.escape(t) for t in c.unique_labels(query_labels)]
     k_tok = [c.escape(t) for t in c.unique_labels(key_labels)]
     y_names, y_axis, y_centres = _axis_names(grid.q_edges, grid.gap_rows, n_layers, q_tok, "layer", "query")
     x_names, x_axis, x_centres = _axis_names(grid.k_edges, grid.gap_cols, n_heads, k_tok, "head", "key")
 
     value = "max weight in block" if grid.downsampled else "weight"
-    enc = encode(z, 0.0, 1.0, name="attn")
+    enc = encode(tiles.z, 0.0, 1.0, name="attn")
     heat = enc.trace(x_names, y_names, c.WEIGHT_SCALE, value, "%{y}<br>%{x}<br>" + value + ": {value}",
                      hoverongaps=False)
     annotations, shapes = _off_markers(grid, hm)
@@ -199,7 +236,7 @@ def attention_overview(
                    tickvals=x_centres, ticktext=[f"H{h}" for h in range(n_heads)], side="top", showgrid=False,
                    title=dict(text="head (each tile: keys left → right)", standoff=4)),
         yaxis=dict(type="category", categoryorder="array", categoryarray=y_axis, tickmode="array",
-                   tickvals=y_centres, ticktext=[f"L{l}" for l in range(n_layers)], autorange="reversed",
+                   tickvals=y_centres, ticktext=[f"L{layer}" for layer in range(n_layers)], autorange="reversed",
                    showgrid=False, title=dict(text="layer (each tile: queries top → bottom)")),
         annotations=annotations,
         shapes=shapes,

@@ -33,22 +33,34 @@ def attention_rollout(attn: Any, add_residual: bool = True, head_mask: Any | Non
     head_mask (L, H), 1 = on: switched-off heads contribute nothing to their layer's average
     (their output is zeroed in the model); a layer with every head off passes tokens through.
     """
-    a = c.to_numpy(attn, np.float64)
+    return rollout_from_average(head_average(attn, head_mask), add_residual)
+
+
+def head_average(attn: Any, head_mask: Any | None = None) -> np.ndarray:
+    """(L, H, T, T) -> (L, T, T): each layer's attention averaged over the heads that are on (rollout's input)."""
+    a = c.to_numpy(attn, np.float32)
     if a.ndim != 4 or a.shape[-1] != a.shape[-2]:
         raise ValueError(f"attn must have shape (L, H, T, T) (self-attention); got {tuple(a.shape)}")
-    n_layers, n_heads, t, _ = a.shape
+    n_layers, n_heads = a.shape[:2]
     if head_mask is None:
-        mean = a.mean(axis=1)  # (L, T, T)
-    else:
-        hm = c.to_numpy(head_mask).astype(np.float64)
-        c.check_shape("head_mask", hm, (n_layers, n_heads), "(L, H) like attn")
-        on = hm.sum(axis=1)  # (L,)
-        mean = np.einsum("lh,lhij->lij", hm, a) / np.where(on == 0, 1.0, on)[:, None, None]
+        return a.mean(axis=1)
+    hm = c.to_numpy(head_mask).astype(np.float32)
+    c.check_shape("head_mask", hm, (n_layers, n_heads), "(L, H) like attn")
+    on = hm.sum(axis=1)  # (L,)
+    return np.einsum("lh,lhij->lij", hm, a) / np.where(on == 0, 1.0, on)[:, None, None]
+
+
+def rollout_from_average(mean: Any, add_residual: bool = True) -> np.ndarray:
+    """(L, T, T) head-averaged attention -> (L, T, T) rollout: R_l = norm(A_l + I) @ R_{l-1}."""
+    m = c.to_numpy(mean, np.float64)
+    if m.ndim != 3 or m.shape[-1] != m.shape[-2]:
+        raise ValueError(f"mean must have shape (L, T, T); got {tuple(m.shape)}")
+    n_layers, t, _ = m.shape
     eye = np.eye(t)
     out = np.empty((n_layers, t, t))
     joint = eye
     for layer in range(n_layers):
-        aug = mean[layer] + eye if add_residual else mean[layer]
+        aug = m[layer] + eye if add_residual else m[layer]
         sums = aug.sum(axis=-1, keepdims=True)
         aug = aug / np.where(sums == 0, 1.0, sums)  # all-masked rows stay 0, never NaN
         joint = aug @ joint

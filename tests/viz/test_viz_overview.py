@@ -120,3 +120,19 @@ def test_shape_errors():
         attention_overview(np.zeros((1, 1, 4, 4)), list("abc"), list("abcd"))
     with pytest.raises(ValueError, match="head_mask"):
         attention_overview(np.zeros((1, 2, 4, 4)), list("abcd"), list("abcd"), head_mask=np.ones((2, 1)))
+
+
+def test_overview_from_its_tiles_is_the_same_figure():
+    """The app keeps only the tiles (at most MAX_CELLS values) and draws the overview from them later."""
+    from explorer.viz import attention_overview, draw_overview, figure_json, overview_tiles
+    from explorer.viz.overview import MAX_CELLS
+
+    rng = np.random.default_rng(3)
+    attn = rng.random((3, 4, 300, 300)).astype(np.float32)
+    labels = [f"t{i}" for i in range(300)]
+    tiles = overview_tiles(attn, width=900)
+    assert tiles.z.size <= MAX_CELLS and tiles.grid.downsampled
+    assert figure_json(draw_overview(tiles, labels, labels, np.ones((3, 4)), title="x")) == \
+        figure_json(attention_overview(attn, labels, labels, np.ones((3, 4)), title="x", width=900))
+    with pytest.raises(ValueError, match="labels must match"):
+        draw_overview(tiles, labels[:-1], labels)

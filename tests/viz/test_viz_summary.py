@@ -170,3 +170,17 @@ def test_mask_heatmap_pooled_shows_the_allowed_share_of_each_block():
                and int(name.split()[1].split("–")[0]) <= 7 <= int(name.split()[1].split("–")[1].rstrip(":")))
     assert (z[:, col] == 50).all() and (np.delete(z, col, axis=1) == 100).all()
     assert tr.hovertemplate == "%{y} → %{x}: ≈ %{z}% of the block allowed<extra></extra>"
+
+
+def test_rollout_from_the_head_average_is_the_same():
+    from explorer.viz import attention_rollout, head_average, rollout_from_average
+
+    rng = np.random.default_rng(4)
+    attn = rng.random((3, 4, 7, 7))
+    attn /= attn.sum(-1, keepdims=True)
+    hm = np.ones((3, 4))
+    hm[1, 2] = 0
+    mean = head_average(attn, hm)
+    assert mean.shape == (3, 7, 7)
+    np.testing.assert_allclose(mean[1], attn[1, [0, 1, 3]].mean(0), atol=1e-6)
+    np.testing.assert_allclose(rollout_from_average(mean), attention_rollout(attn, head_mask=hm), atol=1e-12)
