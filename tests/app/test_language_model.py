@@ -17,7 +17,7 @@ from explorer.app.registry import ModelRegistry
 from explorer.app.runs import NextTokens
 from explorer.app.session import AppContext, load_session
 from explorer.app.views import View
-from explorer.app.views.analysis import analyze
+from explorer.app.views.analysis import Analysis
 from tests.importers.harness import VOCAB, byte_level_tokenizer, make_case
 
 TEXT = "The cat sat on the mat"
@@ -39,10 +39,11 @@ def gpt(tmp_path_factory):
 
 def test_next_tokens_equal_transformers(gpt, app):
     _, loaded, hf = gpt
-    a = analyze(loaded, TEXT, None, app.toggles(), View(position=2), new_tokens=3)
-    out = a.cmp.baseline.outputs[0]
+    cmp = compare(loaded, TEXT, None, app.toggles(), 128, new_tokens=3)
+    a = Analysis(cmp, View(position=2))
+    out = cmp.baseline.outputs[0]
     assert isinstance(out, NextTokens)
-    ids = torch.tensor([a.cmp.inputs.rows[0]])
+    ids = torch.tensor([cmp.inputs.rows[0]])
     with torch.no_grad():
         probs = hf(ids).logits[0].float().softmax(-1)  # (T, V)
     top = probs[2].topk(10)
@@ -53,7 +54,7 @@ def test_next_tokens_equal_transformers(gpt, app):
     headers, rows = a.output.headers, a.output.rows
     assert headers[:3] == ["#", "rank", "next token (baseline)"] and len(rows) == 10
     assert rows[0][2] == loaded.tokenizer.labels([top.indices[0].item()])[0]
-    words = a.cmp.inputs.labels[0]
+    words = cmp.inputs.labels[0]
     assert f"after “{words[2]}” (position 2)" in a.output.summary
     assert len(out.continuation.ids) == 3  # greedy continuation of the whole sentence
 
@@ -61,9 +62,10 @@ def test_next_tokens_equal_transformers(gpt, app):
 def test_a_head_off_changes_the_favourites_probability(gpt, app):
     _, loaded, _ = gpt
     heads = {"decoder": [h for h in app.all_heads(loaded)["decoder"] if not h.startswith("L0")]}
-    a = analyze(loaded, TEXT, None, app.toggles(heads), View(), new_tokens=2)
-    base, tog = a.cmp.baseline.outputs[0], a.cmp.toggled.outputs[0]
-    last = len(a.cmp.inputs.rows[0]) - 1
+    cmp = compare(loaded, TEXT, None, app.toggles(heads), 128, new_tokens=2)
+    a = Analysis(cmp, View())
+    base, tog = cmp.baseline.outputs[0], cmp.toggled.outputs[0]
+    last = len(cmp.inputs.rows[0]) - 1
     favourite, toggled_top = int(base.top_ids[last, 0]), tog.top_ids[last].tolist()
     assert tog.favourite_probs is not None and float(tog.favourite_probs[last]) != pytest.approx(
         float(base.top_probs[last, 0]), abs=1e-6)
@@ -92,8 +94,9 @@ def test_two_sentences_without_a_pad_token(gpt, app):
 
 def test_position_out_of_range_is_clamped(gpt, app):
     _, loaded, _ = gpt
-    a = analyze(loaded, TEXT, None, app.toggles(), View(position=999), new_tokens=0)
-    last = len(a.cmp.inputs.rows[0]) - 1
+    cmp = compare(loaded, TEXT, None, app.toggles(), 128, new_tokens=0)
+    a = Analysis(cmp, View(position=999))
+    last = len(cmp.inputs.rows[0]) - 1
     assert f"(position {last})" in a.output.summary
 
 

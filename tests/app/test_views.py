@@ -97,9 +97,13 @@ def test_masks_change_heatmaps(app):
 
 def test_mask_figure_draws_the_mask_the_model_applied(app):
     """The mask figure is the model's own mask for that sentence (not rebuilt from the settings)."""
+    from explorer.app.compare import compare
+    from explorer.app.views.analysis import Analysis
+
     _, loaded = app.build()
-    a = app.analyze(loaded, app.DATE1, app.DATE2, app.toggles(custom="no self"), app.View("encoder", 0, 0, 2))
-    model_mask = a.cmp.toggled.masks["encoder"][1].numpy()
+    cmp = compare(loaded, app.DATE1, app.DATE2, app.toggles(custom="no self"), 128)
+    a = Analysis(cmp, app.View("encoder", 0, 0, 2))
+    model_mask = cmp.toggled.masks["encoder"][1].numpy()
     assert np.array_equal(allowed(a.attention.mask), model_mask)
     assert not model_mask.diagonal().any() and not model_mask[:, -1].any()  # no self, and sentence 2's padding
 
@@ -170,3 +174,47 @@ def test_only_the_figures_asked_for_are_built(app, monkeypatch):
     assert a.attention.head.data and calls == []
     a.overview
     assert calls == ["overview"]
+
+
+def kept_bytes(obj, seen=None) -> int:
+    """Bytes of every array and tensor reachable from obj (dataclasses, dicts, lists, objects' __dict__)."""
+    import dataclasses
+
+    import torch
+
+    seen = set() if seen is None else seen
+    if id(obj) in seen:
+        return 0
+    seen.add(id(obj))
+    if isinstance(obj, np.ndarray):
+        return obj.nbytes
+    if isinstance(obj, torch.Tensor):
+        return obj.untyped_storage().nbytes()
+    if isinstance(obj, dict):
+        return sum(kept_bytes(v, seen) for v in obj.values())
+    if isinstance(obj, (list, tuple)):
+        return sum(kept_bytes(v, seen) for v in obj)
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return sum(kept_bytes(getattr(obj, f.name), seen) for f in dataclasses.fields(obj))
+    if hasattr(obj, "__dict__") and type(obj).__module__.startswith("explorer"):
+        return sum(kept_bytes(v, seen) for v in vars(obj).values())
+    return 0
+
+
+def test_a_kept_analysis_is_small_whatever_the_runs_were(app):
+    """500 tokens on MiniLM: the runs hold 6 x 12 x 500 x 500 weights each (72 MB in float32, twice with a
+    toggle); what the session keeps to draw the tabs later is a few MB."""
+    from explorer.app.compare import compare
+    from explorer.app.views.analysis import Analysis
+
+    _, loaded = app.load(MINILM)
+    text = " ".join(["the cat sat on the mat and saw the birds"] * 50)  # 500 words
+    heads = {"encoder": [h for h in app.all_heads(loaded)["encoder"] if h != "L0 H0"]}
+    cmp = compare(loaded, text, None, app.toggles(heads), 1024)
+    full = kept_bytes(cmp.baseline.attentions) + kept_bytes(cmp.toggled.attentions)
+    a = Analysis(cmp, app.View("encoder", 2, 3, 1))
+    del cmp
+    kept = kept_bytes(a)
+    assert full > 100e6 and kept < 12e6, (full, kept)
+    assert a.overview.data and a.rollout.data and a.attention.difference.data  # everything still draws
+    assert kept_bytes(a) < kept + 25e6  # drawn figures are one byte per cell

@@ -1,11 +1,12 @@
-"""Everything /analyze shows, built on first access: the runs happen once (`compare`), each tab's figures
-only when something asks for them (a tab that is not looked at costs nothing).
+"""Everything /analyze shows. The runs are reduced at once to what each tab draws (one head's matrices, the
+overview's pooled tiles, the head-averaged attention for rollout, the generation steps of the chosen head, the
+output table) and the full attention is let go; each tab's figures are drawn on first access. So a result kept
+for the session is small, and switching tab draws from it without running the model again.
 """
 
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Any
 
 import plotly.graph_objects as go
 
@@ -16,57 +17,53 @@ from ..inputs import token_table
 from ..limits import MAX_TOKENS
 from ..toggles import Toggles
 from . import View
-from .attention import AttentionFigures, attention_figures, attention_kinds, overview_figure, rollout_figure
-from .generation import generation_figures
-from .output import OutputTable, output_table, surprisal_figure
+from .attention import (AttentionFigures, attention_figures, attention_inputs, attention_kinds, overview_figure,
+                        overview_inputs, rollout_figure, rollout_inputs)
+from .generation import generation_figures, generation_inputs
+from .output import output_table, surprisal_figure, surprisal_inputs
 
 NO_TOGGLE = "No toggle is active: switch a head off or change a mask to compare."
+TABS = ("attention", "overview", "generation", "rollout")  # the tabs /analyze draws
 
 
 class Analysis:
     def __init__(self, cmp: Comparison, view: View):
-        self.cmp = cmp
-        self.view = view.fitted(attention_kinds(cmp.toggled), len(cmp.inputs.rows))
-
-    @property
-    def status(self) -> str:
-        """Markdown: notices about the input and masks, and whether anything is toggled."""
-        notes = ["⚠️ " + escape_md(n) for n in self.cmp.notices]
-        return "\n\n".join(notes + ([NO_TOGGLE] if self.cmp.no_toggle else []))
-
-    @property
-    def tokens(self) -> tuple[list[str], list[list[Any]]]:
-        return token_table(self.cmp.inputs)
-
-    @cached_property
-    def output(self) -> OutputTable:
-        return output_table(self.cmp, self.view)
-
-    @cached_property
-    def surprisal(self) -> go.Figure:
-        return surprisal_figure(self.cmp, self.view)
+        self.view = view = view.fitted(attention_kinds(cmp.toggled), len(cmp.inputs.rows))
+        notes = ["⚠️ " + escape_md(n) for n in cmp.notices] + ([NO_TOGGLE] if cmp.no_toggle else [])
+        self.status = "\n\n".join(notes)  # Markdown: notices about the input and masks, whether anything is toggled
+        self.tokens = token_table(cmp.inputs)
+        self.output = output_table(cmp, view)
+        self._attention = attention_inputs(cmp, view)
+        self._overview = overview_inputs(cmp, view)
+        self._rollout = rollout_inputs(cmp, view)
+        self._generation = generation_inputs(cmp, view)
+        self._surprisal = surprisal_inputs(cmp, view)
 
     @cached_property
     def attention(self) -> AttentionFigures:
-        return attention_figures(self.cmp, self.view)
+        return attention_figures(self._attention)
 
     @property
     def output_summary(self) -> str:
-        change = ", ".join(f"L{n}: {d:.3f}" for n, d in enumerate(self.attention.change_by_layer))
+        change = ", ".join(f"L{n}: {d:.3f}" for n, d in enumerate(self._attention.change_by_layer))
         return (f"{self.output.summary}\n\nLargest change of any attention weight per layer "
                 f"({self.view.kind}): {change}")
 
     @cached_property
+    def surprisal(self) -> go.Figure:
+        return surprisal_figure(self._surprisal)
+
+    @cached_property
     def overview(self) -> go.Figure:
-        return overview_figure(self.cmp, self.view)
+        return overview_figure(self._overview)
 
     @cached_property
     def generation(self) -> tuple[go.Figure, go.Figure]:
-        return generation_figures(self.cmp, self.view)
+        return generation_figures(self._generation)
 
     @cached_property
     def rollout(self) -> go.Figure:
-        return rollout_figure(self.cmp, self.view)
+        return rollout_figure(self._rollout)
 
 
 def analyze(loaded: LoadedModel, text1: str | None, text2: str | None, toggles: Toggles, view: View | None = None,

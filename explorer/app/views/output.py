@@ -113,12 +113,25 @@ def output_table(cmp: Comparison, view: View) -> OutputTable:
     return TABLES[type(pairs[0][0])](pairs)
 
 
-def surprisal_figure(cmp: Comparison, view: View) -> go.Figure:
-    """A language model's surprisal at each token of the chosen sentence, with and without the toggles."""
-    base = cmp.baseline.outputs[view.row]
+@dataclass(frozen=True)
+class SurprisalInputs:
+    words: list[str]  # the tokens the values belong to (each but the first)
+    baseline: np.ndarray | None  # (T - 1,) nats; None for a model that is not a language model
+    toggled: np.ndarray | None  # None when nothing is toggled
+    sentence: int
+
+
+def surprisal_inputs(cmp: Comparison, view: View) -> SurprisalInputs:
+    base, tog = cmp.baseline.outputs[view.row], cmp.toggled.outputs[view.row]
     if not isinstance(base, NextTokens):
+        return SurprisalInputs([], None, None, view.sentence)
+    return SurprisalInputs(cmp.inputs.labels[view.row][1:], base.surprisal.numpy(),
+                           None if cmp.no_toggle else tog.surprisal.numpy(), view.sentence)
+
+
+def surprisal_figure(inp: SurprisalInputs) -> go.Figure:
+    """A language model's surprisal at each token of the chosen sentence, with and without the toggles."""
+    if inp.baseline is None:
         return viz.message_figure("Surprisal is shown for language models.")
-    tog = cmp.toggled.outputs[view.row]
-    words = cmp.inputs.labels[view.row][1:]  # each value belongs to the token it predicts
-    return viz.surprisal_chart(words, base.surprisal, None if cmp.no_toggle else tog.surprisal,
-                               title=f"Surprisal of each token, sentence {view.sentence}")
+    return viz.surprisal_chart(inp.words, inp.baseline, inp.toggled,
+                               title=f"Surprisal of each token, sentence {inp.sentence}")
