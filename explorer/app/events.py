@@ -28,7 +28,7 @@ from .session import AppContext, Session, build_session, get_model, load_session
 from .toggles import Toggles
 from .ui import HEAD_GROUPS, Page, example_choices
 from .views import View
-from .views.analysis import analyze
+from .views.analysis import Analysis, analyze, tab_figures
 from .views.importance import importance_view
 from .views.model import model_info
 from .views.positional import positional_figures
@@ -91,10 +91,15 @@ class Events:
         self.model_outputs = [self.status, page.session, m.model_md, page.headline, i.ex1, i.ex2, i.text1, i.text2,
                               *self.groups, c.kind, c.layer, c.head, c.lm_controls, v.surprisal_plot]
         self.analysis_inputs = [page.session, i.text1, i.text2, c.padding, c.causal, c.custom, c.block_token,
-                                c.window, *self.groups, c.kind, c.layer, c.head, c.sentence, c.position, c.new_tokens]
+                                c.window, *self.groups, c.kind, c.layer, c.head, c.sentence, c.position, c.new_tokens,
+                                v.tab]
+        # The plot of each figure /analyze draws (views.analysis.TAB_FIGURES).
+        self.plots = dict(mask=v.mask_plot, head=v.head_plot, baseline=v.baseline_plot, difference=v.diff_plot,
+                          surprisal=v.surprisal_plot, overview=v.overview_plot, large=v.large_plot,
+                          generation_self=v.gen_self, generation_cross=v.gen_cross, rollout=v.rollout_plot)
         self.analysis_outputs = [self.status, v.tokens_df, v.output_md, v.output_df, v.mask_plot, v.head_plot,
                                  v.baseline_plot, v.diff_plot, v.overview_plot, v.large_plot, v.gen_self,
-                                 v.gen_cross, v.rollout_plot, v.surprisal_plot]
+                                 v.gen_cross, v.rollout_plot, v.surprisal_plot, page.kept]
         self.pe_inputs = [page.session, v.pe_d, v.pe_len, v.pe_base]
         self.pe_outputs = [self.status, v.pe_heat, v.pe_curves, v.pe_sim, v.pe_model]
 
@@ -143,7 +148,8 @@ class Events:
     @reporting
     def analyze(self, session, sentence1, sentence2, padding_mask, causal_mask, custom_mask, blocked_position,
                 window, encoder_heads_on, decoder_heads_on, cross_heads_on, kind, layer, head, sentence,
-                predict_after=-1, continue_tokens=DEFAULT_CONTINUATION):
+                predict_after=-1, continue_tokens=DEFAULT_CONTINUATION, tab="attention"):
+        """Run the model on the sentences; draw and send the figures of the visible `tab` ("all": every tab)."""
         loaded = get_model(session, self.ctx)
         heads = {"encoder": encoder_heads_on, "decoder": decoder_heads_on, "cross": cross_heads_on}
         toggles = toggles_from(padding_mask, causal_mask, custom_mask, blocked_position, window,
@@ -153,12 +159,20 @@ class Events:
         a = analyze(loaded, sentence1, sentence2, toggles, view, self.ctx.max_tokens, new_tokens)
         v = self.page.views
         return {self.status: a.status, v.tokens_df: frame(*a.tokens), v.output_md: a.output_summary,
-                v.output_df: frame(a.output.headers, a.output.rows), v.mask_plot: plot(a.attention.mask),
-                v.head_plot: plot(a.attention.head), v.baseline_plot: plot(a.attention.baseline),
-                v.diff_plot: plot(a.attention.difference), v.overview_plot: plot(a.overview),
-                v.large_plot: plot(a.attention.head), v.gen_self: plot(a.generation[0]),
-                v.gen_cross: plot(a.generation[1]), v.rollout_plot: plot(a.rollout),
-                v.surprisal_plot: plot(a.surprisal)}
+                v.output_df: frame(a.output.headers, a.output.rows), self.page.kept: a,
+                **self.tab_plots(a, tab or "attention")}
+
+    def tab_plots(self, a: Analysis, tab: str) -> dict:
+        """{plot component: figure} of one tab of an analysis ("all": every tab), drawn now."""
+        return {self.plots[name]: plot(fig) for name, fig in tab_figures(a, tab).items()}
+
+    @reporting
+    def show_tab(self, tab_id, kept):
+        """A tab was opened: draw its figures from the kept result of the last Run (no model run)."""
+        updates = {self.page.views.tab: tab_id}
+        if isinstance(kept, Analysis):
+            updates.update(self.tab_plots(kept, tab_id))
+        return updates
 
     @reporting
     def positional(self, session, d_model, positions, base):
@@ -234,6 +248,9 @@ class Events:
             self.then_analyze(button.click(functools.partial(self.set_heads, mode), view_inputs, head_outputs,
                                            **PRIVATE))
         self.then_analyze(v.tile_click.change(self.choose_tile, [v.tile_click], [c.layer, c.head], **PRIVATE))
+        shown = [v.tab, self.status, *self.plots.values()]
+        for tab_id, tab in v.tabs.items():
+            tab.select(functools.partial(self.show_tab, tab_id), [self.page.kept], shown, **PRIVATE)
         for reflow in (m.sidebar.expand, m.sidebar.collapse):
             reflow(None, js=REFLOW_JS)
         m.preset.input(self.fill_preset, [m.preset], [m.arch, m.n_layers, m.n_heads, m.d_model, m.d_ff, m.norm,

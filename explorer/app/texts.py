@@ -33,11 +33,13 @@ result = client.predict(
     heads, heads, [],              # heads ON: encoder, decoder, cross (every cross-attention head off)
     "cross", 1, 0, 1,              # view: attention kind, layer, head, sentence
     -1, 8,                         # language models: predict after position (-1 = last), continuation tokens
+    "attention",                   # the tab whose figures are drawn: attention, overview, generation, rollout, all
     api_name="/analyze")
 print(result[3]["data"])           # baseline vs toggled answers with per-token probabilities
 ```
 
-`/analyze` returns the status, the token table, the output summary and table, then the figures as Plotly JSON.
+`/analyze` returns the status, the token table, the output summary and table, then the figures as Plotly JSON (those
+of the tab named by its last input; "all" draws every tab).
 Each client keeps its own session, so the model chosen with `/load_model` is the one `/analyze` uses.
 Save any figure as PNG with the camera button of its toolbar.
 """

@@ -150,7 +150,7 @@ def tab_text(name: str) -> None:
 def view_tabs(language: bool) -> SimpleNamespace:
     with gr.Column(scale=4):
         with gr.Tabs(elem_id="views"):
-            with gr.Tab("Attention & output", id="attention"):
+            with gr.Tab("Attention & output", id="attention") as tab_attention:
                 tab_text("attention")
                 with gr.Row():
                     head_plot = plot("head-plot", "Attention with the toggles")
@@ -164,17 +164,17 @@ def view_tabs(language: bool) -> SimpleNamespace:
                     baseline_plot = plot("baseline-plot", "Attention without toggles")
                     diff_plot = plot("diff-plot", "Difference")
                 tokens_df = gr.Dataframe(label="Tokens and ids", interactive=False, elem_id="tokens", max_height=300)
-            with gr.Tab("All heads", id="overview"):
+            with gr.Tab("All heads", id="overview") as tab_overview:
                 tab_text("overview")
                 overview_plot = plot("overview-plot", "All layers × heads")
                 tile_click = gr.Textbox(visible="hidden", elem_id="overview-click", label="clicked tile")
                 large_plot = plot("large-plot", "The chosen head")
-            with gr.Tab("Generation", id="generation"):
+            with gr.Tab("Generation", id="generation") as tab_generation:
                 tab_text("generation")
                 with gr.Row():
                     gen_self = plot("gen-self", "Decoder self-attention per generated token")
                     gen_cross = plot("gen-cross", "Cross-attention per generated token")
-            with gr.Tab("Positional encodings", id="positional"):
+            with gr.Tab("Positional encodings", id="positional") as tab_positional:
                 tab_text("positional")
                 with gr.Row():
                     pe_d = gr.Number(64, label="d_model", precision=0, minimum=POSITIONAL_D_MODEL[0],
@@ -189,17 +189,21 @@ def view_tabs(language: bool) -> SimpleNamespace:
                 with gr.Row():
                     pe_curves = plot("pe-curves", "Some dimensions over position")
                     pe_model = plot("pe-model", "The loaded model's position table")
-            with gr.Tab("Head importance", id="importance"):
+            with gr.Tab("Head importance", id="importance") as tab_importance:
                 tab_text("importance")
                 imp_btn = gr.Button("Rank the heads for the current sentences", variant="primary")
                 imp_md = gr.Markdown()
                 imp_plot = plot("importance-plot", "Head importance")
-            with gr.Tab("Rollout", id="rollout"):
+            with gr.Tab("Rollout", id="rollout") as tab_rollout:
                 tab_text("rollout")
                 rollout_plot = plot("rollout-plot", "Attention rollout")
-            with gr.Tab("API", id="api"):
+            with gr.Tab("API", id="api") as tab_api:
                 gr.Markdown(API_TEXT)
-    return named(locals())
+        # Which tab is shown: an input of /analyze (only that tab's figures are drawn and sent; "all" for every tab).
+        tab = gr.Textbox("attention", visible=False, elem_id="visible-tab", label="tab")
+    tabs = dict(attention=tab_attention, overview=tab_overview, generation=tab_generation,
+                positional=tab_positional, importance=tab_importance, rollout=tab_rollout, api=tab_api)
+    return named(locals(), tabs=tabs)
 
 
 @dataclass
@@ -208,6 +212,7 @@ class Page:
 
     demo: gr.Blocks
     session: gr.State
+    kept: gr.State
     headline: gr.Markdown
     model: SimpleNamespace  # the sidebar
     inputs: SimpleNamespace
@@ -221,6 +226,7 @@ class Page:
 def layout(start: Start, session_value: Any) -> Page:
     with gr.Blocks(title="Transformer Explorer") as demo:
         session = gr.State(session_value)
+        kept = gr.State(None, time_to_live=3600)  # the last Run, reduced to what each tab draws (views.analysis)
         model = model_sidebar(start)
         with gr.Row(elem_id="title", equal_height=True):
             gr.Markdown("## Transformer Explorer", elem_id="title-text")
@@ -230,7 +236,7 @@ def layout(start: Start, session_value: Any) -> Page:
         with gr.Row(equal_height=False):
             ctl = controls(start)
             views = view_tabs(start.info is not None and start.info.language_model)
-    return Page(demo, session, headline, model, inputs, ctl, views)
+    return Page(demo, session, kept, headline, model, inputs, ctl, views)
 
 
 def launch_kwargs() -> dict[str, Any]:

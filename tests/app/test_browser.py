@@ -168,3 +168,28 @@ def test_clicking_an_overview_tile_opens_that_head(app_url, chromium_args):
         page.wait_for_function(
             "() => { const gd = document.querySelector('#large-plot .js-plotly-plot');"
             " return gd && gd.layout.title.text.includes('L1 H2'); }", timeout=30_000)
+
+
+def test_switching_tab_draws_it_without_running_the_model(app_url, chromium_args, monkeypatch):
+    """Run draws only the visible tab; opening another tab draws its figures from the kept result."""
+    import explorer.app.views.analysis as analysis
+
+    runs = []
+    real = analysis.compare
+    monkeypatch.setattr(analysis, "compare", lambda *a, **k: runs.append(1) or real(*a, **k))
+    with app_page(app_url, chromium_args) as page:
+        page.locator("#text1 textarea").fill("lundi 3 mars 2025")
+        before = len(runs)
+        page.locator("#run").click()
+        page.wait_for_function(
+            "() => document.querySelector('#head-plot .js-plotly-plot') && "
+            "document.querySelector('#head-plot .js-plotly-plot').layout.title.text.includes('With toggles')",
+            timeout=30_000)
+        page.wait_for_timeout(500)
+        assert len(runs) == before + 1
+        assert page.evaluate("() => !!document.querySelector('#overview-plot .js-plotly-plot .heatmaplayer')") is False
+        page.get_by_role("tab", name="All heads").click()
+        page.wait_for_selector("#overview-plot .js-plotly-plot .heatmaplayer", timeout=30_000)
+        page.get_by_role("tab", name="Rollout").click()
+        page.wait_for_selector("#rollout-plot .js-plotly-plot .heatmaplayer", timeout=30_000)
+        assert len(runs) == before + 1  # both tabs were drawn from the kept result

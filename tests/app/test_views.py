@@ -218,3 +218,32 @@ def test_a_kept_analysis_is_small_whatever_the_runs_were(app):
     assert full > 100e6 and kept < 12e6, (full, kept)
     assert a.overview.data and a.rollout.data and a.attention.difference.data  # everything still draws
     assert kept_bytes(a) < kept + 25e6  # drawn figures are one byte per cell
+
+
+def test_each_tab_draws_only_its_own_figures(app):
+    from explorer.app.views.analysis import TAB_FIGURES, tab_figures
+
+    _, loaded = app.build()
+    a = app.analyze(loaded, app.DATE1, app.DATE2)
+    assert set(tab_figures(a, "overview")) == {"overview", "large"}
+    assert set(tab_figures(a, "all")) == {name for names in TAB_FIGURES.values() for name in names}
+    assert tab_figures(a, "positional") == {} and tab_figures(a, "bogus") == {}
+
+
+def test_a_run_sends_at_most_a_hundredth_of_bertviz(app):
+    """What one Run sends at 128 tokens on MiniLM with a head off (the attention tab: mask, the head with and without
+    the toggles, their difference; the tables), against BertViz's 53.4 MB of HTML for the same attention."""
+    import json
+
+    from explorer.app.events import frame, plot
+    from explorer.app.views.analysis import tab_figures
+
+    _, loaded = app.load(MINILM)
+    text = " ".join(["the cat sat on the mat and saw the birds"] * 13)[:-30]  # 126 tokens with [CLS] and [SEP]
+    heads = {"encoder": [h for h in app.all_heads(loaded)["encoder"] if h != "L0 H0"]}
+    a = app.analyze(loaded, text, None, app.toggles(heads), app.View("encoder", 3, 5, 1))
+    assert len(a.tokens[1]) in range(120, 129)
+    sent = sum(len(plot(fig).plot.encode()) for fig in tab_figures(a, "attention").values())
+    tables = json.dumps([frame(*a.tokens).to_dict("split"), frame(a.output.headers, a.output.rows).to_dict("split"),
+                         a.status, a.output_summary], default=str)
+    assert sent + len(tables.encode()) < 53.4e6 / 100, sent

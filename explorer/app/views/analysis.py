@@ -23,7 +23,9 @@ from .generation import generation_figures, generation_inputs
 from .output import output_table, surprisal_figure, surprisal_inputs
 
 NO_TOGGLE = "No toggle is active: switch a head off or change a mask to compare."
-TABS = ("attention", "overview", "generation", "rollout")  # the tabs /analyze draws
+# The figures of each tab /analyze draws, by name.
+TAB_FIGURES = {"attention": ("mask", "head", "baseline", "difference", "surprisal"), "overview": ("overview", "large"),
+               "generation": ("generation_self", "generation_cross"), "rollout": ("rollout",)}
 
 
 class Analysis:
@@ -69,3 +71,20 @@ class Analysis:
 def analyze(loaded: LoadedModel, text1: str | None, text2: str | None, toggles: Toggles, view: View | None = None,
             max_tokens: int = MAX_TOKENS, new_tokens: int | None = None) -> Analysis:
     return Analysis(compare(loaded, text1, text2, toggles, max_tokens, new_tokens), view or View())
+
+
+def tab_figures(a: Analysis, tab: str) -> dict[str, go.Figure]:
+    """The figures of one tab ("all": of every tab), by name (TAB_FIGURES), drawn now; {} for a tab without any."""
+    tabs = list(TAB_FIGURES) if tab == "all" else [tab] if tab in TAB_FIGURES else []
+    figures = {}
+    for name in tabs:
+        if name == "attention":
+            figures.update(mask=a.attention.mask, head=a.attention.head, baseline=a.attention.baseline,
+                           difference=a.attention.difference, surprisal=a.surprisal)
+        elif name == "overview":
+            figures.update(overview=a.overview, large=a.attention.head)
+        elif name == "generation":
+            figures.update(zip(TAB_FIGURES["generation"], a.generation))
+        else:
+            figures.update(rollout=a.rollout)
+    return figures
