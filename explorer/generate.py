@@ -53,10 +53,11 @@ class Generation:
 def generate(model: Transformer, src: Tensor, *, bos_id: int | None = None, eos_id: int | None = None,
              max_new_tokens: int = 32, padding: bool = True, causal: bool = True,
              attn_mask: Tensor | None = None, head_mask: Mapping[str, Any] | None = None,
-             key_mask: Tensor | None = None) -> Generation:
+             key_mask: Tensor | None = None, weights_dtype: torch.dtype | None = None) -> Generation:
     """Greedy decoding for encoder-decoder (src = source ids, decoding starts from `bos_id`) and
     decoder-only models (src = prompt ids, equal length or left-padded with `key_mask`, continued).
-    `key_mask` (B, S|P), True = real token, marks padding explicitly (the source's, or the prompts')."""
+    `key_mask` (B, S|P), True = real token, marks padding explicitly (the source's, or the prompts').
+    `weights_dtype`: each step's attention is cast to it layer by layer (float16 for long prefixes)."""
     config = model.config
     if config.arch == "encoder":
         raise ValueError("an encoder-only model does not generate text")
@@ -84,7 +85,7 @@ def generate(model: Transformer, src: Tensor, *, bos_id: int | None = None, eos_
         # A custom decoder-only mask is given for the prompt; extend it to the prefix so far.
         dec = model.decode(prefix, memory, memory_key_mask, padding=padding, causal=causal,
                            attn_mask=grow_mask(self_mask, prefix.shape[1]), head_mask=masks.get("decoder"),
-                           cross_head_mask=masks.get("cross"), key_mask=key_mask)
+                           cross_head_mask=masks.get("cross"), key_mask=key_mask, weights_dtype=weights_dtype)
         step_log_probs = model.generator(dec.output[:, -1])  # (B, V)
         best_log_prob, best = step_log_probs.max(dim=-1)
         best = best.masked_fill(finished, filler)

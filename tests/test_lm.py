@@ -116,3 +116,21 @@ def test_left_padded_batch_generation_equals_one_prompt_at_a_time(gpt2):
         assert torch.allclose(together.log_probs[b], alone.log_probs[0], atol=1e-5)
     with pytest.raises(ValueError, match="on the left"):
         generate(model, ids, key_mask=mask.flip(-1), max_new_tokens=1)
+
+
+def test_predictions_in_chunks_equal_one_softmax():
+    """predictions() works chunk by chunk; every number equals the one-softmax computation."""
+    from explorer.lm import predictions, surprisal
+
+    torch.manual_seed(0)
+    logits = torch.randn(2, 9, 40)
+    ids = torch.randint(0, 40, (2, 9))
+    key_mask = torch.tensor([[True] * 9, [True] * 6 + [False] * 3])
+    favourites = torch.randint(0, 40, (2, 9))
+    whole = logits.log_softmax(-1)
+    for chunk in (1, 4, 128):
+        p = predictions(logits, ids, key_mask, 5, favourites, chunk=chunk)
+        top = whole.topk(5, dim=-1)
+        assert torch.equal(p.top_ids, top.indices) and torch.allclose(p.top_probs, top.values.exp())
+        assert torch.allclose(p.surprisal, surprisal(logits, ids, key_mask), equal_nan=True)
+        assert torch.allclose(p.favourite_probs, whole.gather(-1, favourites[..., None])[..., 0].exp())

@@ -22,6 +22,7 @@ from ..checkpoints import LoadedModel
 from ..generate import Generation, generate
 from .errors import AppError
 from .inputs import PAD_LABEL, Inputs, TextCodec, answer_length, pad_id_of, row_mask
+from .limits import MAX_NEW_TOKENS
 from .toggles import Toggles, custom_mask
 
 
@@ -70,6 +71,17 @@ class Run:
     notices: list[str] = field(default_factory=list)
 
 
+FLOAT32_WEIGHTS_LIMIT = 64 * 1024**2  # bytes of one run's attention below which it is kept in float32
+
+
+def weights_dtype(loaded: LoadedModel, batch: int, length: int) -> torch.dtype | None:
+    """float16 for the returned attention when a run's weights in float32 would pass FLOAT32_WEIGHTS_LIMIT (1,024
+    tokens on GPT-2 small: 604 MB -> 302 MB); short inputs keep float32, so small views hover exact values."""
+    c = loaded.config
+    heads = (c.encoder_layers + 2 * c.decoder_layers) * c.n_heads
+    return torch.float16 if 4 * batch * heads * length * length > FLOAT32_WEIGHTS_LIMIT else None
+
+
 def full_masks(out_masks: Any, attentions: dict[str, tuple[Tensor, ...]]) -> dict[str, Tensor]:
     """The model's broadcastable masks -> (B, Tq, Tk) per kind (all True where the model masked nothing)."""
     result = {}
@@ -82,14 +94,16 @@ def full_masks(out_masks: Any, attentions: dict[str, tuple[Tensor, ...]]) -> dic
 
 
 def on_cpu(attentions: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
-    return tuple(a.float().cpu() for a in attentions)
+    """The weights on the CPU, in the dtype they came back in (float16 for long inputs, see weights_dtype)."""
+    return tuple(a.cpu() for a in attentions)
 
 
 def run_encoder(loaded: LoadedModel, inputs: Inputs, toggles: Toggles, head_mask: dict | None) -> Run:
     model, c = loaded.model, loaded.config
     src, real = inputs.padded(pad_id_of(loaded), model.device), inputs.key_mask(model.device)
     mask, notice = custom_mask(toggles, src.shape[1], model.device)
-    out = model(src, padding=toggles.padding, attn_mask=mask, head_mask=head_mask, key_mask=real)
+    out = model(src, padding=toggles.padding, attn_mask=mask, head_mask=head_mask, key_mask=real,
+                weights_dtype=weights_dtype(loaded, *src.shape))
     attentions = {"encoder": on_cpu(out.attentions.encoder)}
     labels = inputs.padded_labels()
     if out.logits is not None and c.num_classes:
@@ -113,8 +127,8 @@ def generate_rows(loaded: LoadedModel, inputs: Inputs, toggles: Toggles, head_ma
     bos = task.get("bos_id", loaded.target_tokenizer.bos_id)
     eos = task.get("eos_id", loaded.target_tokenizer.eos_id)
     kwargs = dict(eos_id=eos, max_new_tokens=answer_length(loaded) if new_tokens is None else new_tokens,
-                  padding=toggles.padding, causal=toggles.causal,
-                  head_mask=head_mask)
+                  padding=toggles.padding, causal=toggles.causal, head_mask=head_mask,
+                  weights_dtype=weights_dtype(loaded, 1, max(map(len, inputs.rows)) + MAX_NEW_TOKENS))
     if c.arch == "encoder-decoder":
         if bos is None:
             raise AppError("this model's task names no start token (bos_id): it cannot generate")
@@ -146,7 +160,8 @@ def run_language_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, to
     model = loaded.model
     src, real = inputs.padded(pad_id_of(loaded), model.device), inputs.key_mask(model.device)
     mask, notice = custom_mask(toggles, src.shape[1], model.device)
-    out = model(src, padding=toggles.padding, causal=toggles.causal, attn_mask=mask, head_mask=head_mask, key_mask=real)
+    out = model(src, padding=toggles.padding, causal=toggles.causal, attn_mask=mask, head_mask=head_mask, key_mask=real,
+                weights_dtype=weights_dtype(loaded, *src.shape))
     favourites = None
     if baseline is not None:
         favourites = torch.stack([o.top_ids[:, 0] for o in baseline.outputs]).to(model.device)  # (B, T)
@@ -179,7 +194,7 @@ def run_sequence_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, to
         tgt = pad_rows(dec_rows, pad_id_of(loaded), model.device)
         mask, notice = custom_mask(toggles, src.shape[1], model.device)
         out = model(src, tgt, padding=toggles.padding, causal=toggles.causal, attn_mask=mask, head_mask=head_mask,
-                    key_mask=inputs.key_mask(model.device))
+                    key_mask=inputs.key_mask(model.device), weights_dtype=weights_dtype(loaded, *src.shape))
         attentions = {k: on_cpu(getattr(out.attentions, k)) for k in ("encoder", "decoder", "cross")}
         src_labels, tgt_labels = inputs.padded_labels(), padded_labels(codec, dec_rows)
         queries = {"encoder": src_labels, "decoder": tgt_labels, "cross": tgt_labels}
@@ -189,7 +204,7 @@ def run_sequence_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, to
         seq = pad_rows(seqs, pad_id_of(loaded), model.device)
         mask, notice = custom_mask(toggles, seq.shape[1], model.device)
         out = model(seq, padding=toggles.padding, causal=toggles.causal, attn_mask=mask, head_mask=head_mask,
-                    key_mask=row_mask(seqs, model.device))
+                    key_mask=row_mask(seqs, model.device), weights_dtype=weights_dtype(loaded, *seq.shape))
         attentions = {"decoder": on_cpu(out.attentions.decoder)}
         queries = keys = {"decoder": padded_labels(codec, seqs, inputs.labels)}
     return Run(attentions, full_masks(out.masks, attentions), queries, keys, outputs, gens, teacher,

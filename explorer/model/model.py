@@ -119,7 +119,8 @@ class Transformer(nn.Module):
     # ------------------------------------------------------------------ the Annotated Transformer's API
     def encode(self, src: Tensor, *, padding: bool = True, attn_mask: Tensor | None = None,
                head_mask: Tensor | None = None, token_type_ids: Tensor | None = None,
-               need_weights: bool = True, key_mask: Tensor | None = None) -> EncoderResult:
+               need_weights: bool = True, key_mask: Tensor | None = None,
+               weights_dtype: torch.dtype | None = None) -> EncoderResult:
         """src (B, S) -> memory (B, S, D) and the encoder's attention."""
         if self.encoder is None:
             raise ValueError("a decoder-only model has no encoder")
@@ -127,13 +128,14 @@ class Transformer(nn.Module):
         positions = position_ids(key_mask, src.shape[1], src.device)
         x = self.src_embed(src, token_type_ids, positions)
         run = self.encoder.run(x, key_mask=key_mask, attn_mask=attn_mask, head_mask=head_mask,
-                               need_weights=need_weights, positions=positions)
+                               need_weights=need_weights, positions=positions, weights_dtype=weights_dtype)
         return EncoderResult(run.output, key_mask, run.attentions.self_attn, run.hidden_states, run.self_mask)
 
     def decode(self, tgt: Tensor, memory: Tensor | None = None, memory_key_mask: Tensor | None = None, *,
                padding: bool = True, causal: bool = True, attn_mask: Tensor | None = None,
                head_mask: Tensor | None = None, cross_head_mask: Tensor | None = None,
-               need_weights: bool = True, key_mask: Tensor | None = None) -> DecoderResult:
+               need_weights: bool = True, key_mask: Tensor | None = None,
+               weights_dtype: torch.dtype | None = None) -> DecoderResult:
         """tgt (B, T) (+ memory (B, S, D)) -> decoder output (B, T, D) and its attention."""
         if self.decoder is None:
             raise ValueError("an encoder-only model has no decoder")
@@ -144,7 +146,7 @@ class Transformer(nn.Module):
         x = self.tgt_embed(tgt, positions=positions)
         run = self.decoder.run(x, memory, key_mask=key_mask, memory_key_mask=memory_key_mask,
                                attn_mask=self_mask, head_mask=head_mask, cross_head_mask=cross_head_mask,
-                               need_weights=need_weights, positions=positions)
+                               need_weights=need_weights, positions=positions, weights_dtype=weights_dtype)
         return DecoderResult(run.output, run.attentions.self_attn, run.attentions.cross, run.hidden_states,
                              run.self_mask, run.memory_mask)
 
@@ -152,19 +154,22 @@ class Transformer(nn.Module):
     def forward(self, src: Tensor, tgt: Tensor | None = None, *, padding: bool = True, causal: bool = True,
                 attn_mask: Tensor | None = None, head_mask: Mapping[str, Any] | None = None,
                 token_type_ids: Tensor | None = None, need_weights: bool = True,
-                key_mask: Tensor | None = None) -> TransformerOutput:
+                key_mask: Tensor | None = None, weights_dtype: torch.dtype | None = None) -> TransformerOutput:
+        """See the module docstring; weights_dtype: the returned attention in this dtype, cast layer by layer
+        (float16 halves what a long input keeps; None = the compute dtype)."""
         masks = self.head_masks(head_mask)
+        weights = dict(need_weights=need_weights, weights_dtype=weights_dtype)
         arch = self.config.arch
         if arch == "decoder":
             if tgt is not None:
                 raise ValueError("a decoder-only model takes one sequence: pass it as src")
             dec = self.decode(src, padding=padding, causal=causal, attn_mask=attn_mask,
-                              head_mask=masks.get("decoder"), need_weights=need_weights, key_mask=key_mask)
+                              head_mask=masks.get("decoder"), key_mask=key_mask, **weights)
             return TransformerOutput(self.generator.proj(dec.output), Attentions((), dec.self_attentions, ()),
                                      HiddenStates((), dec.hidden_states), dec.output, None,
                                      AttentionMasks(decoder=dec.self_mask))
         enc = self.encode(src, padding=padding, attn_mask=attn_mask, head_mask=masks.get("encoder"),
-                          token_type_ids=token_type_ids, need_weights=need_weights, key_mask=key_mask)
+                          token_type_ids=token_type_ids, key_mask=key_mask, **weights)
         if arch == "encoder":
             logits = self.classifier(enc.memory) if self.classifier is not None else None
             return TransformerOutput(logits, Attentions(enc.attentions, (), ()), HiddenStates(enc.hidden_states, ()),
@@ -172,8 +177,7 @@ class Transformer(nn.Module):
         if tgt is None:
             raise ValueError("an encoder-decoder model needs a target sequence tgt")
         dec = self.decode(tgt, enc.memory, enc.key_mask, padding=padding, causal=causal,
-                          head_mask=masks.get("decoder"), cross_head_mask=masks.get("cross"),
-                          need_weights=need_weights)
+                          head_mask=masks.get("decoder"), cross_head_mask=masks.get("cross"), **weights)
         return TransformerOutput(self.generator.proj(dec.output),
                                  Attentions(enc.attentions, dec.self_attentions, dec.cross_attentions),
                                  HiddenStates(enc.hidden_states, dec.hidden_states), dec.output, enc.memory,

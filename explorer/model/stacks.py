@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import torch.nn.functional as F
+import torch
 from torch import Tensor, nn
 
 from .config import TransformerConfig
@@ -94,8 +95,11 @@ class Stack(nn.Module):
     def run(self, x: Tensor, memory: Tensor | None = None, *, key_mask: Tensor | None = None,
             memory_key_mask: Tensor | None = None, attn_mask: Tensor | None = None,
             head_mask: Tensor | None = None, cross_head_mask: Tensor | None = None,
-            need_weights: bool = True, first_layer: int = 0, positions: Tensor | None = None) -> StackRun:
-        """Run layers[first_layer:]; the head-importance sweep restarts above an unchanged prefix."""
+            need_weights: bool = True, first_layer: int = 0, positions: Tensor | None = None,
+            weights_dtype: torch.dtype | None = None) -> StackRun:
+        """Run layers[first_layer:]; the head-importance sweep restarts above an unchanged prefix.
+        weights_dtype: each layer's returned weights are cast to it as soon as the layer is done (float16 halves
+        what a long input keeps); None keeps the compute dtype."""
         inputs = self.layer_inputs(x, key_mask, memory_key_mask, attn_mask, positions, need_weights)
         L = len(self.layers)
         self_weights, cross_weights, hidden = [], [], [x]
@@ -104,9 +108,9 @@ class Stack(nn.Module):
                                        layer_head_mask(cross_head_mask, i, L, self.n_heads))
             hidden.append(x)
             if sw is not None:
-                self_weights.append(sw)
+                self_weights.append(sw if weights_dtype is None else sw.to(weights_dtype))
             if cw is not None:
-                cross_weights.append(cw)
+                cross_weights.append(cw if weights_dtype is None else cw.to(weights_dtype))
         if self.norm is not None:
             x = self.norm(x)
         return StackRun(x, StackAttentions(tuple(self_weights), tuple(cross_weights)), tuple(hidden),

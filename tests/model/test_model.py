@@ -166,3 +166,16 @@ def test_forward_returns_the_masks_it_applied(arch):
     if arch == "encoder-decoder":
         assert out.masks.cross[1, 0, 0].tolist() == [True, True, True, False, False]
     assert model(src, tgt, padding=False).masks.encoder is None if arch == "encoder" else True
+
+
+@pytest.mark.parametrize("arch", ["encoder", "decoder", "encoder-decoder"])
+def test_weights_can_come_back_in_float16(arch):
+    """weights_dtype casts each layer's returned weights; the output is the same (the weights used are not)."""
+    model = small(arch)
+    src = torch.tensor([[5, 6, 7, 8, 9], [5, 6, 7, 0, 0]])
+    tgt = torch.tensor([[1, 3, 4], [1, 3, 0]]) if arch == "encoder-decoder" else None
+    full, half = model(src, tgt), model(src, tgt, weights_dtype=torch.float16)
+    for a, b in zip(full.attentions, half.attentions):
+        for w32, w16 in zip(a, b):
+            assert w16.dtype == torch.float16 and torch.allclose(w16.float(), w32, atol=1e-3)
+    assert torch.equal(full.last_hidden_state, half.last_hidden_state)
