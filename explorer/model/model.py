@@ -15,8 +15,11 @@ V vocabulary, C classes.
 with 1 = head on (H = query heads). `attn_mask` is an extra boolean mask (True = may attend) for
 encoder self-attention, or for the self-attention of a decoder-only model. `key_mask` (B, S), True
 = real token, marks the padding of `src` explicitly (models without a padding token, left padding);
-without it, padding is wherever src == config.pad_id. Token positions count from each row's first
-real token (`position_ids`), so a left-padded row computes what the unpadded one does.
+without it, padding is wherever src == config.pad_id. `tgt_key_mask` (B, T) does the same for the
+target of an encoder-decoder; without it, padding is wherever tgt == pad_id except the first column:
+a target starts with the decoder start token, a real token even when it is the padding id (T5,
+Marian). Token positions count from each row's first real token (`position_ids`), so a left-padded
+row computes what the unpadded one does.
 """
 
 from __future__ import annotations
@@ -139,7 +142,7 @@ class Transformer(nn.Module):
     def forward(self, src: Tensor, tgt: Tensor | None = None, *, padding: bool = True, causal: bool = True,
                 attn_mask: Tensor | None = None, head_mask: Mapping[str, Any] | None = None,
                 token_type_ids: Tensor | None = None, need_weights: bool = True,
-                key_mask: Tensor | None = None) -> TransformerOutput:
+                key_mask: Tensor | None = None, tgt_key_mask: Tensor | None = None) -> TransformerOutput:
         masks = self.head_masks(head_mask)
         arch = self.config.arch
         if arch == "decoder":
@@ -159,9 +162,12 @@ class Transformer(nn.Module):
                                      enc.memory, enc.memory, AttentionMasks(encoder=enc.mask))
         if tgt is None:
             raise ValueError("an encoder-decoder model needs a target sequence tgt")
+        if tgt_key_mask is None and padding and self.config.pad_id is not None:
+            tgt_key_mask = tgt != self.config.pad_id
+            tgt_key_mask[:, 0] = True  # the decoder start token (T5 and Marian start with the padding id)
         dec = self.decode(tgt, enc.memory, enc.key_mask, padding=padding, causal=causal,
                           head_mask=masks.get("decoder"), cross_head_mask=masks.get("cross"),
-                          need_weights=need_weights)
+                          need_weights=need_weights, key_mask=tgt_key_mask)
         return TransformerOutput(self.generator.logits(dec.output),
                                  Attentions(enc.attentions, dec.self_attentions, dec.cross_attentions),
                                  HiddenStates(enc.hidden_states, dec.hidden_states), dec.output, enc.memory,
