@@ -9,9 +9,16 @@ What transformers' MarianTokenizer does, and this conversion reproduces:
   from vocab.json (pieces missing from vocab.json become <unk>); "</s>" is appended.
 - decoding maps ids to pieces through vocab.json and joins them ("▁" -> space).
 The Unigram vocabulary is laid out in vocab.json's id order. A vocab.json piece the side's model does
-not have (the other language's pieces of a shared vocabulary) stays in it, with a score far below
-every real piece, so it is chosen only where the side's model would emit <unk> (a character it
-cannot segment at all); MarianTokenizer emits <unk> there. Ordinary text tokenizes identically.
+not have (the other language's pieces of a shared vocabulary) must never be chosen when encoding:
+- source side: such a piece is renamed with a trailing plain space, which no pre-tokenized word
+  contains (Metaspace turns every space into "▁"), so the segmentation is exactly source.spm's; the
+  source side never labels or decodes those ids. One difference remains: a character source.spm
+  cannot segment is <unk> here, while MarianTokenizer looks its text up in vocab.json and finds it
+  when the target model has it as a piece (a character of the other language);
+- target side: the pieces keep their names, since decoding and labelling any generated id needs the
+  true piece; they score far below every real piece, so they are chosen only where target.spm would
+  emit <unk> (a character it cannot segment at all). Encoding target text differs from
+  MarianTokenizer only there; decoding is the same for every id.
 
 The .spm files are protobuf messages (sentencepiece_model.proto); the few fields needed are read
 here with a small, bounds-checked wire-format reader, so loading needs neither protobuf nor
@@ -140,17 +147,29 @@ def read_vocab(path: Path) -> dict[str, int]:
     return vocab
 
 
-def unigram_vocab(spm: SpmModel, vocab: dict[str, int]) -> list[tuple[str, float]]:
-    """(piece, score) in vocab.json's id order; ids vocab.json skips get unreachable names."""
+def unigram_vocab(spm: SpmModel, vocab: dict[str, int], rename_foreign: bool) -> list[tuple[str, float]]:
+    """(piece, score) in vocab.json's id order. Pieces `spm` lacks score far below its own; with
+    `rename_foreign` they get a trailing space, which makes them unreachable (see the module docstring),
+    as do the names of ids vocab.json skips."""
     scores = {p.text: p.score for p in spm.pieces if p.kind in (NORMAL, USER_DEFINED)}
     floor = min(scores.values(), default=0.0) - FOREIGN_PENALTY
     by_id = {i: piece for piece, i in vocab.items()}
-    return [(by_id[i], scores.get(by_id[i], floor)) if i in by_id else (f"<unused id {i}>", floor)
-            for i in range(max(by_id) + 1)]
+    specials = {p for p in vocab if p.startswith("<") and p.endswith(">")}  # </s>, <unk>, <pad>: added tokens
+
+    def entry(i: int) -> tuple[str, float]:
+        if i not in by_id:
+            return f"<unused id {i}> ", floor
+        piece = by_id[i]
+        if piece in scores or piece in specials or not rename_foreign:
+            return piece, scores.get(piece, floor)
+        return f"{piece} ", floor
+    return [entry(i) for i in range(max(by_id) + 1)]
 
 
-def marian_backend(spm: SpmModel, vocab: dict[str, int], eos: str, specials: list[str]) -> tokenizers.Tokenizer:
-    tk = tokenizers.Tokenizer(models.Unigram(unigram_vocab(spm, vocab), unk_id=vocab["<unk>"], byte_fallback=False))
+def marian_backend(spm: SpmModel, vocab: dict[str, int], eos: str, specials: list[str],
+                   source: bool) -> tokenizers.Tokenizer:
+    tk = tokenizers.Tokenizer(models.Unigram(unigram_vocab(spm, vocab, rename_foreign=source), unk_id=vocab["<unk>"],
+                                             byte_fallback=False))
     steps = [normalizers.Precompiled(spm.charsmap)] if spm.charsmap else []
     if spm.remove_extra_whitespaces:
         steps += [normalizers.Strip(), normalizers.Replace(Regex(" {2,}"), " ")]
@@ -189,7 +208,7 @@ def load_marian_tokenizer(folder: Path, cfg: HFConfig, side: str) -> tuple[Token
     missing = [t for t in roles.values() if t not in vocab]
     if missing:
         raise CheckpointError(f"{describe(vocab_path)} lacks the special token(s) {', '.join(missing)}")
-    backend = marian_backend(spm, vocab, roles["eos"], [roles["eos"], roles["pad"], roles["unk"]])
+    backend = marian_backend(spm, vocab, roles["eos"], [roles["eos"], roles["pad"], roles["unk"]], side == "source")
     return Tokenizer(backend, specials=roles), spm_path
 
 

@@ -253,3 +253,11 @@ def check_greedy_generation(case: Seq2SeqCase, max_new_tokens: int = 8, **hf_kwa
                 assert torch.allclose(row[0], full.attentions.cross[layer][0, :, n], atol=1e-5)
         outputs.append(ours.ids)
     return outputs
+
+
+def set_logits_bias(case, std: float = 0.05):
+    """A final_logits_bias that is not zero (a buffer: the harness did not perturb it), in both models."""
+    gen = torch.Generator().manual_seed(3)
+    bias = torch.randn(case.hf.final_logits_bias.shape, generator=gen) * std
+    case.hf.final_logits_bias.copy_(bias)
+    case.loaded.model.generator.proj.bias.copy_(bias[0])
