@@ -51,7 +51,7 @@ class HFConfig:
         return self._weights
 
     def has_tensors(self, *names: str) -> bool:
-        """True when the checkpoint holds every one of `names` (with or without the family's prefix)."""
+        """True when the checkpoint holds every one of `names` (full names: heads sit outside the body prefix)."""
         if self.folder is None:
             return False
         present = set(self.weights().names)
