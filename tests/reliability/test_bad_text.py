@@ -138,7 +138,7 @@ def check_notices(bundle, inputs: Inputs, text1: str, text2: str | None) -> None
         if len(t) > MAX_CHARS:
             assert any(f"Sentence {i + 1} has {len(t):,} characters" in n for n in inputs.notices), inputs.notices
     for row, labels in zip(inputs.rows, inputs.labels):
-        assert 0 < len(row) <= token_limit(bundle, MAX_TOKENS) and len(labels) == len(row)
+        assert 0 < len(row) <= token_limit(bundle, MAX_TOKENS).tokens and len(labels) == len(row)
         assert all(isinstance(x, str) for x in labels)
         assert all(0 <= i < bundle.config.vocab_size for i in row)
     assert all(len(t) <= MAX_CHARS for t in inputs.texts)
