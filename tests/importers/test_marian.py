@@ -154,3 +154,20 @@ def test_missing_spm_and_bad_vocab_are_named(tmp_path, marian):
     (folder / "vocab.json").write_text(json.dumps(vocab))
     with pytest.raises(CheckpointError, match="vocab.json.*<unk>"):
         explorer.load(folder, "cpu")
+
+
+def test_hub_download_fetches_the_marian_files():
+    from explorer.loading import HUB_FILES
+
+    assert {"source.spm", "target.spm", "vocab.json"} <= set(HUB_FILES)
+
+
+def test_explorer_checkpoint_round_trip_keeps_both_tokenizers(tmp_path, marian):
+    from explorer.checkpoints import load_checkpoint, save_checkpoint
+
+    loaded = marian.loaded
+    save_checkpoint(tmp_path, loaded.model, loaded.tokenizer, tgt_tokenizer=loaded.tgt_tokenizer, task=loaded.task)
+    again = load_checkpoint(tmp_path, "cpu")
+    assert again.tokenizer.encode(SOURCES[0]).ids == loaded.tokenizer.encode(SOURCES[0]).ids
+    assert again.tgt_tokenizer.labels(range(40)) == loaded.tgt_tokenizer.labels(range(40))
+    assert translate(again, SOURCES[1], 6).ids == translate(loaded, SOURCES[1], 6).ids

@@ -105,3 +105,22 @@ def test_untied_head_is_read_from_the_checkpoint(flan):
     assert model.generator.proj.weight is not model.tgt_embed.token.weight
     assert torch.equal(model.generator.proj.weight, flan.hf.lm_head.weight)
     assert model.tgt_embed.token.weight is model.src_embed.token.weight
+
+
+def test_explorer_checkpoint_round_trip(tmp_path, flan):
+    """Saved in the explorer's format: the shared embedding is stored once and re-shared on load."""
+    from safetensors import safe_open
+
+    from explorer.checkpoints import load_checkpoint, save_checkpoint
+
+    loaded = flan.loaded
+    save_checkpoint(tmp_path, loaded.model, loaded.tokenizer, task=loaded.task)
+    with safe_open(str(tmp_path / "model.safetensors"), "pt") as f:
+        names = set(f.keys())
+    assert "src_embed.token.weight" in names and "tgt_embed.token.weight" not in names
+    again = load_checkpoint(tmp_path, "cpu")
+    assert again.model.tgt_embed.token.weight is again.model.src_embed.token.weight
+    src, tgt = torch.tensor([[5, 6, 7, 1]]), torch.tensor([[0, 8, 9]])
+    with torch.no_grad():
+        assert torch.equal(again.model(src, tgt).logits, loaded.model(src, tgt).logits)
+    assert again.task["bos_id"] == 0
