@@ -54,7 +54,10 @@ class HFConfig:
         """True when the checkpoint holds every one of `names` (full names: heads sit outside the body prefix)."""
         if self.folder is None:
             return False
-        present = set(self.weights().names)
+        try:
+            present = set(self.weights().names)
+        except CheckpointError:  # missing or broken weights are reported later, after the parameter limit
+            return False
         return all(name in present for name in names)
 
     def int_field(self, name: str, default: int | None = None) -> int | None:
