@@ -5,9 +5,10 @@ A checkpoint is a folder:
     config.json          {"format_version": 1, "model": TransformerConfig.to_dict(), "task": {...},
                           "special_tokens": {"pad": 0, ...}, "tgt_tokenizer": "tgt_tokenizer.json" | null}
     model.safetensors    every persistent tensor once (no pickle); a tied output projection
-                         (generator.proj.weight = tgt_embed.token.weight) is stored only as the
-                         embedding and re-tied on load; non-persistent buffers (the sinusoidal
-                         table) are rebuilt from the config
+                         (generator.proj.weight = tgt_embed.token.weight, mlm.proj.weight =
+                         src_embed.token.weight) and a shared decoder embedding (tgt_embed = src_embed)
+                         are stored only as the embedding and re-tied on load; non-persistent buffers
+                         (the sinusoidal table) are rebuilt from the config
     tokenizer.json       the (source) tokenizer
     tgt_tokenizer.json   only when the target vocabulary differs from the source one
     README.md            a model card
@@ -131,6 +132,16 @@ def make_config(data: Any, path: Path) -> TransformerConfig:
         raise CheckpointError(f"{describe(path)}: invalid model configuration: {err}") from err
 
 
+def tied_keys(config: TransformerConfig) -> set[str]:
+    """State-dict names that are another tensor under a second name (stored once, re-tied on load)."""
+    keys = set()
+    if config.share_embeddings:
+        keys.add("tgt_embed.token.weight")
+    if config.tie_embeddings:
+        keys.add("mlm.proj.weight" if config.arch == "encoder" else TIED_KEY)
+    return keys
+
+
 def estimate_parameters(config: TransformerConfig) -> int:
     """Parameter count of Transformer(config), computed from the config without allocating anything."""
     c = config
@@ -142,21 +153,25 @@ def estimate_parameters(config: TransformerConfig) -> int:
     ups = 2 if c.mlp == "gated" else 1  # gate and up, or up alone
     feed_forward = ups * (D * F + F * c.mlp_bias) + F * D + D * c.mlp_bias
 
-    def embeddings(vocab: int) -> int:
-        return (vocab * D + (c.max_len * D if c.positional == "learned" else 0) + c.type_vocab_size * D
-                + (norm if c.embedding_norm else 0))
+    def embeddings(vocab: int, shared: bool = False) -> int:
+        return ((0 if shared else vocab * D) + (c.position_rows * D if c.positional == "learned" else 0)
+                + c.type_vocab_size * D + (norm if c.embedding_norm else 0))
 
     final = norm if c.resolved_final_norm else 0
+    relative = c.relative_buckets * c.n_heads if c.positional == "relative" else 0  # one table per stack
     total = 0
     if c.arch != "decoder":
-        total += embeddings(c.vocab_size) + c.encoder_layers * (attention + feed_forward + 2 * norm) + final
+        total += embeddings(c.vocab_size) + c.encoder_layers * (attention + feed_forward + 2 * norm) + final + relative
     if c.arch != "encoder":
         tgt_vocab = c.resolved_tgt_vocab_size if c.arch == "encoder-decoder" else c.vocab_size
         cross = attention + norm if c.arch == "encoder-decoder" else 0
-        total += embeddings(tgt_vocab) + c.decoder_layers * (attention + feed_forward + 2 * norm + cross) + final
+        total += embeddings(tgt_vocab, c.share_embeddings) + relative + final
+        total += c.decoder_layers * (attention + feed_forward + 2 * norm + cross)
         total += tgt_vocab * c.lm_head_bias + (0 if c.tie_embeddings else tgt_vocab * D)  # generator
     if c.num_classes:
         total += D * c.classifier_hidden + c.classifier_hidden + c.classifier_hidden * c.num_classes + c.num_classes
+    if c.mlm_head:  # dense, norm, bias over the vocabulary, and its own projection unless tied
+        total += D * D + D + norm + c.vocab_size + (0 if c.tie_embeddings else c.vocab_size * D)
     return total
 
 
@@ -205,12 +220,9 @@ def _few(names: list[str], k: int = 5) -> str:
 
 
 def expected_state_keys(model: Transformer) -> dict[str, tuple[int, ...]]:
-    """Names and shapes the weights file must hold: the state dict minus the tied projection."""
-    state = model.state_dict()
-    keys = {k: tuple(v.shape) for k, v in state.items()}
-    if model.config.tie_embeddings and TIED_KEY in keys:
-        del keys[TIED_KEY]
-    return keys
+    """Names and shapes the weights file must hold: the state dict minus the tied names."""
+    tied = tied_keys(model.config)
+    return {k: tuple(v.shape) for k, v in model.state_dict().items() if k not in tied}
 
 
 def check_state_names_and_shapes(found: Mapping[str, tuple[int, ...]], expected: Mapping[str, tuple[int, ...]],
@@ -242,7 +254,7 @@ def load_state(model: Transformer, state: Mapping[str, Tensor], path: Path) -> N
     state = {k: v.float() if v.is_floating_point() else v for k, v in state.items()}
     missing, unexpected = model.load_state_dict(state, strict=False, assign=True)
     model.tie_weights()
-    leftover = [k for k in missing if not (k == TIED_KEY and model.config.tie_embeddings)]
+    leftover = [k for k in missing if k not in tied_keys(model.config)]
     leftover += [name for name, t in [*model.named_parameters(), *model.named_buffers()] if t.is_meta]
     if leftover or unexpected:  # cannot happen after the check above; kept as a guard
         raise CheckpointError(f"{describe(path)}: could not load {_few(sorted(set(leftover)) + list(unexpected))}")
@@ -283,8 +295,8 @@ def save_checkpoint(folder: str | PathLike, model: Transformer, tokenizer: Token
                          f"vocabulary {tgt_vocab}")
 
     state = model.state_dict()
-    if config.tie_embeddings:
-        state.pop(TIED_KEY, None)  # same storage as tgt_embed.token.weight: saved once, re-tied on load
+    for key in tied_keys(config):
+        state.pop(key, None)  # same storage as a token embedding: saved once, re-tied on load
     # contiguous CPU copies: safetensors stores raw bytes and refuses shared or strided storage
     tensors = {k: v.detach().to("cpu").contiguous().clone() for k, v in state.items()}
     save_file(tensors, str(folder / WEIGHTS_FILE), metadata={"format": "pt", "format_version": str(FORMAT_VERSION)})

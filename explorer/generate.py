@@ -14,13 +14,15 @@ what a full forward pass over that prefix computes, with the same masks and head
 
 Decoder-only prompts of different lengths are left-padded with a `key_mask` (B, P), True = real
 token (the model then counts positions from each row's first real token, as an unpadded run does);
-without one, prompts containing `config.pad_id` are refused.
+without one, prompts containing `config.pad_id` are refused. An encoder-decoder's decoder input (the
+start token, then the tokens generated) is all real tokens, even where the start token is the padding
+id (T5, Marian). `suppress_ids` are never chosen (Marian's `bad_words_ids`: its padding token).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import torch
 from torch import Tensor
@@ -53,7 +55,8 @@ class Generation:
 def generate(model: Transformer, src: Tensor, *, bos_id: int | None = None, eos_id: int | None = None,
              max_new_tokens: int = 32, padding: bool = True, causal: bool = True,
              attn_mask: Tensor | None = None, head_mask: Mapping[str, Any] | None = None,
-             key_mask: Tensor | None = None, weights_dtype: torch.dtype | None = None) -> Generation:
+             key_mask: Tensor | None = None, suppress_ids: Sequence[int] = (),
+             weights_dtype: torch.dtype | None = None) -> Generation:
     """Greedy decoding for encoder-decoder (src = source ids, decoding starts from `bos_id`) and
     decoder-only models (src = prompt ids, equal length or left-padded with `key_mask`, continued).
     `key_mask` (B, S|P), True = real token, marks padding explicitly (the source's, or the prompts').
@@ -69,8 +72,8 @@ def generate(model: Transformer, src: Tensor, *, bos_id: int | None = None, eos_
         enc = model.encode(src, padding=padding, attn_mask=attn_mask, head_mask=masks.get("encoder"),
                            key_mask=key_mask)
         memory, memory_key_mask = enc.memory, enc.key_mask
-        key_mask = None  # it marked the source; the decoder's own tokens are all real
         prefix = torch.full((B, 1), bos_id, dtype=torch.long, device=src.device)
+        key_mask = torch.ones_like(prefix, dtype=torch.bool)  # the decoder's own tokens are all real
         self_mask = None
     else:
         check_prompt_padding(model, src, key_mask, padding)
@@ -87,6 +90,8 @@ def generate(model: Transformer, src: Tensor, *, bos_id: int | None = None, eos_
                            attn_mask=grow_mask(self_mask, prefix.shape[1]), head_mask=masks.get("decoder"),
                            cross_head_mask=masks.get("cross"), key_mask=key_mask, weights_dtype=weights_dtype)
         step_log_probs = model.generator(dec.output[:, -1])  # (B, V)
+        if suppress_ids:
+            step_log_probs[:, list(suppress_ids)] = -torch.inf  # never chosen; the others keep their log-probability
         best_log_prob, best = step_log_probs.max(dim=-1)
         best = best.masked_fill(finished, filler)
         best_log_prob = best_log_prob.masked_fill(finished, 0.0)

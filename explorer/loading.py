@@ -1,6 +1,7 @@
 """One loader for every model source: a checkpoint shipped with the app, a local folder, or a
 Hugging Face Hub repository, in the explorer's own format or the Hugging Face layout of a supported
-family (GPT-2, GPT-NeoX / Pythia, Llama / Mistral / Qwen2, BERT: see explorer.importers).
+family (GPT-2, GPT-NeoX / Pythia, Llama / Mistral / Qwen2, BERT, RoBERTa, DistilBERT, BART, Marian, T5:
+see explorer.importers).
 
     load("date-translator")                          shipped: <repo>/checkpoints/date-translator/
     load(Path("runs/my-model"))                      a folder the calling code chose
@@ -53,6 +54,7 @@ REVISION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$")  # branch, tag or 
 HUB_FILES = [  # what the loaders read; nothing else is downloaded
     "config.json", "model.safetensors", "model.safetensors.index.json", "model-*-of-*.safetensors",
     "tokenizer.json", "tgt_tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json",
+    "source.spm", "target.spm", "vocab.json",  # Marian's two SentencePiece models and their shared ids
     "README.md", "1_Pooling/config.json", "modules.json",
 ]
 PICKLE_FALLBACK = ["pytorch_model.bin"]  # fetched only when a repo has no safetensors

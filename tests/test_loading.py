@@ -219,8 +219,8 @@ def test_load_unknown_layouts(tmp_path):
     (folder / "config.json").write_text(json.dumps({"hello": 1}))
     with pytest.raises(CheckpointError, match="neither \"format_version\""):
         load(folder)
-    (folder / "config.json").write_text(json.dumps({"model_type": "t5"}))
-    with pytest.raises(CheckpointError, match="model_type 't5' is not supported.*GPT-2 \\(gpt2\\).*qwen2"):
+    (folder / "config.json").write_text(json.dumps({"model_type": "xlnet"}))
+    with pytest.raises(CheckpointError, match="model_type 'xlnet' is not supported.*GPT-2 \\(gpt2\\).*qwen2"):
         load(folder)
     with pytest.raises(CheckpointError, match="does not exist"):
         load(tmp_path / "absent")

@@ -37,8 +37,34 @@ HF_ACTIVATIONS = {"gelu": "gelu", "gelu_python": "gelu", "relu": "relu", "gelu_n
 class HFConfig:
     """config.json of a Hugging Face model, with errors that name the file and the family."""
 
-    def __init__(self, data: Mapping[str, Any], path: Path, family: str):
+    def __init__(self, data: Mapping[str, Any], path: Path, family: str, folder: Path | None = None):
         self.data, self.path, self.family = dict(data), path, family
+        self.folder = folder  # where the weights are, for families whose config depends on the heads present
+        self._weights: WeightFiles | None = None
+
+    def weights(self) -> WeightFiles:
+        """The folder's weight files (headers read once, on first use)."""
+        if self._weights is None:
+            if self.folder is None:
+                raise self.error("no folder given to read the weights from")
+            self._weights = WeightFiles(self.folder)
+        return self._weights
+
+    def has_tensors(self, *names: str) -> bool:
+        """True when the checkpoint holds every one of `names` (full names: heads sit outside the body prefix)."""
+        if self.folder is None:
+            return False
+        try:
+            present = set(self.weights().names)
+        except CheckpointError:  # missing or broken weights are reported later, after the parameter limit
+            return False
+        return all(name in present for name in names)
+
+    def int_field(self, name: str, default: int | None = None) -> int | None:
+        value = self.get(name, default)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise self.error(f"{name}={value!r} must be an integer")
+        return value
 
     def error(self, message: str) -> CheckpointError:
         return CheckpointError(f"{describe(self.path)}: {message}")
@@ -141,6 +167,8 @@ class Family:
     prefix: str  # the body's tensor prefix in task-model checkpoints ("transformer.", "model.", ...)
     ignore: re.Pattern = field(default=re.compile(r"(?!)"))  # body tensors that are not weights (buffers)
     load_tokenizer: Callable[[Path, HFConfig], tuple[Tokenizer, Path]] = load_hf_tokenizer
+    # a separate target-side tokenizer (Marian's target.spm), or None: the target side uses `load_tokenizer`'s
+    load_target_tokenizer: Callable[[Path, HFConfig], tuple[Tokenizer, Path]] | None = None
     # (name, folder, tokenizer, config, family name) -> the task dict: what the app offers for the model
     task: Callable[[str, Path, Tokenizer, TransformerConfig, str], dict[str, Any]] = lm_task
 

@@ -9,17 +9,19 @@ from .config import PRESETS, TransformerConfig
 from .layers import DecoderLayer, EncoderLayer, FeedForward, SublayerConnection
 from .masks import (block_keys_mask, causal_mask, combine_masks, local_window_mask, no_self_mask,
                     padding_mask, sliding_window_mask)
-from .model import ClassifierHead, Generator, Transformer
+from .heads import ClassifierHead, Generator, MaskedLMHead
+from .model import Transformer
 from .outputs import AttentionMasks, Attentions, DecoderResult, EncoderResult, HiddenStates, TransformerOutput
 from .positional import Embeddings, position_ids, sinusoidal_table
+from .relative import RelativePositionBias, relative_buckets
 from .rotary import RotaryTables, apply_rotary, rotary_tables
 from .stacks import Decoder, Encoder, EncoderDecoderStacks, StackAttentions, StackOutput
 
 __all__ = [
     "AttentionMasks", "Attentions", "ClassifierHead", "Decoder", "DecoderLayer", "DecoderResult", "Embeddings", "Encoder",
-    "EncoderDecoderStacks", "EncoderLayer", "EncoderResult", "FeedForward", "Generator", "HiddenStates",
+    "EncoderDecoderStacks", "EncoderLayer", "EncoderResult", "FeedForward", "Generator", "HiddenStates", "MaskedLMHead", "RelativePositionBias",
     "MultiHeadAttention", "PRESETS", "StackAttentions", "StackOutput", "SublayerConnection", "Transformer",
     "TransformerConfig", "TransformerOutput", "block_keys_mask", "causal_mask", "combine_masks",
     "local_window_mask", "no_self_mask", "padding_mask", "sinusoidal_table", "sliding_window_mask", "position_ids",
-    "RotaryTables", "apply_rotary", "rotary_tables",
+    "RotaryTables", "apply_rotary", "rotary_tables", "relative_buckets",
 ]

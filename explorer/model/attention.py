@@ -8,6 +8,7 @@ Dh head width, G = H / Hkv query heads per key/value head.
     mask        boolean, True = may attend, broadcastable to (B, H, T, S), usually (B|1, 1, T|1, S)
     head_mask   (H,) or (B, H), 1 = head on; multiplies each query head's output before W_o
     rotary      RotaryTables (cos, sin) of the positions, or None (self-attention only)
+    bias        additive score bias broadcastable to (B, H, T, S) (T5's relative positions), or None
     returns     output (B, T, D), weights (B, H, T, S) or None on the fast path
 
 Query head h reads key/value head h // G. Weights and head toggles are per query head: a key/value
@@ -62,15 +63,15 @@ class MultiHeadAttention(nn.Module):
 
     def forward(self, x: Tensor, memory: Tensor | None = None, *, mask: Tensor | None = None,
                 head_mask: Tensor | None = None, rotary: RotaryTables | None = None,
-                need_weights: bool = True) -> tuple[Tensor, Tensor | None]:
+                need_weights: bool = True, bias: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
         q, k, v = self.project(x, memory)
         if rotary is not None:
             q, k = apply_rotary(q, rotary), apply_rotary(k, rotary)
         dropout = self.dropout if self.training else 0.0
         if need_weights:
-            heads, weights = attend_with_weights(q, k, v, mask, dropout, self.scale)
+            heads, weights = attend_with_weights(q, k, v, mask, dropout, self.scale, bias)
         else:
-            heads, weights = attend_fast(q, k, v, mask, dropout, self.scale), None
+            heads, weights = attend_fast(q, k, v, mask, dropout, self.scale, bias), None
         if head_mask is not None:
             heads = heads * head_gate(head_mask, heads)
         B, H, T, Dh = heads.shape
@@ -92,8 +93,8 @@ def head_gate(head_mask: Tensor, heads: Tensor) -> Tensor:
 
 
 def attend_with_weights(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout: float = 0.0,
-                        scale: float | None = None) -> tuple[Tensor, Tensor]:
-    """Hand-written softmax(scale q k^T) v, scale = 1/sqrt(Dh) unless given.
+                        scale: float | None = None, bias: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    """Hand-written softmax(scale q k^T + bias) v, scale = 1/sqrt(Dh) unless given.
 
     q (B, H, T, Dh), k and v (B, Hkv, S, Dh) -> heads (B, H, T, Dh), weights (B, H, T, S).
     The G query heads of one key/value group are stacked along the rows, so K and V are never copied.
@@ -103,6 +104,8 @@ def attend_with_weights(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dr
     scale = Dh ** -0.5 if scale is None else scale
     grouped = (q * scale).reshape(B, Hkv, (H // Hkv) * T, Dh)  # (B, Hkv, G*T, Dh): query head h = j*G + g
     scores = (grouped @ k.transpose(-2, -1)).view(B, H, T, S)  # (B, H, T, S)
+    if bias is not None:
+        scores.add_(bias)  # in place, as the mask below: scores is this call's own tensor
     has_key = None
     if mask is not None:
         scores.masked_fill_(~mask, torch.finfo(scores.dtype).min)  # in place: a (B, H, T, S) copy costs as much
@@ -116,14 +119,16 @@ def attend_with_weights(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dr
 
 
 def attend_fast(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout: float = 0.0,
-                scale: float | None = None) -> Tensor:
+                scale: float | None = None, bias: Tensor | None = None) -> Tensor:
     """Same output as `attend_with_weights` via torch's fused kernel. -> (B, H, T, Dh)."""
     gqa = k.shape[1] != q.shape[1]
     if mask is None:
-        return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout, scale=scale, enable_gqa=gqa)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=dropout, scale=scale, enable_gqa=gqa)
     # Rows with no allowed key: let the kernel see all keys (no NaN in forward or backward on any
     # backend), then zero their output, matching the weights path.
     has_key = mask.any(dim=-1, keepdim=True)  # (B|1, 1, T|1, 1)
-    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask | ~has_key, dropout_p=dropout, scale=scale,
-                                         enable_gqa=gqa)
+    allowed = mask | ~has_key
+    if bias is not None:  # a float mask is added to the scores: the bias where allowed, the lowest value elsewhere
+        allowed = bias.masked_fill(~allowed, torch.finfo(bias.dtype).min)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, dropout_p=dropout, scale=scale, enable_gqa=gqa)
     return out.masked_fill(~has_key, 0.0)

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 ARCHS = ("encoder", "decoder", "encoder-decoder")
-POSITIONALS = ("sinusoidal", "learned", "rotary", "none")
+POSITIONALS = ("sinusoidal", "learned", "rotary", "relative", "none")
+SINUSOID_LAYOUTS = ("interleaved", "split")
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
 NORMS = ("layernorm", "rmsnorm")
 MLPS = ("standard", "gated")
@@ -45,7 +46,11 @@ class TransformerConfig:
     norm_first: bool = False  # False: post-norm (torch default, seed 001, BERT); True: pre-norm (seeds 000, 003)
     final_norm: bool | None = None  # norm after the last layer of each stack; None = norm_first
     norm: str = "layernorm"  # "layernorm" (mean, variance, gain, bias) or "rmsnorm" (root mean square, gain only)
-    positional: str = "sinusoidal"  # "sinusoidal", "learned", "rotary" (on q and k in self-attention) or "none"
+    positional: str = "sinusoidal"  # "sinusoidal", "learned", "rotary" (q, k), "relative" (T5 score bias) or "none"
+    sinusoid_layout: str = "interleaved"  # sinusoidal table: "interleaved" sin, cos, sin, ... or "split" sines | cosines (Marian)
+    position_offset: int = 0  # learned table row of position 0 (BART: 2, RoBERTa: padding_idx + 1); rows = max_len + offset
+    relative_buckets: int = 32  # "relative": buckets of signed distance per self-attention stack (T5)
+    relative_max_distance: int = 128  # "relative": distances from here on share the last bucket
     pos_base: float = 10000.0  # base of the sinusoidal table, or of the rotary frequencies (rope_theta)
     rotary_fraction: float = 1.0  # share of each head's width that rotates (GPT-NeoX: 0.25); the rest passes
     rope_scaling: dict[str, Any] | None = None  # None, {"rope_type": "linear", "factor"} or "llama3" + its fields
@@ -58,7 +63,11 @@ class TransformerConfig:
     pad_id: int | None = 0  # padding token id, used to build padding masks; None = no padding token
     type_vocab_size: int = 0  # BERT token-type (segment) embeddings; 0 = none
     embedding_norm: bool = False  # LayerNorm on the summed embeddings (BERT)
-    tie_embeddings: bool = False  # share the output projection with the target token embedding
+    tie_embeddings: bool = False  # share the output projection (or the MLM decoder) with the token embedding
+    share_embeddings: bool = False  # encoder and decoder read one token embedding Parameter (T5, BART, Marian)
+    output_scale: float = 1.0  # multiplier of the last hidden state before the LM head (tied T5: d_model ** -0.5)
+    mlm_head: bool = False  # encoder with a masked-LM head: dense -> activation -> norm -> vocabulary (+ bias)
+    mlm_activation: str | None = None  # activation inside the MLM head; None = activation (RoBERTa: always gelu)
     n_kv_heads: int | None = None  # key/value heads Hkv (grouped-query attention); None = n_heads
     attn_scale: float | None = None  # multiplier of q.k before the softmax; None = 1/sqrt(head width)
     qkv_bias: bool = True  # biases in the query, key and value projections
@@ -88,6 +97,15 @@ class TransformerConfig:
     @property
     def resolved_attn_scale(self) -> float:
         return self.attn_scale if self.attn_scale is not None else self.resolved_head_dim ** -0.5
+
+    @property
+    def resolved_mlm_activation(self) -> str:
+        return self.activation if self.mlm_activation is None else self.mlm_activation
+
+    @property
+    def position_rows(self) -> int:
+        """Rows of a learned position table: max_len positions after `position_offset` unused rows."""
+        return self.max_len + self.position_offset
 
     @property
     def resolved_tgt_vocab_size(self) -> int:
@@ -179,10 +197,10 @@ class TransformerConfig:
         if self.pad_id is not None and (isinstance(self.pad_id, bool) or not isinstance(self.pad_id, int)
                                         or not 0 <= self.pad_id < self.vocab_size):
             fail("pad_id", f"must be None or a token id in [0, vocab_size={self.vocab_size})")
-        if self.tie_embeddings and self.arch == "encoder":
-            fail("tie_embeddings", "needs a model with a language-model head (decoder or encoder-decoder)")
+        if self.tie_embeddings and self.arch == "encoder" and not self.mlm_head:
+            fail("tie_embeddings", "needs a language-model head (decoder, encoder-decoder, or mlm_head)")
         for name in ("norm_first", "scale_embeddings", "embedding_norm", "tie_embeddings", "qkv_bias", "out_bias",
-                     "mlp_bias", "lm_head_bias", "parallel_residual"):
+                     "mlp_bias", "lm_head_bias", "parallel_residual", "share_embeddings", "mlm_head"):
             if not isinstance(getattr(self, name), bool):
                 fail(name, "must be True or False")
         if self.final_norm is not None and not isinstance(self.final_norm, bool):
@@ -216,6 +234,29 @@ class TransformerConfig:
         positive_int("sliding_window", allow_none=True)
         if self.sliding_window is not None and self.arch == "encoder":
             fail("sliding_window", "limits decoder self-attention; an encoder has none")
+        self.validate_seq2seq_options()
+
+    def validate_seq2seq_options(self) -> None:
+        """The options of the encoder and encoder-decoder families: positions, shared embeddings, heads."""
+        fail, positive_int = self.fail, self.check_positive_int
+        if self.sinusoid_layout not in SINUSOID_LAYOUTS:
+            fail("sinusoid_layout", f"must be one of {', '.join(SINUSOID_LAYOUTS)}")
+        if isinstance(self.position_offset, bool) or not isinstance(self.position_offset, int) or self.position_offset < 0:
+            fail("position_offset", "must be a non-negative integer")
+        if self.position_offset and self.positional != "learned":
+            fail("position_offset", "offsets rows of a learned position table (positional='learned')")
+        positive_int("relative_buckets")
+        positive_int("relative_max_distance")
+        if self.positional == "relative" and self.relative_buckets < 4:
+            fail("relative_buckets", "T5's bucketing needs at least 4 buckets")
+        if self.share_embeddings and (self.arch != "encoder-decoder" or self.resolved_tgt_vocab_size != self.vocab_size):
+            fail("share_embeddings", "needs an encoder-decoder with one vocabulary (tgt_vocab_size None or vocab_size)")
+        if not (_number(self.output_scale) and math.isfinite(self.output_scale) and self.output_scale > 0):
+            fail("output_scale", "must be a positive number")
+        if self.mlm_head and (self.arch != "encoder" or self.num_classes is not None):
+            fail("mlm_head", "is a head of an encoder without a classifier (arch='encoder', num_classes=None)")
+        if self.mlm_activation is not None and self.mlm_activation not in ACTIVATIONS:
+            fail("mlm_activation", f"must be None or one of {', '.join(ACTIVATIONS)}")
 
     def validate_rope_scaling(self) -> None:
         fail, scaling = self.fail, self.rope_scaling

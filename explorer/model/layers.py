@@ -3,8 +3,10 @@ residual sublayer connections (pre-norm or post-norm, sequential or parallel).
 
 Shapes: B batch, H heads, T target length, S source length, D model width, F = d_ff.
 
-    EncoderLayer(x (B, T, D), mask, head_mask, rotary)            -> x (B, T, D), self weights (B, H, T, T)
-    DecoderLayer(x (B, T, D), memory (B, S, D) | None, ..., rotary) -> x, self weights, cross weights (B, H, T, S)
+    EncoderLayer(x (B, T, D), mask, head_mask, rotary, score_bias)  -> x (B, T, D), self weights (B, H, T, T)
+    DecoderLayer(x (B, T, D), memory (B, S, D) | None, ..., rotary, score_bias)
+                                                                      -> x, self weights, cross weights (B, H, T, S)
+    rotary and score_bias (1, H, T, T) act on self-attention only (rotary positions, T5's relative bias).
 
     sequential (default): x = x + attn(norm1 x); x = x + ff(norm2 x)       (pre-norm; post-norm likewise)
     parallel_residual:    x = x + attn(norm1 x) + ff(norm2 x)              (GPT-NeoX)
@@ -103,9 +105,10 @@ class EncoderLayer(nn.Module):
         self.parallel_residual = config.parallel_residual
 
     def forward(self, x: Tensor, mask: Tensor | None = None, head_mask: Tensor | None = None,
-                need_weights: bool = True, rotary: RotaryTables | None = None) -> tuple[Tensor, Tensor | None]:
+                need_weights: bool = True, rotary: RotaryTables | None = None,
+                score_bias: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
         attn_out, weights = self.self_attn(self.attn_sublayer.enter(x), mask=mask, head_mask=head_mask,
-                                           rotary=rotary, need_weights=need_weights)
+                                           rotary=rotary, need_weights=need_weights, bias=score_bias)
         y = self.attn_sublayer.exit(x, attn_out)
         ff_in = x if self.parallel_residual else y  # parallel: both sublayers read the layer's input
         return self.ff_sublayer.exit(y, self.feed_forward(self.ff_sublayer.enter(ff_in))), weights
@@ -127,9 +130,10 @@ class DecoderLayer(nn.Module):
     def forward(self, x: Tensor, memory: Tensor | None = None, self_mask: Tensor | None = None,
                 memory_mask: Tensor | None = None, head_mask: Tensor | None = None,
                 cross_head_mask: Tensor | None = None, need_weights: bool = True,
-                rotary: RotaryTables | None = None) -> tuple[Tensor, Tensor | None, Tensor | None]:
+                rotary: RotaryTables | None = None,
+                score_bias: Tensor | None = None) -> tuple[Tensor, Tensor | None, Tensor | None]:
         attn_out, self_weights = self.self_attn(self.self_sublayer.enter(x), mask=self_mask, head_mask=head_mask,
-                                                rotary=rotary, need_weights=need_weights)
+                                                rotary=rotary, need_weights=need_weights, bias=score_bias)
         y = self.self_sublayer.exit(x, attn_out)
         cross_weights = None
         if self.cross_attn is not None:

@@ -54,7 +54,7 @@ class DecoderResult:
 
 @dataclass
 class TransformerOutput:
-    logits: Tensor | None  # (B, T, V) sequence models, (B, C) classifier, None for a bare encoder
+    logits: Tensor | None  # (B, T, V) sequence models and MLM heads, (B, C) classifier, None for a bare encoder
     attentions: Attentions
     hidden_states: HiddenStates
     last_hidden_state: Tensor  # (B, T, D) output of the last stack

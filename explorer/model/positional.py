@@ -5,6 +5,7 @@ the position of each token, and the embedding layer that sums tokens, positions 
 Shapes: B batch, T length, D model width.
     sinusoidal_table(T, D)      -> (T, D)   PE(pos, 2i) = sin(pos / base^(2i/D)),
                                             PE(pos, 2i+1) = cos(pos / base^(2i/D))
+    sinusoidal_table(T, D, layout="split")  the same values with all sines first, then all cosines (Marian)
     position_ids(key_mask, T)   -> (B|1, T) position of each token; left padding shifts the real tokens to 0
     Embeddings(ids (B, T), positions (B|1, T)) -> (B, T, D)
 """
@@ -19,8 +20,9 @@ from torch import Tensor, nn
 from .norms import make_norm
 
 
-def sinusoidal_table(length: int, d_model: int, base: float = 10000.0) -> Tensor:
-    """(length, d_model) float32 table; works for odd d_model (the last column is a sine).
+def sinusoidal_table(length: int, d_model: int, base: float = 10000.0, layout: str = "interleaved") -> Tensor:
+    """(length, d_model) float32 table; works for odd d_model (one more sine than cosines).
+    "interleaved": sin, cos, sin, cos, ... (Vaswani et al.); "split": the ceil(D/2) sines, then the cosines.
 
     Built on the CPU whatever the default device: a model built on the "meta" device (shapes only,
     before its weights are loaded) still gets this table, which no checkpoint stores.
@@ -28,9 +30,14 @@ def sinusoidal_table(length: int, d_model: int, base: float = 10000.0) -> Tensor
     position = torch.arange(length, dtype=torch.float64, device="cpu")[:, None]  # (T, 1)
     two_i = torch.arange(0, d_model, 2, dtype=torch.float64, device="cpu")  # (ceil(D/2),)
     angle = position / base ** (two_i / d_model)  # (T, ceil(D/2)); float64 keeps long tables exact
+    sines, cosines = torch.sin(angle), torch.cos(angle[:, : d_model // 2])
+    if layout == "split":
+        return torch.cat([sines, cosines], dim=1).float()  # (T, D)
+    if layout != "interleaved":
+        raise ValueError(f"unknown sinusoid layout {layout!r}; use interleaved or split")
     table = torch.zeros(length, d_model, dtype=torch.float64, device="cpu")
-    table[:, 0::2] = torch.sin(angle)
-    table[:, 1::2] = torch.cos(angle[:, : d_model // 2])
+    table[:, 0::2] = sines
+    table[:, 1::2] = cosines
     return table.float()
 
 
@@ -49,29 +56,34 @@ def position_ids(key_mask: Tensor | None, length: int, device: torch.device | st
 
 
 class Embeddings(nn.Module):
-    """Token embedding (+ x sqrt(D)) + positions (+ token types) -> (norm) -> dropout."""
+    """Token embedding (+ x sqrt(D)) + positions (+ token types) -> (norm) -> dropout.
+
+    A learned table has `offset` unused rows before position 0 (BART: 2; RoBERTa: padding_idx + 1)."""
 
     def __init__(self, vocab_size: int, d_model: int, *, max_len: int, positional: str, pos_base: float,
-                 scale: bool, type_vocab_size: int, norm: str | None, eps: float, dropout: float):
+                 scale: bool, type_vocab_size: int, norm: str | None, eps: float, dropout: float,
+                 offset: int = 0, layout: str = "interleaved"):
         super().__init__()
         self.d_model = d_model
         self.max_len = max_len
+        self.offset = offset
         self.scale = math.sqrt(d_model) if scale else 1.0
         self.token = nn.Embedding(vocab_size, d_model)
         self.positional = positional
         if positional == "learned":
-            self.position = nn.Embedding(max_len, d_model)
+            self.position = nn.Embedding(max_len + offset, d_model)
         elif positional == "sinusoidal":
             # A buffer, not a parameter; not saved in checkpoints because the formula rebuilds it.
-            self.register_buffer("position_table", sinusoidal_table(max_len, d_model, pos_base), persistent=False)
+            self.register_buffer("position_table", sinusoidal_table(max_len, d_model, pos_base, layout),
+                                 persistent=False)
         self.token_type = nn.Embedding(type_vocab_size, d_model) if type_vocab_size else None
         self.norm = make_norm(norm, d_model, eps) if norm else None
         self.dropout = nn.Dropout(dropout)
 
     def position_matrix(self) -> Tensor:
-        """(max_len, D) the positional signal added at each position (zeros for 'rotary' and 'none')."""
+        """(max_len, D) the positional signal added at positions 0.. (zeros for 'rotary', 'relative', 'none')."""
         if self.positional == "learned":
-            return self.position.weight
+            return self.position.weight[self.offset:]
         if self.positional == "sinusoidal":
             return self.position_table
         return torch.zeros(self.max_len, self.d_model, device=self.token.weight.device)
@@ -85,7 +97,7 @@ class Embeddings(nn.Module):
         if self.scale != 1.0:
             x = x * self.scale
         if self.positional in ("learned", "sinusoidal"):
-            table = self.position.weight if self.positional == "learned" else self.position_table
+            table = self.position_matrix()  # (max_len, D) from position 0 on
             x = x + (table[:length] if positions is None else table[positions])  # (T, D) or (B|1, T, D)
         if self.token_type is not None:
             types = torch.zeros_like(ids) if token_type_ids is None else token_type_ids

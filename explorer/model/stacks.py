@@ -12,9 +12,11 @@ Shapes: B batch, H heads, L layers, T length of x, S memory length, D model widt
       -> StackOutput(output (B, T, D), attentions=StackAttentions(self_attn, cross))
          with one (B, H, T, T) / (B, H, T, S) tensor per layer ( () where there is none).
 
-The stack applies what belongs to its layers: rotary positions (self-attention queries and keys)
-and, in a decoder, the sliding window of `config.sliding_window`, so every caller of `run` (the
-model, the head-importance sweep) gets them the same way.
+The stack applies what belongs to its layers: rotary positions (self-attention queries and keys),
+T5's relative position bias (positional="relative": one table per stack, bidirectional in an
+encoder, causal in a decoder, computed once per run and added in every layer) and, in a decoder,
+the sliding window of `config.sliding_window`, so every caller of `run` (the model, the
+head-importance sweep) gets them the same way.
 
 Inputs are batch-first; for a torch module built with batch_first=False, transpose your
 (T, B, D) tensors before calling the imported stack.
@@ -34,6 +36,7 @@ from .masks import combine_masks, key_mask_to_attention, sliding_window_mask
 from .norms import make_norm
 from .outputs import Attentions
 from .positional import position_ids
+from .relative import RelativePositionBias
 from .rotary import RotaryTables, rotary_tables
 
 
@@ -53,6 +56,7 @@ class LayerInputs(NamedTuple):
     self_mask: Tensor | None  # (B|1, 1, T|1, T) True = may attend
     memory_mask: Tensor | None  # (B, 1, 1, S) True = real source token
     rotary: RotaryTables | None  # cos, sin of the positions (rotary models only)
+    score_bias: Tensor | None  # (1, H, T, T) relative position bias of self-attention (T5 only)
     need_weights: bool
 
 
@@ -77,12 +81,15 @@ def layer_head_mask(head_mask: Tensor | None, layer: int, n_layers: int, n_heads
 class Stack(nn.Module):
     """N identical layers and an optional final norm; shared by Encoder and Decoder."""
 
-    def __init__(self, config: TransformerConfig, layers: list[nn.Module]):
+    def __init__(self, config: TransformerConfig, layers: list[nn.Module], bidirectional: bool):
         super().__init__()
         self.config = config
         self.layers = nn.ModuleList(layers)
         self.norm = make_norm(config.norm, config.d_model, config.layer_norm_eps) if config.resolved_final_norm else None
         self.sliding_window: int | None = None  # set by Decoder
+        self.relative_bias = (RelativePositionBias(config.relative_buckets, config.relative_max_distance,
+                                                   config.n_heads, bidirectional)
+                              if config.positional == "relative" else None)
 
     @property
     def n_heads(self) -> int:
@@ -126,7 +133,8 @@ class Stack(nn.Module):
         if self.config.positional == "rotary":
             rotary = rotary_tables(position_ids(key_mask, T, x.device) if positions is None else positions,
                                    self.config)
-        return LayerInputs(self_mask, memory_mask, rotary, need_weights)
+        score_bias = self.relative_bias(T, T) if self.relative_bias is not None else None
+        return LayerInputs(self_mask, memory_mask, rotary, score_bias, need_weights)
 
     def run_layer(self, i: int, x: Tensor, memory: Tensor | None, inputs: LayerInputs, head_mask: Tensor | None,
                   cross_head_mask: Tensor | None) -> tuple[Tensor, Tensor | None, Tensor | None]:
@@ -136,12 +144,13 @@ class Stack(nn.Module):
 class Encoder(Stack):
     def __init__(self, config: TransformerConfig, n_layers: int | None = None):
         n = config.encoder_layers if n_layers is None else n_layers
-        super().__init__(config, [EncoderLayer(config) for _ in range(n)])
+        super().__init__(config, [EncoderLayer(config) for _ in range(n)], bidirectional=True)
 
     def run_layer(self, i, x, memory, inputs, head_mask, cross_head_mask):
         if memory is not None:
             raise ValueError("an encoder stack takes no memory")
-        x, weights = self.layers[i](x, inputs.self_mask, head_mask, inputs.need_weights, inputs.rotary)
+        x, weights = self.layers[i](x, inputs.self_mask, head_mask, inputs.need_weights, inputs.rotary,
+                                    inputs.score_bias)
         return x, weights, None
 
     @classmethod
@@ -157,12 +166,12 @@ class Decoder(Stack):
     def __init__(self, config: TransformerConfig, n_layers: int | None = None, cross_attention: bool | None = None):
         n = config.decoder_layers if n_layers is None else n_layers
         cross = config.arch == "encoder-decoder" if cross_attention is None else cross_attention
-        super().__init__(config, [DecoderLayer(config, cross) for _ in range(n)])
+        super().__init__(config, [DecoderLayer(config, cross) for _ in range(n)], bidirectional=False)
         self.sliding_window = config.sliding_window
 
     def run_layer(self, i, x, memory, inputs, head_mask, cross_head_mask):
         return self.layers[i](x, memory, inputs.self_mask, inputs.memory_mask, head_mask, cross_head_mask,
-                              inputs.need_weights, inputs.rotary)
+                              inputs.need_weights, inputs.rotary, inputs.score_bias)
 
     @classmethod
     def from_torch(cls, module: nn.TransformerDecoder) -> "Decoder":

@@ -77,14 +77,15 @@ def test_bf16_weights_are_computed_in_float32(tmp_path):
 
 
 def test_unknown_model_type_lists_the_families(tmp_path, llama):
-    folder = copy_folder(llama.folder, tmp_path / "t5")
-    edit_config(folder, model_type="t5")
+    folder = copy_folder(llama.folder, tmp_path / "xlnet")
+    edit_config(folder, model_type="xlnet")
     with pytest.raises(CheckpointError) as info:
         explorer.load(folder, "cpu")
     message = str(info.value)
-    assert "config.json" in message and "model_type 't5' is not supported" in message
+    assert "config.json" in message and "model_type 'xlnet' is not supported" in message
     assert all(t in message for t in supported_model_types())
-    assert {"gpt2", "gpt_neox", "llama", "mistral", "qwen2", "bert"} == set(supported_model_types())
+    assert {"gpt2", "gpt_neox", "llama", "mistral", "qwen2", "bert", "roberta", "distilbert", "bart", "marian", "t5"} == \
+        set(supported_model_types())
 
 
 @pytest.mark.parametrize("scaling, named", [({"rope_type": "yarn", "factor": 4.0}, "'yarn'"),

@@ -37,6 +37,11 @@ OPTIONS = {
     "tied": dict(tie_embeddings=True),
     "llama-like": dict(norm="rmsnorm", positional="rotary", mlp="gated", activation="silu", n_kv_heads=3,
                        qkv_bias=True, out_bias=False, sliding_window=4),
+    "relative bias": dict(positional="relative", relative_buckets=8, relative_max_distance=6, attn_scale=1.0),
+    "relative + gqa": dict(positional="relative", relative_buckets=6, n_kv_heads=2),
+    "learned offset": dict(positional="learned", position_offset=2),
+    "split sinusoid": dict(positional="sinusoidal", sinusoid_layout="split"),
+    "output scale": dict(output_scale=0.25, tie_embeddings=True),
 }
 
 
@@ -172,6 +177,76 @@ def test_parameter_estimate_is_exact_for_every_combination(norm, mlp, kv, biases
         assert estimate_parameters(config) == model.num_parameters(), config
 
 
+SEQ2SEQ_GRID = list(itertools.product(["learned", "relative", "sinusoidal"], [0, 2], [True, False], [True, False]))
+
+
+@pytest.mark.parametrize("positional, offset, shared, tied", SEQ2SEQ_GRID)
+def test_parameter_estimate_is_exact_for_the_seq2seq_options(positional, offset, shared, tied):
+    """Relative bias tables, position offsets, shared embeddings and MLM heads counted exactly."""
+    if offset and positional != "learned":
+        return
+    for arch in ("encoder-decoder", "encoder", "decoder"):
+        config = TransformerConfig(
+            **{**BASE, "arch": arch}, positional=positional, position_offset=offset, relative_buckets=5,
+            share_embeddings=shared and arch == "encoder-decoder", tie_embeddings=tied,
+            mlm_head=tied and arch == "encoder" or (arch == "encoder" and not shared), output_scale=0.5)
+        with torch.device("meta"):
+            model = Transformer(config)
+        assert estimate_parameters(config) == model.num_parameters(), config
+        if config.share_embeddings:
+            assert model.tgt_embed.token.weight is model.src_embed.token.weight
+
+
+ENC_DEC = dict(BASE, arch="encoder-decoder", norm="rmsnorm", positional="relative", relative_buckets=8,
+               relative_max_distance=10, attn_scale=1.0, share_embeddings=True, tie_embeddings=True, output_scale=0.3,
+               head_dim=3)
+
+
+def test_encoder_decoder_relative_bias_fast_path_equals_weights_path():
+    """T5-like model: bias in encoder and decoder self-attention, none in cross-attention; both paths agree
+    with source padding, target padding and every kind of head toggle."""
+    model = perturbed(TransformerConfig(**ENC_DEC))
+    src = torch.tensor([[5, 6, 7, 8, 9, 0, 0], [3, 4, 5, 6, 7, 8, 9]])
+    tgt = torch.tensor([[1, 5, 6, 0], [1, 7, 8, 9]])
+    heads = {"encoder": torch.tensor([[1.0, 0, 1, 1, 1, 1], [1, 1, 1, 1, 0, 1]]),
+             "cross": torch.tensor([[1.0, 1, 0, 1, 1, 1], [0, 1, 1, 1, 1, 1]])}
+    for kwargs in (dict(), dict(head_mask=heads), dict(padding=False)):
+        with torch.no_grad():
+            slow = model(src, tgt, **kwargs)
+            fast = model(src, tgt, need_weights=False, **kwargs)
+        assert torch.allclose(slow.logits, fast.logits, atol=1e-5), kwargs
+    assert model.encoder.relative_bias.bidirectional and not model.decoder.relative_bias.bidirectional
+    assert all(layer.cross_attn is not None for layer in model.decoder.layers)
+
+
+def test_relative_bias_is_added_to_every_layers_scores():
+    """With q = k = 0 every score is the bias: each layer's weights are softmax(bias) over the allowed keys."""
+    model = perturbed(TransformerConfig(**{**ENC_DEC, "arch": "encoder", "share_embeddings": False,
+                                           "tie_embeddings": False, "output_scale": 1.0}))
+    with torch.no_grad():
+        for layer in model.encoder.layers:
+            layer.self_attn.in_proj.weight[: 2 * 6 * 3].zero_()  # W_q and W_k rows
+        out = model(torch.tensor([[5, 6, 7, 8, 9]]))
+        expected = model.encoder.relative_bias(5, 5).softmax(-1)  # (1, H, T, T)
+    for weights in out.attentions.encoder:
+        assert torch.allclose(weights, expected, atol=1e-6)
+
+
+def test_mlm_head_and_split_sinusoid():
+    model = perturbed(TransformerConfig(**{**BASE, "arch": "encoder"}, mlm_head=True, tie_embeddings=True,
+                                        mlm_activation="gelu", positional="sinusoidal", sinusoid_layout="split"))
+    ids = torch.tensor([[5, 6, 7, 0]])
+    with torch.no_grad():
+        out = model(ids)
+        head = model.mlm
+        expected = head.norm(torch.nn.functional.gelu(head.dense(out.last_hidden_state))) @ \
+            model.src_embed.token.weight.T + head.proj.bias
+    assert out.logits.shape == (1, 4, 50) and torch.allclose(out.logits, expected, atol=1e-5)
+    table = model.src_embed.position_matrix()
+    assert torch.allclose(table[:, :12], torch.sin(torch.arange(32.0)[:, None] / 10000 ** (torch.arange(0, 24, 2) / 24)),
+                          atol=1e-6)
+
+
 def test_old_config_dicts_migrate():
     """Configs saved before `bias` was split (the shipped checkpoints) load with the same meaning."""
     root = Path(__file__).resolve().parents[2] / "checkpoints"
@@ -194,6 +269,12 @@ def test_old_config_dicts_migrate():
     (dict(rope_scaling={"rope_type": "linear", "factor": 2.0}), "rope_scaling"),
     (dict(norm_first=False, parallel_residual=True), "parallel_residual"), (dict(sliding_window=0), "sliding_window"),
     (dict(attn_scale=-1.0), "attn_scale"), (dict(qkv_bias=1), "qkv_bias"),
+    (dict(positional="relative", relative_buckets=2), "relative_buckets"), (dict(sinusoid_layout="zigzag"),
+                                                                           "sinusoid_layout"),
+    (dict(positional="sinusoidal", position_offset=2), "position_offset"), (dict(share_embeddings=True),
+                                                                            "share_embeddings"),
+    (dict(output_scale=0.0), "output_scale"), (dict(mlm_head=True), "mlm_head"),
+    (dict(mlm_activation="tanh"), "mlm_activation"),
 ])
 def test_invalid_options_name_the_field(changes, field):
     with pytest.raises(ValueError, match=rf"TransformerConfig\.{field}="):

@@ -241,11 +241,11 @@ def run_handlers(bundle, text1: str, text2: str | None, settings: Toggles, full:
     except AppError as err:
         expect_app_error(err, text1)
         with pytest.raises(AppError):
-            analyze(bundle, text1, text2, settings)  # analyze refuses the same input the same way
+            analyze(bundle, text1, text2, settings, max_tokens=MAX_TOKENS)  # refused the same way
         return
     check_notices(bundle, inputs, text1, text2)
     if full:
-        a = analyze(bundle, text1, text2, settings, view)
+        a = analyze(bundle, text1, text2, settings, view, MAX_TOKENS)  # the same token limit as `inputs`
         check_analysis(a, inputs)
         for notice in inputs.notices:  # each notice (e.g. "only the first 1,000 are used") is in the page
             assert escape_md(notice) in a.status
