@@ -1,7 +1,8 @@
 """Transformer Explorer: the Gradio app. Run `python app.py` (locally) or deploy as a Hugging Face Space.
 
     python app.py [--host HOST] [--port PORT] [--share] [--inbrowser] [--device auto|cpu|cuda|mps]
-                  [--checkpoint NAME] [--allow-dir DIR ...]
+                  [--checkpoint NAME] [--allow-dir DIR ...] [--concurrency N] [--threads N]
+                  [--max-tokens N] [--model-memory GB]
 
 On a Space (SPACE_ID is set) the app listens on 0.0.0.0:7860 unless told otherwise.
 """
@@ -28,7 +29,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=None,
                    help="torch threads per process (default: 1 on machines with up to 4 cores, where "
                         "concurrent small-model requests run much faster single-threaded)")
-    return p.parse_args(argv)
+    p.add_argument("--max-tokens", type=int, default=1024, metavar="N",
+                   help="tokens of one input, at most (a model with a shorter context reads less); default 1024")
+    p.add_argument("--model-memory", type=float, default=4.0, metavar="GB",
+                   help="memory all loaded models may take together, in GiB (least recently used evicted first; "
+                        "a bigger model is refused); default 4")
+    args = p.parse_args(argv)
+    if args.max_tokens < 8:
+        p.error("--max-tokens must be at least 8")
+    if not args.model_memory > 0:
+        p.error("--model-memory must be a positive number of GiB")
+    return args
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -40,10 +51,11 @@ def main(argv: list[str] | None = None) -> None:
 
     torch.set_num_threads(server_torch_threads(args.threads))
     single_thread_numpy_blas()
-    from explorer.app.ui import build_demo, launch_kwargs, queue_and_return
+    from explorer.app.demo import build_demo, launch_kwargs, queue
 
-    demo = build_demo(allowed_dirs=args.allow_dir, device=args.device, checkpoint=args.checkpoint)
-    queue_and_return(demo, args.concurrency)
+    demo = build_demo(allowed_dirs=args.allow_dir, device=args.device, checkpoint=args.checkpoint,
+                      max_tokens=args.max_tokens, model_memory=int(args.model_memory * 1024**3))
+    queue(demo, args.concurrency)
     demo.launch(server_name=args.host, server_port=args.port, share=args.share, inbrowser=args.inbrowser,
                 **launch_kwargs())
 

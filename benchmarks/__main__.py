@@ -1,7 +1,9 @@
 """`python -m benchmarks`: measure the explorer against the tools people use today (issue 7).
 
-Sections (--only, comma-separated or repeated): latency (update latency and bytes), draw (browser),
-app (click to redraw in the real app), importance, training, cold_start, capture.
+Sections (--only, comma-separated or repeated): latency (update latency and bytes), figures (bytes of
+every figure kind and app tab at 128 / 512 / 1,024 tokens), draw (browser), app (click to redraw in the
+real app), importance, training, cold_start, capture, hub_lm (a GPT-2-small forward with every attention
+returned vs transformers' eager forward).
 Writes benchmarks/results.json and BENCHMARKS.md (a --quick run writes to a temp folder unless
 --json/--md are given). With --only, sections already in the JSON file are kept and the others updated.
 """
@@ -27,29 +29,39 @@ from benchmarks import report  # noqa: E402
 from benchmarks.common import machine  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-SECTIONS = ("latency", "draw", "app", "importance", "training", "cold_start", "capture")
-ALIASES = {"bytes": "latency", "update": "latency", "browser": "draw", "cold": "cold_start",
-           "head_importance": "importance", "throughput": "training", "overhead": "capture"}
+SECTIONS = ("latency", "figures", "draw", "app", "importance", "training", "cold_start", "capture", "hub_lm")
+ALIASES = {"bytes": "latency", "update": "latency", "figure_bytes": "figures", "browser": "draw", "cold": "cold_start",
+           "head_importance": "importance", "throughput": "training", "overhead": "capture", "gpt2": "hub_lm",
+           "lm": "hub_lm"}
 
 
 def sizes(quick: bool, full: bool) -> dict[str, Any]:
     """Per-section parameters: full-size defaults, or tiny ones for --quick."""
     if quick:
-        return dict(latency=dict(sizes=(16,), repeats=1), draw=dict(sizes=(16,), repeats=1, bertviz_repeats=1),
+        tiny = {"tiny (2 x 2)": (2, 2, True)}
+        return dict(latency=dict(sizes=(16,), repeats=1), figures=dict(sizes=(16,), bertviz_max=16, shapes=tiny),
+                    draw=dict(sizes=(16,), repeats=1, bertviz_repeats=1, long_sizes=()),
                     app=dict(sizes=(16,), repeats=1), importance=dict(tokens=(8,), repeats=1),
                     training=dict(steps=2, repeats=1, batch=4, length=16), capture=dict(repeats=1, forward_lengths=(16,)),
-                    cold_start=dict(repeats=1))
+                    cold_start=dict(repeats=1), hub_lm=dict(tokens=(16,), repeats=1, quick=True))
     return dict(latency=dict(sizes=(32, 128, 512), repeats=5),
-                draw=dict(sizes=(32, 128, 512), repeats=5, bertviz_repeats=3, bertviz_max=512 if full else 128),
+                figures=dict(sizes=(128, 512, 1024), bertviz_max=512 if full else 128),
+                draw=dict(sizes=(32, 128, 512), repeats=5, bertviz_repeats=3, bertviz_max=512 if full else 128,
+                          long_sizes=(1024,)),
                 app=dict(sizes=(32, 128), repeats=5), importance=dict(tokens=(32, 128), repeats=3),
                 training=dict(steps=20, repeats=5, batch=32, length=256),
-                capture=dict(repeats=5, forward_lengths=(32, 128, 512)), cold_start=dict(repeats=3))
+                capture=dict(repeats=5, forward_lengths=(32, 128, 512)), cold_start=dict(repeats=3),
+                hub_lm=dict(tokens=(128, 1024), repeats=5))
 
 
 def runners() -> dict[str, Callable[..., dict[str, Any]]]:
     def latency(**kw: Any) -> dict[str, Any]:
         from benchmarks import update_latency
         return update_latency.run(**kw)
+
+    def figures(**kw: Any) -> dict[str, Any]:
+        from benchmarks import figure_bytes
+        return figure_bytes.run(**kw)
 
     def draw(**kw: Any) -> dict[str, Any]:
         from benchmarks import browser
@@ -75,14 +87,19 @@ def runners() -> dict[str, Callable[..., dict[str, Any]]]:
         from benchmarks import app_bench
         out = app_bench.cold_start(**kw)
         try:
-            from explorer.app.handlers import default_source
+            from explorer.app.session import default_source
             out["start_model"] = default_source()
         except Exception:  # noqa: BLE001 - informational only
             pass
         return out
 
-    return dict(latency=latency, draw=draw, app=app, importance=importance, training=training, capture=capture,
-                cold_start=cold_start)
+    def hub_lm(**kw: Any) -> dict[str, Any]:
+        from benchmarks import hub_lm as lm
+        quick = kw.pop("quick", False)
+        return lm.run(**kw, shape=lm.TINY if quick else None, peak=not quick)
+
+    return dict(latency=latency, figures=figures, draw=draw, app=app, importance=importance, training=training,
+                capture=capture, cold_start=cold_start, hub_lm=hub_lm)
 
 
 def parse_only(values: list[str] | None) -> list[str]:

@@ -1,9 +1,12 @@
-"""JavaScript the browser benchmark serves from 127.0.0.1, fetched from the npm registry with `npm pack`.
+"""JavaScript the browser benchmark serves from 127.0.0.1.
 
-Cache: $EXPLORER_BENCH_CACHE or ~/.cache/explorer-benchmarks/npm/<name>-<version>/ (the unpacked
-tarball). Nothing is fetched when the file is already there.
+Ours draws with the plotly.js the installed Gradio serves to gr.Plot (`gradio_plotly_js`: 3.3.1 for
+Gradio 6.31), taken out of Gradio's own frontend chunk, so no download is needed for our figures.
+BertViz's libraries are fetched from the npm registry with `npm pack`. Cache: $EXPLORER_BENCH_CACHE
+or ~/.cache/explorer-benchmarks/npm/<name>-<version>/ (the unpacked tarball). Nothing is fetched
+when the file is already there.
 
-- plotly.js-dist-min@3.3.1: the plotly.js version Gradio 6 bundles (ours draws with it).
+- plotly.js-dist-min@3.3.1: the same plotly.js version from npm (kept for comparison runs).
 - BertViz 1.4.1's model_view.js asks require.js for d3 5.7.0 and jQuery 2.0.0 from cdnjs, and its
   HTML loads require.js 2.3.6 from cdnjs. jQuery 2.0.0 was never published to npm; 2.1.0, the
   nearest, stands in (BertViz only uses `$(...).empty()` and `.attr()`).
@@ -11,7 +14,9 @@ tarball). Nothing is fetched when the file is already there.
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import tarfile
@@ -31,6 +36,31 @@ BERTVIZ_CDN = {
     "https://cdnjs.cloudflare.com/ajax/libs/d3/5.7.0/d3.min": "/js/d3",
     "https://cdnjs.cloudflare.com/ajax/libs/jquery/2.0.0/jquery.min": "/js/jquery",
 }
+
+
+_WRAPPER = re.compile(r"\(\((\w+),(\w+)\)=>\{\(function\(")  # (exports, module) => { (function(root, factory) ...
+_END = re.compile(r"return window\.Plotly=(\w+),\1\}\)")
+
+
+def gradio_plotly_js() -> str | None:
+    """The plotly.js Gradio serves to gr.Plot, as a classic script that sets window.Plotly; None if the
+    installed Gradio has no `templates/frontend/assets/PlotlyPlot-*.js` chunk of the expected form.
+
+    In that chunk plotly.js is a UMD module inside a CommonJS wrapper `(exports, module) => {...}`;
+    this takes the UMD module out and calls it with an empty module object.
+    """
+    spec = importlib.util.find_spec("gradio")  # its files only: importing gradio takes seconds
+    if spec is None or spec.origin is None:
+        return None
+    chunks = sorted((Path(spec.origin).parent / "templates" / "frontend" / "assets").glob("PlotlyPlot-*.js"))
+    for chunk in chunks:
+        text = chunk.read_text(encoding="utf-8")
+        start, end = _WRAPPER.search(text), _END.search(text)
+        if start and end and end.start() > start.end():
+            exports, module = start.group(1), start.group(2)
+            body = text[start.end() - len("(function("):end.end()]
+            return f"(function({exports},{module}){{{body}}})({{}},{{exports:{{}}}});"
+    return None
 
 
 def cache_dir() -> Path:

@@ -1,6 +1,7 @@
 """Time to draw in a real browser: headless Chromium (Playwright) on pages served from 127.0.0.1.
 
-Ours, "swap": a page with plotly.js 3.3.1 (Gradio's version) shows figure A; a click on #next
+Ours, "swap": a page with the plotly.js Gradio serves (3.3.1, taken from Gradio's own frontend
+chunk: benchmarks/assets.py) shows figure A; a click on #next
 parses figure B's JSON and calls Plotly.react; measured in the page from the click handler to two
 animation frames after Plotly.react resolves (that is after plotly_afterplot, and the frame is
 painted). Alternating A/B, median of the repeats. This is what the app does on an update.
@@ -9,6 +10,9 @@ new browser context, so it includes fetching and compiling plotly.js (4.8 MB) ev
 BertViz model view: its returned HTML with the CDN URLs rewritten to local copies (see assets.py);
 navigation start -> its SVG holds one group per layer x head (its render is synchronous) and two
 frames later; timeout `timeout_s` ("not drawn after N s").
+Long inputs (`long_sizes`, 1,024 tokens): a GPT-2-small-shaped model (12 x 12, causal) with synthetic
+attention (benchmarks/figure_bytes.py; MiniLM reads at most 512 tokens): the overview, the chosen
+head at the app's default width (keys pooled to the plot's pixels) and at 1,300 px (every key), swapped.
 """
 
 from __future__ import annotations
@@ -146,8 +150,14 @@ BERTVIZ_WATCH = """<script>
 </script>"""
 
 
-def _serve_js(site: Site) -> None:
+def _serve_js(site: Site) -> str:
+    """Serve Gradio's plotly.js (npm's plotly.js-dist-min@3.3.1 if Gradio's chunk is not found); its name."""
+    gradio_js = assets.gradio_plotly_js()
+    if gradio_js is not None:
+        site.put("/js/plotly.min.js", gradio_js)
+        return "the plotly.js bundled with Gradio (3.3.1)"
     site.put("/js/plotly.min.js", assets.npm_file("plotly").read_bytes())
+    return assets.PACKAGES["plotly"][0]
 
 
 def _serve_bertviz_js(site: Site) -> None:
@@ -242,21 +252,36 @@ def draw_bertviz(browser: Any, site: Site, n: int, html: str, repeats: int, time
     return {"drawn_ms": round(statistics.median(times), 1), "repeats": len(times), "svg_lines": expected}
 
 
+def draw_long(browser: Any, site: Site, n: int, repeats: int) -> dict[str, Any]:
+    """Swap draws at n tokens, GPT-2-small shape (12 x 12, causal), synthetic attention."""
+    from benchmarks import figure_bytes as fb
+
+    kinds = ("overview", "head", "head, 1,300 px wide")
+    a = fb.figure_texts(kinds, 12, 12, n, True, seed=0)
+    b = fb.figure_texts(kinds, 12, 12, n, True, seed=2)
+    row: dict[str, Any] = {"tokens": n, "shape": "GPT-2-small-shaped (12 x 12, decoder), synthetic attention"}
+    for kind, key in zip(kinds, ("overview_swap", "head_swap", "head_full_swap")):
+        row[key] = draw_swap(browser, site, f"long_{key}{n}", a[kind], b[kind], repeats)
+        row[key]["bytes"] = len(a[kind].encode())
+    return row
+
+
 def run(sizes: tuple[int, ...] = (32, 128, 512), repeats: int = 5, bertviz_max: int = 128,
-        bertviz_repeats: int = 3, timeout_s: float = 120.0) -> dict[str, Any]:
-    """Draw times for ours (swap + fresh page, overview and one head) and BertViz's model view."""
+        bertviz_repeats: int = 3, timeout_s: float = 120.0, long_sizes: tuple[int, ...] = (1024,)) -> dict[str, Any]:
+    """Draw times for ours (swap + fresh page, overview and one head), BertViz's model view, and ours at
+    `long_sizes` tokens on a GPT-2-small-shaped model."""
     from benchmarks import update_latency as ul
 
     skip = browser_available()
     if skip:
         return {"skipped": skip}
     bertviz_skip = ul.bertviz_available()
-    out: dict[str, Any] = {"browser": None, "plotly_js": assets.PACKAGES["plotly"][0],
+    out: dict[str, Any] = {"browser": None, "plotly_js": None,
                            "bertviz_js": [assets.PACKAGES[k][0] for k in ("require", "d3", "jquery")],
-                           "by_tokens": []}
+                           "by_tokens": [], "long": []}
     with Site() as site, chromium() as browser:
         out["browser"] = f"Chromium {browser.version} (headless)"
-        _serve_js(site)
+        out["plotly_js"] = _serve_js(site)
         if bertviz_skip is None:
             _serve_bertviz_js(site)
         for n in sizes:
@@ -278,4 +303,6 @@ def run(sizes: tuple[int, ...] = (32, 128, 512), repeats: int = 5, bertviz_max: 
                     if row["ours_overview_fresh"].get("drawn_ms"):
                         row["ratio_fresh_over_bertviz"] = round(row["ours_overview_fresh"]["drawn_ms"] / bv, 4)
             out["by_tokens"].append(row)
+        for n in long_sizes:
+            out["long"].append(draw_long(browser, site, n, repeats))
     return out

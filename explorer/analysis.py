@@ -21,11 +21,13 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from .embeddings import mean_pool
 from .model import Transformer
 from .model.masks import causal_mask, combine_masks
 from .stats import spearman
 
 KINDS = ("encoder", "decoder", "cross")
+IGNORE = -100  # a tgt_out value that is not measured (padding, the prompt): torch cross_entropy's ignore_index
 
 
 @dataclass
@@ -41,10 +43,11 @@ class Probe:
     src: Tensor  # (B, S)
     objective: str
     tgt_in: Tensor | None = None  # (B, T) decoder input (encoder-decoder) or None
-    tgt_out: Tensor | None = None  # (B, T) tokens whose log-probability is measured
+    tgt_out: Tensor | None = None  # (B, T) tokens whose log-probability is measured; IGNORE = not measured
     padding: bool = True
     causal: bool = True
     attn_mask: Tensor | None = None
+    key_mask: Tensor | None = None  # (B, S) True = real src token; None = src != pad_id (needs a pad token)
 
 
 @dataclass
@@ -54,14 +57,6 @@ class HeadImportance:
     baseline: float  # objective with every head on
     objective: str
     rank_correlation: float  # Spearman over all heads, |exact| vs |estimate|
-
-
-def mean_pool(hidden: Tensor, key_mask: Tensor | None) -> Tensor:
-    """(B, T, D), (B, T) True = real -> (B, D) mean over real tokens."""
-    if key_mask is None:
-        return hidden.mean(dim=1)
-    weights = key_mask.to(hidden.dtype)[..., None]  # (B, T, 1)
-    return (hidden * weights).sum(1) / weights.sum(1).clamp(min=1.0)
 
 
 def objective_value(model: Transformer, probe: Probe, last_hidden: Tensor, key_mask: Tensor | None,
@@ -76,8 +71,9 @@ def objective_value(model: Transformer, probe: Probe, last_hidden: Tensor, key_m
     if probe.objective == "logprob":
         log_probs = model.generator(last_hidden)  # (V*B, T, vocab)
         target = probe.tgt_out.repeat(V, 1)  # (V*B, T)
-        picked = log_probs.gather(-1, target[..., None])[..., 0]  # (V*B, T)
-        picked = picked.masked_fill(target == model.config.pad_id, 0.0)
+        measured = target != IGNORE
+        picked = log_probs.gather(-1, target.clamp(min=0)[..., None])[..., 0]  # (V*B, T)
+        picked = picked.masked_fill(~measured, 0.0)
         return picked.view(V, -1).sum(1)
     if probe.objective == "class":
         log_probs = model.classifier(last_hidden).log_softmax(-1)  # (V*B, C)
@@ -97,12 +93,12 @@ def final_hidden(model: Transformer, probe: Probe, head_mask: dict[str, Tensor] 
     """One full forward pass (fast path) -> last hidden state (B, T, D)."""
     return model(probe.src, probe.tgt_in if model.config.arch == "encoder-decoder" else None,
                  padding=probe.padding, causal=probe.causal, attn_mask=probe.attn_mask, head_mask=head_mask,
-                 need_weights=False).last_hidden_state
+                 need_weights=False, key_mask=probe.key_mask).last_hidden_state
 
 
 def run_objective(model: Transformer, probe: Probe, head_mask: dict[str, Tensor] | None = None) -> Tensor:
     """One full forward pass -> objective (scalar tensor). head_mask entries are (L, H)."""
-    key_mask = model.key_mask(probe.src, probe.padding)
+    key_mask = model.key_mask(probe.src, probe.padding, probe.key_mask)
     reference = None
     if probe.objective == "embedding" and head_mask:
         with torch.no_grad():  # the unablated embedding is the fixed direction measured against
@@ -127,9 +123,9 @@ def exact_sweep(model: Transformer, probe: Probe) -> tuple[dict[str, Tensor], fl
     """Every single-head ablation, sharing the unchanged lower layers, batched per layer."""
     arch = model.config.arch
     src, B = probe.src, probe.src.shape[0]
-    src_key_mask = model.key_mask(src, probe.padding)
+    src_key_mask = model.key_mask(src, probe.padding, probe.key_mask)
     base = model(src, probe.tgt_in if arch == "encoder-decoder" else None, padding=probe.padding,
-                 causal=probe.causal, attn_mask=probe.attn_mask, need_weights=False)
+                 causal=probe.causal, attn_mask=probe.attn_mask, need_weights=False, key_mask=probe.key_mask)
     baseline = objective_value(model, probe, base.last_hidden_state, src_key_mask)[0]
     reference = mean_pool(base.last_hidden_state, src_key_mask) if probe.objective == "embedding" else None
     results: dict[str, Tensor] = {}
@@ -163,7 +159,7 @@ def decode_from(model, probe, layer, hidden_in, memory, src_key_mask, V, head_ma
     T = tokens.shape[1]
     self_mask = combine_masks(causal_mask(T, tokens.device) if probe.causal else None,
                               probe.attn_mask if arch == "decoder" else None)
-    key_mask = model.key_mask(tokens, probe.padding)
+    key_mask = model.key_mask(tokens, probe.padding, probe.key_mask if arch == "decoder" else None)
     run = model.decoder.run(repeat_batch(hidden_in, V), memory, key_mask=repeat_batch(key_mask, V),
                             memory_key_mask=repeat_batch(src_key_mask, V),
                             attn_mask=self_mask, head_mask=head_masks.get("decoder"),

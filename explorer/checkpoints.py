@@ -5,9 +5,10 @@ A checkpoint is a folder:
     config.json          {"format_version": 1, "model": TransformerConfig.to_dict(), "task": {...},
                           "special_tokens": {"pad": 0, ...}, "tgt_tokenizer": "tgt_tokenizer.json" | null}
     model.safetensors    every persistent tensor once (no pickle); a tied output projection
-                         (generator.proj.weight = tgt_embed.token.weight) is stored only as the
-                         embedding and re-tied on load; non-persistent buffers (the sinusoidal
-                         table) are rebuilt from the config
+                         (generator.proj.weight = tgt_embed.token.weight, mlm.proj.weight =
+                         src_embed.token.weight) and a shared decoder embedding (tgt_embed = src_embed)
+                         are stored only as the embedding and re-tied on load; non-persistent buffers
+                         (the sinusoidal table) are rebuilt from the config
     tokenizer.json       the (source) tokenizer
     tgt_tokenizer.json   only when the target vocabulary differs from the source one
     README.md            a model card
@@ -131,29 +132,46 @@ def make_config(data: Any, path: Path) -> TransformerConfig:
         raise CheckpointError(f"{describe(path)}: invalid model configuration: {err}") from err
 
 
+def tied_keys(config: TransformerConfig) -> set[str]:
+    """State-dict names that are another tensor under a second name (stored once, re-tied on load)."""
+    keys = set()
+    if config.share_embeddings:
+        keys.add("tgt_embed.token.weight")
+    if config.tie_embeddings:
+        keys.add("mlm.proj.weight" if config.arch == "encoder" else TIED_KEY)
+    return keys
+
+
 def estimate_parameters(config: TransformerConfig) -> int:
     """Parameter count of Transformer(config), computed from the config without allocating anything."""
     c = config
-    D, inner = c.d_model, c.n_heads * c.resolved_head_dim
-    norm = 2 * D
-    attention = D * 3 * inner + inner * D + ((3 * inner + D) if c.bias else 0)
-    feed_forward = D * c.d_ff + c.d_ff + c.d_ff * D + D
+    D, F, Dh = c.d_model, c.d_ff, c.resolved_head_dim
+    q_width, kv_width = c.n_heads * Dh, c.resolved_kv_heads * Dh
+    norm = 2 * D if c.norm == "layernorm" else D  # RMSNorm has a gain and no bias
+    attention = D * (q_width + 2 * kv_width) + q_width * D
+    attention += (q_width + 2 * kv_width) * c.qkv_bias + D * c.out_bias
+    ups = 2 if c.mlp == "gated" else 1  # gate and up, or up alone
+    feed_forward = ups * (D * F + F * c.mlp_bias) + F * D + D * c.mlp_bias
 
-    def embeddings(vocab: int) -> int:
-        return (vocab * D + (c.max_len * D if c.positional == "learned" else 0) + c.type_vocab_size * D
-                + (norm if c.embedding_norm else 0))
+    def embeddings(vocab: int, shared: bool = False) -> int:
+        return ((0 if shared else vocab * D) + (c.position_rows * D if c.positional == "learned" else 0)
+                + c.type_vocab_size * D + (norm if c.embedding_norm else 0))
 
     final = norm if c.resolved_final_norm else 0
+    relative = c.relative_buckets * c.n_heads if c.positional == "relative" else 0  # one table per stack
     total = 0
     if c.arch != "decoder":
-        total += embeddings(c.vocab_size) + c.encoder_layers * (attention + feed_forward + 2 * norm) + final
+        total += embeddings(c.vocab_size) + c.encoder_layers * (attention + feed_forward + 2 * norm) + final + relative
     if c.arch != "encoder":
         tgt_vocab = c.resolved_tgt_vocab_size if c.arch == "encoder-decoder" else c.vocab_size
         cross = attention + norm if c.arch == "encoder-decoder" else 0
-        total += embeddings(tgt_vocab) + c.decoder_layers * (attention + feed_forward + 2 * norm + cross) + final
-        total += tgt_vocab + (0 if c.tie_embeddings else tgt_vocab * D)  # generator (bias always its own)
+        total += embeddings(tgt_vocab, c.share_embeddings) + relative + final
+        total += c.decoder_layers * (attention + feed_forward + 2 * norm + cross)
+        total += tgt_vocab * c.lm_head_bias + (0 if c.tie_embeddings else tgt_vocab * D)  # generator
     if c.num_classes:
         total += D * c.classifier_hidden + c.classifier_hidden + c.classifier_hidden * c.num_classes + c.num_classes
+    if c.mlm_head:  # dense, norm, bias over the vocabulary, and its own projection unless tied
+        total += D * D + D + norm + c.vocab_size + (0 if c.tie_embeddings else c.vocab_size * D)
     return total
 
 
@@ -202,12 +220,9 @@ def _few(names: list[str], k: int = 5) -> str:
 
 
 def expected_state_keys(model: Transformer) -> dict[str, tuple[int, ...]]:
-    """Names and shapes the weights file must hold: the state dict minus the tied projection."""
-    state = model.state_dict()
-    keys = {k: tuple(v.shape) for k, v in state.items()}
-    if model.config.tie_embeddings and TIED_KEY in keys:
-        del keys[TIED_KEY]
-    return keys
+    """Names and shapes the weights file must hold: the state dict minus the tied names."""
+    tied = tied_keys(model.config)
+    return {k: tuple(v.shape) for k, v in model.state_dict().items() if k not in tied}
 
 
 def check_state_names_and_shapes(found: Mapping[str, tuple[int, ...]], expected: Mapping[str, tuple[int, ...]],
@@ -225,14 +240,24 @@ def check_state_names_and_shapes(found: Mapping[str, tuple[int, ...]], expected:
                                   f"expects {tuple(shape)}")
 
 
+def build_empty(config: TransformerConfig) -> Transformer:
+    """Transformer(config) with its parameters on the meta device: shapes only, no memory and no
+    random initialisation (seconds for a 0.5B model); `load_state` then assigns the real tensors."""
+    with torch.device("meta"):
+        return Transformer(config)
+
+
 def load_state(model: Transformer, state: Mapping[str, Tensor], path: Path) -> None:
-    """Copy a checked state dict into `model` (tied projection re-tied by construction)."""
+    """Put a checked state dict into `model` (built by `build_empty` or not): the tensors are assigned,
+    not copied, in float32; the tied projection is re-tied; nothing may be left on the meta device."""
     check_state_names_and_shapes({k: tuple(v.shape) for k, v in state.items()}, expected_state_keys(model), path)
-    with torch.no_grad():
-        missing, unexpected = model.load_state_dict(dict(state), strict=False)
-    leftover = [k for k in missing if not (k == TIED_KEY and model.config.tie_embeddings)]
+    state = {k: v.float() if v.is_floating_point() else v for k, v in state.items()}
+    missing, unexpected = model.load_state_dict(state, strict=False, assign=True)
+    model.tie_weights()
+    leftover = [k for k in missing if k not in tied_keys(model.config)]
+    leftover += [name for name, t in [*model.named_parameters(), *model.named_buffers()] if t.is_meta]
     if leftover or unexpected:  # cannot happen after the check above; kept as a guard
-        raise CheckpointError(f"{describe(path)}: could not load {_few(leftover + list(unexpected))}")
+        raise CheckpointError(f"{describe(path)}: could not load {_few(sorted(set(leftover)) + list(unexpected))}")
 
 
 # ------------------------------------------------------------------------------------------ save
@@ -270,8 +295,8 @@ def save_checkpoint(folder: str | PathLike, model: Transformer, tokenizer: Token
                          f"vocabulary {tgt_vocab}")
 
     state = model.state_dict()
-    if config.tie_embeddings:
-        state.pop(TIED_KEY, None)  # same storage as tgt_embed.token.weight: saved once, re-tied on load
+    for key in tied_keys(config):
+        state.pop(key, None)  # same storage as a token embedding: saved once, re-tied on load
     # contiguous CPU copies: safetensors stores raw bytes and refuses shared or strided storage
     tensors = {k: v.detach().to("cpu").contiguous().clone() for k, v in state.items()}
     save_file(tensors, str(folder / WEIGHTS_FILE), metadata={"format": "pt", "format_version": str(FORMAT_VERSION)})
@@ -329,7 +354,7 @@ def load_checkpoint(folder: str | PathLike, device: str | torch.device | None = 
         check_tokenizer_vocab(tokenizer, config.resolved_tgt_vocab_size, tokenizer_path, "tgt_vocab_size")
 
     weights_path = folder / WEIGHTS_FILE
-    model = Transformer(config)
+    model = build_empty(config)
     # names and shapes from the header first: a wrong file fails before its tensors are read
     check_state_names_and_shapes(safetensors_shapes(weights_path), expected_state_keys(model), weights_path)
     load_state(model, read_safetensors(weights_path), weights_path)

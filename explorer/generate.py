@@ -11,12 +11,18 @@ Shapes: B batch, H heads, L layers, S source length, P prompt length, N generate
 Each step reruns the decoder over the whole prefix (no key/value cache): for the short
 sequences the explorer shows this costs little, and what a step returns is by construction
 what a full forward pass over that prefix computes, with the same masks and head toggles.
+
+Decoder-only prompts of different lengths are left-padded with a `key_mask` (B, P), True = real
+token (the model then counts positions from each row's first real token, as an unpadded run does);
+without one, prompts containing `config.pad_id` are refused. An encoder-decoder's decoder input (the
+start token, then the tokens generated) is all real tokens, even where the start token is the padding
+id (T5, Marian). `suppress_ids` are never chosen (Marian's `bad_words_ids`: its padding token).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import torch
 from torch import Tensor
@@ -32,7 +38,7 @@ class StepAttention:
 
 @dataclass
 class Generation:
-    tokens: Tensor  # (B, N) generated ids; pad_id after a sequence has finished
+    tokens: Tensor  # (B, N) generated ids; pad_id (or eos_id if the model has none) after a sequence finished
     log_probs: Tensor  # (B, N) log-probability of each chosen token (0 after finishing)
     steps: list[StepAttention]  # one per generated position
     prefix: Tensor  # (B, K) what the decoder was fed: start token / prompt + generated tokens
@@ -48,9 +54,13 @@ class Generation:
 @torch.no_grad()  # not inference_mode: results stay usable in autograd code
 def generate(model: Transformer, src: Tensor, *, bos_id: int | None = None, eos_id: int | None = None,
              max_new_tokens: int = 32, padding: bool = True, causal: bool = True,
-             attn_mask: Tensor | None = None, head_mask: Mapping[str, Any] | None = None) -> Generation:
+             attn_mask: Tensor | None = None, head_mask: Mapping[str, Any] | None = None,
+             key_mask: Tensor | None = None, suppress_ids: Sequence[int] = (),
+             weights_dtype: torch.dtype | None = None) -> Generation:
     """Greedy decoding for encoder-decoder (src = source ids, decoding starts from `bos_id`) and
-    decoder-only models (src = prompt ids of equal length, continued)."""
+    decoder-only models (src = prompt ids, equal length or left-padded with `key_mask`, continued).
+    `key_mask` (B, S|P), True = real token, marks padding explicitly (the source's, or the prompts').
+    `weights_dtype`: each step's attention is cast to it layer by layer (float16 for long prefixes)."""
     config = model.config
     if config.arch == "encoder":
         raise ValueError("an encoder-only model does not generate text")
@@ -59,33 +69,39 @@ def generate(model: Transformer, src: Tensor, *, bos_id: int | None = None, eos_
     if config.arch == "encoder-decoder":
         if bos_id is None:
             raise ValueError("encoder-decoder generation needs bos_id (the decoder start token)")
-        enc = model.encode(src, padding=padding, attn_mask=attn_mask, head_mask=masks.get("encoder"))
+        enc = model.encode(src, padding=padding, attn_mask=attn_mask, head_mask=masks.get("encoder"),
+                           key_mask=key_mask)
         memory, memory_key_mask = enc.memory, enc.key_mask
         prefix = torch.full((B, 1), bos_id, dtype=torch.long, device=src.device)
+        key_mask = torch.ones_like(prefix, dtype=torch.bool)  # the decoder's own tokens are all real
         self_mask = None
     else:
-        if padding and (src == config.pad_id).any():
-            raise ValueError("decoder-only prompts in one batch must have equal length (no padding)")
+        check_prompt_padding(model, src, key_mask, padding)
         memory = memory_key_mask = None
         prefix = src
         self_mask = attn_mask
     max_new_tokens = min(max_new_tokens, config.max_len - prefix.shape[1])
     finished = torch.zeros(B, dtype=torch.bool, device=src.device)
+    filler = config.pad_id if config.pad_id is not None else (eos_id if eos_id is not None else 0)
     tokens, log_probs, steps = [], [], []
     for _ in range(max(max_new_tokens, 0)):
         # A custom decoder-only mask is given for the prompt; extend it to the prefix so far.
         dec = model.decode(prefix, memory, memory_key_mask, padding=padding, causal=causal,
                            attn_mask=grow_mask(self_mask, prefix.shape[1]), head_mask=masks.get("decoder"),
-                           cross_head_mask=masks.get("cross"))
+                           cross_head_mask=masks.get("cross"), key_mask=key_mask, weights_dtype=weights_dtype)
         step_log_probs = model.generator(dec.output[:, -1])  # (B, V)
+        if suppress_ids:
+            step_log_probs[:, list(suppress_ids)] = -torch.inf  # never chosen; the others keep their log-probability
         best_log_prob, best = step_log_probs.max(dim=-1)
-        best = best.masked_fill(finished, config.pad_id)
+        best = best.masked_fill(finished, filler)
         best_log_prob = best_log_prob.masked_fill(finished, 0.0)
         steps.append(StepAttention(tuple(w[:, :, -1] for w in dec.self_attentions),
                                    tuple(w[:, :, -1] for w in dec.cross_attentions)))
         tokens.append(best)
         log_probs.append(best_log_prob)
         prefix = torch.cat([prefix, best[:, None]], dim=1)
+        if key_mask is not None:  # generated tokens are real tokens
+            key_mask = torch.cat([key_mask, key_mask.new_ones(B, 1)], dim=1)
         if eos_id is not None:
             finished |= best == eos_id
             if finished.all():
@@ -93,6 +109,18 @@ def generate(model: Transformer, src: Tensor, *, bos_id: int | None = None, eos_
     empty = torch.zeros(B, 0, dtype=torch.long, device=src.device)
     return Generation(torch.stack(tokens, 1) if tokens else empty,
                       torch.stack(log_probs, 1) if log_probs else empty.float(), steps, prefix, finished)
+
+
+def check_prompt_padding(model: Transformer, src: Tensor, key_mask: Tensor | None, padding: bool) -> None:
+    """Decoder-only prompts: padding only on the left (the next token is read at the last position)."""
+    if key_mask is not None:
+        if key_mask.shape != src.shape or key_mask.dtype != torch.bool:
+            raise ValueError(f"key_mask must be a boolean tensor shaped like the prompts {tuple(src.shape)}")
+        if not bool(key_mask[:, -1].all()):
+            raise ValueError("pad decoder-only prompts on the left: every prompt must end with a real token")
+    elif padding and model.config.pad_id is not None and bool((src == model.config.pad_id).any()):
+        raise ValueError("decoder-only prompts in one batch must have equal length (no padding), or pass "
+                         "key_mask for left-padded prompts")
 
 
 def grow_mask(mask: Tensor | None, size: int) -> Tensor | None:

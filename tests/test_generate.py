@@ -19,7 +19,8 @@ def test_encoder_decoder_step_attention_equals_full_forward_over_prefix(causal):
     assert out.tokens.shape == (2, 6) and len(out.steps) == 6
     for t, step in enumerate(out.steps):
         prefix = out.prefix[:, : t + 1]
-        full = m(src, prefix, causal=causal, head_mask=head_mask)
+        # generated tokens are real decoder tokens, even one equal to the padding id
+        full = m(src, prefix, causal=causal, head_mask=head_mask, tgt_key_mask=torch.ones_like(prefix, dtype=torch.bool))
         for layer in range(2):
             assert torch.allclose(step.decoder[layer], full.attentions.decoder[layer][:, :, -1], atol=1e-6)
             assert torch.allclose(step.cross[layer], full.attentions.cross[layer][:, :, -1], atol=1e-6)

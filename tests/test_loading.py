@@ -179,8 +179,13 @@ def test_resolve_hub_ids(text, repo, revision):
     assert resolve_source(text) == ResolvedSource("hub", repo, revision)
 
 
+def test_names_from_before_hub_namespaces_resolve_to_their_repositories():
+    assert resolve_source("gpt2") == ResolvedSource("hub", "openai-community/gpt2", None)
+    assert resolve_source("bert-base-uncased@main") == ResolvedSource("hub", "google-bert/bert-base-uncased", "main")
+
+
 @pytest.mark.parametrize("text", ["owner--x/name", "owner/na me", "owner/name.git", "-owner/name", "owner/name@",
-                                  "owner/name@../../etc", "owner/name@/abs", "bert-base-uncased", "a/b/c"])
+                                  "owner/name@../../etc", "owner/name@/abs", "some-unknown-model", "a/b/c"])
 def test_resolve_refuses_invalid_hub_ids(text):
     with pytest.raises(CheckpointError):
         resolve_source(text)
@@ -214,8 +219,8 @@ def test_load_unknown_layouts(tmp_path):
     (folder / "config.json").write_text(json.dumps({"hello": 1}))
     with pytest.raises(CheckpointError, match="neither \"format_version\""):
         load(folder)
-    (folder / "config.json").write_text(json.dumps({"model_type": "llama"}))
-    with pytest.raises(CheckpointError, match="model_type 'llama' is not supported"):
+    (folder / "config.json").write_text(json.dumps({"model_type": "xlnet"}))
+    with pytest.raises(CheckpointError, match="model_type 'xlnet' is not supported.*GPT-2 \\(gpt2\\).*qwen2"):
         load(folder)
     with pytest.raises(CheckpointError, match="does not exist"):
         load(tmp_path / "absent")

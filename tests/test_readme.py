@@ -12,6 +12,8 @@ def test_python_examples_run():
     for block in blocks:
         if block.startswith("# needs a running app"):
             continue  # the gradio_client example is run against a live app in tests/app/test_api.py
+        if block.startswith("# needs the Hub"):
+            continue  # tests never reach the network; the same calls run on tiny models in tests/test_lm.py
         exec(compile(block, str(README), "exec"), {})
 
 

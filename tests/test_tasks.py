@@ -1,6 +1,7 @@
 import pytest
 import torch
 
+from explorer.checkpoints import LoadedModel
 from explorer.data import dates
 from explorer.model import Transformer, TransformerConfig
 from explorer.tasks import (
@@ -118,11 +119,6 @@ def test_to_dict_round_trip(tokenizer):
         task_from_dict({"name": "classification"}, tokenizer)
 
 
-class _Bundle:
-    def __init__(self, model, tokenizer, task):
-        self.model, self.tokenizer, self.task = model, tokenizer, task
-
-
 def test_exact_match_counts_correct_answers(tokenizer, monkeypatch):
     """An untrained model scores 0; a model forced to emit a given answer scores exactly its share."""
     task = DateGPT(tokenizer)
@@ -130,7 +126,7 @@ def test_exact_match_counts_correct_answers(tokenizer, monkeypatch):
                             d_ff=32, dropout=0.0, max_len=64)
     model = Transformer(cfg).eval()
     examples = dates.generate_examples(6, seed=14)
-    assert exact_match(_Bundle(model, tokenizer, task.to_dict()), examples, batch_size=4) == 0.0
+    assert exact_match(LoadedModel(model, tokenizer, None, task.to_dict(), "test"), examples, batch_size=4) == 0.0
     target = examples[0].target
     monkeypatch.setattr(DateGPT, "predict", lambda self, m, texts, bs=256: [target] * len(texts))
     expected = sum(e.target == target for e in examples) / len(examples)

@@ -1,4 +1,5 @@
-"""From-scratch Transformer: config, masks, positional encodings, attention, layers, stacks, model.
+"""From-scratch Transformer: config, masks, positional encodings (added, or rotary inside attention),
+norms, attention, layers, stacks, model.
 
 Knows nothing of tokenizers, Plotly or Gradio.
 """
@@ -7,16 +8,20 @@ from .attention import MultiHeadAttention
 from .config import PRESETS, TransformerConfig
 from .layers import DecoderLayer, EncoderLayer, FeedForward, SublayerConnection
 from .masks import (block_keys_mask, causal_mask, combine_masks, local_window_mask, no_self_mask,
-                    padding_mask)
-from .model import ClassifierHead, Generator, Transformer
-from .outputs import Attentions, DecoderResult, EncoderResult, HiddenStates, TransformerOutput
-from .positional import Embeddings, sinusoidal_table
+                    padding_mask, sliding_window_mask)
+from .heads import ClassifierHead, Generator, MaskedLMHead
+from .model import Transformer
+from .outputs import AttentionMasks, Attentions, DecoderResult, EncoderResult, HiddenStates, TransformerOutput
+from .positional import Embeddings, position_ids, sinusoidal_table
+from .relative import RelativePositionBias, relative_buckets
+from .rotary import RotaryTables, apply_rotary, rotary_tables
 from .stacks import Decoder, Encoder, EncoderDecoderStacks, StackAttentions, StackOutput
 
 __all__ = [
-    "Attentions", "ClassifierHead", "Decoder", "DecoderLayer", "DecoderResult", "Embeddings", "Encoder",
-    "EncoderDecoderStacks", "EncoderLayer", "EncoderResult", "FeedForward", "Generator", "HiddenStates",
+    "AttentionMasks", "Attentions", "ClassifierHead", "Decoder", "DecoderLayer", "DecoderResult", "Embeddings", "Encoder",
+    "EncoderDecoderStacks", "EncoderLayer", "EncoderResult", "FeedForward", "Generator", "HiddenStates", "MaskedLMHead", "RelativePositionBias",
     "MultiHeadAttention", "PRESETS", "StackAttentions", "StackOutput", "SublayerConnection", "Transformer",
     "TransformerConfig", "TransformerOutput", "block_keys_mask", "causal_mask", "combine_masks",
-    "local_window_mask", "no_self_mask", "padding_mask", "sinusoidal_table",
+    "local_window_mask", "no_self_mask", "padding_mask", "sinusoidal_table", "sliding_window_mask", "position_ids",
+    "RotaryTables", "apply_rotary", "rotary_tables", "relative_buckets",
 ]

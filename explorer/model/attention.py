@@ -1,12 +1,18 @@
-"""Multi-head scaled dot-product attention that returns every head's weights.
+"""Multi-head scaled dot-product attention that returns every head's weights, with grouped-query
+attention (fewer key/value heads than query heads) and rotary positions as options.
 
-Shapes: B batch, H heads, T query length, S key length, D model width, Dh head width.
+Shapes: B batch, H (query) heads, Hkv key/value heads, T query length, S key length, D model width,
+Dh head width, G = H / Hkv query heads per key/value head.
 
     query x (B, T, D), memory (B, S, D) or None (self-attention)
     mask        boolean, True = may attend, broadcastable to (B, H, T, S), usually (B|1, 1, T|1, S)
-    head_mask   (H,) or (B, H), 1 = head on; multiplies each head's output before W_o
+    head_mask   (H,) or (B, H), 1 = head on; multiplies each query head's output before W_o
+    rotary      RotaryTables (cos, sin) of the positions, or None (self-attention only)
+    bias        additive score bias broadcastable to (B, H, T, S) (T5's relative positions), or None
     returns     output (B, T, D), weights (B, H, T, S) or None on the fast path
 
+Query head h reads key/value head h // G. Weights and head toggles are per query head: a key/value
+head shared by G query heads is never switched off as a whole.
 Two paths, one result: the hand-written softmax path returns the weights; when they are not
 needed, `torch.nn.functional.scaled_dot_product_attention` computes the same output faster.
 A query row whose keys are all masked gets weights 0 and output 0 on both paths.
@@ -15,49 +21,57 @@ Nothing is stored on the module during forward: one model serves many users at o
 
 from __future__ import annotations
 
-import math
-
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .rotary import RotaryTables, apply_rotary
+
 
 class MultiHeadAttention(nn.Module):
-    def __init__(self, d_model: int, n_heads: int, head_dim: int, dropout: float = 0.0, bias: bool = True):
+    def __init__(self, d_model: int, n_heads: int, head_dim: int, dropout: float = 0.0, *,
+                 n_kv_heads: int | None = None, qkv_bias: bool = True, out_bias: bool = True,
+                 scale: float | None = None):
         super().__init__()
         self.n_heads = n_heads
+        self.n_kv_heads = n_kv_heads or n_heads
         self.head_dim = head_dim
-        inner = n_heads * head_dim
-        # Packed [W_q; W_k; W_v] as in torch.nn.MultiheadAttention: head h owns rows h*Dh:(h+1)*Dh
-        # of each third, so importing torch weights is a copy.
-        self.in_proj = nn.Linear(d_model, 3 * inner, bias=bias)
-        self.out_proj = nn.Linear(inner, d_model, bias=bias)  # W_o
+        self.scale = head_dim ** -0.5 if scale is None else scale
+        # Packed [W_q; W_k; W_v] as in torch.nn.MultiheadAttention: query head h owns rows h*Dh:(h+1)*Dh
+        # of the first H*Dh rows, key/value head j rows j*Dh:(j+1)*Dh of the next two Hkv*Dh blocks.
+        self.in_proj = nn.Linear(d_model, (n_heads + 2 * self.n_kv_heads) * head_dim, bias=qkv_bias)
+        self.out_proj = nn.Linear(n_heads * head_dim, d_model, bias=out_bias)  # W_o
         self.dropout = dropout
 
     def project(self, x: Tensor, memory: Tensor | None) -> tuple[Tensor, Tensor, Tensor]:
-        """-> q (B, H, T, Dh), k and v (B, H, S, Dh)."""
+        """-> q (B, H, T, Dh), k and v (B, Hkv, S, Dh)."""
         B, T, _ = x.shape
-        inner = self.n_heads * self.head_dim
+        H, Hkv, Dh = self.n_heads, self.n_kv_heads, self.head_dim
         if memory is None:
-            qkv = self.in_proj(x).view(B, T, 3, self.n_heads, self.head_dim)  # (B, T, 3, H, Dh)
-            q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # 3 x (B, H, T, Dh)
-            return q, k, v
-        weight, bias = self.in_proj.weight, self.in_proj.bias
-        q = F.linear(x, weight[:inner], None if bias is None else bias[:inner])
-        kv = F.linear(memory, weight[inner:], None if bias is None else bias[inner:])
-        S = memory.shape[1]
-        q = q.view(B, T, self.n_heads, self.head_dim).transpose(1, 2)  # (B, H, T, Dh)
-        k, v = kv.view(B, S, 2, self.n_heads, self.head_dim).permute(2, 0, 3, 1, 4).unbind(0)  # 2 x (B, H, S, Dh)
+            qkv = self.in_proj(x)  # (B, T, (H + 2 Hkv) Dh)
+            q, k, v = qkv.split([H * Dh, Hkv * Dh, Hkv * Dh], dim=-1)
+            S = T
+        else:
+            weight, bias = self.in_proj.weight, self.in_proj.bias
+            q = F.linear(x, weight[: H * Dh], None if bias is None else bias[: H * Dh])
+            k, v = F.linear(memory, weight[H * Dh:], None if bias is None else bias[H * Dh:]).chunk(2, dim=-1)
+            S = memory.shape[1]
+        q = q.view(B, T, H, Dh).transpose(1, 2)  # (B, H, T, Dh)
+        k = k.view(B, S, Hkv, Dh).transpose(1, 2)  # (B, Hkv, S, Dh)
+        v = v.view(B, S, Hkv, Dh).transpose(1, 2)  # (B, Hkv, S, Dh)
         return q, k, v
 
     def forward(self, x: Tensor, memory: Tensor | None = None, *, mask: Tensor | None = None,
-                head_mask: Tensor | None = None, need_weights: bool = True) -> tuple[Tensor, Tensor | None]:
+                head_mask: Tensor | None = None, rotary: RotaryTables | None = None,
+                need_weights: bool = True, bias: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
         q, k, v = self.project(x, memory)
+        if rotary is not None:
+            q, k = apply_rotary(q, rotary), apply_rotary(k, rotary)
         dropout = self.dropout if self.training else 0.0
         if need_weights:
-            heads, weights = attend_with_weights(q, k, v, mask, dropout)
+            heads, weights = attend_with_weights(q, k, v, mask, dropout, self.scale, bias)
         else:
-            heads, weights = attend_fast(q, k, v, mask, dropout), None
+            heads, weights = attend_fast(q, k, v, mask, dropout, self.scale, bias), None
         if head_mask is not None:
             heads = heads * head_gate(head_mask, heads)
         B, H, T, Dh = heads.shape
@@ -78,26 +92,43 @@ def head_gate(head_mask: Tensor, heads: Tensor) -> Tensor:
     return gate.view(-1, H, 1, 1) if gate.dim() == 2 else gate.view(1, H, 1, 1)
 
 
-def attend_with_weights(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None,
-                        dropout: float = 0.0) -> tuple[Tensor, Tensor]:
-    """Hand-written softmax(q k^T / sqrt(Dh)) v. -> heads (B, H, T, Dh), weights (B, H, T, S)."""
-    scores = (q * (1.0 / math.sqrt(q.shape[-1]))) @ k.transpose(-2, -1)  # (B, H, T, S)
+def attend_with_weights(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout: float = 0.0,
+                        scale: float | None = None, bias: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    """Hand-written softmax(scale q k^T + bias) v, scale = 1/sqrt(Dh) unless given.
+
+    q (B, H, T, Dh), k and v (B, Hkv, S, Dh) -> heads (B, H, T, Dh), weights (B, H, T, S).
+    The G query heads of one key/value group are stacked along the rows, so K and V are never copied.
+    """
+    B, H, T, Dh = q.shape
+    Hkv, S = k.shape[1], k.shape[2]
+    scale = Dh ** -0.5 if scale is None else scale
+    grouped = (q * scale).reshape(B, Hkv, (H // Hkv) * T, Dh)  # (B, Hkv, G*T, Dh): query head h = j*G + g
+    scores = (grouped @ k.transpose(-2, -1)).view(B, H, T, S)  # (B, H, T, S)
+    if bias is not None:
+        scores.add_(bias)  # in place, as the mask below: scores is this call's own tensor
+    has_key = None
     if mask is not None:
-        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
-    weights = scores.softmax(dim=-1)
-    if mask is not None:
-        # Exactly 0 on masked keys; a fully masked row (softmax of equal values) becomes all 0.
-        weights = weights.masked_fill(~mask, 0.0)
+        scores.masked_fill_(~mask, torch.finfo(scores.dtype).min)  # in place: a (B, H, T, S) copy costs as much
+        has_key = mask.any(dim=-1, keepdim=True)  # (B|1, 1, T|1, 1)
+    weights = scores.softmax(dim=-1)  # masked keys get exp(min - max) = exactly 0
+    if has_key is not None and not bool(has_key.all()):
+        weights = weights.masked_fill(~has_key, 0.0)  # a fully masked row (softmax of equal values) -> all 0
     used = F.dropout(weights, dropout) if dropout else weights
-    return used @ v, weights  # (B, H, T, Dh)
+    heads = used.view(B, Hkv, (H // Hkv) * T, S) @ v  # (B, Hkv, G*T, Dh)
+    return heads.view(B, H, T, Dh), weights
 
 
-def attend_fast(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout: float = 0.0) -> Tensor:
+def attend_fast(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout: float = 0.0,
+                scale: float | None = None, bias: Tensor | None = None) -> Tensor:
     """Same output as `attend_with_weights` via torch's fused kernel. -> (B, H, T, Dh)."""
+    gqa = k.shape[1] != q.shape[1]
     if mask is None:
-        return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=dropout, scale=scale, enable_gqa=gqa)
     # Rows with no allowed key: let the kernel see all keys (no NaN in forward or backward on any
     # backend), then zero their output, matching the weights path.
     has_key = mask.any(dim=-1, keepdim=True)  # (B|1, 1, T|1, 1)
-    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask | ~has_key, dropout_p=dropout)
+    allowed = mask | ~has_key
+    if bias is not None:  # a float mask is added to the scores: the bias where allowed, the lowest value elsewhere
+        allowed = bias.masked_fill(~allowed, torch.finfo(bias.dtype).min)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, dropout_p=dropout, scale=scale, enable_gqa=gqa)
     return out.masked_fill(~has_key, 0.0)

@@ -1,10 +1,16 @@
 """One encoder layer and one decoder layer, built from attention, a feed-forward block and
-residual sublayer connections (pre-norm or post-norm).
+residual sublayer connections (pre-norm or post-norm, sequential or parallel).
 
-Shapes: B batch, H heads, T target length, S source length, D model width.
+Shapes: B batch, H heads, T target length, S source length, D model width, F = d_ff.
 
-    EncoderLayer(x (B, T, D), mask, head_mask)            -> x (B, T, D), self weights (B, H, T, T)
-    DecoderLayer(x (B, T, D), memory (B, S, D) | None, ...) -> x, self weights, cross weights (B, H, T, S)
+    EncoderLayer(x (B, T, D), mask, head_mask, rotary, score_bias)  -> x (B, T, D), self weights (B, H, T, T)
+    DecoderLayer(x (B, T, D), memory (B, S, D) | None, ..., rotary, score_bias)
+                                                                      -> x, self weights, cross weights (B, H, T, S)
+    rotary and score_bias (1, H, T, T) act on self-attention only (rotary positions, T5's relative bias).
+
+    sequential (default): x = x + attn(norm1 x); x = x + ff(norm2 x)       (pre-norm; post-norm likewise)
+    parallel_residual:    x = x + attn(norm1 x) + ff(norm2 x)              (GPT-NeoX)
+    FeedForward "standard": linear2(act(linear1 x)); "gated": linear2(act(gate x) * linear1 x) (SwiGLU)
 
 Submodule names follow torch.nn.TransformerEncoderLayer where they can (`self_attn`,
 `linear1`/`linear2` inside `feed_forward`), so weight import stays a readable copy.
@@ -17,20 +23,38 @@ from torch import Tensor, nn
 
 from .attention import MultiHeadAttention
 from .config import TransformerConfig
+from .norms import make_norm
+from .rotary import RotaryTables
+
+
+def gelu_tanh(x: Tensor) -> Tensor:
+    return F.gelu(x, approximate="tanh")
+
+
+ACTIVATION_FUNCTIONS = {"relu": F.relu, "gelu": F.gelu, "gelu_tanh": gelu_tanh, "silu": F.silu}
 
 
 class FeedForward(nn.Module):
-    """Position-wise Linear(D, d_ff) -> activation -> dropout -> Linear(d_ff, D)."""
+    """Position-wise Linear(D, F) -> activation (x gate) -> dropout -> Linear(F, D).
 
-    def __init__(self, d_model: int, d_ff: int, activation: str, dropout: float):
+    `linear1` is the up projection in both kinds; `gate` exists only in the gated kind.
+    """
+
+    def __init__(self, d_model: int, d_ff: int, activation: str, dropout: float, *, gated: bool = False,
+                 bias: bool = True):
         super().__init__()
-        self.linear1 = nn.Linear(d_model, d_ff)
-        self.linear2 = nn.Linear(d_ff, d_model)
-        self.activation = F.gelu if activation == "gelu" else F.relu
+        self.linear1 = nn.Linear(d_model, d_ff, bias=bias)
+        self.gate = nn.Linear(d_model, d_ff, bias=bias) if gated else None
+        self.linear2 = nn.Linear(d_ff, d_model, bias=bias)
+        self.activation = ACTIVATION_FUNCTIONS[activation]
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: Tensor) -> Tensor:
-        return self.linear2(self.dropout(self.activation(self.linear1(x))))
+        if self.gate is None:
+            hidden = self.activation(self.linear1(x))  # (B, T, F)
+        else:
+            hidden = self.activation(self.gate(x)) * self.linear1(x)  # (B, T, F)
+        return self.linear2(self.dropout(hidden))
 
 
 class SublayerConnection(nn.Module):
@@ -41,9 +65,9 @@ class SublayerConnection(nn.Module):
     Split in two calls so attention can hand back its weights without any state on the module.
     """
 
-    def __init__(self, d_model: int, dropout: float, norm_first: bool, eps: float):
+    def __init__(self, d_model: int, dropout: float, norm_first: bool, eps: float, norm: str = "layernorm"):
         super().__init__()
-        self.norm = nn.LayerNorm(d_model, eps=eps)
+        self.norm = make_norm(norm, d_model, eps)
         self.dropout = nn.Dropout(dropout)
         self.norm_first = norm_first
 
@@ -56,29 +80,38 @@ class SublayerConnection(nn.Module):
 
 
 def make_attention(config: TransformerConfig) -> MultiHeadAttention:
-    return MultiHeadAttention(config.d_model, config.n_heads, config.resolved_head_dim,
-                              config.resolved_attention_dropout, config.bias)
+    c = config
+    return MultiHeadAttention(c.d_model, c.n_heads, c.resolved_head_dim, c.resolved_attention_dropout,
+                              n_kv_heads=c.resolved_kv_heads, qkv_bias=c.qkv_bias, out_bias=c.out_bias,
+                              scale=c.resolved_attn_scale)
 
 
 def make_sublayer(config: TransformerConfig) -> SublayerConnection:
-    return SublayerConnection(config.d_model, config.dropout, config.norm_first, config.layer_norm_eps)
+    return SublayerConnection(config.d_model, config.dropout, config.norm_first, config.layer_norm_eps, config.norm)
+
+
+def make_feed_forward(config: TransformerConfig) -> FeedForward:
+    return FeedForward(config.d_model, config.d_ff, config.activation, config.resolved_ffn_dropout,
+                       gated=config.mlp == "gated", bias=config.mlp_bias)
 
 
 class EncoderLayer(nn.Module):
     def __init__(self, config: TransformerConfig):
         super().__init__()
         self.self_attn = make_attention(config)
-        self.feed_forward = FeedForward(config.d_model, config.d_ff, config.activation, config.resolved_ffn_dropout)
+        self.feed_forward = make_feed_forward(config)
         self.attn_sublayer = make_sublayer(config)
         self.ff_sublayer = make_sublayer(config)
+        self.parallel_residual = config.parallel_residual
 
     def forward(self, x: Tensor, mask: Tensor | None = None, head_mask: Tensor | None = None,
-                need_weights: bool = True) -> tuple[Tensor, Tensor | None]:
+                need_weights: bool = True, rotary: RotaryTables | None = None,
+                score_bias: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
         attn_out, weights = self.self_attn(self.attn_sublayer.enter(x), mask=mask, head_mask=head_mask,
-                                           need_weights=need_weights)
-        x = self.attn_sublayer.exit(x, attn_out)
-        x = self.ff_sublayer.exit(x, self.feed_forward(self.ff_sublayer.enter(x)))
-        return x, weights
+                                           rotary=rotary, need_weights=need_weights, bias=score_bias)
+        y = self.attn_sublayer.exit(x, attn_out)
+        ff_in = x if self.parallel_residual else y  # parallel: both sublayers read the layer's input
+        return self.ff_sublayer.exit(y, self.feed_forward(self.ff_sublayer.enter(ff_in))), weights
 
 
 class DecoderLayer(nn.Module):
@@ -90,22 +123,24 @@ class DecoderLayer(nn.Module):
         self.self_sublayer = make_sublayer(config)
         self.cross_attn = make_attention(config) if cross_attention else None
         self.cross_sublayer = make_sublayer(config) if cross_attention else None
-        self.feed_forward = FeedForward(config.d_model, config.d_ff, config.activation, config.resolved_ffn_dropout)
+        self.feed_forward = make_feed_forward(config)
         self.ff_sublayer = make_sublayer(config)
+        self.parallel_residual = config.parallel_residual  # validated: never together with cross-attention
 
     def forward(self, x: Tensor, memory: Tensor | None = None, self_mask: Tensor | None = None,
                 memory_mask: Tensor | None = None, head_mask: Tensor | None = None,
-                cross_head_mask: Tensor | None = None,
-                need_weights: bool = True) -> tuple[Tensor, Tensor | None, Tensor | None]:
+                cross_head_mask: Tensor | None = None, need_weights: bool = True,
+                rotary: RotaryTables | None = None,
+                score_bias: Tensor | None = None) -> tuple[Tensor, Tensor | None, Tensor | None]:
         attn_out, self_weights = self.self_attn(self.self_sublayer.enter(x), mask=self_mask, head_mask=head_mask,
-                                                need_weights=need_weights)
-        x = self.self_sublayer.exit(x, attn_out)
+                                                rotary=rotary, need_weights=need_weights, bias=score_bias)
+        y = self.self_sublayer.exit(x, attn_out)
         cross_weights = None
         if self.cross_attn is not None:
             if memory is None:
                 raise ValueError("this decoder layer has cross-attention and needs the encoder memory")
-            cross_out, cross_weights = self.cross_attn(self.cross_sublayer.enter(x), memory, mask=memory_mask,
+            cross_out, cross_weights = self.cross_attn(self.cross_sublayer.enter(y), memory, mask=memory_mask,
                                                        head_mask=cross_head_mask, need_weights=need_weights)
-            x = self.cross_sublayer.exit(x, cross_out)
-        x = self.ff_sublayer.exit(x, self.feed_forward(self.ff_sublayer.enter(x)))
-        return x, self_weights, cross_weights
+            y = self.cross_sublayer.exit(y, cross_out)
+        ff_in = x if self.parallel_residual else y
+        return self.ff_sublayer.exit(y, self.feed_forward(self.ff_sublayer.enter(ff_in))), self_weights, cross_weights

@@ -5,6 +5,7 @@ against attention scores of shape (B, H, T, S):
 
 - `padding_mask(ids, pad_id)`      -> (B, 1, 1, S)  keys that are real tokens
 - `causal_mask(T)`                 -> (T, T)        lower triangle (look-ahead mask)
+- `sliding_window_mask(T, w)`      -> (T, T)        keys at most w - 1 positions back (Mistral's window)
 - `normalize_mask(mask)`           -> (B|1, 1, T, S) from (T, S), (B, T, S) or (B, 1, T, S)
 - `combine_masks(a, b, ...)`       -> logical AND of the masks given (None = no restriction)
 
@@ -108,3 +109,14 @@ def from_torch_mask(mask: Tensor | None, *, key_padding: bool = False) -> Tensor
 def to_torch_key_padding_mask(key_mask: Tensor | None) -> Tensor | None:
     """Our (B, S) True = real token -> torch's (B, S) True = ignore."""
     return None if key_mask is None else ~key_mask
+
+
+def sliding_window_mask(size: int, window: int, device: torch.device | str | None = None) -> Tensor:
+    """(T, T): query t may attend to keys t - window + 1 .. (any later key): the last `window` keys
+    including itself. transformers' sliding-window overlay (Mistral): key k is visible when
+    k > t - window, so a key exactly `window` positions back is not. Later keys are left to the causal mask.
+    """
+    if window < 1:
+        raise ValueError(f"sliding window must be >= 1, got {window}")
+    pos = torch.arange(size, device=device)
+    return (pos[:, None] - pos[None, :]) < window

@@ -6,13 +6,20 @@ V vocabulary, C classes.
     Transformer(config)(src (B, S), tgt (B, T) | None, *, padding, causal, attn_mask, head_mask)
         -> TransformerOutput(logits, attentions(.encoder/.decoder/.cross), hidden_states, ...)
 
-    arch "encoder":          src -> encoder -> (classifier on token 0 -> logits (B, C)) | logits None
+    arch "encoder":          src -> encoder -> classifier on token 0 -> logits (B, C)
+                                            | masked-LM head -> logits (B, S, V) | no head: logits None
     arch "decoder":          src -> causal decoder (no cross-attention) -> logits (B, S, V)
     arch "encoder-decoder":  src -> encoder -> memory; tgt + memory -> decoder -> logits (B, T, V)
 
 `head_mask` is a dict with optional keys "encoder", "decoder", "cross", each (L, H) or (B, L, H)
-with 1 = head on. `attn_mask` is an extra boolean mask (True = may attend) for encoder
-self-attention, or for the self-attention of a decoder-only model.
+with 1 = head on (H = query heads). `attn_mask` is an extra boolean mask (True = may attend) for
+encoder self-attention, or for the self-attention of a decoder-only model. `key_mask` (B, S), True
+= real token, marks the padding of `src` explicitly (models without a padding token, left padding);
+without it, padding is wherever src == config.pad_id. `tgt_key_mask` (B, T) does the same for the
+target of an encoder-decoder; without it, padding is wherever tgt == pad_id except the first column:
+a target starts with the decoder start token, a real token even when it is the padding id (T5,
+Marian). Token positions count from each row's first real token (`position_ids`), so a left-padded
+row computes what the unpadded one does.
 """
 
 from __future__ import annotations
@@ -23,35 +30,13 @@ import torch
 from torch import Tensor, nn
 
 from .config import TransformerConfig
+from .heads import ClassifierHead, Generator, MaskedLMHead
 from .masks import causal_mask, combine_masks
-from .outputs import Attentions, DecoderResult, EncoderResult, HiddenStates, TransformerOutput
-from .positional import Embeddings
+from .outputs import AttentionMasks, Attentions, DecoderResult, EncoderResult, HiddenStates, TransformerOutput
+from .positional import Embeddings, position_ids
 from .stacks import Decoder, Encoder
 
 HEAD_MASK_KINDS = ("encoder", "decoder", "cross")
-
-
-class Generator(nn.Module):
-    """Linear projection to the vocabulary + log-softmax (The Annotated Transformer's Generator)."""
-
-    def __init__(self, d_model: int, vocab_size: int):
-        super().__init__()
-        self.proj = nn.Linear(d_model, vocab_size)
-
-    def forward(self, x: Tensor) -> Tensor:
-        return self.proj(x).log_softmax(dim=-1)  # (B, T, V) log-probabilities
-
-
-class ClassifierHead(nn.Module):
-    """Seed 001's head on the first token: Linear(D, hidden) -> ReLU -> Linear(hidden, C)."""
-
-    def __init__(self, d_model: int, hidden: int, num_classes: int):
-        super().__init__()
-        self.fc1 = nn.Linear(d_model, hidden)
-        self.final = nn.Linear(hidden, num_classes)
-
-    def forward(self, x: Tensor) -> Tensor:
-        return self.final(torch.relu(self.fc1(x[:, 0])))  # (B, D) first token -> (B, C)
 
 
 class Transformer(nn.Module):
@@ -66,16 +51,30 @@ class Transformer(nn.Module):
         tgt_vocab = c.resolved_tgt_vocab_size if c.arch == "encoder-decoder" else c.vocab_size
         self.tgt_embed = self.make_embeddings(tgt_vocab) if has_decoder else None
         self.decoder = Decoder(c) if has_decoder else None
-        self.generator = Generator(c.d_model, tgt_vocab) if has_decoder else None
-        if self.generator is not None and c.tie_embeddings:
-            self.generator.proj.weight = self.tgt_embed.token.weight
+        self.generator = Generator(c.d_model, tgt_vocab, c.lm_head_bias, c.output_scale) if has_decoder else None
         self.classifier = ClassifierHead(c.d_model, c.classifier_hidden, c.num_classes) if c.num_classes else None
+        self.mlm = (MaskedLMHead(c.d_model, c.vocab_size, c.resolved_mlm_activation, c.norm, c.layer_norm_eps)
+                    if c.mlm_head else None)
+        self.tie_weights()
 
     def make_embeddings(self, vocab_size: int) -> Embeddings:
         c = self.config
         return Embeddings(vocab_size, c.d_model, max_len=c.max_len, positional=c.positional, pos_base=c.pos_base,
-                          scale=c.scale_embeddings, type_vocab_size=c.type_vocab_size, norm=c.embedding_norm,
-                          eps=c.layer_norm_eps, dropout=c.resolved_embedding_dropout, pad_id=c.pad_id)
+                          scale=c.scale_embeddings, type_vocab_size=c.type_vocab_size,
+                          norm=c.norm if c.embedding_norm else None, eps=c.layer_norm_eps,
+                          dropout=c.resolved_embedding_dropout, offset=c.position_offset, layout=c.sinusoid_layout)
+
+    def tie_weights(self) -> None:
+        """One Parameter where the config shares weights: with share_embeddings the decoder's token
+        embedding is the encoder's; with tie_embeddings the output projection (or the MLM head's) is the
+        token embedding. Called again after weights are assigned into a model built on the meta device."""
+        if self.config.share_embeddings:
+            self.tgt_embed.token.weight = self.src_embed.token.weight
+        if self.config.tie_embeddings:
+            if self.generator is not None:
+                self.generator.proj.weight = self.tgt_embed.token.weight
+            if self.mlm is not None:
+                self.mlm.proj.weight = self.src_embed.token.weight
 
     # ------------------------------------------------------------------ helpers
     @property
@@ -95,65 +94,90 @@ class Transformer(nn.Module):
         return {kind: torch.as_tensor(m, dtype=torch.float32, device=self.device)
                 for kind, m in head_mask.items() if m is not None}
 
-    def key_mask(self, ids: Tensor, padding: bool) -> Tensor | None:
-        """(B, T) True = real token, or None when padding masks are switched off."""
-        return ids != self.config.pad_id if padding else None
+    def key_mask(self, ids: Tensor, padding: bool, given: Tensor | None = None) -> Tensor | None:
+        """(B, T) True = real token: `given` if any, else ids != pad_id; None when padding masks are
+        switched off or the model has no padding token and none was marked."""
+        if not padding:
+            return None
+        if given is not None:
+            if given.dtype != torch.bool or tuple(given.shape) != tuple(ids.shape):
+                raise ValueError(f"key_mask must be a boolean tensor shaped like the ids {tuple(ids.shape)}, got "
+                                 f"{tuple(given.shape)} {given.dtype}")
+            return given.to(ids.device)
+        return None if self.config.pad_id is None else ids != self.config.pad_id
 
     # ------------------------------------------------------------------ the Annotated Transformer's API
     def encode(self, src: Tensor, *, padding: bool = True, attn_mask: Tensor | None = None,
                head_mask: Tensor | None = None, token_type_ids: Tensor | None = None,
-               need_weights: bool = True) -> EncoderResult:
+               need_weights: bool = True, key_mask: Tensor | None = None,
+               weights_dtype: torch.dtype | None = None) -> EncoderResult:
         """src (B, S) -> memory (B, S, D) and the encoder's attention."""
         if self.encoder is None:
             raise ValueError("a decoder-only model has no encoder")
-        key_mask = self.key_mask(src, padding)
-        x = self.src_embed(src, token_type_ids)
+        key_mask = self.key_mask(src, padding, key_mask)
+        positions = position_ids(key_mask, src.shape[1], src.device)
+        x = self.src_embed(src, token_type_ids, positions)
         run = self.encoder.run(x, key_mask=key_mask, attn_mask=attn_mask, head_mask=head_mask,
-                               need_weights=need_weights)
-        return EncoderResult(run.output, key_mask, run.attentions.self_attn, run.hidden_states)
+                               need_weights=need_weights, positions=positions, weights_dtype=weights_dtype)
+        return EncoderResult(run.output, key_mask, run.attentions.self_attn, run.hidden_states, run.self_mask)
 
     def decode(self, tgt: Tensor, memory: Tensor | None = None, memory_key_mask: Tensor | None = None, *,
                padding: bool = True, causal: bool = True, attn_mask: Tensor | None = None,
                head_mask: Tensor | None = None, cross_head_mask: Tensor | None = None,
-               need_weights: bool = True) -> DecoderResult:
+               need_weights: bool = True, key_mask: Tensor | None = None,
+               weights_dtype: torch.dtype | None = None) -> DecoderResult:
         """tgt (B, T) (+ memory (B, S, D)) -> decoder output (B, T, D) and its attention."""
         if self.decoder is None:
             raise ValueError("an encoder-only model has no decoder")
         T = tgt.shape[1]
         self_mask = combine_masks(causal_mask(T, tgt.device) if causal else None, attn_mask)
-        x = self.tgt_embed(tgt)
-        run = self.decoder.run(x, memory, key_mask=self.key_mask(tgt, padding), memory_key_mask=memory_key_mask,
+        key_mask = self.key_mask(tgt, padding, key_mask)
+        positions = position_ids(key_mask, T, tgt.device)
+        x = self.tgt_embed(tgt, positions=positions)
+        run = self.decoder.run(x, memory, key_mask=key_mask, memory_key_mask=memory_key_mask,
                                attn_mask=self_mask, head_mask=head_mask, cross_head_mask=cross_head_mask,
-                               need_weights=need_weights)
-        return DecoderResult(run.output, run.attentions.self_attn, run.attentions.cross, run.hidden_states)
+                               need_weights=need_weights, positions=positions, weights_dtype=weights_dtype)
+        return DecoderResult(run.output, run.attentions.self_attn, run.attentions.cross, run.hidden_states,
+                             run.self_mask, run.memory_mask)
 
     # ------------------------------------------------------------------ forward
     def forward(self, src: Tensor, tgt: Tensor | None = None, *, padding: bool = True, causal: bool = True,
                 attn_mask: Tensor | None = None, head_mask: Mapping[str, Any] | None = None,
-                token_type_ids: Tensor | None = None, need_weights: bool = True) -> TransformerOutput:
+                token_type_ids: Tensor | None = None, need_weights: bool = True,
+                key_mask: Tensor | None = None, tgt_key_mask: Tensor | None = None,
+                weights_dtype: torch.dtype | None = None) -> TransformerOutput:
+        """See the module docstring; weights_dtype: the returned attention in this dtype, cast layer by layer
+        (float16 halves what a long input keeps; None = the compute dtype)."""
         masks = self.head_masks(head_mask)
+        weights = dict(need_weights=need_weights, weights_dtype=weights_dtype)
         arch = self.config.arch
         if arch == "decoder":
             if tgt is not None:
                 raise ValueError("a decoder-only model takes one sequence: pass it as src")
             dec = self.decode(src, padding=padding, causal=causal, attn_mask=attn_mask,
-                              head_mask=masks.get("decoder"), need_weights=need_weights)
-            return TransformerOutput(self.generator.proj(dec.output), Attentions((), dec.self_attentions, ()),
-                                     HiddenStates((), dec.hidden_states), dec.output, None)
+                              head_mask=masks.get("decoder"), key_mask=key_mask, **weights)
+            return TransformerOutput(self.generator.logits(dec.output), Attentions((), dec.self_attentions, ()),
+                                     HiddenStates((), dec.hidden_states), dec.output, None,
+                                     AttentionMasks(decoder=dec.self_mask))
         enc = self.encode(src, padding=padding, attn_mask=attn_mask, head_mask=masks.get("encoder"),
-                          token_type_ids=token_type_ids, need_weights=need_weights)
+                          token_type_ids=token_type_ids, key_mask=key_mask, **weights)
         if arch == "encoder":
-            logits = self.classifier(enc.memory) if self.classifier is not None else None
+            head = self.classifier if self.classifier is not None else self.mlm
+            logits = head(enc.memory) if head is not None else None
             return TransformerOutput(logits, Attentions(enc.attentions, (), ()), HiddenStates(enc.hidden_states, ()),
-                                     enc.memory, enc.memory)
+                                     enc.memory, enc.memory, AttentionMasks(encoder=enc.mask))
         if tgt is None:
             raise ValueError("an encoder-decoder model needs a target sequence tgt")
+        if tgt_key_mask is None and padding and self.config.pad_id is not None:
+            tgt_key_mask = tgt != self.config.pad_id
+            tgt_key_mask[:, 0] = True  # the decoder start token (T5 and Marian start with the padding id)
         dec = self.decode(tgt, enc.memory, enc.key_mask, padding=padding, causal=causal,
                           head_mask=masks.get("decoder"), cross_head_mask=masks.get("cross"),
-                          need_weights=need_weights)
-        return TransformerOutput(self.generator.proj(dec.output),
+                          key_mask=tgt_key_mask, **weights)
+        return TransformerOutput(self.generator.logits(dec.output),
                                  Attentions(enc.attentions, dec.self_attentions, dec.cross_attentions),
-                                 HiddenStates(enc.hidden_states, dec.hidden_states), dec.output, enc.memory)
+                                 HiddenStates(enc.hidden_states, dec.hidden_states), dec.output, enc.memory,
+                                 AttentionMasks(enc.mask, dec.self_mask, dec.cross_mask))
 
     def log_probs(self, output: TransformerOutput) -> Tensor:
         """Log-softmax over the vocabulary (sequence models) or classes (classifier)."""

@@ -1,10 +1,13 @@
-"""Positional information: the sinusoidal table, learned position embeddings, and the
-embedding layer that sums tokens, positions and (BERT) token types.
+"""Positional information added to the embeddings: the sinusoidal table, learned position embeddings,
+the position of each token, and the embedding layer that sums tokens, positions and (BERT) token types.
+(Rotary positions act on queries and keys inside attention instead: see rotary.py.)
 
 Shapes: B batch, T length, D model width.
-    sinusoidal_table(T, D)   -> (T, D)   PE(pos, 2i) = sin(pos / base^(2i/D)),
-                                         PE(pos, 2i+1) = cos(pos / base^(2i/D))
-    Embeddings(ids (B, T))   -> (B, T, D)
+    sinusoidal_table(T, D)      -> (T, D)   PE(pos, 2i) = sin(pos / base^(2i/D)),
+                                            PE(pos, 2i+1) = cos(pos / base^(2i/D))
+    sinusoidal_table(T, D, layout="split")  the same values with all sines first, then all cosines (Marian)
+    position_ids(key_mask, T)   -> (B|1, T) position of each token; left padding shifts the real tokens to 0
+    Embeddings(ids (B, T), positions (B|1, T)) -> (B, T, D)
 """
 
 from __future__ import annotations
@@ -14,58 +17,88 @@ import math
 import torch
 from torch import Tensor, nn
 
+from .norms import make_norm
 
-def sinusoidal_table(length: int, d_model: int, base: float = 10000.0) -> Tensor:
-    """(length, d_model) float32 table; works for odd d_model (the last column is a sine)."""
-    position = torch.arange(length, dtype=torch.float64)[:, None]  # (T, 1)
-    two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # (ceil(D/2),)
+
+def sinusoidal_table(length: int, d_model: int, base: float = 10000.0, layout: str = "interleaved") -> Tensor:
+    """(length, d_model) float32 table; works for odd d_model (one more sine than cosines).
+    "interleaved": sin, cos, sin, cos, ... (Vaswani et al.); "split": the ceil(D/2) sines, then the cosines.
+
+    Built on the CPU whatever the default device: a model built on the "meta" device (shapes only,
+    before its weights are loaded) still gets this table, which no checkpoint stores.
+    """
+    position = torch.arange(length, dtype=torch.float64, device="cpu")[:, None]  # (T, 1)
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float64, device="cpu")  # (ceil(D/2),)
     angle = position / base ** (two_i / d_model)  # (T, ceil(D/2)); float64 keeps long tables exact
-    table = torch.zeros(length, d_model, dtype=torch.float64)
-    table[:, 0::2] = torch.sin(angle)
-    table[:, 1::2] = torch.cos(angle[:, : d_model // 2])
+    sines, cosines = torch.sin(angle), torch.cos(angle[:, : d_model // 2])
+    if layout == "split":
+        return torch.cat([sines, cosines], dim=1).float()  # (T, D)
+    if layout != "interleaved":
+        raise ValueError(f"unknown sinusoid layout {layout!r}; use interleaved or split")
+    table = torch.zeros(length, d_model, dtype=torch.float64, device="cpu")
+    table[:, 0::2] = sines
+    table[:, 1::2] = cosines
     return table.float()
 
 
+def position_ids(key_mask: Tensor | None, length: int, device: torch.device | str | None = None) -> Tensor:
+    """Position of each token: (1, T) 0..T-1, or (B, T) counted from each row's first real token.
+
+    With left padding (a row starting with masked keys) the first real token gets position 0, as in an
+    unpadded run; the padding before it is clamped to 0 too (it is masked as a key, so it never changes
+    a real token). Right padding keeps 0..T-1, so real tokens are unaffected either way.
+    """
+    positions = torch.arange(length, device=device if key_mask is None else key_mask.device)[None]  # (1, T)
+    if key_mask is None:
+        return positions
+    first_real = key_mask.long().argmax(dim=-1, keepdim=True)  # (B, 1); 0 for a row without real tokens
+    return (positions - first_real).clamp(min=0)  # (B, T)
+
+
 class Embeddings(nn.Module):
-    """Token embedding (+ x sqrt(D)) + positions (+ token types) -> (LayerNorm) -> dropout."""
+    """Token embedding (+ x sqrt(D)) + positions (+ token types) -> (norm) -> dropout.
+
+    A learned table has `offset` unused rows before position 0 (BART: 2; RoBERTa: padding_idx + 1)."""
 
     def __init__(self, vocab_size: int, d_model: int, *, max_len: int, positional: str, pos_base: float,
-                 scale: bool, type_vocab_size: int, norm: bool, eps: float, dropout: float, pad_id: int):
+                 scale: bool, type_vocab_size: int, norm: str | None, eps: float, dropout: float,
+                 offset: int = 0, layout: str = "interleaved"):
         super().__init__()
         self.d_model = d_model
         self.max_len = max_len
+        self.offset = offset
         self.scale = math.sqrt(d_model) if scale else 1.0
         self.token = nn.Embedding(vocab_size, d_model)
         self.positional = positional
         if positional == "learned":
-            self.position = nn.Embedding(max_len, d_model)
+            self.position = nn.Embedding(max_len + offset, d_model)
         elif positional == "sinusoidal":
             # A buffer, not a parameter; not saved in checkpoints because the formula rebuilds it.
-            self.register_buffer("position_table", sinusoidal_table(max_len, d_model, pos_base), persistent=False)
+            self.register_buffer("position_table", sinusoidal_table(max_len, d_model, pos_base, layout),
+                                 persistent=False)
         self.token_type = nn.Embedding(type_vocab_size, d_model) if type_vocab_size else None
-        self.norm = nn.LayerNorm(d_model, eps=eps) if norm else None
+        self.norm = make_norm(norm, d_model, eps) if norm else None
         self.dropout = nn.Dropout(dropout)
 
     def position_matrix(self) -> Tensor:
-        """(max_len, D) the positional signal added at each position (zeros for 'none')."""
+        """(max_len, D) the positional signal added at positions 0.. (zeros for 'rotary', 'relative', 'none')."""
         if self.positional == "learned":
-            return self.position.weight
+            return self.position.weight[self.offset:]
         if self.positional == "sinusoidal":
             return self.position_table
         return torch.zeros(self.max_len, self.d_model, device=self.token.weight.device)
 
-    def forward(self, ids: Tensor, token_type_ids: Tensor | None = None, start: int = 0) -> Tensor:
-        """ids (B, T) -> (B, T, D). `start` offsets positions (incremental decoding)."""
+    def forward(self, ids: Tensor, token_type_ids: Tensor | None = None, positions: Tensor | None = None) -> Tensor:
+        """ids (B, T), positions (B|1, T) (default 0..T-1) -> (B, T, D)."""
         length = ids.shape[1]
-        if start + length > self.max_len:
-            raise ValueError(f"sequence of {start + length} tokens is longer than max_len={self.max_len}")
+        if length > self.max_len:
+            raise ValueError(f"sequence of {length} tokens is longer than max_len={self.max_len}")
         x = self.token(ids)  # (B, T, D)
         if self.scale != 1.0:
             x = x * self.scale
-        if self.positional == "learned":
-            x = x + self.position.weight[start:start + length]  # (T, D) broadcast over B
-        elif self.positional == "sinusoidal":
-            x = x + self.position_table[start:start + length]
+        if self.positional in ("learned", "sinusoidal"):
+            table = self.position_matrix()  # (max_len, D) from position 0 on
+            x = x + (table[:length] if positions is None else table[positions])  # (T, D) or (B|1, T, D)
         if self.token_type is not None:
             types = torch.zeros_like(ids) if token_type_ids is None else token_type_ids
             x = x + self.token_type(types)

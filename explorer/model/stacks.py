@@ -5,11 +5,18 @@ Shapes: B batch, H heads, L layers, T length of x, S memory length, D model widt
 
     stack(x (B, T, D), memory (B, S, D) | None, *,
           key_mask (B, T) bool       True = real token (keys of self-attention)
+          positions (B|1, T) long    token positions for rotary attention; None = from key_mask (left padding)
           memory_key_mask (B, S) bool True = real source token (keys of cross-attention)
           attn_mask (T, T) | (B, T, T) | (B, 1, T, T) bool, True = may attend (e.g. causal)
           head_mask (L, H) | (B, L, H), 1 = on; cross_head_mask likewise for cross-attention)
       -> StackOutput(output (B, T, D), attentions=StackAttentions(self_attn, cross))
          with one (B, H, T, T) / (B, H, T, S) tensor per layer ( () where there is none).
+
+The stack applies what belongs to its layers: rotary positions (self-attention queries and keys),
+T5's relative position bias (positional="relative": one table per stack, bidirectional in an
+encoder, causal in a decoder, computed once per run and added in every layer) and, in a decoder,
+the sliding window of `config.sliding_window`, so every caller of `run` (the model, the
+head-importance sweep) gets them the same way.
 
 Inputs are batch-first; for a torch module built with batch_first=False, transpose your
 (T, B, D) tensors before calling the imported stack.
@@ -20,12 +27,17 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import torch.nn.functional as F
+import torch
 from torch import Tensor, nn
 
 from .config import TransformerConfig
 from .layers import DecoderLayer, EncoderLayer
-from .masks import combine_masks, key_mask_to_attention
+from .masks import combine_masks, key_mask_to_attention, sliding_window_mask
+from .norms import make_norm
 from .outputs import Attentions
+from .positional import position_ids
+from .relative import RelativePositionBias
+from .rotary import RotaryTables, rotary_tables
 
 
 class StackAttentions(NamedTuple):
@@ -38,10 +50,22 @@ class StackOutput(NamedTuple):
     attentions: StackAttentions
 
 
+class LayerInputs(NamedTuple):
+    """What every layer of one run shares."""
+
+    self_mask: Tensor | None  # (B|1, 1, T|1, T) True = may attend
+    memory_mask: Tensor | None  # (B, 1, 1, S) True = real source token
+    rotary: RotaryTables | None  # cos, sin of the positions (rotary models only)
+    score_bias: Tensor | None  # (1, H, T, T) relative position bias of self-attention (T5 only)
+    need_weights: bool
+
+
 class StackRun(NamedTuple):
     output: Tensor
     attentions: StackAttentions
     hidden_states: tuple[Tensor, ...]  # input of the first layer run, then each layer's output
+    self_mask: Tensor | None = None  # (B|1, 1, T|1, T) applied to self-attention; None = unmasked
+    memory_mask: Tensor | None = None  # (B, 1, 1, S) applied to cross-attention keys
 
 
 def layer_head_mask(head_mask: Tensor | None, layer: int, n_layers: int, n_heads: int) -> Tensor | None:
@@ -57,11 +81,15 @@ def layer_head_mask(head_mask: Tensor | None, layer: int, n_layers: int, n_heads
 class Stack(nn.Module):
     """N identical layers and an optional final norm; shared by Encoder and Decoder."""
 
-    def __init__(self, config: TransformerConfig, layers: list[nn.Module]):
+    def __init__(self, config: TransformerConfig, layers: list[nn.Module], bidirectional: bool):
         super().__init__()
         self.config = config
         self.layers = nn.ModuleList(layers)
-        self.norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps) if config.resolved_final_norm else None
+        self.norm = make_norm(config.norm, config.d_model, config.layer_norm_eps) if config.resolved_final_norm else None
+        self.sliding_window: int | None = None  # set by Decoder
+        self.relative_bias = (RelativePositionBias(config.relative_buckets, config.relative_max_distance,
+                                                   config.n_heads, bidirectional)
+                              if config.positional == "relative" else None)
 
     @property
     def n_heads(self) -> int:
@@ -74,38 +102,55 @@ class Stack(nn.Module):
     def run(self, x: Tensor, memory: Tensor | None = None, *, key_mask: Tensor | None = None,
             memory_key_mask: Tensor | None = None, attn_mask: Tensor | None = None,
             head_mask: Tensor | None = None, cross_head_mask: Tensor | None = None,
-            need_weights: bool = True, first_layer: int = 0) -> StackRun:
-        """Run layers[first_layer:]; the head-importance sweep restarts above an unchanged prefix."""
-        self_mask = combine_masks(None if key_mask is None else key_mask_to_attention(key_mask), attn_mask)
-        memory_mask = None if memory_key_mask is None else key_mask_to_attention(memory_key_mask)
+            need_weights: bool = True, first_layer: int = 0, positions: Tensor | None = None,
+            weights_dtype: torch.dtype | None = None) -> StackRun:
+        """Run layers[first_layer:]; the head-importance sweep restarts above an unchanged prefix.
+        weights_dtype: each layer's returned weights are cast to it as soon as the layer is done (float16 halves
+        what a long input keeps); None keeps the compute dtype."""
+        inputs = self.layer_inputs(x, key_mask, memory_key_mask, attn_mask, positions, need_weights)
         L = len(self.layers)
         self_weights, cross_weights, hidden = [], [], [x]
         for i in range(first_layer, L):
-            x, sw, cw = self.run_layer(i, x, memory, self_mask, memory_mask,
-                                       layer_head_mask(head_mask, i, L, self.n_heads),
-                                       layer_head_mask(cross_head_mask, i, L, self.n_heads), need_weights)
+            x, sw, cw = self.run_layer(i, x, memory, inputs, layer_head_mask(head_mask, i, L, self.n_heads),
+                                       layer_head_mask(cross_head_mask, i, L, self.n_heads))
             hidden.append(x)
             if sw is not None:
-                self_weights.append(sw)
+                self_weights.append(sw if weights_dtype is None else sw.to(weights_dtype))
             if cw is not None:
-                cross_weights.append(cw)
+                cross_weights.append(cw if weights_dtype is None else cw.to(weights_dtype))
         if self.norm is not None:
             x = self.norm(x)
-        return StackRun(x, StackAttentions(tuple(self_weights), tuple(cross_weights)), tuple(hidden))
+        return StackRun(x, StackAttentions(tuple(self_weights), tuple(cross_weights)), tuple(hidden),
+                        inputs.self_mask, inputs.memory_mask)
 
-    def run_layer(self, i, x, memory, self_mask, memory_mask, head_mask, cross_head_mask, need_weights):
+    def layer_inputs(self, x: Tensor, key_mask: Tensor | None, memory_key_mask: Tensor | None,
+                     attn_mask: Tensor | None, positions: Tensor | None, need_weights: bool) -> LayerInputs:
+        T = x.shape[1]
+        window = None if self.sliding_window is None else sliding_window_mask(T, self.sliding_window, x.device)
+        self_mask = combine_masks(None if key_mask is None else key_mask_to_attention(key_mask), attn_mask, window)
+        memory_mask = None if memory_key_mask is None else key_mask_to_attention(memory_key_mask)
+        rotary = None
+        if self.config.positional == "rotary":
+            rotary = rotary_tables(position_ids(key_mask, T, x.device) if positions is None else positions,
+                                   self.config)
+        score_bias = self.relative_bias(T, T) if self.relative_bias is not None else None
+        return LayerInputs(self_mask, memory_mask, rotary, score_bias, need_weights)
+
+    def run_layer(self, i: int, x: Tensor, memory: Tensor | None, inputs: LayerInputs, head_mask: Tensor | None,
+                  cross_head_mask: Tensor | None) -> tuple[Tensor, Tensor | None, Tensor | None]:
         raise NotImplementedError
 
 
 class Encoder(Stack):
     def __init__(self, config: TransformerConfig, n_layers: int | None = None):
         n = config.encoder_layers if n_layers is None else n_layers
-        super().__init__(config, [EncoderLayer(config) for _ in range(n)])
+        super().__init__(config, [EncoderLayer(config) for _ in range(n)], bidirectional=True)
 
-    def run_layer(self, i, x, memory, self_mask, memory_mask, head_mask, cross_head_mask, need_weights):
+    def run_layer(self, i, x, memory, inputs, head_mask, cross_head_mask):
         if memory is not None:
             raise ValueError("an encoder stack takes no memory")
-        x, weights = self.layers[i](x, self_mask, head_mask, need_weights)
+        x, weights = self.layers[i](x, inputs.self_mask, head_mask, inputs.need_weights, inputs.rotary,
+                                    inputs.score_bias)
         return x, weights, None
 
     @classmethod
@@ -121,10 +166,12 @@ class Decoder(Stack):
     def __init__(self, config: TransformerConfig, n_layers: int | None = None, cross_attention: bool | None = None):
         n = config.decoder_layers if n_layers is None else n_layers
         cross = config.arch == "encoder-decoder" if cross_attention is None else cross_attention
-        super().__init__(config, [DecoderLayer(config, cross) for _ in range(n)])
+        super().__init__(config, [DecoderLayer(config, cross) for _ in range(n)], bidirectional=False)
+        self.sliding_window = config.sliding_window
 
-    def run_layer(self, i, x, memory, self_mask, memory_mask, head_mask, cross_head_mask, need_weights):
-        return self.layers[i](x, memory, self_mask, memory_mask, head_mask, cross_head_mask, need_weights)
+    def run_layer(self, i, x, memory, inputs, head_mask, cross_head_mask):
+        return self.layers[i](x, memory, inputs.self_mask, inputs.memory_mask, head_mask, cross_head_mask,
+                              inputs.need_weights, inputs.rotary, inputs.score_bias)
 
     @classmethod
     def from_torch(cls, module: nn.TransformerDecoder) -> "Decoder":

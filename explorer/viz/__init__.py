@@ -2,37 +2,49 @@
 
 Shapes follow the project legend: L layers, H heads, T/S target/source length, D model width.
 Every function accepts numpy arrays or torch tensors and returns a plotly Figure (or an array).
+Heatmap values reach the browser as typed arrays (`figure_json`): exact float32 for small heatmaps,
+one byte per cell beyond (encode.py); a view never has more cells than it has screen pixels
+(axes.py, overview.py), since plotly drops cells thinner than a pixel.
 """
 
 from explorer.viz.attention import cross_attention_heatmap, decoder_self_attention_heatmap, head_heatmap
 from explorer.viz.common import display_labels, escape, message_figure, unique_labels
 from explorer.viz.compare import difference_heatmap
 from explorer.viz.mask import mask_heatmap
-from explorer.viz.overview import OverviewGrid, attention_overview, overview_grid_index
+from explorer.viz.overview import (OverviewGrid, OverviewTiles, attention_overview, draw_overview,
+                                  overview_grid_index, overview_tiles)
 from explorer.viz.positional import position_similarity, positional_curves, positional_heatmap, sinusoidal_table
 from explorer.viz.serialize import figure_json
-from explorer.viz.summary import attention_rollout, head_importance_chart, rollout_heatmap, spearman
+from explorer.viz.summary import (attention_rollout, head_average, head_importance_chart, rollout_from_average,
+                                 rollout_heatmap, spearman)
+from explorer.viz.tokens import surprisal_chart
 
 __all__ = [
     "OverviewGrid",
+    "OverviewTiles",
     "attention_overview",
     "attention_rollout",
     "cross_attention_heatmap",
     "decoder_self_attention_heatmap",
     "difference_heatmap",
+    "draw_overview",
     "display_labels",
     "escape",
     "figure_json",
+    "head_average",
     "head_heatmap",
     "head_importance_chart",
     "mask_heatmap",
     "message_figure",
     "overview_grid_index",
+    "overview_tiles",
     "position_similarity",
     "positional_curves",
     "positional_heatmap",
+    "rollout_from_average",
     "rollout_heatmap",
     "sinusoidal_table",
     "spearman",
+    "surprisal_chart",
     "unique_labels",
 ]

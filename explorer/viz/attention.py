@@ -3,6 +3,10 @@
 Shapes: weights (Tq, Tk) for one head of one layer; mask (Tq, Tk) bool, True = may attend.
 Also the encoder-decoder views: cross-attention (T generated x S source) and decoder
 self-attention (T x T, causal), which are the same drawing with their own titles and axes.
+
+Full resolution up to `pool.FULL_SIDE` tokens a side (1,024 x 1,024 cells, one byte each in the
+percent form of `encode`); beyond that a cell is the max over a block of tokens. Masked cells are
+covered in grey by `regions.cover` (a path of rectangles), so the weights keep one trace.
 """
 
 from __future__ import annotations
@@ -14,9 +18,12 @@ import numpy as np
 import plotly.graph_objects as go  # noqa: F401  (return type)
 
 from explorer.viz import common as c
+from explorer.viz.axes import KEY_AXIS, QUERY_AXIS, TokenAxes
+from explorer.viz.encode import encode
+from explorer.viz.pool import FULL_SIDE
+from explorer.viz.regions import cover
 
-QUERY_AXIS = "query (attending)"
-KEY_AXIS = "key (attended to)"
+__all__ = ["KEY_AXIS", "QUERY_AXIS", "cross_attention_heatmap", "decoder_self_attention_heatmap", "head_heatmap"]
 
 
 def head_heatmap(
@@ -30,42 +37,34 @@ def head_heatmap(
     x_title: str = KEY_AXIS,
     y_title: str = QUERY_AXIS,
     width: int | None = None,
+    max_side: int = FULL_SIDE,
 ) -> go.Figure:
     """Heatmap of one head's weights (Tq, Tk) with a fixed 0-1 colour bar.
 
-    Masked cells (mask False) are drawn in grey by a second trace and named in the hover.
-    A switched-off head (head_off) keeps its weights but is faded, framed and titled as off.
+    Masked cells (mask False) are covered in grey (their hover still shows the weight, which the
+    model set to 0). A switched-off head (head_off) keeps its weights but is faded, framed and
+    titled as off. max_side: most cells per side before tokens are pooled into blocks.
     """
     w = c.to_numpy(weights, np.float32)
-    ax = c.TokenAxes(query_labels, key_labels, x_title=x_title, y_title=y_title, width=width)
+    ax = TokenAxes(query_labels, key_labels, x_title=x_title, y_title=y_title, width=width, max_side=max_side)
     ax.check("weights", w)
     m = None
     if mask is not None:
         m = c.to_numpy(mask).astype(bool)
         ax.check("mask", m)
 
-    hover = "%{y} → %{x}: %{z:.3f}<extra></extra>"
-    shown = w if m is None else np.where(m, w, np.nan).astype(np.float32)
-    traces = [
-        dict(
-            type="heatmap", z=shown, x=ax.k_names, y=ax.q_names, zmin=0.0, zmax=1.0, colorscale=c.WEIGHT_SCALE,
-            colorbar=c.weight_colorbar(), hovertemplate=hover, hoverongaps=False,
-            opacity=0.45 if head_off else 1.0, name="weights",
-        )
-    ]
+    enc = encode(ax.pool(w), 0.0, 1.0, name="weights")
+    traces = [enc.trace(ax.k_names, ax.q_names, c.WEIGHT_SCALE, "weight",
+                        "%{y} → %{x}: {value}" + ax.pooled_note("max"), opacity=0.45 if head_off else 1.0,
+                        name="weights")]
+    shapes: list[dict[str, Any]] = []
     annotations: list[dict[str, Any]] = []
     if m is not None and not m.all():
-        # Masked cells: a second trace in one neutral colour, so they never read as weight 0.
-        traces.append(
-            dict(
-                type="heatmap", z=np.where(m, np.nan, w).astype(np.float32), x=ax.k_names, y=ax.q_names,
-                colorscale=[[0, c.MASKED_COLOR], [1, c.MASKED_COLOR]], showscale=False,
-                hovertemplate="%{y} → %{x}: masked (weight %{z:.3f})<extra></extra>",
-                hoverongaps=False, name="masked",
-            )
-        )
+        # Masked cells in one neutral colour, so they never read as weight 0 (a block only when all of it is).
+        cover_shapes, cover_traces = cover(ax.pool(~m, "all"), ax.k_names, ax.q_names, c.MASKED_COLOR, "masked")
+        shapes += cover_shapes
+        traces += cover_traces
         annotations.append(c.caption(f"<span style='color:{c.MASKED_COLOR}'>■</span> grey = masked (may not attend)"))
-    shapes: list[dict[str, Any]] = []
     if head_off:
         title = f"{title} (switched off)"
         shapes.append(dict(type="rect", xref="paper", yref="paper", x0=0, x1=1, y0=0, y1=1,
@@ -84,11 +83,13 @@ def cross_attention_heatmap(
     title: str = "Cross-attention",
     *,
     width: int | None = None,
+    max_side: int = FULL_SIDE,
 ) -> go.Figure:
     """Decoder -> encoder attention, weights (T generated, S source); mask (T, S) e.g. source padding."""
     return head_heatmap(
         weights, generated_labels, source_labels, mask=mask, head_off=head_off, title=title,
         x_title="source token (key, encoder)", y_title="generated token (query, decoder)", width=width,
+        max_side=max_side,
     )
 
 
@@ -101,6 +102,7 @@ def decoder_self_attention_heatmap(
     *,
     causal: bool = True,
     width: int | None = None,
+    max_side: int = FULL_SIDE,
 ) -> go.Figure:
     """Decoder self-attention over generated tokens, weights (T, T).
 
@@ -113,4 +115,5 @@ def decoder_self_attention_heatmap(
     return head_heatmap(
         weights, generated_labels, generated_labels, mask=mask, head_off=head_off, title=title,
         x_title="earlier generated token (key)", y_title="generated token (query)", width=width,
+        max_side=max_side,
     )

@@ -41,7 +41,8 @@ FONT_SIZE = 12
 TICK_FONT_SIZE = 11
 TICK_SPACING_PX = 14  # minimum vertical/horizontal room for one tick label
 MAX_TICK_CHARS = 16  # tick labels longer than this are cut with "…" (hover keeps the full text)
-DEFAULT_WIDTH = 820  # assumed plot width when the caller does not give one (gr.Plot autosizes)
+DEFAULT_WIDTH = 820  # assumed figure width when the caller does not give one (gr.Plot fills its container)
+COLORBAR_PX = 70  # room a vertical colour bar takes right of the plot
 
 
 def figure(traces: Sequence[dict[str, Any]], layout: dict[str, Any]) -> go.Figure:
@@ -168,8 +169,9 @@ def label_margin(tokens: Sequence[str], per_char_px: float = 6.5, base: float = 
 
 def cell_figure_height(n_rows: int, top: int, bottom: int, px_per_row: float = 22,
                        low: int = 360, high: int = 900) -> int:
-    """Height for a token x token heatmap: grows with rows, within sane bounds."""
-    return clamp(top + bottom + px_per_row * n_rows, low, high)
+    """Height for a token x token heatmap: grows with rows, within sane bounds, but never below one
+    pixel per row (plotly drops or fades rows thinner than a pixel)."""
+    return max(clamp(top + bottom + px_per_row * n_rows, low, high), top + bottom + n_rows)
 
 
 def base_layout(title: str, height: int, width: int | None = None, **margins: int) -> dict[str, Any]:
@@ -183,53 +185,12 @@ def base_layout(title: str, height: int, width: int | None = None, **margins: in
         margin=m,
         template={},  # no template: plotly's default costs 7 kB of JSON per figure; style set here
         paper_bgcolor="white",
-        plot_bgcolor="white",  # NaN gaps and masked-out areas read as background
+        plot_bgcolor="white",  # the overview's gaps (categories without cells) read as background
         hoverlabel=dict(font=dict(size=12)),
     )
     if width is not None:
         layout["width"] = width
     return layout
-
-
-def weight_colorbar(title: str = "weight") -> dict[str, Any]:
-    return dict(title=dict(text=title, side="right"), thickness=14, len=0.8)
-
-
-class TokenAxes:
-    """Category axes for a (query x key) token grid: unique escaped names, thinned ticks, size.
-
-    `layout(title)` gives the layout dict with queries on y (top to bottom, reading order) and
-    keys on x; `q_names` / `k_names` are the trace's y / x.
-    """
-
-    def __init__(self, query_labels: Sequence[Any], key_labels: Sequence[Any], *,
-                 x_title: str, y_title: str, width: int | None = None) -> None:
-        self.q_tok, self.k_tok = unique_labels(query_labels), unique_labels(key_labels)
-        self.q_names = [escape(t) for t in self.q_tok]
-        self.k_names = [escape(t) for t in self.k_tok]
-        self.width = width
-        self.left = label_margin(self.q_tok)
-        self.top = 80
-        self.bottom = label_margin(self.k_tok, per_char_px=5.0)  # labels slanted at 45 degrees
-        self.right = 40
-        self.height = cell_figure_height(len(self.q_tok), self.top, self.bottom)
-        self.x_title, self.y_title = x_title, y_title
-
-    def layout(self, title: str, **extra: Any) -> dict[str, Any]:
-        plot_w = (self.width or DEFAULT_WIDTH) - self.left - self.right - 70  # 70: colour bar
-        plot_h = self.height - self.top - self.bottom
-        n_k = len(self.k_tok)
-        return dict(
-            **base_layout(title, self.height, self.width, l=self.left, b=self.bottom, t=self.top, r=self.right),
-            xaxis=dict(title=dict(text=self.x_title), tickangle=-45 if n_k > 6 else 0, showgrid=False,
-                       **category_ticks(self.k_names, self.k_tok, plot_w)),
-            yaxis=dict(title=dict(text=self.y_title), autorange="reversed", showgrid=False,
-                       **category_ticks(self.q_names, self.q_tok, plot_h)),
-            **extra,
-        )
-
-    def check(self, name: str, arr: np.ndarray) -> None:
-        check_shape(name, arr, (len(self.q_tok), len(self.k_tok)), "(len(query_labels), len(key_labels))")
 
 
 def caption(text: str, x: float = 0.0, xanchor: str = "left") -> dict[str, Any]:

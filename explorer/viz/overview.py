@@ -1,17 +1,22 @@
 """All layers x heads at once, as ONE tiled heatmap (not L*H subplots, which draw slowly).
 
 Shapes: attn (L, H, Tq, Tk); head_mask (L, H), 1 = on. Tiles are laid out in a grid (row =
-layer, column = head) inside a single z array, separated by NaN gaps that draw as background.
+layer, column = head). The heatmap's z holds the tiles packed edge to edge, (L * rows, H * cols);
+the gaps between tiles exist only on the axes: each axis lists gap categories between the tiles'
+ones (`categoryarray`), and plotly leaves a category no trace uses empty (background, no hover,
+no click). So a gap costs a few names, not a column of cells.
 
 Size: a tile gets about `tile_px` screen pixels per side. When a tile has more tokens than
-pixels, each tile is max-pooled (a spike stays visible) down to at most `max_pixels` cells per
-side and the figure says "downsampled". This keeps 6x12 heads at 512 tokens under 2 MB of JSON.
+pixels (or the whole grid more cells than `MAX_CELLS`), each tile is max-pooled (a spike stays
+visible) down to at most `max_pixels` cells per side and the figure says "downsampled". Values go
+in `encode`'s percent form (one byte per cell) beyond its exact size.
 
 Hover: both axes are category axes whose names carry the layer/query (rows) and head/key
 (columns), so the hover needs no per-cell data: O(rows + columns) strings, not O(cells).
 
-`OverviewGrid` records the geometry (also stored in `fig.layout.meta["overview_grid"]`) and
-`overview_grid_index` maps a clicked cell back to (layer, head) for the app's head selector.
+`OverviewGrid` records the geometry in axis positions, gaps included (also stored in
+`fig.layout.meta["overview_grid"]`), and `overview_grid_index` maps a clicked cell back to
+(layer, head) for the app's head selector.
 """
 
 from __future__ import annotations
@@ -25,27 +30,32 @@ import numpy as np
 import plotly.graph_objects as go
 
 from explorer.viz import common as c
+from explorer.viz.axes import block_name
+from explorer.viz.encode import encode
+from explorer.viz.pool import block_edges, max_pool
+
+__all__ = ["GAP_PX", "MAX_CELLS", "OverviewGrid", "OverviewTiles", "attention_overview", "block_edges",
+           "draw_overview", "max_pool", "overview_grid_index", "overview_tiles", "plan_grid", "tile_attention"]
 
 GAP_PX = 6  # visible gap between tiles, in screen pixels
-
-
-MAX_CELLS = 240_000  # JSON budget for the whole grid: float32 base64 is ~5.3 bytes per cell
+MAX_CELLS = 200_000  # cells of the whole grid: ~270 kB of JSON at one byte per cell (base64)
 
 
 @dataclass(frozen=True)
 class OverviewGrid:
-    """Where each (layer, head) tile sits in the tiled z array (row/column indices).
+    """Where each (layer, head) tile sits on the axes (row/column positions, gaps included).
 
     q_edges / k_edges: token boundaries of the cells of a tile; cell i covers tokens
-    edges[i] .. edges[i+1]-1 (one token per cell unless downsampled).
+    edges[i] .. edges[i+1]-1 (one token per cell unless downsampled). The z array holds the
+    tiles without the gaps: `packed_shape`.
     """
 
     n_layers: int
     n_heads: int
     q_edges: tuple[int, ...]
     k_edges: tuple[int, ...]
-    gap_rows: int  # NaN rows between layers
-    gap_cols: int  # NaN columns between heads
+    gap_rows: int  # empty axis rows between layers
+    gap_cols: int  # empty axis columns between heads
 
     @property
     def tile_rows(self) -> int:
@@ -56,7 +66,13 @@ class OverviewGrid:
         return len(self.k_edges) - 1
 
     @property
+    def packed_shape(self) -> tuple[int, int]:
+        """Shape of z: the tiles edge to edge."""
+        return self.n_layers * self.tile_rows, self.n_heads * self.tile_cols
+
+    @property
     def shape(self) -> tuple[int, int]:
+        """Rows x columns on the axes, gaps included."""
         return (self.n_layers * self.tile_rows + (self.n_layers - 1) * self.gap_rows,
                 self.n_heads * self.tile_cols + (self.n_heads - 1) * self.gap_cols)
 
@@ -79,41 +95,6 @@ class OverviewGrid:
         return layer, head
 
 
-def block_edges(n_tokens: int, n_cells: int) -> tuple[int, ...]:
-    """n_cells + 1 boundaries: blocks of p+1 tokens first, then blocks of p (p = n_tokens // n_cells).
-
-    Two block sizes in two runs let `max_pool` use reshapes (fast) instead of `reduceat`.
-    """
-    n_cells = max(1, min(n_tokens, n_cells))
-    p, n_big = divmod(n_tokens, n_cells)
-    sizes = [p + 1] * n_big + [p] * (n_cells - n_big)
-    return tuple(int(e) for e in np.concatenate([[0], np.cumsum(sizes)]))
-
-
-def _pool_axis(x: np.ndarray, edges: Sequence[int], axis: int) -> np.ndarray:
-    """Max over the blocks given by `block_edges` along `axis` (-2 or -1)."""
-    n_cells, n_tok = len(edges) - 1, edges[-1]
-    if n_cells == n_tok:
-        return x
-    x = np.moveaxis(x, axis, 0)  # a view; block members are then strided slices of axis 0
-    p = n_tok // n_cells
-    split = (n_tok - p * n_cells) * (p + 1)  # tokens covered by the (p+1)-blocks
-    parts = []
-    for lo, hi, size in ((0, split, p + 1), (split, n_tok, p)):
-        if hi > lo:
-            # Element-wise max of the size members (numpy's .max over a short axis is slow).
-            part = x[lo:hi:size].copy()
-            for j in range(1, size):
-                np.maximum(part, x[lo + j:hi:size], out=part)
-            parts.append(part)
-    return np.moveaxis(np.concatenate(parts, axis=0), 0, axis)
-
-
-def max_pool(x: np.ndarray, q_edges: Sequence[int], k_edges: Sequence[int]) -> np.ndarray:
-    """Max over blocks: (..., Tq, Tk) -> (..., len(q_edges)-1, len(k_edges)-1)."""
-    return _pool_axis(_pool_axis(x, q_edges, -2), k_edges, -1)
-
-
 def plan_grid(n_layers: int, n_heads: int, tq: int, tk: int, tile_px: float,
               max_pixels: int | None = None) -> OverviewGrid:
     """Cells per tile side: at most the tile's pixels (and the JSON budget), or max_pixels."""
@@ -130,36 +111,59 @@ def plan_grid(n_layers: int, n_heads: int, tq: int, tk: int, tile_px: float,
 
 
 def tile_attention(attn: np.ndarray, grid: OverviewGrid) -> np.ndarray:
-    """Lay (L, H, Tq, Tk) out as one float32 z array of grid.shape with NaN gaps."""
+    """Lay (L, H, Tq, Tk) out as one z array of grid.packed_shape: tile (l, h) at rows l*r.., columns h*c.."""
     pooled = max_pool(attn, grid.q_edges, grid.k_edges) if grid.downsampled else attn
-    z = np.full(grid.shape, np.nan, dtype=np.float32)
-    for layer in range(grid.n_layers):
-        for head in range(grid.n_heads):
-            r, k = grid.tile_origin(layer, head)
-            z[r:r + grid.tile_rows, k:k + grid.tile_cols] = pooled[layer, head]
-    return z
+    # (L, H, r, c) -> (L, r, H, c) -> (L*r, H*c)
+    return np.ascontiguousarray(pooled.transpose(0, 2, 1, 3)).reshape(grid.packed_shape)
 
 
-def _axis_names(edges: Sequence[int], gap: int, n_tiles: int, labels: list[str],
-                tile_word: str, tok_word: str) -> tuple[list[str], list[str]]:
-    """Unique category names for every row (or column) and the tick name at each tile centre."""
+def _axis_names(edges: Sequence[int], gap: int, n_tiles: int, labels: list[str], tile_word: str,
+                tok_word: str) -> tuple[list[str], list[str], list[str]]:
+    """(names of z's rows or columns, the axis's categories with gap names between tiles, tick names)."""
+    plural = "queries" if tok_word == "query" else f"{tok_word}s"
+    cells = [block_name(lo, hi - 1, labels, tok_word, plural) for lo, hi in zip(edges[:-1], edges[1:])]
     names: list[str] = []
+    axis: list[str] = []
     centres: list[str] = []
-    tile_len = len(edges) - 1
     for t in range(n_tiles):
-        for i in range(tile_len):
-            lo, hi = edges[i], edges[i + 1] - 1
-            if lo == hi:
-                tok = f"{tok_word} {lo}: {labels[lo]}"
-            else:
-                plural = "queries" if tok_word == "query" else f"{tok_word}s"
-                tok = f"{plural} {lo}–{hi}: {labels[lo]} … {labels[hi]}"
-            names.append(f"{tile_word} {t} · {tok}")
-            if i == tile_len // 2:
-                centres.append(names[-1])
+        tile = [f"{tile_word} {t} · {cell}" for cell in cells]
+        names += tile
+        axis += tile
+        centres.append(tile[len(tile) // 2])
         if t < n_tiles - 1:
-            names.extend(f"\u200b{tile_word} {t} gap {g}" for g in range(gap))  # never shown
-    return names, centres
+            axis.extend(f"\u200b{tile_word} {t} gap {g}" for g in range(gap))  # no trace uses them: empty
+    return names, axis, centres
+
+
+@dataclass(frozen=True)
+class OverviewTiles:
+    """The overview's data, reduced to what the figure draws: the tiles packed edge to edge (pooled to the
+    tiles' pixels when the tokens outnumber them). Small whatever the length: at most MAX_CELLS values."""
+
+    grid: OverviewGrid
+    z: np.ndarray  # grid.packed_shape, float32 weights (block maxima when downsampled)
+    tq: int  # query tokens
+    tk: int  # key tokens
+    width: int  # figure width the tiles were sized for
+
+
+MARGINS = dict(left=70, right=90, top=100, bottom=20)
+
+
+def tile_pixels(width: int, n_heads: int) -> float:
+    """Screen pixels per side of one (square) tile at this figure width."""
+    plot_w = width - MARGINS["left"] - MARGINS["right"]
+    return max(8.0, (plot_w - (n_heads - 1) * GAP_PX) / n_heads)
+
+
+def overview_tiles(attn: Any, max_pixels: int | None = None, *, width: int = 1100) -> OverviewTiles:
+    """attn (L, H, Tq, Tk) -> the tiles of its overview (see `attention_overview`)."""
+    a = c.to_numpy(attn, np.float32)
+    if a.ndim != 4:
+        raise ValueError(f"attn must have shape (L, H, Tq, Tk); got {tuple(a.shape)}")
+    n_layers, n_heads, tq, tk = a.shape
+    grid = plan_grid(n_layers, n_heads, tq, tk, tile_pixels(width, n_heads), max_pixels)
+    return OverviewTiles(grid, tile_attention(a, grid), tq, tk, width)
 
 
 def attention_overview(
@@ -179,36 +183,38 @@ def attention_overview(
     head_mask (L, H), 1 = on: switched-off heads are faded, framed and labelled "off".
     """
     a = c.to_numpy(attn, np.float32)
-    if a.ndim != 4:
-        raise ValueError(f"attn must have shape (L, H, Tq, Tk); got {tuple(a.shape)}")
-    n_layers, n_heads, tq, tk = a.shape
-    c.check_shape("attn", a, (n_layers, n_heads, len(query_labels), len(key_labels)),
-                  "(L, H, len(query_labels), len(key_labels))")
+    if a.ndim == 4:
+        c.check_shape("attn", a, (a.shape[0], a.shape[1], len(query_labels), len(key_labels)),
+                      "(L, H, len(query_labels), len(key_labels))")
+    return draw_overview(overview_tiles(a, max_pixels, width=width), query_labels, key_labels, head_mask,
+                         title=title)
+
+
+def draw_overview(tiles: OverviewTiles, query_labels: Sequence[str], key_labels: Sequence[str],
+                  head_mask: Any | None = None, *, title: str = "Attention, all layers x heads") -> go.Figure:
+    """The overview figure from its tiles (`overview_tiles`): nothing here looks at the full attention."""
+    grid, width = tiles.grid, tiles.width
+    n_layers, n_heads, tq, tk = grid.n_layers, grid.n_heads, tiles.tq, tiles.tk
+    if (len(query_labels), len(key_labels)) != (tq, tk):
+        raise ValueError(f"labels must match the tiles' tokens ({tq}, {tk}); got ({len(query_labels)}, "
+                         f"{len(key_labels)})")
     hm = np.ones((n_layers, n_heads), dtype=bool)
     if head_mask is not None:
         hm = c.to_numpy(head_mask).astype(bool)
         c.check_shape("head_mask", hm, (n_layers, n_heads), "(L, H) like attn")
 
-    left, right, top, bottom = 70, 90, 100, 20
-    plot_w = width - left - right
-    tile_px = max(8.0, (plot_w - (n_heads - 1) * GAP_PX) / n_heads)  # square tiles on screen
-    grid = plan_grid(n_layers, n_heads, tq, tk, tile_px, max_pixels)
-    z = tile_attention(a, grid)
-
+    left, right, top, bottom = MARGINS["left"], MARGINS["right"], MARGINS["top"], MARGINS["bottom"]
+    tile_px = tile_pixels(width, n_heads)
     q_tok = [c.escape(t) for t in c.unique_labels(query_labels)]
     k_tok = [c.escape(t) for t in c.unique_labels(key_labels)]
-    y_names, y_centres = _axis_names(grid.q_edges, grid.gap_rows, n_layers, q_tok, "layer", "query")
-    x_names, x_centres = _axis_names(grid.k_edges, grid.gap_cols, n_heads, k_tok, "head", "key")
+    y_names, y_axis, y_centres = _axis_names(grid.q_edges, grid.gap_rows, n_layers, q_tok, "layer", "query")
+    x_names, x_axis, x_centres = _axis_names(grid.k_edges, grid.gap_cols, n_heads, k_tok, "head", "key")
 
     value = "max weight in block" if grid.downsampled else "weight"
-    heat = dict(
-        type="heatmap", z=z, x=x_names, y=y_names, zmin=0.0, zmax=1.0, colorscale=c.WEIGHT_SCALE,
-        colorbar=c.weight_colorbar(value), hoverongaps=False,
-        hovertemplate="%{y}<br>%{x}<br>" + value + ": %{z:.3f}<extra></extra>",
-    )
-
-    annotations: list[dict[str, Any]] = []
-    shapes: list[dict[str, Any]] = []
+    enc = encode(tiles.z, 0.0, 1.0, name="attn")
+    heat = enc.trace(x_names, y_names, c.WEIGHT_SCALE, value, "%{y}<br>%{x}<br>" + value + ": {value}",
+                     hoverongaps=False)
+    annotations, shapes = _off_markers(grid, hm)
     if grid.downsampled:
         # Below the grid: above it would collide with the head labels and axis title.
         annotations.append(dict(
@@ -217,30 +223,21 @@ def attention_overview(
             x=0, xanchor="left", y=0, yanchor="top", yshift=-6, xref="paper", yref="paper",
             showarrow=False, font=dict(size=11, color="#444")))
         bottom += 24
-    for layer, head in zip(*np.nonzero(~hm)):
-        r, k = grid.tile_origin(int(layer), int(head))
-        # Category axes place shapes by category index; cells span index +- 0.5.
-        box = dict(x0=k - 0.5, x1=k + grid.tile_cols - 0.5, y0=r - 0.5, y1=r + grid.tile_rows - 0.5,
-                   xref="x", yref="y")
-        shapes.append(dict(type="rect", **box, fillcolor="rgba(255,255,255,0.6)",
-                           line=dict(color=c.OFF_COLOR, width=2, dash="dot")))
-        annotations.append(dict(text="<b>off</b>", x=k + (grid.tile_cols - 1) / 2,
-                                y=r + (grid.tile_rows - 1) / 2, xref="x", yref="y", showarrow=False,
-                                font=dict(size=12, color="#222"), bgcolor="rgba(255,255,255,0.8)"))
     row_px = tile_px / grid.tile_rows  # screen height of one row of cells
     height = int(top + bottom + row_px * grid.shape[0])
     n_off = int((~hm).sum())
     if n_off:
         title = f"{title} ({n_off} head{'s' if n_off != 1 else ''} switched off)"
 
+    # categoryarray puts the gap categories between the tiles' ones (z has no cells there).
     layout = dict(
         **c.base_layout(title, height, width, l=left, r=right, t=top, b=bottom),
-        xaxis=dict(type="category", tickmode="array", tickvals=x_centres,
-                   ticktext=[f"H{h}" for h in range(n_heads)], side="top", showgrid=False,
+        xaxis=dict(type="category", categoryorder="array", categoryarray=x_axis, tickmode="array",
+                   tickvals=x_centres, ticktext=[f"H{h}" for h in range(n_heads)], side="top", showgrid=False,
                    title=dict(text="head (each tile: keys left → right)", standoff=4)),
-        yaxis=dict(type="category", tickmode="array", tickvals=y_centres,
-                   ticktext=[f"L{l}" for l in range(n_layers)], autorange="reversed", showgrid=False,
-                   title=dict(text="layer (each tile: queries top → bottom)")),
+        yaxis=dict(type="category", categoryorder="array", categoryarray=y_axis, tickmode="array",
+                   tickvals=y_centres, ticktext=[f"L{layer}" for layer in range(n_layers)], autorange="reversed",
+                   showgrid=False, title=dict(text="layer (each tile: queries top → bottom)")),
         annotations=annotations,
         shapes=shapes,
         meta={"overview_grid": asdict(grid)},
@@ -248,22 +245,40 @@ def attention_overview(
     return c.figure([heat], layout)
 
 
+def _off_markers(grid: OverviewGrid, head_on: np.ndarray) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(annotations, shapes): a dotted white-washed frame and "off" on each switched-off head's tile."""
+    annotations: list[dict[str, Any]] = []
+    shapes: list[dict[str, Any]] = []
+    for layer, head in zip(*np.nonzero(~head_on)):
+        r, k = grid.tile_origin(int(layer), int(head))
+        # Category axes place shapes by category position; cells span position +- 0.5.
+        box = dict(x0=k - 0.5, x1=k + grid.tile_cols - 0.5, y0=r - 0.5, y1=r + grid.tile_rows - 0.5,
+                   xref="x", yref="y")
+        shapes.append(dict(type="rect", **box, fillcolor="rgba(255,255,255,0.6)",
+                           line=dict(color=c.OFF_COLOR, width=2, dash="dot")))
+        annotations.append(dict(text="<b>off</b>", x=k + (grid.tile_cols - 1) / 2,
+                                y=r + (grid.tile_rows - 1) / 2, xref="x", yref="y", showarrow=False,
+                                font=dict(size=12, color="#222"), bgcolor="rgba(255,255,255,0.8)"))
+    return annotations, shapes
+
+
 def overview_grid_index(grid_or_fig: OverviewGrid | go.Figure | dict, x: Any, y: Any) -> tuple[int, int] | None:
     """Map a clicked point back to (layer, head); None for a gap.
 
-    x, y: cell indices (column, row; Plotly's click `pointNumber` is [row, col]) or the category
-    names Plotly reports as the point's x and y.
+    x, y: axis positions (column, row, gaps included; Plotly's click `pointNumber` is [row, col])
+    or the category names Plotly reports as the point's x and y.
     """
     if isinstance(grid_or_fig, OverviewGrid):
-        grid, names = grid_or_fig, None
+        grid, x_axis, y_axis = grid_or_fig, None, None
     else:
         fig = grid_or_fig if isinstance(grid_or_fig, dict) else grid_or_fig.to_plotly_json()
-        g = dict(fig["layout"]["meta"]["overview_grid"])
+        layout = fig["layout"]
+        g = dict(layout["meta"]["overview_grid"])
         g["q_edges"], g["k_edges"] = tuple(g["q_edges"]), tuple(g["k_edges"])
         grid = OverviewGrid(**g)
-        names = fig["data"][0]
-    col = _index(x, names["x"] if names else None)
-    row = _index(y, names["y"] if names else None)
+        x_axis, y_axis = layout["xaxis"]["categoryarray"], layout["yaxis"]["categoryarray"]
+    col = _index(x, x_axis)
+    row = _index(y, y_axis)
     if row is None or col is None:
         return None
     return grid.locate(row, col)

@@ -1,6 +1,7 @@
 """Positional encodings: the sinusoidal table (numpy, for plotting) and its figures.
 
 Shapes: table (T positions, D model width); works for a learned embedding table as well.
+Heatmap values go through `encode` (exact float32 when small, one byte per cell beyond).
 PE(pos, 2i) = sin(pos / base^(2i/D)), PE(pos, 2i+1) = cos(pos / base^(2i/D)) (Vaswani et al.).
 The model has its own torch implementation; this one only feeds the plots.
 """
@@ -14,6 +15,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from explorer.viz import common as c
+from explorer.viz.encode import encode, symmetric_range
 
 
 def sinusoidal_table(length: int, d_model: int, base: float = 10000.0) -> np.ndarray:
@@ -34,23 +36,14 @@ def _table(table: Any) -> np.ndarray:
     return t
 
 
-def _symmetric(z: np.ndarray) -> float:
-    finite = z[np.isfinite(z)]
-    m = float(np.abs(finite).max()) if finite.size else 0.0
-    return m if m > 0 else 1.0
-
-
 def positional_heatmap(table: Any, title: str = "Positional encoding", *, width: int | None = None) -> go.Figure:
     """Position (y, top to bottom) x dimension (x) heatmap, diverging colours centred on 0."""
     t = _table(table)
     n_pos, d = t.shape
-    m = _symmetric(t)
+    m = symmetric_range(t)
     height = c.clamp(150 + 6 * n_pos, 360, 760)
-    heat = dict(
-        type="heatmap", z=t, zmin=-m, zmax=m, zmid=0.0, colorscale=c.DIVERGING_SCALE,
-        colorbar=c.weight_colorbar("value"),
-        hovertemplate="position %{y}, dimension %{x}: %{z:.3f}<extra></extra>",
-    )
+    heat = encode(t, -m, m, name="table").trace(None, None, c.DIVERGING_SCALE, "value",
+                                                 "position %{y}, dimension %{x}: {value}")
     return c.figure([heat], dict(
         **c.base_layout(f"{title} ({n_pos} positions × {d} dimensions)", height, width),
         xaxis=dict(title=dict(text="dimension"), showgrid=False, zeroline=False),
@@ -69,16 +62,13 @@ def position_similarity(table: Any, metric: Literal["cosine", "dot"] = "cosine",
         m = 1.0
     elif metric == "dot":
         s = t @ t.T
-        m = _symmetric(s)
+        m = symmetric_range(s)
     else:
         raise ValueError(f"metric must be 'cosine' or 'dot'; got {metric!r}")
     n_pos = t.shape[0]
     size = c.clamp(160 + 5 * n_pos, 500, 760)
-    heat = dict(
-        type="heatmap", z=s.astype(np.float32), zmin=-m, zmax=m, zmid=0.0, colorscale=c.DIVERGING_SCALE,
-        colorbar=c.weight_colorbar(metric),
-        hovertemplate="positions %{y} and %{x}: %{z:.3f}<extra></extra>",
-    )
+    heat = encode(s, -m, m, name="similarity").trace(None, None, c.DIVERGING_SCALE, metric,
+                                                      "positions %{y} and %{x}: {value}")
     return c.figure([heat], dict(
         # Square plot: default width = height + room for the axis title and colour bar.
         **c.base_layout(title or f"Similarity of positions ({metric})", size, width or size + 110),

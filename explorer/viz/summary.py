@@ -4,10 +4,12 @@ Shapes: attn (L, H, T, T) self-attention; rollout (L, T, T); importances (L, H).
 Rollout (Abnar & Zuidema 2020): per layer average the heads, add the identity for the residual
 connection, renormalise rows, then multiply layer by layer: R_l = A_l @ R_{l-1}, R_0 = A_0.
 Row i of R_l says how much token i after layer l draws on each input token.
+The rollout figure sends every layer (for its slider), so long inputs are pooled to a cell budget.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,6 +20,11 @@ import plotly.graph_objects as go  # noqa: F401  (return type)
 from explorer.stats import spearman  # noqa: F401  (re-exported: part of the viz API)
 
 from explorer.viz import common as c
+from explorer.viz.axes import TokenAxes
+from explorer.viz.encode import encode
+from explorer.viz.pool import FULL_SIDE
+
+ROLLOUT_MAX_CELLS = 1_600_000  # all layers of the rollout figure: ~2.1 MB at one byte per cell
 
 
 def attention_rollout(attn: Any, add_residual: bool = True, head_mask: Any | None = None) -> np.ndarray:
@@ -26,22 +33,34 @@ def attention_rollout(attn: Any, add_residual: bool = True, head_mask: Any | Non
     head_mask (L, H), 1 = on: switched-off heads contribute nothing to their layer's average
     (their output is zeroed in the model); a layer with every head off passes tokens through.
     """
-    a = c.to_numpy(attn, np.float64)
+    return rollout_from_average(head_average(attn, head_mask), add_residual)
+
+
+def head_average(attn: Any, head_mask: Any | None = None) -> np.ndarray:
+    """(L, H, T, T) -> (L, T, T): each layer's attention averaged over the heads that are on (rollout's input)."""
+    a = c.to_numpy(attn, np.float32)
     if a.ndim != 4 or a.shape[-1] != a.shape[-2]:
         raise ValueError(f"attn must have shape (L, H, T, T) (self-attention); got {tuple(a.shape)}")
-    n_layers, n_heads, t, _ = a.shape
+    n_layers, n_heads = a.shape[:2]
     if head_mask is None:
-        mean = a.mean(axis=1)  # (L, T, T)
-    else:
-        hm = c.to_numpy(head_mask).astype(np.float64)
-        c.check_shape("head_mask", hm, (n_layers, n_heads), "(L, H) like attn")
-        on = hm.sum(axis=1)  # (L,)
-        mean = np.einsum("lh,lhij->lij", hm, a) / np.where(on == 0, 1.0, on)[:, None, None]
+        return a.mean(axis=1)
+    hm = c.to_numpy(head_mask).astype(np.float32)
+    c.check_shape("head_mask", hm, (n_layers, n_heads), "(L, H) like attn")
+    on = hm.sum(axis=1)  # (L,)
+    return np.einsum("lh,lhij->lij", hm, a) / np.where(on == 0, 1.0, on)[:, None, None]
+
+
+def rollout_from_average(mean: Any, add_residual: bool = True) -> np.ndarray:
+    """(L, T, T) head-averaged attention -> (L, T, T) rollout: R_l = norm(A_l + I) @ R_{l-1}."""
+    m = c.to_numpy(mean, np.float64)
+    if m.ndim != 3 or m.shape[-1] != m.shape[-2]:
+        raise ValueError(f"mean must have shape (L, T, T); got {tuple(m.shape)}")
+    n_layers, t, _ = m.shape
     eye = np.eye(t)
     out = np.empty((n_layers, t, t))
     joint = eye
     for layer in range(n_layers):
-        aug = mean[layer] + eye if add_residual else mean[layer]
+        aug = m[layer] + eye if add_residual else m[layer]
         sums = aug.sum(axis=-1, keepdims=True)
         aug = aug / np.where(sums == 0, 1.0, sums)  # all-masked rows stay 0, never NaN
         joint = aug @ joint
@@ -56,11 +75,14 @@ def rollout_heatmap(
     title: str = "Attention rollout",
     *,
     width: int | None = None,
+    max_cells: int = ROLLOUT_MAX_CELLS,
 ) -> go.Figure:
     """Rollout (L, T, T) as a heatmap; layer=None gives a slider over layers (last one shown).
 
     Each layer gets its own colour range, 0 to its largest value: rollout spreads out with depth
     (rows tend to uniform 1/T), and one shared range left deep layers a flat dark square.
+    max_cells: the layers together send at most this many cells; beyond it each layer is pooled
+    (a cell shows the largest value of its block of tokens).
     """
     r = c.to_numpy(rollout, np.float32)
     if r.ndim != 3:
@@ -69,23 +91,18 @@ def rollout_heatmap(
     c.check_shape("rollout", r, (n_layers, len(labels), len(labels)), "(L, len(labels), len(labels))")
     if layer is not None and not 0 <= layer < n_layers:
         raise ValueError(f"layer {layer} out of range for {n_layers} layers")
-    ax = c.TokenAxes(labels, labels, x_title="input token (source of information)",
-                     y_title="token after the layer", width=width)
-
-    def top(m: np.ndarray) -> float:
-        finite = m[np.isfinite(m)]
-        return float(finite.max()) if finite.size and finite.max() > 0 else 1.0
-
     layers = [layer] if layer is not None else list(range(n_layers))
+    side = min(FULL_SIDE, max(1, math.isqrt(max_cells // len(layers))))
+    ax = TokenAxes(labels, labels, x_title="input token (source of information)",
+                   y_title="token after the layer", width=width, max_side=side)
     shown = layers[-1]
-    traces = [
-        dict(
-            type="heatmap", z=r[i], x=ax.k_names, y=ax.q_names, zmin=0.0, zmax=top(r[i]), colorscale=c.ROLLOUT_SCALE,
-            colorbar=c.weight_colorbar(f"rollout, layer {i}"), visible=(i == shown), name=f"layer {i}",
-            hovertemplate=f"layer {i}: " + "%{y} ← %{x}: %{z:.3f}<extra></extra>",
-        )
-        for i in layers
-    ]
+    traces = []
+    for i in layers:
+        cells = ax.pool(r[i])
+        enc = encode(cells, 0.0, float(cells.max()) if cells.max() > 0 else 1.0, name="rollout")
+        traces.append(enc.trace(ax.k_names, ax.q_names, c.ROLLOUT_SCALE, f"rollout, layer {i}",
+                                f"layer {i}: " + "%{y} ← %{x}: {value}" + ax.pooled_note("max"),
+                                visible=(i == shown), name=f"layer {i}"))
     extra: dict[str, Any] = {}
     if layer is None and n_layers > 1:
         steps = [dict(method="update", label=str(i),

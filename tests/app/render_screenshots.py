@@ -1,4 +1,5 @@
-"""Screenshots of every tab of the app at 1280x900 (headless Chromium) into docs/screenshots/app/.
+"""Screenshots of the app at 1280x800 (headless Chromium) into docs/screenshots/app/: the first screen, the
+model panel, and every tab (whole page).
 
     python tests/app/render_screenshots.py [--url http://127.0.0.1:7860/] [--out docs/screenshots/app]
 
@@ -43,45 +44,41 @@ def shrink(path: Path) -> None:
     small.save(path, optimize=True)
 
 
+def save(page, path: Path, paths: list[Path], **kwargs) -> None:
+    page.screenshot(path=str(path), **kwargs)
+    shrink(path)
+    paths.append(path)
+
+
 def shoot(url: str, out: Path) -> list[Path]:
+    """The first screen at 1280 x 800 as a visitor sees it, the model panel open, then each tab (whole page)."""
     from playwright.sync_api import sync_playwright
 
     out.mkdir(parents=True, exist_ok=True)
-    paths = []
+    paths: list[Path] = []
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
         page.goto(url)
         page.wait_for_selector("#head-plot .js-plotly-plot", timeout=90_000)
         wait_idle(page)
+        save(page, out / "00-first-screen.png", paths)
+        page.get_by_role("button", name="Toggle Sidebar").click()
+        page.wait_for_timeout(600)
+        save(page, out / "00-model-panel.png", paths)
+        page.get_by_role("button", name="Toggle Sidebar").click()
         # A toggled state worth looking at: one cross-attention head of the last layer off (when there is one).
         box = page.locator("#cross-heads").get_by_label("L1 H1")
         if box.count():
             box.uncheck()
             wait_idle(page)
-        path = out / "00-top.png"
-        page.screenshot(path=str(path))
-        shrink(path)
-        paths.append(path)
-        page.locator("#text1").scroll_into_view_if_needed()
-        page.evaluate("() => window.scrollBy(0, -40)")
-        path = out / "00-controls.png"
-        page.screenshot(path=str(path))
-        shrink(path)
-        paths.append(path)
         for i, (tab_id, name) in enumerate(TABS, start=1):
-            page.get_by_role("tab", name=name).click()
+            page.locator("#views").get_by_role("tab", name=name).click()
             if tab_id == "importance":
                 page.get_by_role("button", name="Rank the heads for the current sentences").click()
                 page.wait_for_selector("#importance-plot .js-plotly-plot", timeout=90_000)
             wait_idle(page)
-            tab = page.locator("div[role='tabpanel']:visible").last
-            tab.scroll_into_view_if_needed()
-            page.evaluate("() => window.scrollBy(0, -60)")
-            path = out / f"{i:02d}-{tab_id}.png"
-            page.screenshot(path=str(path))
-            shrink(path)
-            paths.append(path)
+            save(page, out / f"{i:02d}-{tab_id}.png", paths, full_page=True)
         browser.close()
     return paths
 
@@ -94,9 +91,9 @@ def main() -> None:
     url, demo = args.url, None
     if url is None:
         sys.path.insert(0, str(ROOT))
-        from explorer.app.ui import build_demo, launch_kwargs, queue_and_return
+        from explorer.app.demo import build_demo, launch_kwargs, queue
 
-        demo = queue_and_return(build_demo())
+        demo = queue(build_demo())
         demo.launch(server_name="127.0.0.1", server_port=None, prevent_thread_lock=True, quiet=True,
                     **launch_kwargs())
         url = demo.local_url

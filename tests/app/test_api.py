@@ -8,7 +8,7 @@ import pytest
 
 gradio_client = pytest.importorskip("gradio_client")
 
-from explorer.app.ui import build_demo, launch_kwargs, queue_and_return
+from explorer.app.demo import build_demo, launch_kwargs, queue
 
 BUILD = ["custom", "encoder-decoder", 2, 4, 32, 64, "pre-norm", "sinusoidal", 0, "cpu"]
 DATE1, DATE2 = "samedi 21 novembre 2026", "3 May 2024"
@@ -16,7 +16,7 @@ DATE1, DATE2 = "samedi 21 novembre 2026", "3 May 2024"
 
 @pytest.fixture(scope="module")
 def client(free_port):
-    demo = queue_and_return(build_demo(device="cpu"))
+    demo = queue(build_demo(device="cpu"))
     demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
                 **launch_kwargs())
     try:
@@ -92,3 +92,19 @@ def test_load_model_and_errors(client):
     bad_cfg = client.predict("custom", "encoder", 2, 4, 30, 64, "pre-norm", "sinusoidal", 0, "cpu",
                              api_name="/build_model")
     assert "30: is not divisible" in bad_cfg[0] and "Traceback" not in bad_cfg[0]
+
+
+def test_the_readme_example_runs_as_written(client, capsys):
+    """The README's gradio_client example, run against this app (only the address changes)."""
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    block = next(b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "api_name=\"/analyze\"" in b)
+    code = block.replace('Client("http://127.0.0.1:7860/")', f"Client({client.src!r}, verbose=False)")
+    scope: dict = {}
+    exec(compile(code, "README.md", "exec"), scope)
+    status, output = scope["status"], scope["output"]
+    assert "⚠️" not in status and output["headers"][:3] == ["#", "run", "output"]
+    assert [row[2] for row in output["data"] if row[1] == "baseline"] == ["2026-11-21", "2026-11-21"]
+    assert len(scope["result"]) == 14  # status, 3 tables / texts, 10 figures

@@ -21,9 +21,9 @@ TABLE_TEXT = "id => { const el = document.querySelector('#' + id); return el ? e
 @pytest.fixture(scope="module")
 def app_url(chromium_path, free_port):
     path = chromium_path
-    from explorer.app.ui import build_demo, launch_kwargs, queue_and_return
+    from explorer.app.demo import build_demo, launch_kwargs, queue
 
-    demo = queue_and_return(build_demo(device="cpu"))
+    demo = queue(build_demo(device="cpu"))
     demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
                 **launch_kwargs())
     try:
@@ -33,7 +33,7 @@ def app_url(chromium_path, free_port):
 
 
 @contextmanager
-def app_page(app_url, chromium_args) -> Iterator:
+def app_page(app_url, chromium_args, height: int = 900) -> Iterator:
     """The app open in headless Chromium, first heatmap drawn; no console or page error may occur."""
     from playwright.sync_api import sync_playwright
 
@@ -41,7 +41,7 @@ def app_page(app_url, chromium_args) -> Iterator:
     errors: list[str] = []
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=path, args=chromium_args)
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page = browser.new_page(viewport={"width": 1280, "height": height})
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda e: errors.append(str(e)))
         page.goto(url)
@@ -49,6 +49,22 @@ def app_page(app_url, chromium_args) -> Iterator:
         yield page
         browser.close()
     assert errors == [], errors
+
+
+def test_first_screen_shows_the_sentence_run_and_a_drawn_heatmap(app_url, chromium_args):
+    """At 1280 x 800, without scrolling: the sentence box, Run, and the chosen head's heatmap, drawn."""
+    with app_page(app_url, chromium_args, height=800) as page:
+        page.wait_for_selector("#head-plot .js-plotly-plot .heatmaplayer image, #head-plot .js-plotly-plot "
+                               ".heatmaplayer .hm", timeout=30_000)
+        assert page.evaluate("() => window.scrollY") == 0
+        cells = page.locator("#head-plot .js-plotly-plot .nsewdrag").first.bounding_box()
+        assert cells["y"] < 650 and cells["height"] > 100, cells  # the heatmap's cells start above 650 px
+        for selector in ("#text1 textarea", "#run"):
+            box = page.locator(selector).bounding_box()
+            assert box["y"] >= 0 and box["y"] + box["height"] <= 800, (selector, box)
+        assert page.locator("#text1 textarea").input_value()  # with an example sentence in it
+        assert not page.locator("#model-sidebar .sidebar-content").is_visible() or \
+            page.locator("#model-sidebar").bounding_box()["x"] < 0  # the model panel starts folded
 
 
 def test_toggles_change_heatmaps_and_output(app_url, chromium_args):
@@ -63,7 +79,8 @@ def test_toggles_change_heatmaps_and_output(app_url, chromium_args):
             return snap(plot_id)
 
         # A small encoder-decoder, so the test does not depend on which checkpoints are shipped.
-        page.get_by_role("tab", name="Build a fresh model").click()
+        page.get_by_role("button", name="Toggle Sidebar").click()
+        page.locator("#model-sidebar").get_by_role("tab", name="Build").click()
         before = snap("head-plot")
         page.get_by_role("button", name="Build model").click()
         page.wait_for_function("() => document.querySelector('#model-info').innerText.includes('built in the app')",
@@ -100,7 +117,8 @@ def test_toggles_change_heatmaps_and_output(app_url, chromium_args):
 
         # Padding mask, seen on sentence 2 (the shorter one is padded).
         mask_before = snap("mask-plot")
-        page.get_by_label("2", exact=True).check()
+        page.locator("#sentence input").click()
+        page.get_by_role("option", name="2", exact=True).click()
         mask_before = wait_change("mask-plot", mask_before)
         page.locator("#padding input").uncheck()
         assert wait_change("mask-plot", mask_before) != mask_before
@@ -149,4 +167,29 @@ def test_clicking_an_overview_tile_opens_that_head(app_url, chromium_args):
             "document.querySelector('#head input').value === '2'", timeout=30_000)
         page.wait_for_function(
             "() => { const gd = document.querySelector('#large-plot .js-plotly-plot');"
-            " return gd && gd.layout.title.text.includes('layer 1, head 2'); }", timeout=30_000)
+            " return gd && gd.layout.title.text.includes('L1 H2'); }", timeout=30_000)
+
+
+def test_switching_tab_draws_it_without_running_the_model(app_url, chromium_args, monkeypatch):
+    """Run draws only the visible tab; opening another tab draws its figures from the kept result."""
+    import explorer.app.views.analysis as analysis
+
+    runs = []
+    real = analysis.compare
+    monkeypatch.setattr(analysis, "compare", lambda *a, **k: runs.append(1) or real(*a, **k))
+    with app_page(app_url, chromium_args) as page:
+        page.locator("#text1 textarea").fill("lundi 3 mars 2025")
+        before = len(runs)
+        page.locator("#run").click()
+        page.wait_for_function(
+            "() => document.querySelector('#head-plot .js-plotly-plot') && "
+            "document.querySelector('#head-plot .js-plotly-plot').layout.title.text.includes('With toggles')",
+            timeout=30_000)
+        page.wait_for_timeout(500)
+        assert len(runs) == before + 1
+        assert page.evaluate("() => !!document.querySelector('#overview-plot .js-plotly-plot .heatmaplayer')") is False
+        page.get_by_role("tab", name="All heads").click()
+        page.wait_for_selector("#overview-plot .js-plotly-plot .heatmaplayer", timeout=30_000)
+        page.get_by_role("tab", name="Rollout").click()
+        page.wait_for_selector("#rollout-plot .js-plotly-plot .heatmaplayer", timeout=30_000)
+        assert len(runs) == before + 1  # both tabs were drawn from the kept result

@@ -13,7 +13,7 @@ from explorer.model import PRESETS, Transformer, TransformerConfig
     (dict(embedding_dropout=-0.1), "embedding_dropout"),
     (dict(attention_dropout=1.0), "attention_dropout"),
     (dict(ffn_dropout=True), "ffn_dropout"),
-    (dict(positional="rotary"), "positional"),
+    (dict(positional="alibi"), "positional"),
     (dict(activation="tanh"), "activation"),
     (dict(pos_base=0.5), "pos_base"),
     (dict(num_classes=3), "num_classes"),  # classifier on an encoder-decoder

@@ -142,3 +142,40 @@ def test_two_threads_with_different_head_masks_do_not_interfere():
     assert failures == []
     # and forward leaves no tensors behind on the modules
     assert not any(isinstance(v, torch.Tensor) for m in model.modules() for v in vars(m).values())
+
+
+@pytest.mark.parametrize("arch", ["encoder", "decoder", "encoder-decoder"])
+def test_forward_returns_the_masks_it_applied(arch):
+    """The masks in the output are the ones attention used: masked keys get exactly 0 weight, allowed ones > 0."""
+    model = small(arch)
+    src = torch.tensor([[5, 6, 7, 8, 9], [5, 6, 7, 0, 0]])  # row 1 padded
+    tgt = torch.tensor([[1, 3, 4], [1, 3, 0]]) if arch == "encoder-decoder" else None
+    custom = torch.ones(5, 5, dtype=torch.bool).fill_diagonal_(False)  # no attention to self
+    out = model(src, tgt, attn_mask=custom if arch != "encoder-decoder" else None)
+    for kind in ("encoder", "decoder", "cross"):
+        weights, mask = getattr(out.attentions, kind), getattr(out.masks, kind)
+        if not weights:
+            assert mask is None
+            continue
+        full = mask.expand(weights[0].shape[0], 1, *weights[0].shape[-2:])  # (B, 1, Tq, Tk)
+        for w in weights:
+            assert (w.masked_select(~full.expand_as(w)) == 0).all()
+            assert (w.masked_select(full.expand_as(w)) > 0).all()
+    if arch == "decoder":
+        assert not out.masks.decoder[0, 0, 1, 2] and not out.masks.decoder[0, 0, 1, 1]  # causal and no-self
+    if arch == "encoder-decoder":
+        assert out.masks.cross[1, 0, 0].tolist() == [True, True, True, False, False]
+    assert model(src, tgt, padding=False).masks.encoder is None if arch == "encoder" else True
+
+
+@pytest.mark.parametrize("arch", ["encoder", "decoder", "encoder-decoder"])
+def test_weights_can_come_back_in_float16(arch):
+    """weights_dtype casts each layer's returned weights; the output is the same (the weights used are not)."""
+    model = small(arch)
+    src = torch.tensor([[5, 6, 7, 8, 9], [5, 6, 7, 0, 0]])
+    tgt = torch.tensor([[1, 3, 4], [1, 3, 0]]) if arch == "encoder-decoder" else None
+    full, half = model(src, tgt), model(src, tgt, weights_dtype=torch.float16)
+    for a, b in zip(full.attentions, half.attentions):
+        for w32, w16 in zip(a, b):
+            assert w16.dtype == torch.float16 and torch.allclose(w16.float(), w32, atol=1e-3)
+    assert torch.equal(full.last_hidden_state, half.last_hidden_state)

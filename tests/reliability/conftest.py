@@ -66,12 +66,12 @@ def tiny_encoder_factory():
 @pytest.fixture
 def launch(free_port):
     """launch(**build_demo_kwargs) -> (demo, url): the app on 127.0.0.1, closed after the test."""
-    from explorer.app.ui import build_demo, launch_kwargs, queue_and_return
+    from explorer.app.demo import build_demo, launch_kwargs, queue
 
     demos = []
 
     def start(concurrency: int = 4, **kwargs: Any):
-        demo = queue_and_return(build_demo(**{"device": "cpu", **kwargs}), concurrency)
+        demo = queue(build_demo(**{"device": "cpu", **kwargs}), concurrency)
         demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
                     **launch_kwargs())
         demos.append(demo)

@@ -26,8 +26,17 @@ import torch
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from explorer.app import handlers as H
+from explorer.app.errors import AppError, escape_md
+from explorer.app.inputs import Inputs, codec_for, encode_inputs, token_limit
+from explorer.app.limits import MAX_CHARS, MAX_TOKENS
 from explorer.app.registry import ModelRegistry
+from explorer.app.runs import Embedding, GeneratedText, Run, run_model
+from explorer.app.session import AppContext, build_session, load_session
+from explorer.app.toggles import CUSTOM_MASKS, Toggles, custom_mask, head_mask
+from explorer.app.views import View
+from explorer.app.views.analysis import Analysis, analyze
+from explorer.batching import pad_rows
+from explorer.model import masks as M
 
 pytestmark = pytest.mark.slow
 
@@ -60,9 +69,9 @@ def texts(longest: int) -> st.SearchStrategy[str]:
 
 TEXT = texts(120_000)
 SECOND = st.one_of(st.none(), st.just(""), TEXT)
-SETTINGS = st.builds(H.Settings, padding=st.booleans(), causal=st.booleans(), custom=st.sampled_from(H.CUSTOM_MASKS),
+SETTINGS = st.builds(Toggles, padding=st.booleans(), causal=st.booleans(), custom=st.sampled_from(CUSTOM_MASKS),
                      block_token=st.integers(-3, 200), window=st.integers(0, 5))
-VIEWS = st.builds(H.View, kind=st.sampled_from(["", "encoder", "decoder", "cross", "bogus"]), layer=st.integers(-1, 3),
+VIEWS = st.builds(View, kind=st.sampled_from(["", "encoder", "decoder", "cross", "bogus"]), layer=st.integers(-1, 3),
                   head=st.integers(-1, 5), sentence=st.integers(0, 3))
 # No shrinking: a failure is reported with the generated example as is (shrinking 100,000-character
 # inputs through Plotly can take many minutes).
@@ -85,28 +94,25 @@ def count(name: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def registry():
-    return ModelRegistry(capacity=4)
+def ctx(model_root):
+    return AppContext(ModelRegistry(), allowed_dirs=(str(model_root),))
 
 
 @pytest.fixture(scope="module")
-def tiny(registry, model_root):
-    """The tiny BPE encoder, loaded through the app's load handler from an allowed folder."""
-    info = H.load_model(str(model_root / "bpe-encoder"), "cpu", registry, allowed_dirs=[str(model_root)])
-    return H.get_bundle(info.session, registry)
+def tiny(ctx, model_root):
+    """The tiny BPE encoder, loaded through the app's load path from an allowed folder."""
+    return load_session(str(model_root / "bpe-encoder"), "cpu", ctx)[1]
 
 
 @pytest.fixture(scope="module")
-def default_bundle(registry):
+def default_bundle(ctx):
     """The shipped date-translator if present, else a small built encoder-decoder (date tokenizer)."""
+    from explorer.app.build import BuildSpec
     from explorer.loading import shipped_names
 
     if "date-translator" in shipped_names():
-        info = H.load_model("date-translator", "cpu", registry)
-    else:
-        info = H.build_model(dict(preset="custom", arch="encoder-decoder", n_layers=2, n_heads=4, d_model=32,
-                                  d_ff=64, norm="pre-norm", positional="sinusoidal", seed=0), "cpu", registry)
-    return H.get_bundle(info.session, registry)
+        return load_session("date-translator", "cpu", ctx)[1]
+    return build_session(BuildSpec(n_layers=2, n_heads=4, d_model=32, d_ff=64), "cpu", ctx)[1]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -116,7 +122,7 @@ def _report():
 
 
 # ------------------------------------------------------------------------------------------ checks
-def expect_app_error(err: H.AppError, text1: str | None) -> None:
+def expect_app_error(err: AppError, text1: str | None) -> None:
     """The only acceptable refusals: empty input, or input that gives no tokens."""
     msg = str(err)
     assert msg, "AppError without a message"
@@ -126,26 +132,56 @@ def expect_app_error(err: H.AppError, text1: str | None) -> None:
         assert "no tokens" in msg, msg
 
 
-def check_notices(bundle: H.Bundle, inputs: H.Inputs, text1: str, text2: str | None) -> None:
+def check_notices(bundle, inputs: Inputs, text1: str, text2: str | None) -> None:
     for i, t in enumerate((text1, text2)):
         t = (t or "").strip()
-        if len(t) > H.MAX_CHARS:
+        if len(t) > MAX_CHARS:
             assert any(f"Sentence {i + 1} has {len(t):,} characters" in n for n in inputs.notices), inputs.notices
     for row, labels in zip(inputs.rows, inputs.labels):
-        assert 0 < len(row) <= bundle.max_tokens and len(labels) == len(row)
+        assert 0 < len(row) <= token_limit(bundle, MAX_TOKENS).tokens and len(labels) == len(row)
         assert all(isinstance(x, str) for x in labels)
         assert all(0 <= i < bundle.config.vocab_size for i in row)
-    assert all(len(t) <= H.MAX_CHARS for t in inputs.texts)
+    assert all(len(t) <= MAX_CHARS for t in inputs.texts)
 
 
-def check_attention(run: H.RunResult, bundle: H.Bundle, settings: H.Settings) -> None:
-    """Every layer and head: finite, rows sum to 1 over allowed keys, masked keys exactly 0."""
+def expected_masks(bundle, inputs: Inputs, run: Run, settings: Toggles) -> dict[str, torch.Tensor]:
+    """kind -> (B, Tq, Tk): the masks the settings call for, computed here from the ids (independently of the
+    masks the model reports), True = may attend."""
     c = bundle.config
-    first = run.q_ids["encoder" if c.arch != "decoder" else "decoder"]
-    cmask, _ = H.custom_mask(settings, first.shape[1], torch.device("cpu"))
+    bos = bundle.task.get("bos_id", bundle.target_tokenizer.bos_id)
+    src = inputs.padded(c.pad_id)
+    if c.arch == "decoder":
+        ids = {"decoder": pad_rows([[*r, *t] for r, t in zip(inputs.rows, run.decoder_rows)], c.pad_id)}
+    else:
+        ids = {"encoder": src}
+        if c.arch == "encoder-decoder":
+            ids["decoder"] = pad_rows([[bos, *t] for t in run.decoder_rows], c.pad_id)
+    keys = {"encoder": ids.get("encoder"), "decoder": ids.get("decoder"), "cross": ids.get("encoder")}
+    queries = {"encoder": ids.get("encoder"), "decoder": ids.get("decoder"), "cross": ids.get("decoder")}
+    first = "encoder" if c.arch != "decoder" else "decoder"
+    out = {}
+    for kind in run.attentions:
+        q, k = queries[kind], keys[kind]
+        m = torch.ones(q.shape[0], q.shape[1], k.shape[1], dtype=torch.bool)
+        if settings.padding:
+            m &= (k != c.pad_id)[:, None, :]
+        if kind == "decoder" and settings.causal:
+            m &= M.causal_mask(q.shape[1])
+        if kind == first:
+            cmask, _ = custom_mask(settings, q.shape[1])
+            m &= True if cmask is None else cmask
+        out[kind] = m
+    return out
+
+
+def check_attention(run: Run, bundle, inputs: Inputs, settings: Toggles) -> None:
+    """Every layer and head: finite, rows sum to 1 over allowed keys, masked keys exactly 0; and the masks the
+    model reports are the ones the settings call for."""
+    expected = expected_masks(bundle, inputs, run, settings)
     for kind, layers in run.attentions.items():
+        assert torch.equal(run.masks[kind], expected[kind]), f"{kind}: the model's mask is not the expected one"
         for b in range(layers[0].shape[0]):
-            mask = H.effective_mask(kind, c.arch, settings, run.q_ids[kind][b], run.k_ids[kind][b], c.pad_id, cmask)
+            mask = expected[kind][b].numpy()
             a = torch.stack([x[b] for x in layers]).numpy()  # (L, H, Tq, Tk)
             assert np.isfinite(a).all(), f"non-finite attention in {kind}"
             assert (a[..., ~mask] == 0).all(), f"masked keys got weight in {kind}"
@@ -167,57 +203,60 @@ def numbers(value):
             yield from numbers(v)
 
 
-def check_analysis(a: H.Analysis, inputs: H.Inputs) -> None:
+def check_analysis(a: Analysis, inputs: Inputs) -> None:
     assert isinstance(a.status, str) and isinstance(a.output_summary, str) and a.output_summary
     _headers, rows = a.tokens
     assert len(rows) == sum(len(r) for r in inputs.rows)
     assert all(isinstance(r[2], str) for r in rows)
-    _out_headers, out_rows = a.output
+    out_rows = a.output.rows
     assert out_rows and all(math.isfinite(x) for x in numbers(out_rows))
-    figs = [a.mask_fig, a.head_fig, a.baseline_fig, a.diff_fig, a.overview_fig, a.gen_self_fig, a.gen_cross_fig,
-            a.rollout_fig]
+    figs = [a.attention.mask, a.attention.head, a.attention.baseline, a.attention.difference, a.overview,
+            *a.generation, a.rollout]
     for fig in figs:
         for trace in fig.data:
             z = getattr(trace, "z", None)
             if z is not None:
                 zs = np.array(z, dtype=float)
-                assert not np.isinf(zs).any(), f"infinite value in {fig.layout.title.text!r}"  # NaN = gap (masked)
+                assert np.isfinite(zs).all(), f"non-finite value in {fig.layout.title.text!r}"
             for axis in ("x", "y"):
                 names = getattr(trace, axis, None)
                 if names is not None and len(names) and isinstance(names[0], str):
                     assert not any("<" in s for s in names), "unescaped '<' in an axis label"
-    # The chosen head's heatmap: weights where allowed (trace 0), masked weights (trace 1, if any).
-    shown = np.array(a.head_fig.data[0].z, dtype=float)
-    allowed = ~np.isnan(shown)
-    if len(a.head_fig.data) > 1:
-        masked = np.array(a.head_fig.data[1].z, dtype=float)
-        assert (masked[~allowed] == 0).all()
-    rows_with_keys = allowed.any(-1)
-    np.testing.assert_allclose(np.nansum(shown, -1)[rows_with_keys], 1.0, atol=1e-3)
+    # The chosen head's heatmap (trace 0) holds every weight, masked ones too (0): exact float32, or beyond
+    # 64 x 64 cells percent codes (zmax 100, each rounded by at most 0.005). Each query row sums to 1, or to 0
+    # when every key of the row is masked.
+    head = a.attention.head.data[0]
+    percent = head.zmax == 100
+    shown = np.array(head.z, dtype=float) / (100.0 if percent else 1.0)
+    sums = shown.sum(-1)
+    tol = 0.005 * shown.shape[-1] if percent else 1e-3
+    assert (np.isclose(sums, 1.0, atol=tol) | np.isclose(sums, 0.0, atol=tol)).all(), sums
 
 
-def run_handlers(bundle: H.Bundle, text1: str, text2: str | None, settings: H.Settings, full: bool,
-                 view: H.View | None = None) -> None:
+def run_handlers(bundle, text1: str, text2: str | None, settings: Toggles, full: bool,
+                 view: View | None = None) -> None:
+    codec = codec_for(bundle)
     try:
-        inputs = H.encode_inputs(bundle, text1, text2)
-    except H.AppError as err:
+        inputs = encode_inputs(bundle, codec, text1, text2, MAX_TOKENS)
+    except AppError as err:
         expect_app_error(err, text1)
-        with pytest.raises(H.AppError):
-            H.analyze(bundle, text1, text2, settings)  # analyze refuses the same input the same way
+        with pytest.raises(AppError):
+            analyze(bundle, text1, text2, settings, max_tokens=MAX_TOKENS)  # refused the same way
         return
     check_notices(bundle, inputs, text1, text2)
     if full:
-        a = H.analyze(bundle, text1, text2, settings, view)
+        a = analyze(bundle, text1, text2, settings, view, MAX_TOKENS)  # the same token limit as `inputs`
         check_analysis(a, inputs)
         for notice in inputs.notices:  # each notice (e.g. "only the first 1,000 are used") is in the page
-            assert H.escape_md(notice) in a.status
+            assert escape_md(notice) in a.status
     else:
-        run, _ = H.run_model(bundle, inputs, settings)
-        check_attention(run, bundle, settings)
+        run = run_model(bundle, codec, inputs, settings, head_mask(bundle.config, settings))
+        check_attention(run, bundle, inputs, settings)
         for out in run.outputs:
-            assert all(math.isfinite(x) for x in numbers(out.get("probs", [])))
-            if "embedding" in out:
-                assert torch.isfinite(out["embedding"]).all()
+            if isinstance(out, GeneratedText):
+                assert all(math.isfinite(x) for x in out.probs)
+            if isinstance(out, Embedding):
+                assert torch.isfinite(out.vector).all()
 
 
 # ------------------------------------------------------------------------------------------ the tests
@@ -283,7 +322,7 @@ def test_python_api_tokenizer_and_forward(python_api, text):
 def test_lone_surrogates_handlers(tiny, default_bundle, text):
     """JSON can carry "\\ud800" (a lone surrogate, not valid Unicode text); the app must not fail on it."""
     for bundle in (tiny, default_bundle):
-        a = H.analyze(bundle, text, "ok", H.Settings())
+        a = analyze(bundle, text, "ok", Toggles())
         assert "\ufffd" in "".join(r[2] for r in a.tokens[1]) or "[UNK]" in "".join(r[2] for r in a.tokens[1]) \
             or a.tokens[1], a.tokens
 

@@ -19,8 +19,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from explorer.app import handlers as H
+from explorer.app.errors import AppError
 from explorer.app.registry import ModelRegistry
+from explorer.app.session import AppContext, load_session
+from explorer.app.toggles import Toggles
+from explorer.app.views.analysis import analyze
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -129,18 +132,18 @@ def test_the_payload_would_run_code(tmp_path):
 @pytest.mark.parametrize("name", sorted(HOSTILE))
 def test_hostile_folder_refused_by_load_handler(allowed, name):
     root, _, marker = allowed
-    registry = ModelRegistry(capacity=2)
+    ctx = AppContext(ModelRegistry(), allowed_dirs=(str(root),))
     start = time.perf_counter()
-    with pytest.raises(H.AppError) as err:
-        H.load_model(str(root / name), "cpu", registry, allowed_dirs=[str(root)])
+    with pytest.raises(AppError) as err:
+        load_session(str(root / name), "cpu", ctx)
     msg = str(err.value)
     assert all(word in msg for word in HOSTILE[name]), msg
     assert "Traceback" not in msg
     assert not marker.exists(), "the pickle ran code"
     assert time.perf_counter() - start < 10, "refusal should not need to build the model"
-    assert registry.keys() == []  # nothing half-loaded is kept
-    info = H.load_model("good", "cpu", registry, allowed_dirs=[str(root)])  # the same registry still works
-    a = H.analyze(H.get_bundle(info.session, registry), "hello world", None, H.Settings())
+    assert ctx.registry.keys() == []  # nothing half-loaded is kept
+    _, loaded = load_session("good", "cpu", ctx)  # the same registry still works
+    a = analyze(loaded, "hello world", None, Toggles())
     assert a.tokens[1]
 
 
@@ -148,8 +151,8 @@ def test_hostile_folder_refused_by_load_handler(allowed, name):
 def test_refusal_message_is_short_and_plain(allowed, name):
     """A refusal reads well in the page: short, no terminal escapes, no advice to disable the safety check."""
     root, _, _ = allowed
-    with pytest.raises(H.AppError) as err:
-        H.load_model(str(root / name), "cpu", ModelRegistry(capacity=1), allowed_dirs=[str(root)])
+    with pytest.raises(AppError) as err:
+        load_session(str(root / name), "cpu", AppContext(ModelRegistry(), allowed_dirs=(str(root),)))
     msg = str(err.value)
     assert len(msg) < 600 and "\x1b" not in msg and "weights_only` set to `False" not in msg, msg
 
@@ -169,11 +172,11 @@ def test_typed_path_cannot_escape(allowed, text, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     root, outside, _ = allowed
     typed = text.format(root=root, outside=outside)
-    registry = ModelRegistry(capacity=1)
-    with pytest.raises(H.AppError) as err:
-        H.load_model(typed, "cpu", registry, allowed_dirs=[str(root)])
+    ctx = AppContext(ModelRegistry(), allowed_dirs=(str(root),))
+    with pytest.raises(AppError) as err:
+        load_session(typed, "cpu", ctx)
     assert str(err.value) and "Traceback" not in str(err.value)
-    assert registry.keys() == []
+    assert ctx.registry.keys() == []
 
 
 def test_resolution_targets(allowed):
@@ -202,8 +205,8 @@ def test_resolution_targets(allowed):
         else:  # a Hub id: owner/name, never a path
             assert r.path_or_repo.count("/") == 1 and ".." not in r.path_or_repo, (text, r)
     # No allowed folders at all (the default launch): not even the good folder loads by path.
-    with pytest.raises(H.AppError):
-        H.load_model(str(root / "good"), "cpu", ModelRegistry(capacity=1))
+    with pytest.raises(AppError):
+        load_session(str(root / "good"), "cpu", AppContext(ModelRegistry()))
 
 
 @pytest.mark.slow
@@ -239,12 +242,13 @@ ABSURD_POSITIONS = """
 import json, resource, sys
 resource.setrlimit(resource.RLIMIT_AS, ({limit}, {limit}))  # an unguarded allocation fails instead of eating RAM
 sys.path.insert(0, {repo!r})
-from explorer.app import handlers as H
+from explorer.app.errors import AppError
 from explorer.app.registry import ModelRegistry
+from explorer.app.session import AppContext, load_session
 try:
-    H.load_model({folder!r}, "cpu", ModelRegistry(1), allowed_dirs=[{root!r}])
+    load_session({folder!r}, "cpu", AppContext(ModelRegistry(), allowed_dirs=({root!r},)))
     print(json.dumps({{"result": "loaded"}}))
-except H.AppError as err:
+except AppError as err:
     print(json.dumps({{"result": "refused", "message": str(err)}}))
 except BaseException as err:
     print(json.dumps({{"result": type(err).__name__, "message": str(err)[:300]}}))

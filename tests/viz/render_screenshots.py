@@ -1,8 +1,9 @@
 """Render every figure type in headless Chromium and save PNGs to docs/screenshots/viz/.
 
 Not a test (no test_ prefix): run `PYTHONPATH=. python tests/viz/render_screenshots.py [PLOTLY_JS] [--all]`.
-PLOTLY_JS: path to a plotly.js bundle; use 3.3.1 (Gradio's) to check compatibility; default is
-the plotly.py bundle. Plotly.validate() runs in the page and its complaints are printed.
+The figures are drawn from their `figure_json` text (what gr.Plot sends: typed arrays) with the
+plotly.js Gradio serves (tests/viz/bundles.py), or with the bundle at the path PLOTLY_JS.
+Plotly.validate() runs in the page and its complaints are printed.
 """
 
 from __future__ import annotations
@@ -25,19 +26,21 @@ def tokens(n: int) -> list[str]:
     return [WORDS[i % len(WORDS)] for i in range(n)]
 
 
-def fake_attention(layers: int, heads: int, tq: int, tk: int, seed: int = 0, causal: bool = False) -> np.ndarray:
-    """Softmax attention with some structure (diagonal, previous token, first token)."""
+def fake_attention(layers: int, heads: int, tq: int, tk: int, seed: int = 0, causal: bool = False,
+                   boost: float = 4.0) -> np.ndarray:
+    """Softmax attention with some structure (diagonal, previous token, first token; `boost` sets how
+    sharp: long inputs need more to keep a visible peak among many keys)."""
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((layers, heads, tq, tk)) * 0.8
     q, k = np.arange(tq)[:, None], np.arange(tk)[None, :]
     for h in range(heads):
         kind = h % 4
         if kind == 0:
-            x[:, h] += 4.0 * (q == k)
+            x[:, h] += boost * (q == k)
         elif kind == 1:
-            x[:, h] += 4.0 * (k == q - 1)
+            x[:, h] += boost * (k == q - 1)
         elif kind == 2:
-            x[:, h] += 3.0 * (k == 0)
+            x[:, h] += (boost - 1) * (k == 0)
     if causal:
         x = np.where(k <= q, x, -np.inf)
     e = np.exp(x - x.max(-1, keepdims=True))
@@ -45,6 +48,16 @@ def fake_attention(layers: int, heads: int, tq: int, tk: int, seed: int = 0, cau
 
 
 def figures(n: int) -> dict[str, object]:
+    if n > 128:  # long inputs: the single-head view at full resolution and the overview
+        t = tokens(n)
+        causal = np.tril(np.ones((n, n), bool))
+        attn = fake_attention(2, 4, n, n, causal=True, boost=9.0)
+        q, k = np.arange(n)[:, None], np.arange(n)[None, :]
+        logits = np.where(k <= q, np.where(k == 0, 2.0, -np.abs(q - k) / 6.0), -np.inf)  # a local band, a sink
+        head = np.exp(logits - logits.max(-1, keepdims=True))
+        head /= head.sum(-1, keepdims=True)
+        return {"head": v.head_heatmap(head, t, t, mask=causal, title=f"Layer 1, head 2 ({n} tokens)", width=900),
+                "overview": v.attention_overview(attn, t, t)}
     t = tokens(n)
     attn = fake_attention(6, 12, n, n)
     head_mask = np.ones((6, 12))
@@ -95,7 +108,9 @@ def _plain(obj: object) -> object:
 def render(figs: dict[str, object], suffix: str, plotly_js: str | None, only: set[str] | None = None) -> None:
     from playwright.sync_api import sync_playwright
 
-    js = Path(plotly_js).read_text() if plotly_js else None
+    from tests.viz.bundles import gradio_plotly_js
+
+    js = Path(plotly_js).read_text() if plotly_js else gradio_plotly_js()
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=shutil.which("chromium") or "/usr/bin/chromium",
                                     args=["--no-sandbox", "--disable-gpu"])
@@ -103,26 +118,22 @@ def render(figs: dict[str, object], suffix: str, plotly_js: str | None, only: se
         for name, fig in figs.items():
             if only and name not in only:
                 continue
-            if js is None:
-                html = fig.to_html(include_plotlyjs=True, full_html=True)
-            else:
-                body = fig.to_json()
-                plain = json.dumps(_plain(json.loads(body)))  # Plotly.validate cannot read bdata
-                html = (f"<html><head><meta charset='utf-8'><script>{js}</script></head><body style='margin:0'>"
-                        f"<div id='g'></div><script>var f={body};"
-                        f"var p={plain};window.errs=Plotly.validate(p.data,p.layout)||[];"
-                        "Plotly.newPlot('g',f.data,f.layout).then(()=>{window.done=true});</script></body></html>")
+            body = v.figure_json(fig)
+            plain = json.dumps(_plain(json.loads(body)))  # Plotly.validate cannot read bdata
+            html = (f"<html><head><meta charset='utf-8'><script>{js}</script></head><body style='margin:0'>"
+                    f"<div id='g'></div><script>var f={body};"
+                    f"var p={plain};window.errs=Plotly.validate(p.data,p.layout)||[];"
+                    "Plotly.newPlot('g',f.data,f.layout).then(()=>{window.done=true});</script></body></html>")
             tmp = OUT / f"_{name}.html"
             tmp.write_text(html)
             errors: list[str] = []
             page.on("pageerror", lambda e: errors.append(str(e)))
             page.goto(tmp.as_uri())
-            page.wait_for_function("window.done === true || document.querySelector('.main-svg')", timeout=60000)
+            page.wait_for_function("window.done === true", timeout=60000)
             page.wait_for_timeout(300)
-            if js is not None:
-                errs = page.evaluate("window.errs.map(e => e.msg)")
-                if errs:
-                    print(name, "validate:", json.dumps(errs[:5]))
+            errs = page.evaluate("window.errs.map(e => e.msg)")
+            if errs:
+                print(name, "validate:", json.dumps(errs[:5]))
             if errors:
                 print(name, "page errors:", errors)
             page.locator(".main-svg").first.screenshot(path=str(OUT / f"{name}_{suffix}.png"))
@@ -132,7 +143,8 @@ def render(figs: dict[str, object], suffix: str, plotly_js: str | None, only: se
 
 # The committed set: (figure, token count). Others render with `--all`.
 KEEP = {32: {"head", "head_off", "overview", "cross", "difference", "mask", "position_similarity", "importance"},
-        128: {"head", "overview", "rollout", "positional_heatmap", "positional_curves"}}
+        128: {"head", "overview", "rollout", "positional_heatmap", "positional_curves"},
+        1024: {"head", "overview"}}
 
 
 def shrink(path: Path) -> None:
@@ -147,7 +159,7 @@ if __name__ == "__main__":
     OUT.mkdir(parents=True, exist_ok=True)
     args = [a for a in sys.argv[1:] if a != "--all"]
     pjs = args[0] if args else None
-    for n in (32, 128):
+    for n in (32, 128, 1024):
         only = None if "--all" in sys.argv else KEEP[n]
         render(figures(n), f"{n}", pjs, only)
     for png in OUT.glob("*.png"):

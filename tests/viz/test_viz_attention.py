@@ -1,5 +1,7 @@
 """One-head heatmap, cross and decoder views: axes, ranges, masked cells, head off, escaping."""
 
+import re
+
 import numpy as np
 import plotly.graph_objects as go
 import pytest
@@ -42,17 +44,34 @@ def test_no_raw_html_anywhere_in_figure_json():
     assert "&lt;img src=x onerror=alert(1)&gt;" in js
 
 
-def test_masked_cells_drawn_by_second_grey_trace():
+def covered(fig, shape):
+    """Cells covered in grey: by the path (category positions: cell i spans i - 0.5 .. i + 0.5), or, when
+    that would cost more bytes (small figures), by a second heatmap that is grey where covered."""
+    out = np.zeros(shape, bool)
+    for tr in fig.data[1:]:
+        assert tr.name == "masked" and tr.hoverinfo == "skip" and tr.colorscale[-1][1] == "#bdbdbd"
+        out |= np.asarray(tr.z).astype(bool)
+    for sh in fig.layout.shapes:
+        if sh.type != "path":
+            continue
+        for x0, y0, x1, y1 in re.findall(r"M([-\d.]+) ([-\d.]+)H([-\d.]+)V([-\d.]+)H[-\d.]+Z", sh.path):
+            out[round(float(y0) + 0.5):round(float(y1) + 0.5), round(float(x0) + 0.5):round(float(x1) + 0.5)] = True
+    return out
+
+
+def test_masked_cells_covered_by_a_grey_path_over_one_trace():
     w = rows(4)
     mask = np.tril(np.ones((4, 4), bool))
     fig = head_heatmap(w, TOKS, TOKS, mask=mask)
-    main, masked = fig.data
-    z_main, z_mask = np.asarray(main.z), np.asarray(masked.z)
-    assert np.isnan(z_main[0, 1]) and z_main[1, 0] == pytest.approx(w[1, 0], rel=1e-6)
-    assert np.isnan(z_mask[1, 0]) and z_mask[0, 1] == pytest.approx(w[0, 1], rel=1e-6)
-    assert masked.showscale is False and "masked" in masked.hovertemplate
-    assert {c[1] for c in masked.colorscale} == {"#bdbdbd"}
+    np.testing.assert_allclose(np.asarray(fig.data[0].z), w, rtol=1e-6)  # every weight, masked ones too
+    np.testing.assert_array_equal(covered(fig, (4, 4)), ~mask)  # 4 x 4: the cheaper cover is a heatmap
     assert any("masked" in a.text for a in fig.layout.annotations)
+    t = 40
+    toks = [f"w{i}" for i in range(t)]
+    big = head_heatmap(rows(t), toks, toks, mask=np.tril(np.ones((t, t), bool)))
+    (grey,) = big.layout.shapes  # 40 x 40: the path is cheaper
+    assert len(big.data) == 1 and grey.fillcolor == "#bdbdbd" and grey.line.width == 0 and grey.layer == "above"
+    np.testing.assert_array_equal(covered(big, (t, t)), np.triu(np.ones((t, t), bool), 1))
     # A mask that allows everything adds nothing.
     assert len(head_heatmap(w, TOKS, TOKS, mask=np.ones((4, 4), bool)).data) == 1
 
@@ -97,8 +116,59 @@ def test_cross_attention_axes_and_shape():
 def test_decoder_self_attention_defaults_to_causal_mask():
     gen = ["<s>", "2024", "-", "01"]
     fig = decoder_self_attention_heatmap(rows(4), gen)
-    assert len(fig.data) == 2
-    masked = np.asarray(fig.data[1].z)
-    assert np.isnan(masked[1, 0]) and not np.isnan(masked[0, 1])  # upper triangle masked
+    np.testing.assert_array_equal(covered(fig, (4, 4)), np.triu(np.ones((4, 4), bool), 1))  # upper triangle
     assert "generated" in fig.layout.yaxis.title.text
     assert len(decoder_self_attention_heatmap(rows(4), gen, causal=False).data) == 1
+
+
+def test_beyond_64_tokens_weights_are_one_byte_percent_codes():
+    t = 128
+    w = rows(t)
+    toks = [f"w{i}" for i in range(t)]
+    tr = head_heatmap(w, toks, toks).data[0]
+    z = np.asarray(tr.z)
+    assert z.dtype == np.uint8 and z.shape == (t, t)
+    np.testing.assert_array_equal(z, np.rint(w * 100))
+    assert (tr.zmin, tr.zmax) == (0, 100)  # colours of the weights rounded to 0.01
+    assert tr.hovertemplate == "%{y} → %{x}: ≈ %{z:d}%<extra></extra>"
+    assert list(tr.colorbar.ticktext) == ["0", "0.2", "0.4", "0.6", "0.8", "1"]  # weight units
+
+
+def test_full_resolution_up_to_max_side_then_block_maxima():
+    t = 20
+    w = rows(t)
+    toks = [f"w{i}" for i in range(t)]
+    mask = np.tril(np.ones((t, t), bool))
+    full = head_heatmap(w, toks, toks, mask=mask, max_side=20)
+    assert np.asarray(full.data[0].z).shape == (20, 20) and "block" not in full.data[0].hovertemplate
+    fig = head_heatmap(w, toks, toks, mask=mask, max_side=8)  # 20 tokens -> 8 blocks of 2 or 3
+    tr = fig.data[0]
+    z = np.asarray(tr.z)
+    assert z.shape == (8, 8)
+    np.testing.assert_allclose(z[0, 0], w[:2, :2].max(), rtol=1e-6)
+    np.testing.assert_allclose(z[1, 2], w[2:5, 5:7].max(), rtol=1e-6)
+    assert tr.y[0] == "tokens 0–1: w0 … w1" and tr.x[-1] == "tokens 17–19: w17 … w19"
+    assert tr.hovertemplate.endswith("(max in block)<extra></extra>")
+    # Only blocks that are masked through and through are grey: the diagonal blocks keep their colour.
+    np.testing.assert_array_equal(covered(fig, (8, 8)), np.triu(np.ones((8, 8), bool), 1))
+
+
+def test_a_1024_token_head_is_full_resolution_where_it_has_the_pixels():
+    """Rows: all 1,024 (the figure grows to a pixel per row). Columns: as many as the plot is wide, since
+    plotly drops or fades cells thinner than a pixel; all 1,024 at a width of 1,300 px."""
+    t = 1024
+    toks = [f"w{i}" for i in range(t)]
+    w = np.full((t, t), 1 / t, dtype=np.float32)
+    w[:, 0] = 0.5  # a first-token column: kept by max pooling
+    mask = np.tril(np.ones((t, t), bool))
+    fig = head_heatmap(w, toks, toks, mask=mask, width=1300)
+    z = np.asarray(fig.data[0].z)
+    assert z.shape == (t, t) and z.dtype == np.uint8
+    lay = fig.layout
+    assert lay.height - lay.margin.t - lay.margin.b >= t and lay.width - lay.margin.l - lay.margin.r - 70 >= t
+    assert len(fig.layout.shapes[0].path) < 40_000  # the causal cover: one rectangle per row
+    narrow = head_heatmap(w, toks, toks, mask=mask)  # default width 820: ~600 columns of blocks of 1-2 keys
+    z = np.asarray(narrow.data[0].z)
+    plot_w = 820 - narrow.layout.margin.l - narrow.layout.margin.r - 70
+    assert z.shape == (t, plot_w) and (z[:, 0] == 50).all()
+    assert narrow.data[0].x[:2] == ("token 0: w0", "tokens 1–2: w1 … w2") and narrow.data[0].y[5] == "w5"

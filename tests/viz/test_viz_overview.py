@@ -1,4 +1,4 @@
-"""The tiled all-heads overview: one heatmap, NaN gaps, labels, downsampling, click mapping."""
+"""The tiled all-heads overview: one heatmap, gaps on the axes only, labels, downsampling, click mapping."""
 
 import json
 
@@ -6,8 +6,8 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from explorer.viz import OverviewGrid, attention_overview, overview_grid_index
-from explorer.viz.overview import block_edges, max_pool, plan_grid
+from explorer.viz import OverviewGrid, attention_overview, figure_json, overview_grid_index
+from explorer.viz.overview import MAX_CELLS, plan_grid
 
 
 def attn(layers, heads, t, seed=0):
@@ -15,29 +15,38 @@ def attn(layers, heads, t, seed=0):
     return x / x.sum(-1, keepdims=True)
 
 
-def test_single_tiled_heatmap_with_gaps_and_tile_contents():
+def grid_of(fig):
+    g = fig.layout.meta["overview_grid"]
+    return OverviewGrid(**{**g, "q_edges": tuple(g["q_edges"]), "k_edges": tuple(g["k_edges"])})
+
+
+def test_single_tiled_heatmap_gaps_only_on_the_axes():
     a = attn(2, 3, 5)
     toks = ["the", "cat", "the", "<b>", "$x$"]
     fig = attention_overview(a, toks, toks)
     assert len(fig.data) == 1 and isinstance(fig.data[0], go.Heatmap)
-    g = OverviewGrid(**{**fig.layout.meta["overview_grid"],
-                        "q_edges": tuple(fig.layout.meta["overview_grid"]["q_edges"]),
-                        "k_edges": tuple(fig.layout.meta["overview_grid"]["k_edges"])})
-    z = np.asarray(fig.data[0].z)
-    assert z.shape == g.shape == (2 * 5 + g.gap_rows, 3 * 5 + 2 * g.gap_cols)
-    r, k = g.tile_origin(1, 2)
-    np.testing.assert_allclose(z[r:r + 5, k:k + 5], a[1, 2])
-    assert np.isnan(z[5:5 + g.gap_rows]).all() and np.isnan(z[:, 5:5 + g.gap_cols]).all()
+    g = grid_of(fig)
     tr = fig.data[0]
-    assert (tr.zmin, tr.zmax) == (0.0, 1.0)
+    z = np.asarray(tr.z)
+    assert z.shape == g.packed_shape == (2 * 5, 3 * 5)  # tiles edge to edge: no gap cells are sent
+    np.testing.assert_allclose(z[5:10, 10:15], a[1, 2], rtol=1e-6)  # 30 x 5 cells: exact float32
+    # The axes list every cell's category with gap categories between tiles, at the grid's positions.
+    x_axis, y_axis = list(fig.layout.xaxis.categoryarray), list(fig.layout.yaxis.categoryarray)
+    assert fig.layout.xaxis.categoryorder == "array" == fig.layout.yaxis.categoryorder
+    assert len(x_axis) == g.shape[1] and len(y_axis) == g.shape[0]
+    r, k = g.tile_origin(1, 2)
+    assert y_axis[r:r + 5] == list(tr.y[5:10]) and x_axis[k:k + 5] == list(tr.x[10:15])
+    assert all(n.startswith("\u200b") and "gap" in n for n in x_axis[5:5 + g.gap_cols] + y_axis[5:5 + g.gap_rows])
+    assert set(tr.x) <= set(x_axis) and not any("gap" in n for n in tr.x)
+    assert (tr.zmin, tr.zmax) == (0.0, 1.0) and tr.hoverongaps is False
     assert list(fig.layout.yaxis.ticktext) == ["L0", "L1"]
     assert list(fig.layout.xaxis.ticktext) == ["H0", "H1", "H2"]
     # Hover names carry layer/query and head/key; repeats separate, tokens escaped.
     assert tr.y[2] == "layer 0 · query 2: the·2" and tr.y[3] == "layer 0 · query 3: &lt;b&gt;"
     assert tr.x[0] == "head 0 · key 0: the"
-    assert tr.x[k + 4] == "head 2 · key 4: &#36;x&#36;"
+    assert tr.x[14] == "head 2 · key 4: &#36;x&#36;"
     assert "%{y}" in tr.hovertemplate and "%{x}" in tr.hovertemplate and "%{z:.3f}" in tr.hovertemplate
-    assert len(set(tr.x)) == len(tr.x) and len(set(tr.y)) == len(tr.y)  # categories never merge
+    assert len(set(x_axis)) == len(x_axis) and len(set(y_axis)) == len(y_axis)  # categories never merge
     assert "<b>" not in fig.to_json().replace("<b>off</b>", "")
     assert not any("downsampled" in a.text for a in fig.layout.annotations)
 
@@ -48,17 +57,22 @@ def test_downsampling_notice_and_size_at_512_tokens_6x12_heads():
     fig = attention_overview(a, toks, toks)
     assert any("downsampled" in ann.text for ann in fig.layout.annotations)
     z = np.asarray(fig.data[0].z)
-    meta = fig.layout.meta["overview_grid"]
-    rows = len(meta["q_edges"]) - 1
-    assert rows < 100  # a tile is at most ~ its on-screen pixels
-    assert z.shape[0] == 6 * rows + 5 * meta["gap_rows"]
-    # max-pool keeps the largest weight of each block
-    r0 = meta["q_edges"][1]
-    c0 = meta["k_edges"][1]
-    assert z[0, 0] == pytest.approx(a[0, 0, :r0, :c0].max())
-    assert len(fig.to_json()) < 2_000_000
-    assert "max weight in block" in fig.data[0].hovertemplate
+    g = grid_of(fig)
+    assert g.tile_rows < 100  # a tile is at most ~ its on-screen pixels
+    assert z.shape == g.packed_shape and z.size <= MAX_CELLS
+    assert z.dtype == np.uint8  # percent codes: one byte per cell
+    # max-pool keeps the largest weight of each block (to the percent)
+    r0, c0 = g.q_edges[1], g.k_edges[1]
+    assert z[0, 0] == round(100 * float(a[0, 0, :r0, :c0].max()))
+    assert len(figure_json(fig)) < 400_000
+    assert "max weight in block: ≈ %{z:d}%" in fig.data[0].hovertemplate
     assert "queries 0–" in fig.data[0].y[0]
+
+
+def test_grid_stays_within_the_cell_budget_at_1024_tokens_12x12_heads():
+    g = plan_grid(12, 12, 1024, 1024, tile_px=(1100 - 160 - 11 * 6) / 12)
+    assert g.downsampled and g.tile_rows == g.tile_cols <= 73  # at most the tile's pixels
+    assert g.packed_shape[0] * g.packed_shape[1] <= MAX_CELLS
 
 
 def test_no_downsampling_when_tiles_have_room_or_max_pixels_forces_it():
@@ -94,18 +108,9 @@ def test_click_maps_back_to_layer_and_head():
     assert overview_grid_index(fig, 6, 0) is None  # gap column
     assert overview_grid_index(fig, 99 * step_c, 0) is None
     tr = fig.data[0]
-    assert overview_grid_index(fig, tr.x[step_c + 1], tr.y[2 * step_r]) == (2, 1)  # category names
+    assert overview_grid_index(fig, tr.x[6 + 1], tr.y[2 * 6]) == (2, 1)  # category names (z has no gaps)
+    assert overview_grid_index(fig, fig.layout.xaxis.categoryarray[6], "layer 0 · query 0: a") is None  # a gap
     assert overview_grid_index(json.loads(fig.to_json()), step_c, step_r) == (1, 1)
-
-
-def test_block_edges_and_max_pool_against_reduceat():
-    e = block_edges(10, 4)
-    assert e == (0, 3, 6, 8, 10)
-    assert block_edges(5, 10) == (0, 1, 2, 3, 4, 5)
-    x = np.random.default_rng(1).random((2, 10, 7))
-    k = block_edges(7, 3)
-    ref = np.maximum.reduceat(np.maximum.reduceat(x, list(e[:-1]), axis=-2), list(k[:-1]), axis=-1)
-    np.testing.assert_array_equal(max_pool(x, e, k), ref)
 
 
 def test_shape_errors():
@@ -115,3 +120,19 @@ def test_shape_errors():
         attention_overview(np.zeros((1, 1, 4, 4)), list("abc"), list("abcd"))
     with pytest.raises(ValueError, match="head_mask"):
         attention_overview(np.zeros((1, 2, 4, 4)), list("abcd"), list("abcd"), head_mask=np.ones((2, 1)))
+
+
+def test_overview_from_its_tiles_is_the_same_figure():
+    """The app keeps only the tiles (at most MAX_CELLS values) and draws the overview from them later."""
+    from explorer.viz import attention_overview, draw_overview, figure_json, overview_tiles
+    from explorer.viz.overview import MAX_CELLS
+
+    rng = np.random.default_rng(3)
+    attn = rng.random((3, 4, 300, 300)).astype(np.float32)
+    labels = [f"t{i}" for i in range(300)]
+    tiles = overview_tiles(attn, width=900)
+    assert tiles.z.size <= MAX_CELLS and tiles.grid.downsampled
+    assert figure_json(draw_overview(tiles, labels, labels, np.ones((3, 4)), title="x")) == \
+        figure_json(attention_overview(attn, labels, labels, np.ones((3, 4)), title="x", width=900))
+    with pytest.raises(ValueError, match="labels must match"):
+        draw_overview(tiles, labels[:-1], labels)

@@ -34,12 +34,13 @@ def test_difference_is_centred_and_symmetric():
 def test_mask_heatmap_two_discrete_states():
     mask = np.array([[1, 0, 0], [1, 1, 0], [1, 1, 1]], bool)
     fig = mask_heatmap(mask, TOKS, TOKS, "Causal")
-    allowed, blocked = fig.data
-    za, zb = np.asarray(allowed.z), np.asarray(blocked.z)
-    assert np.array_equal(~np.isnan(za), mask) and np.array_equal(~np.isnan(zb), ~mask)
-    assert "allowed" in allowed.hovertemplate and "blocked" in blocked.hovertemplate
+    (trace,) = fig.data
+    z = np.asarray(trace.z)
+    assert z.dtype == np.uint8 and np.array_equal(z, mask.astype(np.uint8))  # the mask itself, a byte per cell
+    assert trace.hovertemplate == "%{y} → %{x}: mask %{z} (1 = may attend, 0 = blocked)<extra></extra>"
     ca = fig.layout.coloraxis
-    assert list(ca.colorbar.ticktext) == ["blocked", "allowed"] and (ca.cmin, ca.cmax) == (0, 1)
+    assert list(ca.colorbar.ticktext) == ["blocked (0)", "allowed (1)"] and (ca.cmin, ca.cmax) == (0, 1)
+    assert ca.colorscale[0][1] == "#e0e0e0" and ca.colorscale[-1][1] == "#2166ac"
     assert "6 of 9 allowed" in fig.layout.title.text
     assert "&lt;i&gt;" in fig.to_json() and "<i>" not in fig.to_json()
 
@@ -123,10 +124,63 @@ def test_head_importance_chart_structure():
         head_importance_chart(exact, est[:1], rho)
 
 
-@pytest.mark.parametrize("value, name", [(True, "allowed"), (False, "blocked")])
-def test_mask_heatmap_one_state_one_trace(value, name):
-    """A mask whose cells are all allowed (or all blocked) sends one trace, named for that state."""
+@pytest.mark.parametrize("value", [True, False])
+def test_mask_heatmap_one_state(value):
+    """A mask whose cells are all allowed (or all blocked) is the same one trace."""
     fig = mask_heatmap(np.full((3, 3), value), TOKS, TOKS)
     (trace,) = fig.data
-    assert trace.name == name and not np.isnan(np.asarray(trace.z, dtype=float)).any()
+    assert (np.asarray(trace.z) == int(value)).all()
     assert f"({9 if value else 0} of 9 allowed)" in fig.layout.title.text
+
+
+def test_difference_beyond_64_tokens_is_int8_percent_of_the_largest_change():
+    rng = np.random.default_rng(2)
+    a, b = rng.dirichlet(np.ones(80), 80), rng.dirichlet(np.ones(80), 80)
+    toks = [f"t{i}" for i in range(80)]
+    tr = difference_heatmap(a, b, toks, toks, a_name="toggled", b_name="baseline").data[0]
+    z, m = np.asarray(tr.z), np.abs(a - b).max()
+    assert z.dtype == np.int8 and np.abs(z / 100 * m - (a - b)).max() <= 0.005 * m + 1e-6
+    assert (tr.zmin, tr.zmax, tr.zmid) == (-100, 100, 0)
+    assert tr.hovertemplate == f"%{{y}} → %{{x}}: ≈ %{{z:+d}}% of {m:.3g} (toggled − baseline)<extra></extra>"
+
+
+def test_rollout_layers_pooled_to_the_cell_budget():
+    r = attention_rollout(np.random.default_rng(0).dirichlet(np.ones(100), size=(4, 2, 100)))
+    toks = [f"t{i}" for i in range(100)]
+    fig = rollout_heatmap(r, toks, max_cells=4 * 70 * 70)  # 70 cells a side per layer: percent codes
+    assert [np.asarray(t.z).shape for t in fig.data] == [(70, 70)] * 4
+    top = r[3].max()
+    assert fig.data[3].zmax == 100 and np.asarray(fig.data[3].z).max() == 100  # each layer: 0 .. its max
+    assert fig.data[3].hovertemplate.endswith(f"≈ %{{z:d}}% of {top:.3g} (max in block)<extra></extra>")
+    assert fig.data[0].y[:3] == ("token 0: t0", "token 1: t1", "tokens 2–3: t2 … t3")
+    assert [np.asarray(t.z).shape for t in rollout_heatmap(r, toks).data] == [(100, 100)] * 4  # default: full
+
+
+def test_mask_heatmap_pooled_shows_the_allowed_share_of_each_block():
+    """More keys than pixels: a cell is a block of keys, coloured by the share of it that is allowed, so one
+    blocked key (a custom "block token" mask) still shows."""
+    t = 1024
+    toks = [f"t{i}" for i in range(t)]
+    m = np.ones((t, t), bool)
+    m[:, 7] = False
+    tr = mask_heatmap(m, toks, toks).data[0]  # default width 820: blocks of 1-2 keys
+    z = np.asarray(tr.z)
+    assert z.shape[0] == t and z.shape[1] < t and z.dtype == np.uint8
+    col = next(i for i, name in enumerate(tr.x) if name.startswith("tokens ") and "–" in name
+               and int(name.split()[1].split("–")[0]) <= 7 <= int(name.split()[1].split("–")[1].rstrip(":")))
+    assert (z[:, col] == 50).all() and (np.delete(z, col, axis=1) == 100).all()
+    assert tr.hovertemplate == "%{y} → %{x}: ≈ %{z}% of the block allowed<extra></extra>"
+
+
+def test_rollout_from_the_head_average_is_the_same():
+    from explorer.viz import attention_rollout, head_average, rollout_from_average
+
+    rng = np.random.default_rng(4)
+    attn = rng.random((3, 4, 7, 7))
+    attn /= attn.sum(-1, keepdims=True)
+    hm = np.ones((3, 4))
+    hm[1, 2] = 0
+    mean = head_average(attn, hm)
+    assert mean.shape == (3, 7, 7)
+    np.testing.assert_allclose(mean[1], attn[1, [0, 1, 3]].mean(0), atol=1e-6)
+    np.testing.assert_allclose(rollout_from_average(mean), attention_rollout(attn, head_mask=hm), atol=1e-12)

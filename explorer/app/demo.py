@@ -1,0 +1,58 @@
+"""The whole app: the starting model loaded once, the page laid out, its events wired, the queue set.
+
+    demo = queue(build_demo(device="cpu"))
+    demo.launch(**launch_kwargs())
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import gradio as gr
+
+from .catalog import model_choices
+from .events import Events
+from .limits import DEFAULT_MODEL_MEMORY, MAX_TOKENS
+from .registry import ModelRegistry
+from .session import AppContext, Session, default_source, device_choices, get_model
+from .ui import Start, launch_kwargs, layout
+from .views.model import model_info
+
+log = logging.getLogger(__name__)
+__all__ = ["build_demo", "launch_kwargs", "queue"]
+
+
+def starting_point(ctx: AppContext, source: str, device: str) -> Start:
+    """The choices the page opens with; the starting model is loaded now, so API clients can call /analyze with
+    the page's defaults at once (if it fails, the page opens anyway and says why on load)."""
+    from ..loading import shipped_names
+
+    shipped = shipped_names()
+    try:
+        info = model_info(get_model(Session(source, device), ctx))
+    except Exception as err:  # noqa: BLE001
+        log.warning("could not load the starting model %s: %s", source, err)
+        info = None
+    return Start(info, source, model_choices(shipped, source), device_choices(), device, bool(ctx.allowed_dirs))
+
+
+def build_demo(*, allowed_dirs: Sequence[str] = (), device: str = "auto", checkpoint: str | None = None,
+               registry: ModelRegistry | None = None, max_tokens: int = MAX_TOKENS,
+               model_memory: int = DEFAULT_MODEL_MEMORY) -> gr.Blocks:
+    """The app. `checkpoint`: the model sessions start with (default: date-translator)."""
+    if device not in device_choices():
+        log.warning("device %r is not available here; using auto", device)
+        device = "auto"
+    ctx = AppContext(registry or ModelRegistry(model_memory), tuple(str(d) for d in allowed_dirs), max_tokens)
+    source = checkpoint or default_source()
+    page = layout(starting_point(ctx, source, device), Session(source, device))
+    with page.demo:
+        Events(page, ctx).wire()
+    return page.demo
+
+
+def queue(demo: gr.Blocks, concurrency: int = 4, max_size: int = 64) -> gr.Blocks:
+    return demo.queue(default_concurrency_limit=concurrency, max_size=max_size)
+
+

@@ -1,0 +1,257 @@
+"""The page's behaviour: each event turns component values into a call of the app's plain functions and the
+result into `{component: value}` updates. Errors become a message in the status line (never a traceback).
+
+The named events are the HTTP API (README): /load_model, /build_model, /analyze, /positional, /importance;
+their parameters are the input components in the order listed in `Events.__init__` (names from the handler
+signatures), their results the outputs in that order.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import gradio as gr
+import pandas as pd
+from gradio.components.plot import PlotData
+
+from .. import viz
+from ..checkpoints import LoadedModel
+from ..model import PRESETS
+from .assets import PLOT_CONFIG, REFLOW_JS
+from .build import BuildSpec
+from .errors import AppError, escape_md, user_message
+from .labels import clicked_tile, head_label, head_labels, parse_heads
+from .limits import DEFAULT_CONTINUATION, MAX_NEW_TOKENS
+from .session import AppContext, Session, build_session, get_model, load_session
+from .toggles import Toggles
+from .ui import HEAD_GROUPS, Page, example_choices
+from .views import View
+from .views.analysis import Analysis, analyze, tab_figures
+from .views.importance import importance_view
+from .views.model import model_info
+from .views.positional import positional_figures
+
+PRIVATE = dict(api_visibility="private")
+
+
+def plot(fig: Any) -> PlotData:
+    """A figure for gr.Plot with the toolbar config (PNG download) attached."""
+    return PlotData(type="plotly", plot=viz.figure_json(fig, PLOT_CONFIG))  # one walk, no copy of the figure
+
+
+def frame(headers: list[str], rows: list[list[Any]]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=headers)
+
+
+def reporting(handler: Callable) -> Callable:
+    """An exception in an `Events` handler becomes a warning and a message in the status line; nothing else
+    changes."""
+    @functools.wraps(handler)
+    def run(self: "Events", *args: Any, **kwargs: Any) -> dict:
+        try:
+            return handler(self, *args, **kwargs)
+        except Exception as err:  # noqa: BLE001 - every error becomes a message
+            message = user_message(err)
+            gr.Warning(message)
+            return {self.status: "⚠️ " + escape_md(message)}
+    return run
+
+
+def whole_number(value: Any, default: int) -> int:
+    """A page number field's value as an int (empty -> default); AppError for anything else."""
+    if value is None or value == "":
+        return default
+    try:
+        return int(value)
+    except (TypeError, ValueError) as err:
+        raise AppError(f"expected a whole number, got {str(value)[:20]!r}") from err
+
+
+def toggles_from(padding: Any, causal: Any, custom: Any, block_token: Any, window: Any,
+                 heads_on: dict[str, Any] | None = None) -> Toggles:
+    """Component values -> Toggles; `heads_on` maps kind -> checkbox labels that are on (None = all on)."""
+    try:
+        block, win = int(block_token or 0), int(window or 0)
+    except (TypeError, ValueError) as err:
+        raise AppError(f"mask settings must be whole numbers: {err}") from err
+    heads = None if heads_on is None else {k: parse_heads(v) for k, v in heads_on.items()}
+    return Toggles(bool(padding), bool(causal), custom or "none", block, win, heads)
+
+
+class Events:
+    """The handlers of one page (methods) and `wire()`, which attaches them to its components."""
+
+    def __init__(self, page: Page, ctx: AppContext):
+        self.page, self.ctx = page, ctx
+        m, i, c, v = page.model, page.inputs, page.controls, page.views
+        self.status = i.status
+        self.groups = [c.heads[k] for k, _, _ in HEAD_GROUPS]
+        self.model_outputs = [self.status, page.session, m.model_md, page.headline, i.ex1, i.ex2, i.text1, i.text2,
+                              *self.groups, c.kind, c.layer, c.head, c.lm_controls, v.surprisal_plot]
+        self.analysis_inputs = [page.session, i.text1, i.text2, c.padding, c.causal, c.custom, c.block_token,
+                                c.window, *self.groups, c.kind, c.layer, c.head, c.sentence, c.position, c.new_tokens,
+                                v.tab]
+        # The plot of each figure /analyze draws (views.analysis.TAB_FIGURES).
+        self.plots = dict(mask=v.mask_plot, head=v.head_plot, baseline=v.baseline_plot, difference=v.diff_plot,
+                          surprisal=v.surprisal_plot, overview=v.overview_plot, large=v.large_plot,
+                          generation_self=v.gen_self, generation_cross=v.gen_cross, rollout=v.rollout_plot)
+        self.analysis_outputs = [self.status, v.tokens_df, v.output_md, v.output_df, v.mask_plot, v.head_plot,
+                                 v.baseline_plot, v.diff_plot, v.overview_plot, v.large_plot, v.gen_self,
+                                 v.gen_cross, v.rollout_plot, v.surprisal_plot, page.kept]
+        self.pe_inputs = [page.session, v.pe_d, v.pe_len, v.pe_base]
+        self.pe_outputs = [self.status, v.pe_heat, v.pe_curves, v.pe_sim, v.pe_model]
+
+    # ------------------------------------------------------------------ model
+    def model_updates(self, session: Session, loaded: LoadedModel, message: str) -> dict:
+        """Everything that follows the model: its panel, examples, attention kinds, layers, heads."""
+        i, c = self.page.inputs, self.page.controls
+        info = model_info(loaded)
+        ex, kinds = info.examples, info.kinds
+        n_layers, n_heads = next(iter(kinds.values()))
+        updates = {self.status: message, self.page.session: session, self.page.model.model_md: info.markdown,
+                   self.page.headline: info.headline, i.text1: ex[0] if ex else "",
+                   i.ex1: gr.update(choices=example_choices(ex, "sentence 1"), value=""),
+                   i.ex2: gr.update(choices=example_choices(ex, "sentence 2"), value=""),
+                   i.text2: ex[1] if len(ex) > 1 else "",
+                   c.kind: gr.update(choices=list(kinds), value="cross" if "cross" in kinds else next(iter(kinds))),
+                   c.layer: gr.update(choices=list(range(n_layers)), value=0),
+                   c.head: gr.update(choices=list(range(n_heads)), value=0),
+                   c.lm_controls: gr.update(visible=info.language_model),
+                   self.page.views.surprisal_plot: gr.update(visible=info.language_model)}
+        for kind, _, _ in HEAD_GROUPS:
+            labels = head_labels(*kinds[kind]) if kind in kinds else []
+            updates[c.heads[kind]] = gr.update(choices=labels, value=labels, visible=bool(labels))
+        return updates
+
+    @reporting
+    def load_model(self, source, hub_id_or_folder, device, progress=gr.Progress(track_tqdm=True)):
+        name = (hub_id_or_folder or "").strip() or source
+        session, loaded = load_session(name, device, self.ctx, progress)
+        return self.model_updates(session, loaded, f"Loaded {escape_md(name)}.")
+
+    @reporting
+    def build_model(self, preset, arch, n_layers, n_heads, d_model, d_ff, norm, positional, seed, device,
+                    progress=gr.Progress()):
+        spec = BuildSpec.from_form(preset=preset, arch=arch, n_layers=n_layers, n_heads=n_heads, d_model=d_model,
+                                   d_ff=d_ff, norm=norm, positional=positional, seed=seed)
+        session, loaded = build_session(spec, device, self.ctx, progress)
+        return self.model_updates(session, loaded, "Built a fresh model with random weights.")
+
+    @reporting
+    def describe_session(self, session, progress=gr.Progress()):
+        """Page load: describe the session's model (loading it if needed)."""
+        return self.model_updates(session, get_model(session, self.ctx, progress), "")
+
+    # ------------------------------------------------------------------ runs and views
+    @reporting
+    def analyze(self, session, sentence1, sentence2, padding_mask, causal_mask, custom_mask, blocked_position,
+                window, encoder_heads_on, decoder_heads_on, cross_heads_on, kind, layer, head, sentence,
+                predict_after=-1, continue_tokens=DEFAULT_CONTINUATION, tab="attention"):
+        """Run the model on the sentences; draw and send the figures of the visible `tab` ("all": every tab)."""
+        loaded = get_model(session, self.ctx)
+        heads = {"encoder": encoder_heads_on, "decoder": decoder_heads_on, "cross": cross_heads_on}
+        toggles = toggles_from(padding_mask, causal_mask, custom_mask, blocked_position, window,
+                               {k: heads[k] or [] for k in loaded.config.attention_kinds()})
+        view = View(kind or "", int(layer or 0), int(head or 0), int(sentence or 1), whole_number(predict_after, -1))
+        new_tokens = min(max(whole_number(continue_tokens, DEFAULT_CONTINUATION), 0), MAX_NEW_TOKENS)
+        a = analyze(loaded, sentence1, sentence2, toggles, view, self.ctx.max_tokens, new_tokens)
+        v = self.page.views
+        return {self.status: a.status, v.tokens_df: frame(*a.tokens), v.output_md: a.output_summary,
+                v.output_df: frame(a.output.headers, a.output.rows), self.page.kept: a,
+                **self.tab_plots(a, tab or "attention")}
+
+    def tab_plots(self, a: Analysis, tab: str) -> dict:
+        """{plot component: figure} of one tab of an analysis ("all": every tab), drawn now."""
+        return {self.plots[name]: plot(fig) for name, fig in tab_figures(a, tab).items()}
+
+    @reporting
+    def show_tab(self, tab_id, kept):
+        """A tab was opened: draw its figures from the kept result of the last Run (no model run)."""
+        updates = {self.page.views.tab: tab_id}
+        if isinstance(kept, Analysis):
+            updates.update(self.tab_plots(kept, tab_id))
+        return updates
+
+    @reporting
+    def positional(self, session, d_model, positions, base):
+        try:
+            loaded = get_model(session, self.ctx)
+        except Exception:  # noqa: BLE001 - the sinusoidal views need no model
+            loaded = None
+        figs = positional_figures(loaded, d_model, positions, base)
+        return {self.status: "", **{comp: plot(fig) for comp, fig in zip(self.pe_outputs[1:], figs)}}
+
+    @reporting
+    def importance(self, session, sentence1, sentence2, padding_mask, causal_mask, custom_mask, blocked_position,
+                   window, kind):
+        toggles = toggles_from(padding_mask, causal_mask, custom_mask, blocked_position, window)
+        fig, md = importance_view(get_model(session, self.ctx), sentence1, sentence2, toggles, kind or "",
+                                  self.ctx.max_tokens)
+        return {self.status: "", self.page.views.imp_md: md, self.page.views.imp_plot: plot(fig)}
+
+    # ------------------------------------------------------------------ small controls
+    @reporting
+    def set_heads(self, mode, session, kind, layer, head):
+        """mode "all": every head on; "only": only the chosen head of the chosen kind (others all on)."""
+        kinds = get_model(session, self.ctx).config.attention_kinds()
+        chosen = kind if kind in kinds else next(iter(kinds))
+        updates = {self.status: ""}
+        for k, _, _ in HEAD_GROUPS:
+            only = mode == "only" and k == chosen
+            labels = head_labels(*kinds[k]) if k in kinds else []
+            updates[self.page.controls.heads[k]] = [head_label(int(layer or 0), int(head or 0))] if only else labels
+        return updates
+
+    def fill_preset(self, name):
+        if name not in PRESETS:
+            return {}
+        spec, m = BuildSpec.from_preset(name), self.page.model
+        return {m.arch: spec.arch, m.n_layers: spec.n_layers, m.n_heads: spec.n_heads, m.d_model: spec.d_model,
+                m.d_ff: spec.d_ff, m.norm: spec.norm, m.pos: spec.positional}
+
+    def choose_tile(self, message):
+        tile = clicked_tile(message)
+        return {} if tile is None else {self.page.controls.layer: tile[0], self.page.controls.head: tile[1]}
+
+    # ------------------------------------------------------------------ wiring
+    def then_analyze(self, event: Any) -> Any:
+        return event.then(self.analyze, self.analysis_inputs, self.analysis_outputs, **PRIVATE)
+
+    def wire(self) -> None:
+        page, m, i, c, v = self.page, self.page.model, self.page.inputs, self.page.controls, self.page.views
+        # Named (API) events first: an unnamed event takes its handler's name, and a later explicit
+        # api_name would then get a suffix.
+        build_inputs = [m.preset, m.arch, m.n_layers, m.n_heads, m.d_model, m.d_ff, m.norm, m.pos, m.seed,
+                        m.build_device]
+        loaded = m.load_btn.click(self.load_model, [m.source, m.custom_source, m.device_in], self.model_outputs,
+                                  api_name="load_model")
+        built = m.build_btn.click(self.build_model, build_inputs, self.model_outputs, api_name="build_model")
+        i.run_btn.click(self.analyze, self.analysis_inputs, self.analysis_outputs, api_name="analyze")
+        v.pe_btn.click(self.positional, self.pe_inputs, self.pe_outputs, api_name="positional")
+        v.imp_btn.click(self.importance, [page.session, i.text1, i.text2, c.padding, c.causal, c.custom,
+                                          c.block_token, c.window, c.kind], [self.status, v.imp_md, v.imp_plot],
+                        api_name="importance")
+        opened = page.demo.load(self.describe_session, [page.session], self.model_outputs, **PRIVATE)
+        for event in (loaded, built, opened):
+            self.then_analyze(event).then(self.positional, self.pe_inputs, self.pe_outputs, **PRIVATE)
+        for trigger in (i.text1.submit, i.text2.submit, c.padding.input, c.causal.input, c.custom.input,
+                        c.block_token.submit, c.window.release, *(g.input for g in self.groups), c.kind.input,
+                        c.layer.input, c.head.input, c.sentence.input, c.position.submit, c.new_tokens.release):
+            trigger(self.analyze, self.analysis_inputs, self.analysis_outputs, trigger_mode="always_last", **PRIVATE)
+        for box, text in ((i.ex1, i.text1), (i.ex2, i.text2)):
+            self.then_analyze(box.input(lambda value, text=text: {text: value} if value else {}, [box], [text],
+                                        **PRIVATE))
+        head_outputs, view_inputs = [self.status, *self.groups], [page.session, c.kind, c.layer, c.head]
+        for button, mode in ((c.all_on, "all"), (c.only_this, "only")):
+            self.then_analyze(button.click(functools.partial(self.set_heads, mode), view_inputs, head_outputs,
+                                           **PRIVATE))
+        self.then_analyze(v.tile_click.change(self.choose_tile, [v.tile_click], [c.layer, c.head], **PRIVATE))
+        shown = [v.tab, self.status, *self.plots.values()]
+        for tab_id, tab in v.tabs.items():
+            tab.select(functools.partial(self.show_tab, tab_id), [self.page.kept], shown, **PRIVATE)
+        for reflow in (m.sidebar.expand, m.sidebar.collapse):
+            reflow(None, js=REFLOW_JS)
+        m.preset.input(self.fill_preset, [m.preset], [m.arch, m.n_layers, m.n_heads, m.d_model, m.d_ff, m.norm,
+                                                      m.pos], **PRIVATE)

@@ -1,0 +1,242 @@
+"""One run of the model under one set of toggles -> a typed result: the tokens on each attention axis, the
+masks the model applied, every attention map, the output per sentence, and the generation behind it.
+
+Shapes: B sentences, L layers, H heads, S source / T target length, N generated tokens. Attention kinds are
+"encoder" (self), "decoder" (self) and "cross". Sequence models first generate their answer (greedy, with
+the toggles), then run once over source + answer so that every layer's attention over the answer is shown;
+a `teacher` (the baseline's answer) makes the toggled run attend over the same tokens, so the two can be
+subtracted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from .. import lm
+from ..batching import pad_rows
+from ..checkpoints import LoadedModel
+from ..generate import Generation, generate
+from .errors import AppError
+from .inputs import PAD_LABEL, Inputs, TextCodec, answer_length, pad_id_of, row_mask
+from .limits import MAX_NEW_TOKENS
+from .toggles import Toggles, custom_mask
+
+
+@dataclass(frozen=True)
+class GeneratedText:
+    text: str
+    ids: list[int]  # generated ids, up to and including the end token
+    labels: list[str]
+    probs: list[float]  # probability of each generated token when it was chosen
+
+
+@dataclass(frozen=True)
+class Embedding:
+    vector: Tensor  # (D,) pooled last hidden state
+
+
+@dataclass(frozen=True)
+class ClassProbabilities:
+    probs: dict[str, float]  # class name -> probability
+
+
+@dataclass(frozen=True)
+class NextTokens:
+    """A causal language model on one sentence: what it expects after each of its T tokens."""
+
+    top_ids: Tensor  # (T, k) the most probable next tokens after each position
+    top_probs: Tensor  # (T, k)
+    surprisal: Tensor  # (T - 1,) nats of each token but the first, given the ones before
+    favourite_probs: Tensor | None  # (T,) probability of the baseline's favourite after each position (toggled run)
+    continuation: GeneratedText  # greedy continuation of the whole sentence
+
+
+Output = GeneratedText | Embedding | ClassProbabilities | NextTokens
+TOP_K = 10  # next tokens listed per position
+
+
+@dataclass
+class Run:
+    attentions: dict[str, tuple[Tensor, ...]]  # kind -> per layer (B, H, Tq, Tk), float32 on the CPU
+    masks: dict[str, Tensor]  # kind -> (B, Tq, Tk) bool, what the model applied (True = may attend)
+    queries: dict[str, list[list[str]]]  # kind -> per sentence, a label per query position
+    keys: dict[str, list[list[str]]]  # kind -> per sentence, a label per key position
+    outputs: list[Output]  # per sentence
+    generations: list[tuple[Generation, int]] = field(default_factory=list)  # per sentence: generation, its row
+    decoder_rows: list[list[int]] = field(default_factory=list)  # per sentence: answer ids the decoder read
+    notices: list[str] = field(default_factory=list)
+
+
+FLOAT32_WEIGHTS_LIMIT = 64 * 1024**2  # bytes of one run's attention below which it is kept in float32
+
+
+def weights_dtype(loaded: LoadedModel, batch: int, length: int) -> torch.dtype | None:
+    """float16 for the returned attention when a run's weights in float32 would pass FLOAT32_WEIGHTS_LIMIT (1,024
+    tokens on GPT-2 small: 604 MB -> 302 MB); short inputs keep float32, so small views hover exact values."""
+    c = loaded.config
+    heads = (c.encoder_layers + 2 * c.decoder_layers) * c.n_heads
+    return torch.float16 if 4 * batch * heads * length * length > FLOAT32_WEIGHTS_LIMIT else None
+
+
+def full_masks(out_masks: Any, attentions: dict[str, tuple[Tensor, ...]]) -> dict[str, Tensor]:
+    """The model's broadcastable masks -> (B, Tq, Tk) per kind (all True where the model masked nothing)."""
+    result = {}
+    for kind, layers in attentions.items():
+        B, _, Tq, Tk = layers[0].shape
+        mask = getattr(out_masks, kind)
+        full = torch.ones(B, Tq, Tk, dtype=torch.bool) if mask is None else mask[:, 0].cpu().expand(B, Tq, Tk)
+        result[kind] = full.clone()
+    return result
+
+
+def on_cpu(attentions: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
+    """The weights on the CPU, in the dtype they came back in (float16 for long inputs, see weights_dtype)."""
+    return tuple(a.cpu() for a in attentions)
+
+
+def run_encoder(loaded: LoadedModel, inputs: Inputs, toggles: Toggles, head_mask: dict | None) -> Run:
+    model, c = loaded.model, loaded.config
+    src, real = inputs.padded(pad_id_of(loaded), model.device), inputs.key_mask(model.device)
+    mask, notice = custom_mask(toggles, src.shape[1], model.device)
+    out = model(src, padding=toggles.padding, attn_mask=mask, head_mask=head_mask, key_mask=real,
+                weights_dtype=weights_dtype(loaded, *src.shape))
+    attentions = {"encoder": on_cpu(out.attentions.encoder)}
+    labels = inputs.padded_labels()
+    if out.logits is not None and c.num_classes:
+        names = loaded.labels or [f"class {i}" for i in range(c.num_classes)]
+        outputs = [ClassProbabilities(dict(zip(names, p.tolist()))) for p in out.logits.float().softmax(-1).cpu()]
+    else:
+        from ..embeddings import cls_pool, mean_pool
+
+        pool = cls_pool if loaded.task.get("pooling") == "cls" else mean_pool
+        pooled = pool(out.last_hidden_state.float(), real).cpu()
+        outputs = [Embedding(v) for v in pooled]
+    return Run(attentions, full_masks(out.masks, attentions), {"encoder": labels}, {"encoder": labels}, outputs,
+               notices=[notice] if notice else [])
+
+
+def generate_rows(loaded: LoadedModel, inputs: Inputs, toggles: Toggles, head_mask: dict | None,
+                  new_tokens: int | None = None) -> list[tuple[Generation, int]]:
+    """Greedy generation per sentence: one batch for an encoder-decoder, one call per decoder-only prompt
+    (prompts of different lengths cannot share a batch without left padding)."""
+    model, c, task = loaded.model, loaded.config, loaded.task
+    bos = task.get("bos_id", loaded.target_tokenizer.bos_id)
+    eos = task.get("eos_id", loaded.target_tokenizer.eos_id)
+    kwargs = dict(eos_id=eos, max_new_tokens=answer_length(loaded) if new_tokens is None else new_tokens,
+                  padding=toggles.padding, causal=toggles.causal, head_mask=head_mask,
+                  weights_dtype=weights_dtype(loaded, 1, max(map(len, inputs.rows)) + MAX_NEW_TOKENS))
+    if c.arch == "encoder-decoder":
+        if bos is None:
+            raise AppError("this model's task names no start token (bos_id): it cannot generate")
+        src = inputs.padded(pad_id_of(loaded), model.device)
+        g = generate(model, src, bos_id=bos, attn_mask=custom_mask(toggles, src.shape[1], model.device)[0],
+                     key_mask=inputs.key_mask(model.device), **kwargs)
+        return [(g, b) for b in range(src.shape[0])]
+    gens = []
+    for row in inputs.rows:
+        prompt = torch.tensor([row], dtype=torch.long, device=model.device)
+        gens.append((generate(model, prompt, attn_mask=custom_mask(toggles, len(row), model.device)[0], **kwargs),
+                     0))
+    return gens
+
+
+def answer(loaded: LoadedModel, codec: TextCodec, gen: Generation, b: int) -> GeneratedText:
+    """Row b of a generation, cut after the end token."""
+    ids = [int(i) for i in gen.tokens[b].tolist()]
+    probs = gen.log_probs[b].exp().tolist()
+    eos = loaded.task.get("eos_id", loaded.target_tokenizer.eos_id)
+    n = ids.index(eos) + 1 if eos is not None and eos in ids else len(ids)
+    return GeneratedText(codec.decode(ids[:n]), ids[:n], codec.labels(ids[:n]), probs[:n])
+
+
+def run_language_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, toggles: Toggles,
+                       head_mask: dict | None, baseline: Run | None, new_tokens: int) -> Run:
+    """A causal LM reads the sentences as typed: attention over them, the next-token predictions at every position
+    (with the baseline's favourites rated, for a toggled run), and a greedy continuation of each sentence."""
+    model = loaded.model
+    src, real = inputs.padded(pad_id_of(loaded), model.device), inputs.key_mask(model.device)
+    mask, notice = custom_mask(toggles, src.shape[1], model.device)
+    out = model(src, padding=toggles.padding, causal=toggles.causal, attn_mask=mask, head_mask=head_mask, key_mask=real,
+                weights_dtype=weights_dtype(loaded, *src.shape))
+    favourites = None
+    if baseline is not None:
+        favourites = torch.stack([o.top_ids[:, 0] for o in baseline.outputs]).to(model.device)  # (B, T)
+    pred = lm.predictions(out.logits, src, real, TOP_K, favourites)
+    gens = generate_rows(loaded, inputs, toggles, head_mask, new_tokens)
+    outputs = []
+    for b, (row, (gen, gb)) in enumerate(zip(inputs.rows, gens)):
+        n = len(row)
+        outputs.append(NextTokens(pred.top_ids[b, :n].cpu(), pred.top_probs[b, :n].cpu(),
+                                  pred.surprisal[b, : n - 1].cpu(),
+                                  None if favourites is None else pred.favourite_probs[b, :n].cpu(),
+                                  answer(loaded, codec, gen, gb)))
+    attentions = {"decoder": on_cpu(out.attentions.decoder)}
+    labels = inputs.padded_labels()
+    return Run(attentions, full_masks(out.masks, attentions), {"decoder": labels}, {"decoder": labels}, outputs, gens,
+               notices=[notice] if notice else [])
+
+
+def run_sequence_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, toggles: Toggles,
+                       head_mask: dict | None, teacher: list[list[int]] | None) -> Run:
+    """Generate, then one forward pass over the answers (the `teacher` rows when given) with every attention."""
+    model, c = loaded.model, loaded.config
+    gens = generate_rows(loaded, inputs, toggles, head_mask)
+    outputs = [answer(loaded, codec, g, b) for g, b in gens]
+    teacher = teacher if teacher is not None else [o.ids for o in outputs]
+    if c.arch == "encoder-decoder":
+        bos = loaded.task.get("bos_id", loaded.target_tokenizer.bos_id)
+        src = inputs.padded(pad_id_of(loaded), model.device)
+        dec_rows = [[bos, *t] for t in teacher]
+        tgt = pad_rows(dec_rows, pad_id_of(loaded), model.device)
+        mask, notice = custom_mask(toggles, src.shape[1], model.device)
+        out = model(src, tgt, padding=toggles.padding, causal=toggles.causal, attn_mask=mask, head_mask=head_mask,
+                    key_mask=inputs.key_mask(model.device), weights_dtype=weights_dtype(loaded, *src.shape))
+        attentions = {k: on_cpu(getattr(out.attentions, k)) for k in ("encoder", "decoder", "cross")}
+        src_labels, tgt_labels = inputs.padded_labels(), padded_labels(codec, dec_rows)
+        queries = {"encoder": src_labels, "decoder": tgt_labels, "cross": tgt_labels}
+        keys = {"encoder": src_labels, "decoder": tgt_labels, "cross": src_labels}
+    else:
+        seqs = [[*r, *t] for r, t in zip(inputs.rows, teacher)]
+        seq = pad_rows(seqs, pad_id_of(loaded), model.device)
+        mask, notice = custom_mask(toggles, seq.shape[1], model.device)
+        out = model(seq, padding=toggles.padding, causal=toggles.causal, attn_mask=mask, head_mask=head_mask,
+                    key_mask=row_mask(seqs, model.device), weights_dtype=weights_dtype(loaded, *seq.shape))
+        attentions = {"decoder": on_cpu(out.attentions.decoder)}
+        queries = keys = {"decoder": padded_labels(codec, seqs, inputs.labels)}
+    return Run(attentions, full_masks(out.masks, attentions), queries, keys, outputs, gens, teacher,
+               [notice] if notice else [])
+
+
+def padded_labels(codec: TextCodec, rows: list[list[int]], prompt_labels: list[list[str]] | None = None
+                  ) -> list[list[str]]:
+    """Labels of id rows padded to one width; a row's prompt keeps the labels it got from its text."""
+    width = max(len(r) for r in rows)
+    out = []
+    for i, row in enumerate(rows):
+        known = prompt_labels[i] if prompt_labels else []
+        labels = list(known) + codec.labels(row[len(known):])
+        out.append(labels + [PAD_LABEL] * (width - len(row)))
+    return out
+
+
+def is_language_model(loaded: LoadedModel) -> bool:
+    return loaded.task.get("name") == "causal-lm"
+
+
+@torch.inference_mode()
+def run_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, toggles: Toggles, head_mask: dict | None,
+              baseline: Run | None = None, new_tokens: int | None = None) -> Run:
+    """One full run under `toggles` (see the module docstring). A toggled run gets the `baseline` run, so it reads
+    the same answer (sequence models) or rates the same favourites (language models). `new_tokens`: how many
+    tokens a language model continues each sentence with (default: the task's own limit)."""
+    if loaded.arch == "encoder":
+        return run_encoder(loaded, inputs, toggles, head_mask)
+    if is_language_model(loaded):
+        return run_language_model(loaded, codec, inputs, toggles, head_mask, baseline,
+                                  answer_length(loaded) if new_tokens is None else new_tokens)
+    teacher = baseline.decoder_rows if baseline is not None else None
+    return run_sequence_model(loaded, codec, inputs, toggles, head_mask, teacher)

@@ -1,0 +1,124 @@
+"""Per-session state and the shared models behind it.
+
+A `Session` (kept per browser tab or API client in a gr.State) says which model and which device; the
+model itself lives once in the app's `ModelRegistry`, loaded or built on first use and then only read.
+`AppContext` is what every request needs and nobody changes: the registry, the folders the page may load
+from, the caps chosen at launch.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from ..checkpoints import CheckpointError, LoadedModel
+from ..device import available_devices, pick_device
+from .build import BuildSpec, build_config, build_model
+from .errors import AppError
+from .limits import MAX_LOAD_PARAMETERS, MAX_TOKENS, check_model_name
+from .registry import ModelRegistry
+
+MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+BYTES_PER_PARAMETER = 4  # float32 on the CPU
+Progress = Callable[..., Any]
+
+
+def no_progress(fraction: float, desc: str = "") -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class Session:
+    """Which model a session looks at: a loaded `source`, or a `build` spec; and on which device."""
+
+    source: str = ""  # shipped name, Hub id or allowed folder ("" for a built model)
+    device: str = "auto"
+    build: BuildSpec | None = None
+
+    @property
+    def key(self) -> str:
+        """The registry key: equal sessions share one model."""
+        if self.build is not None:
+            return f"build:{json.dumps(self.build.to_dict(), sort_keys=True)}@{self.device}"
+        return f"load:{self.source}@{self.device}"
+
+
+@dataclass(frozen=True)
+class AppContext:
+    """What every request reads and none changes."""
+
+    registry: ModelRegistry = field(default_factory=ModelRegistry)
+    allowed_dirs: tuple[str, ...] = ()  # folders whose model sub-folders the page may load
+    max_tokens: int = MAX_TOKENS  # tokens of one input, at most (the model's own limit may be lower)
+
+
+def default_source() -> str:
+    """date-translator if shipped, else another shipped checkpoint, else MiniLM (offline copy)."""
+    from ..loading import shipped_names
+
+    names = shipped_names()
+    for preferred in ("date-translator", "date-gpt"):
+        if preferred in names:
+            return preferred
+    return names[0] if names else MINILM
+
+
+def device_choices() -> list[str]:
+    return ["auto", *available_devices()]
+
+
+def resolve_device(name: str | None) -> torch.device:
+    try:
+        return pick_device(name or "auto")
+    except ValueError as err:
+        raise AppError(str(err)) from err
+
+
+def _load(source: str, device: torch.device, ctx: AppContext, progress: Progress) -> LoadedModel:
+    from ..loading import load
+
+    progress(0.2, desc=f"loading {source} …")
+    budget_parameters = ctx.registry.budget_bytes // BYTES_PER_PARAMETER
+    try:
+        loaded = load(source, device, allowed_dirs=list(ctx.allowed_dirs),
+                      max_parameters=min(MAX_LOAD_PARAMETERS, budget_parameters))
+    except CheckpointError as err:
+        why = str(err)
+        if "above the limit" in why:
+            why += (f" (this app loads models of at most {MAX_LOAD_PARAMETERS:,} parameters, within its model "
+                    f"memory budget of {ctx.registry.budget_text()})")
+        raise AppError(f"Could not load {source!r}: {why}") from err
+    progress(0.9, desc="ready")
+    return loaded
+
+
+def get_model(session: Session, ctx: AppContext, progress: Progress = no_progress) -> LoadedModel:
+    """The session's model from the shared registry, loading or building it on first use."""
+    device = resolve_device(session.device)
+    if session.build is not None:
+        spec = session.build
+        return ctx.registry.get(session.key, lambda: build_model(spec, device))
+    return ctx.registry.get(session.key, lambda: _load(session.source, device, ctx, progress))
+
+
+def load_session(name: str, device: str | None, ctx: AppContext, progress: Progress = no_progress
+                 ) -> tuple[Session, LoadedModel]:
+    """A shipped checkpoint, an allowed local folder or a Hub id -> the new session and its model."""
+    session = Session(check_model_name(name), device or "auto")
+    progress(0.05, desc="resolving …")
+    return session, get_model(session, ctx, progress)
+
+
+def build_session(spec: BuildSpec, device: str | None, ctx: AppContext, progress: Progress = no_progress
+                  ) -> tuple[Session, LoadedModel]:
+    """A fresh model (random weights, date character tokenizer) -> the new session and its model."""
+    from ..tasks import build_tokenizer
+
+    build_config(spec, build_tokenizer().vocab_size)  # refuse a bad spec before touching the registry
+    session = Session("", device or "auto", spec)
+    progress(0.3, desc=f"building a {spec.arch} model …")
+    return session, get_model(session, ctx, progress)

@@ -1,0 +1,45 @@
+"""The words on the page: the introduction, one line per tab saying what it shows and how to read it, and
+the API help."""
+
+INTRO = ("Type a sentence and press **Run**, then switch heads off and change masks on the left to see what "
+         "changes. Other models: the panel behind **›** at the top left.")
+TAB_TEXT = {
+    "attention": ("Rows are queries, columns keys; brighter = more attention. Right: the mask the model applied "
+                  "(blue = may attend). Below: the output, then the same head without toggles and the difference."),
+    "overview": ("Every head at once (rows: layers, columns: heads; switched-off heads faded). Click a tile to "
+                 "open that head below."),
+    "generation": ("The answer one token per row: which earlier tokens (left) and source tokens (right) the chosen "
+                   "head read when writing it."),
+    "positional": ("The sinusoidal encoding of *Attention Is All You Need* (position × dimension), which positions "
+                   "get similar vectors, and the loaded model's own position table."),
+    "importance": ("How much the output moves when each head alone is switched off (exact) and a one-pass gradient "
+                   "estimate of it (Michel et al., 2019)."),
+    "rollout": ("Attention rollout (Abnar & Zuidema, 2020): which input tokens each position draws on, through the "
+                "layers."),
+}
+API_TEXT = """
+Every main action is a named endpoint (`/load_model`, `/build_model`, `/analyze`, `/positional`, `/importance`).
+From Python, with `pip install gradio_client`:
+
+```python
+from gradio_client import Client
+
+client = Client("http://127.0.0.1:7860/")          # or "owner/space-name" for a Space
+client.predict("date-translator", "", "auto", api_name="/load_model")
+heads = [f"L{l} H{h}" for l in range(2) for h in range(4)]
+result = client.predict(
+    "samedi 21 novembre 2026", "21. November 2026",  # sentence 1, sentence 2
+    True, True, "none", 0, 2,      # padding mask, causal mask, custom mask, blocked position, window k
+    heads, heads, [],              # heads ON: encoder, decoder, cross (every cross-attention head off)
+    "cross", 1, 0, 1,              # view: attention kind, layer, head, sentence
+    -1, 8,                         # language models: predict after position (-1 = last), continuation tokens
+    "attention",                   # the tab whose figures are drawn: attention, overview, generation, rollout, all
+    api_name="/analyze")
+print(result[3]["data"])           # baseline vs toggled answers with per-token probabilities
+```
+
+`/analyze` returns the status, the token table, the output summary and table, then the figures as Plotly JSON (those
+of the tab named by its last input; "all" draws every tab).
+Each client keeps its own session, so the model chosen with `/load_model` is the one `/analyze` uses.
+Save any figure as PNG with the camera button of its toolbar.
+"""

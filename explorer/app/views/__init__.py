@@ -1,0 +1,46 @@
+"""From a run (or a loaded model) to what each tab of the page shows: figures, tables and Markdown.
+
+Nothing here runs the model except `importance` (which is its own analysis) and `positional` (which reads
+the model's position table); everything else draws a `Comparison` that `explorer.app.compare` made.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+KIND_TITLES = {"encoder": "encoder self-attention", "decoder": "decoder self-attention",
+               "cross": "cross-attention (decoder → encoder)"}
+KIND_SHORT = {"encoder": "encoder self-attn.", "decoder": "decoder self-attn.", "cross": "cross-attention"}
+
+
+@dataclass(frozen=True)
+class View:
+    """Which attention the figures show: kind ("" = the model's first), layer, head, sentence (1 or 2); and, for a
+    language model, after which position the next-token list is read (negative: from the end; -1 = last token)."""
+
+    kind: str = ""
+    layer: int = 0
+    head: int = 0
+    sentence: int = 1
+    position: int = -1
+
+    def fitted(self, kinds: dict[str, tuple[int, int]], n_sentences: int) -> "View":
+        """This view with every field clamped to what exists (kind -> (layers, heads))."""
+        kind = self.kind if self.kind in kinds else next(iter(kinds))
+        n_layers, n_heads = kinds[kind]
+        return View(kind, min(max(int(self.layer), 0), n_layers - 1), min(max(int(self.head), 0), n_heads - 1),
+                    min(max(int(self.sentence), 1), n_sentences), int(self.position))
+
+    def position_in(self, length: int) -> int:
+        """The next-token position for a sentence of `length` tokens, clamped into it."""
+        p = self.position + length if self.position < 0 else self.position
+        return min(max(p, 0), length - 1)
+
+    @property
+    def row(self) -> int:
+        """The batch row of the chosen sentence."""
+        return self.sentence - 1
+
+    def where(self) -> str:
+        """Short, for figure titles: "cross-attention L1 H0 · sentence 2"."""
+        return f"{KIND_SHORT[self.kind]} L{self.layer} H{self.head} · sentence {self.sentence}"

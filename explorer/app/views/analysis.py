@@ -1,0 +1,90 @@
+"""Everything /analyze shows. The runs are reduced at once to what each tab draws (one head's matrices, the
+overview's pooled tiles, the head-averaged attention for rollout, the generation steps of the chosen head, the
+output table) and the full attention is let go; each tab's figures are drawn on first access. So a result kept
+for the session is small, and switching tab draws from it without running the model again.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import plotly.graph_objects as go
+
+from ...checkpoints import LoadedModel
+from ..compare import Comparison, compare
+from ..errors import escape_md
+from ..inputs import token_table
+from ..limits import MAX_TOKENS
+from ..toggles import Toggles
+from . import View
+from .attention import (AttentionFigures, attention_figures, attention_inputs, attention_kinds, overview_figure,
+                        overview_inputs, rollout_figure, rollout_inputs)
+from .generation import generation_figures, generation_inputs
+from .output import output_table, surprisal_figure, surprisal_inputs
+
+NO_TOGGLE = "No toggle is active: switch a head off or change a mask to compare."
+# The figures of each tab /analyze draws, by name.
+TAB_FIGURES = {"attention": ("mask", "head", "baseline", "difference", "surprisal"), "overview": ("overview", "large"),
+               "generation": ("generation_self", "generation_cross"), "rollout": ("rollout",)}
+
+
+class Analysis:
+    def __init__(self, cmp: Comparison, view: View):
+        self.view = view = view.fitted(attention_kinds(cmp.toggled), len(cmp.inputs.rows))
+        notes = ["⚠️ " + escape_md(n) for n in cmp.notices] + ([NO_TOGGLE] if cmp.no_toggle else [])
+        self.status = "\n\n".join(notes)  # Markdown: notices about the input and masks, whether anything is toggled
+        self.tokens = token_table(cmp.inputs)
+        self.output = output_table(cmp, view)
+        self._attention = attention_inputs(cmp, view)
+        self._overview = overview_inputs(cmp, view)
+        self._rollout = rollout_inputs(cmp, view)
+        self._generation = generation_inputs(cmp, view)
+        self._surprisal = surprisal_inputs(cmp, view)
+
+    @cached_property
+    def attention(self) -> AttentionFigures:
+        return attention_figures(self._attention)
+
+    @property
+    def output_summary(self) -> str:
+        change = ", ".join(f"L{n}: {d:.3f}" for n, d in enumerate(self._attention.change_by_layer))
+        return (f"{self.output.summary}\n\nLargest change of any attention weight per layer "
+                f"({self.view.kind}): {change}")
+
+    @cached_property
+    def surprisal(self) -> go.Figure:
+        return surprisal_figure(self._surprisal)
+
+    @cached_property
+    def overview(self) -> go.Figure:
+        return overview_figure(self._overview)
+
+    @cached_property
+    def generation(self) -> tuple[go.Figure, go.Figure]:
+        return generation_figures(self._generation)
+
+    @cached_property
+    def rollout(self) -> go.Figure:
+        return rollout_figure(self._rollout)
+
+
+def analyze(loaded: LoadedModel, text1: str | None, text2: str | None, toggles: Toggles, view: View | None = None,
+            max_tokens: int = MAX_TOKENS, new_tokens: int | None = None) -> Analysis:
+    return Analysis(compare(loaded, text1, text2, toggles, max_tokens, new_tokens), view or View())
+
+
+def tab_figures(a: Analysis, tab: str) -> dict[str, go.Figure]:
+    """The figures of one tab ("all": of every tab), by name (TAB_FIGURES), drawn now; {} for a tab without any."""
+    tabs = list(TAB_FIGURES) if tab == "all" else [tab] if tab in TAB_FIGURES else []
+    figures = {}
+    for name in tabs:
+        if name == "attention":
+            figures.update(mask=a.attention.mask, head=a.attention.head, baseline=a.attention.baseline,
+                           difference=a.attention.difference, surprisal=a.surprisal)
+        elif name == "overview":
+            figures.update(overview=a.overview, large=a.attention.head)
+        elif name == "generation":
+            figures.update(zip(TAB_FIGURES["generation"], a.generation))
+        else:
+            figures.update(rollout=a.rollout)
+    return figures

@@ -1,0 +1,139 @@
+"""The attention tabs: the mask the model applied, the chosen head with and without the toggles and their
+difference, every head at once (overview), and attention rollout.
+
+Shapes: L layers, H heads, Tq query / Tk key length. Each view has two steps: `*_inputs(cmp, view)` reduces
+the runs to what its figures draw (one head's matrices, the overview's pooled tiles, the head-averaged
+attention for rollout), and `*_figure(s)` draws them. A kept result holds only the reduced inputs, so it stays
+small whatever the runs were; the values are the model's, and the masks the ones it applied (`Run.masks`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import plotly.graph_objects as go
+import torch
+
+from ... import viz
+from ..compare import Comparison
+from ..runs import Run
+from . import KIND_SHORT, KIND_TITLES, View
+
+NO_TOGGLE_BASELINE = ("No toggle is active, so the baseline is the view above. Switch a head off or change a "
+                      "mask to compare.")
+NO_TOGGLE_DIFFERENCE = "The difference (toggled − baseline) appears here once a toggle is active."
+
+
+def attention_kinds(run: Run) -> dict[str, tuple[int, int]]:
+    """kind -> (layers, heads) of a run."""
+    return {kind: (len(layers), layers[0].shape[1]) for kind, layers in run.attentions.items()}
+
+
+def row_attention(run: Run, kind: str, row: int) -> np.ndarray:
+    """(L, H, Tq, Tk) float32 for one sentence."""
+    return torch.stack([a[row] for a in run.attentions[kind]]).float().numpy()
+
+
+def heads_on(cmp: Comparison, kind: str) -> np.ndarray | None:
+    """(L, H) 1 = on for the overview and rollout; None when every head is on."""
+    return None if cmp.head_mask is None else cmp.head_mask[kind].numpy()
+
+
+@dataclass(frozen=True)
+class HeadView:
+    """One head of one run: its weights, the mask applied, the axes' labels."""
+
+    weights: np.ndarray  # (Tq, Tk)
+    mask: np.ndarray  # (Tq, Tk) bool
+    queries: list[str]
+    keys: list[str]
+
+
+@dataclass(frozen=True)
+class AttentionInputs:
+    view: View
+    toggled: HeadView
+    baseline: HeadView | None  # None when nothing is toggled
+    head_on: bool
+    change_by_layer: np.ndarray  # (L,) largest change of any weight of the chosen kind and sentence, per layer
+
+
+def head_view(run: Run, view: View) -> HeadView:
+    kind, b = view.kind, view.row
+    weights = run.attentions[kind][view.layer][b, view.head].float().numpy()  # (Tq, Tk)
+    return HeadView(weights, run.masks[kind][b].numpy(), run.queries[kind][b], run.keys[kind][b])
+
+
+def attention_inputs(cmp: Comparison, view: View) -> AttentionInputs:
+    toggled, baseline = cmp.toggled, cmp.baseline
+    on = cmp.head_mask is None or bool(cmp.head_mask[view.kind][view.layer, view.head])
+    change = np.array([float((t[view.row] - s[view.row]).abs().max()) for t, s in
+                       zip(toggled.attentions[view.kind], baseline.attentions[view.kind])])
+    return AttentionInputs(view, head_view(toggled, view), None if cmp.no_toggle else head_view(baseline, view), on,
+                           change)
+
+
+@dataclass
+class AttentionFigures:
+    mask: go.Figure
+    head: go.Figure
+    baseline: go.Figure
+    difference: go.Figure
+    change_by_layer: np.ndarray  # (L,)
+
+
+def attention_figures(inp: AttentionInputs) -> AttentionFigures:
+    view, tog, base = inp.view, inp.toggled, inp.baseline
+    mask_fig = viz.mask_heatmap(tog.mask, tog.queries, tog.keys,
+                                title=f"Mask: {KIND_SHORT[view.kind]} · sentence {view.sentence}")
+    head_fig = viz.head_heatmap(tog.weights, tog.queries, tog.keys, mask=tog.mask, head_off=not inp.head_on,
+                                title=f"With toggles: {view.where()}")
+    if base is None:  # the baseline would repeat the view above and the difference would be blank
+        return AttentionFigures(mask_fig, head_fig, viz.message_figure(NO_TOGGLE_BASELINE),
+                                viz.message_figure(NO_TOGGLE_DIFFERENCE), inp.change_by_layer)
+    baseline_fig = viz.head_heatmap(base.weights, base.queries, base.keys, mask=base.mask,
+                                    title=f"Without toggles: {view.where()}")
+    diff_fig = viz.difference_heatmap(tog.weights, base.weights, tog.queries, tog.keys,
+                                      title=f"With − without toggles: {view.where()}", a_name="toggled",
+                                      b_name="baseline")
+    return AttentionFigures(mask_fig, head_fig, baseline_fig, diff_fig, inp.change_by_layer)
+
+
+@dataclass(frozen=True)
+class OverviewInputs:
+    tiles: viz.OverviewTiles  # the chosen kind's heads, pooled to the tiles' pixels
+    queries: list[str]
+    keys: list[str]
+    heads_on: np.ndarray | None  # (L, H)
+    title: str
+
+
+def overview_inputs(cmp: Comparison, view: View) -> OverviewInputs:
+    run, b = cmp.toggled, view.row
+    return OverviewInputs(viz.overview_tiles(row_attention(run, view.kind, b)), run.queries[view.kind][b],
+                          run.keys[view.kind][b], heads_on(cmp, view.kind),
+                          f"All heads: {KIND_TITLES[view.kind]} (sentence {view.sentence}, toggled)")
+
+
+def overview_figure(inp: OverviewInputs) -> go.Figure:
+    return viz.draw_overview(inp.tiles, inp.queries, inp.keys, inp.heads_on, title=inp.title)
+
+
+@dataclass(frozen=True)
+class RolloutInputs:
+    mean: np.ndarray  # (L, T, T) head-averaged self-attention (heads switched off left out)
+    labels: list[str]
+    title: str
+
+
+def rollout_inputs(cmp: Comparison, view: View) -> RolloutInputs:
+    """Rollout runs over the first self-attention stack (encoder, or the decoder of a decoder-only model)."""
+    run, b = cmp.toggled, view.row
+    kind = "encoder" if "encoder" in run.attentions else "decoder"
+    return RolloutInputs(viz.head_average(row_attention(run, kind, b), heads_on(cmp, kind)).astype(np.float32),
+                         run.queries[kind][b], f"Attention rollout, {KIND_TITLES[kind]} (sentence {view.sentence})")
+
+
+def rollout_figure(inp: RolloutInputs) -> go.Figure:
+    return viz.rollout_heatmap(viz.rollout_from_average(inp.mean), inp.labels, title=inp.title)

@@ -1,0 +1,79 @@
+"""The generation tab: how the answer was written, one token at a time (toggled run).
+
+Shapes: N generated tokens, K tokens the decoder had read so far, S source tokens. Row t of each figure is
+the attention of the step that produced token t: over the tokens so far (decoder self-attention) and over
+the source (cross-attention). Keys a step had not produced yet are drawn as masked. `generation_inputs`
+keeps only the chosen head's rows; `generation_figures` draws them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ... import viz
+from ..compare import Comparison
+from ..runs import GeneratedText, NextTokens, Output
+from . import View
+
+NOT_GENERATING = "This model does not generate text (encoder only): see the attention tab."
+NO_CROSS = "A decoder-only model has no cross-attention: its prompt is part of the self-attention on the left."
+NOTHING = "Nothing was generated."
+
+
+def generated(output: Output) -> GeneratedText:
+    """What a run generated for one sentence: its answer, or a language model's continuation."""
+    return output.continuation if isinstance(output, NextTokens) else output
+
+
+@dataclass(frozen=True)
+class GenerationInputs:
+    message: str | None  # why there is nothing to draw, or None
+    view: View
+    queries: list[str]  # "→ token" per generated token
+    self_rows: np.ndarray | None  # (N, K) decoder self-attention of each step
+    keys: list[str]  # the K tokens read so far
+    reached: np.ndarray | None  # (N, K) True where step t had already seen key k
+    cross_rows: np.ndarray | None  # (N, S) cross-attention of each step; None for decoder-only models
+    sources: list[str]
+
+
+def generation_inputs(cmp: Comparison, view: View) -> GenerationInputs:
+    run, b = cmp.toggled, view.row
+    if not run.generations:
+        return GenerationInputs(NOT_GENERATING, view, [], None, [], None, None, [])
+    gen, gb = run.generations[b]
+    if not gen.steps:
+        return GenerationInputs(NOTHING, view, [], None, [], None, None, [])
+    out = generated(run.outputs[b])
+    n = len(out.ids)
+    self_rows = gen.attention_matrix("decoder", view.layer, gb)[view.head, :n].float().cpu().numpy()  # (N, K)
+    start = gen.prefix.shape[1] - len(gen.steps)  # prefix length before the first step
+    prefix = [int(i) for i in gen.prefix[gb, : self_rows.shape[1]].tolist()]
+    # A decoder-only prompt keeps the labels it got from its text; the rest are labels of ids.
+    prompt = cmp.inputs.labels[b] if "cross" not in run.attentions else []
+    keys = list(prompt) + cmp.codec.labels(prefix[len(prompt):])
+    reached = np.arange(self_rows.shape[1])[None, :] < start + np.arange(n)[:, None]  # (N, K) keys read so far
+    cross, sources = None, []
+    if "cross" in run.attentions:
+        cross = gen.attention_matrix("cross", view.layer, gb)[view.head, :n].float().cpu().numpy()  # (N, S)
+        sources = run.keys["cross"][b][: cross.shape[1]]
+    return GenerationInputs(None, view, [f"→ {label}" for label in out.labels] or ["→"], self_rows, keys, reached,
+                            cross, sources)
+
+
+def generation_figures(inp: GenerationInputs) -> tuple[go.Figure, go.Figure]:
+    """(decoder self-attention per generated token, cross-attention per generated token)."""
+    if inp.message is not None:
+        return viz.message_figure(inp.message), viz.message_figure(inp.message)
+    layer, head = inp.view.layer, inp.view.head
+    self_fig = viz.head_heatmap(inp.self_rows, inp.queries, inp.keys, mask=inp.reached,
+                                title=f"Decoder self-attention per generated token (layer {layer}, head {head})",
+                                x_title="tokens so far (key)", y_title="generated token (query)")
+    if inp.cross_rows is None:
+        return self_fig, viz.message_figure(NO_CROSS)
+    cross_fig = viz.cross_attention_heatmap(inp.cross_rows, inp.queries, inp.sources,
+                                            title=f"Cross-attention per generated token (layer {layer}, head {head})")
+    return self_fig, cross_fig

@@ -1,0 +1,96 @@
+"""Hugging Face models in the explorer's one from-scratch core: one small module per family maps
+config.json onto a `TransformerConfig` and the checkpoint's tensors onto ours (see common.py).
+
+    gpt2.py        GPT-2, DistilGPT-2                          model_type gpt2
+    gpt_neox.py    GPT-NeoX, Pythia                            model_type gpt_neox
+    llama.py       Llama, Mistral, Qwen2 (TinyLlama, SmolLM)   model_type llama, mistral, qwen2
+    bert.py        BERT-family encoders (MiniLM, ...), MLM head  model_type bert
+    roberta.py     RoBERTa, MLM head                           model_type roberta
+    distilbert.py  DistilBERT, MLM head                        model_type distilbert
+    bart.py        BART, Marian (opus-mt)                      model_type bart, marian
+    t5.py          T5, flan-t5                                 model_type t5
+
+`load_hf(folder)` reads config.json, refuses a model above the parameter limit before allocating
+anything, builds the model on the meta device (no memory, no random initialisation), reads the
+weights one tensor at a time in float32 and assigns them, loads the tokenizer, and returns a
+`LoadedModel`. An unknown model_type is a CheckpointError listing the supported families.
+"""
+
+from __future__ import annotations
+
+from os import PathLike
+from pathlib import Path
+
+import torch
+
+from ..checkpoints import (CONFIG_FILE, DEFAULT_MAX_PARAMETERS, CheckpointError, LoadedModel, build_empty,
+                           check_parameter_limit, check_tokenizer_vocab, describe, load_state, read_json)
+from ..device import pick_device
+from .bart import BART, MARIAN
+from .bert import BERT
+from .common import Family, HFConfig, assemble
+from .distilbert import DISTILBERT
+from .gpt2 import GPT2
+from .gpt_neox import GPT_NEOX
+from .llama import LLAMA
+from .roberta import ROBERTA
+from .t5 import T5
+
+FAMILIES = (GPT2, GPT_NEOX, LLAMA, BERT, ROBERTA, DISTILBERT, BART, MARIAN, T5)
+REGISTRY: dict[str, Family] = {model_type: family for family in FAMILIES for model_type in family.model_types}
+
+
+def supported_model_types() -> list[str]:
+    return sorted(REGISTRY)
+
+
+def family_for(hf: dict, path: Path) -> Family:
+    model_type = hf.get("model_type")
+    if model_type not in REGISTRY:
+        families = "; ".join(f"{f.name} ({', '.join(f.model_types)})" for f in FAMILIES)
+        raise CheckpointError(f"{describe(path)}: model_type {model_type!r} is not supported; the explorer imports "
+                              f"{families}")
+    return REGISTRY[model_type]
+
+
+def load_hf(folder: str | PathLike, device: str | torch.device | None = None, *,
+            max_parameters: float | None = DEFAULT_MAX_PARAMETERS, source: str | None = None) -> LoadedModel:
+    """Load a folder in the Hugging Face layout into the explorer's model (eval mode, on `device`)."""
+    folder = Path(folder)
+    config_path = folder / CONFIG_FILE
+    hf = read_json(config_path)
+    family = family_for(hf, config_path)
+    cfg = HFConfig(hf, config_path, family.name, folder)
+    try:
+        config = family.make_config(cfg)
+    except (ValueError, TypeError, KeyError) as err:  # e.g. "layer_norm_eps": "small" (float() of a string)
+        raise cfg.error(f"invalid {family.name} configuration: {err!r}") from err
+    check_parameter_limit(config, max_parameters, config_path)
+    tokenizer, tok_path = family.load_tokenizer(folder, cfg)
+    check_tokenizer_vocab(tokenizer, config.vocab_size, tok_path)
+    tgt_tokenizer = None
+    if family.load_target_tokenizer is not None:
+        tgt_tokenizer, tgt_path = family.load_target_tokenizer(folder, cfg)
+        check_tokenizer_vocab(tgt_tokenizer, config.resolved_tgt_vocab_size, tgt_path, "target vocabulary")
+    if config.pad_id is not None and tokenizer.pad_id is not None and tokenizer.pad_id != config.pad_id:
+        raise CheckpointError(f"{describe(tok_path)} pads with id {tokenizer.pad_id} but {describe(config_path)} "
+                              f"says pad_token_id={config.pad_id}")
+
+    weights = cfg.weights()
+    model = build_empty(config)
+    state, ignored = assemble(family, config, weights)
+    load_state(model, state, weights.path)  # names and shapes checked here
+    del state
+    model = model.to(pick_device(device)).eval()
+
+    name = hf.get("_name_or_path") or folder.name
+    task = family.task(name, folder, tgt_tokenizer or tokenizer, config, family.name)
+    task.update(model_type=hf["model_type"], ignored_tensors=ignored)
+    notes = [f"ignored {len(ignored)} tensor(s) not used by the model: {', '.join(ignored[:6])}"
+             + (" ..." if len(ignored) > 6 else "")] if ignored else []
+    card_path = folder / "README.md"
+    card = card_path.read_text(encoding="utf-8", errors="replace") if card_path.is_file() else None
+    return LoadedModel(model, tokenizer, tgt_tokenizer, task, source or f"local folder {folder.resolve()}", card, notes)
+
+
+__all__ = ["FAMILIES", "REGISTRY", "family_for", "load_hf", "supported_model_types"]

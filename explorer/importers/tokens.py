@@ -1,0 +1,65 @@
+"""The tokenizer of a Hugging Face model folder: tokenizer.json through `tokenizers`, with the
+special tokens and the BOS rule of its tokenizer_config.json.
+
+- Roles (bos, eos, pad, unk) come from tokenizer_config.json ("bos_token": "<s>" or
+  {"content": "<s>"}), then from config.json's *_token_id, then from the usual spellings.
+- BOS: when tokenizer_config.json says "add_bos_token": true and the tokenizer.json post-processor
+  does not add it already (transformers v5 rebuilds the post-processor from that flag), it is added.
+- A model without a padding token (GPT-2, Llama) pads batches with its EOS token; which positions
+  are padding is then said by the batch's mask, never by the id (see `Tokenizer.encode_batch`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import tokenizers
+
+from ..checkpoints import CheckpointError, describe, read_json, require_file
+from ..tokenizer import Tokenizer
+
+if TYPE_CHECKING:
+    from .common import HFConfig
+
+TOKENIZER_FILE = "tokenizer.json"
+TOKENIZER_CONFIG = "tokenizer_config.json"
+ROLE_KEYS = {"bos": "bos_token", "eos": "eos_token", "pad": "pad_token", "unk": "unk_token"}
+
+
+def token_string(value: Any) -> str | None:
+    """"<s>" or {"content": "<s>", ...} (an AddedToken saved by transformers) -> "<s>"."""
+    if isinstance(value, dict):
+        value = value.get("content")
+    return value if isinstance(value, str) and value else None
+
+
+def special_roles(backend: tokenizers.Tokenizer, tok_cfg: dict[str, Any], cfg: HFConfig) -> dict[str, str]:
+    roles: dict[str, str] = {}
+    for role, key in ROLE_KEYS.items():
+        token = token_string(tok_cfg.get(key))
+        if token is None and cfg.token_id(f"{key}_id") is not None:
+            token = backend.id_to_token(cfg.token_id(f"{key}_id"))
+        if token is not None and backend.token_to_id(token) is not None:
+            roles[role] = token
+    return roles
+
+
+def load_hf_tokenizer(folder: Path, cfg: HFConfig) -> tuple[Tokenizer, Path]:
+    """tokenizer.json + tokenizer_config.json -> our Tokenizer (CheckpointError naming the file)."""
+    path = require_file(folder / TOKENIZER_FILE)
+    tok_cfg_path = folder / TOKENIZER_CONFIG
+    tok_cfg = read_json(tok_cfg_path) if tok_cfg_path.is_file() else {}
+    try:
+        backend = tokenizers.Tokenizer.from_file(str(path))
+    except Exception as err:  # tokenizers raises plain Exception subclasses for bad files
+        raise CheckpointError(f"{describe(path)} is not a valid tokenizer file: {err}") from err
+    tokenizer = Tokenizer(backend, specials=special_roles(backend, tok_cfg, cfg))
+    if "pad" not in tokenizer.specials and "eos" in tokenizer.specials:
+        tokenizer.specials["pad"] = tokenizer.specials["eos"]  # a filler only: the batch mask says what is padding
+    if tok_cfg.get("add_bos_token") is True:
+        try:
+            tokenizer = tokenizer.with_bos()
+        except ValueError as err:
+            raise CheckpointError(f"{describe(tok_cfg_path)} asks for add_bos_token, but {err}") from err
+    return tokenizer, path

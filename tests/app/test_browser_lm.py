@@ -1,0 +1,75 @@
+"""A tiny GPT-2-layout language model in the real app, in headless Chromium: readable tokens, the attention
+heatmap, the next-token top 10 and surprisal; switching heads off changes the top 10."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.browser
+transformers = pytest.importorskip("transformers")
+
+from tests.importers.harness import VOCAB, byte_level_tokenizer, make_case
+
+TEXT_JS = "id => { const el = document.querySelector('#' + id); return el ? el.innerText : ''; }"
+# Gradio's dataframe body is a grid of cells with data-row / data-col: rows of cell texts, in order.
+ROWS_JS = """id => {
+  const rows = [];
+  for (const cell of document.querySelectorAll('#' + id + ' [role=gridcell][data-row][data-col]')) {
+    (rows[+cell.dataset.row] = rows[+cell.dataset.row] || [])[+cell.dataset.col] = cell.innerText.trim();
+  }
+  return rows.filter(Boolean);
+}"""
+
+
+@pytest.fixture(scope="module")
+def lm_app(tmp_path_factory, free_port):
+    from explorer.app.demo import build_demo, launch_kwargs, queue
+
+    root = tmp_path_factory.mktemp("models")
+    config = transformers.GPT2Config(vocab_size=VOCAB, n_embd=48, n_head=6, n_layer=2, n_positions=64, bos_token_id=0,
+                                     eos_token_id=0)
+    make_case(transformers.GPT2LMHeadModel, config, byte_level_tokenizer(), root / "tiny-gpt2",
+              lambda hf, layer: hf.transformer.h[layer].attn.c_proj,
+              {"bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>", "add_bos_token": False})
+    demo = queue(build_demo(device="cpu", checkpoint="tiny-gpt2", allowed_dirs=[str(root)]))
+    demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
+                **launch_kwargs())
+    try:
+        yield demo.local_url
+    finally:
+        demo.close()
+
+
+def test_language_model_end_to_end(lm_app, chromium_path, chromium_args):
+    from playwright.sync_api import sync_playwright
+
+    errors: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium_path, args=chromium_args)
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(lm_app)
+        page.wait_for_selector("#head-plot .js-plotly-plot", timeout=90_000)
+        page.locator("#text2 textarea").fill("")
+        page.locator("#text1 textarea").fill("The cat sat on the mat")
+        page.locator("#text1 textarea").press("Enter")
+        page.wait_for_function(f"() => ({TEXT_JS})('tokens').includes('␣the')", timeout=60_000)  # readable Ġthe
+        page.wait_for_function("() => document.querySelector('#head-plot .js-plotly-plot .heatmaplayer')",
+                               timeout=30_000)
+        page.wait_for_selector("#surprisal-plot .js-plotly-plot .bars", timeout=30_000)
+        assert "next token (baseline)" in page.evaluate(TEXT_JS, "output-table")
+        before = page.evaluate(ROWS_JS, "output-table")
+        assert [r[1] for r in before] == [str(k) for k in range(1, 11)], before  # ranks 1..10: #, rank, token, p, ...
+        summary = page.evaluate(TEXT_JS, "output-summary")
+        assert "the model expects" in summary and "Continuation" in summary
+
+        for label in ("L0 H0", "L0 H1", "L0 H2", "L0 H3", "L0 H4", "L0 H5"):  # every head of layer 0 off
+            page.locator("#dec-heads").get_by_label(label).uncheck()
+        page.wait_for_function(f"() => ({TEXT_JS})('output-summary').includes('with the toggles p =')",
+                               timeout=60_000)
+        after = page.evaluate(ROWS_JS, "output-table")
+        assert len(after) == 10 and any(r[2:4] != r[4:6] for r in after), after  # toggled top 10 differs
+        assert "Traceback" not in page.content()
+        browser.close()
+    assert errors == [], errors

@@ -1,0 +1,116 @@
+"""A tiny GPT-2-layout language model through the app: loaded from an allowed folder in the Hugging Face layout,
+the next-token top 10 at a chosen position (baseline vs toggled), surprisal per token, continuation."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+transformers = pytest.importorskip("transformers")
+
+from explorer.app.compare import compare
+from explorer.app.errors import AppError
+from explorer.app.registry import ModelRegistry
+from explorer.app.runs import NextTokens
+from explorer.app.session import AppContext, load_session
+from explorer.app.views import View
+from explorer.app.views.analysis import Analysis
+from tests.importers.harness import VOCAB, byte_level_tokenizer, make_case
+
+TEXT = "The cat sat on the mat"
+
+
+@pytest.fixture(scope="module")
+def gpt(tmp_path_factory):
+    """(session, loaded model, transformers model) for a tiny GPT-2 saved under an allowed folder."""
+    root = tmp_path_factory.mktemp("models")
+    config = transformers.GPT2Config(vocab_size=VOCAB, n_embd=48, n_head=6, n_layer=2, n_positions=64, bos_token_id=0,
+                                     eos_token_id=0)
+    case = make_case(transformers.GPT2LMHeadModel, config, byte_level_tokenizer(), root / "tiny-gpt2",
+                     lambda hf, layer: hf.transformer.h[layer].attn.c_proj,
+                     {"bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>", "add_bos_token": False})
+    ctx = AppContext(ModelRegistry(), allowed_dirs=(str(root),))
+    session, loaded = load_session("tiny-gpt2", "cpu", ctx)
+    return session, loaded, case.hf
+
+
+def test_next_tokens_equal_transformers(gpt, app):
+    _, loaded, hf = gpt
+    cmp = compare(loaded, TEXT, None, app.toggles(), 128, new_tokens=3)
+    a = Analysis(cmp, View(position=2))
+    out = cmp.baseline.outputs[0]
+    assert isinstance(out, NextTokens)
+    ids = torch.tensor([cmp.inputs.rows[0]])
+    with torch.no_grad():
+        probs = hf(ids).logits[0].float().softmax(-1)  # (T, V)
+    top = probs[2].topk(10)
+    assert out.top_ids[2].tolist() == top.indices.tolist()
+    np.testing.assert_allclose(out.top_probs[2].numpy(), top.values.numpy(), atol=1e-5)
+    actual = -probs[:-1].log().gather(-1, ids[0, 1:, None])[:, 0]  # surprisal of tokens 1.. in nats
+    np.testing.assert_allclose(out.surprisal.numpy(), actual.numpy(), atol=1e-4)
+    headers, rows = a.output.headers, a.output.rows
+    assert headers[:3] == ["#", "rank", "next token (baseline)"] and len(rows) == 10
+    assert rows[0][2] == loaded.tokenizer.labels([top.indices[0].item()])[0]
+    words = cmp.inputs.labels[0]
+    assert f"after “{words[2]}” (position 2)" in a.output.summary
+    assert len(out.continuation.ids) == 3  # greedy continuation of the whole sentence
+
+
+def test_a_head_off_changes_the_favourites_probability(gpt, app):
+    _, loaded, _ = gpt
+    heads = {"decoder": [h for h in app.all_heads(loaded)["decoder"] if not h.startswith("L0")]}
+    cmp = compare(loaded, TEXT, None, app.toggles(heads), 128, new_tokens=2)
+    a = Analysis(cmp, View())
+    base, tog = cmp.baseline.outputs[0], cmp.toggled.outputs[0]
+    last = len(cmp.inputs.rows[0]) - 1
+    favourite, toggled_top = int(base.top_ids[last, 0]), tog.top_ids[last].tolist()
+    assert tog.favourite_probs is not None and float(tog.favourite_probs[last]) != pytest.approx(
+        float(base.top_probs[last, 0]), abs=1e-6)
+    if favourite in toggled_top:  # the same probability as in the toggled run's own top-k list
+        rank = toggled_top.index(favourite)
+        assert float(tog.favourite_probs[last]) == pytest.approx(float(tog.top_probs[last, rank]), abs=1e-6)
+    assert "with the toggles p =" in a.output.summary
+    assert a.surprisal.data[1].name == "with toggles" and len(a.surprisal.data[0].x) == last
+
+
+def test_two_sentences_without_a_pad_token(gpt, app):
+    """GPT-2 has no pad token: the shorter sentence is padded and masked by its length."""
+    _, loaded, hf = gpt
+    assert loaded.config.pad_id is None
+    cmp = compare(loaded, TEXT, "A dog", app.toggles(), 128, new_tokens=0)
+    short = cmp.baseline.outputs[1]
+    n = len(cmp.inputs.rows[1])
+    ids = torch.tensor([cmp.inputs.rows[1]])
+    with torch.no_grad():
+        probs = hf(ids).logits[0, -1].float().softmax(-1)
+    np.testing.assert_allclose(short.top_probs[n - 1].numpy(), probs.topk(10).values.numpy(), atol=1e-5)
+    mask = cmp.baseline.masks["decoder"][1]
+    assert not mask[:, n:].any() and mask[n - 1, :n].all()  # padding keys masked, causal within the sentence
+    assert all(math.isnan(float(x)) is False for x in short.surprisal)
+
+
+def test_position_out_of_range_is_clamped(gpt, app):
+    _, loaded, _ = gpt
+    cmp = compare(loaded, TEXT, None, app.toggles(), 128, new_tokens=0)
+    a = Analysis(cmp, View(position=999))
+    last = len(cmp.inputs.rows[0]) - 1
+    assert f"(position {last})" in a.output.summary
+
+
+def test_surprisal_view_only_for_language_models(app):
+    _, loaded = app.build()
+    a = app.analyze(loaded, app.DATE1, None)
+    assert "language models" in a.surprisal.layout.annotations[0].text
+
+
+def test_offline_hub_model_is_one_sentence_and_keeps_the_session(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    ctx = AppContext(ModelRegistry())
+    with pytest.raises(AppError) as err:
+        load_session("openai-community/gpt2", "cpu", ctx)
+    message = str(err.value)
+    assert "HF_HUB_OFFLINE is set and it is not in the Hugging Face cache" in message
+    assert message.count(". ") == 0 and "Error:" not in message  # one sentence, no exception dump

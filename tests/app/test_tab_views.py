@@ -1,0 +1,95 @@
+"""The positional, importance and model-panel views, and the shipped models through the app's views."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from explorer.app.errors import AppError
+from explorer.app.views.importance import importance_view
+from explorer.app.views.model import model_info
+from explorer.app.views.positional import positional_figures
+from explorer.loading import shipped_names
+
+
+def z(fig):
+    return np.array(fig.data[0].z, dtype=float)
+
+
+def test_model_info_and_examples(app):
+    _, loaded = app.build()
+    info = model_info(loaded)
+    assert list(info.kinds) == ["encoder", "decoder", "cross"] and info.kinds["cross"] == (2, 4)
+    assert "parameters" in info.markdown and "cpu" in info.markdown
+    assert f"{loaded.model.num_parameters():,}" in info.markdown
+    assert "encoder-decoder · 55,975 parameters" in info.headline
+    assert info.examples, "date examples come with the date tokenizer"
+
+
+def test_positional_limits():
+    heat, curves, sim, model_fig = positional_figures(None, 16, 20, 100)
+    assert z(heat).shape == (20, 16) and z(sim).shape == (20, 20)
+    assert "No model loaded" in model_fig.layout.annotations[0].text
+    with pytest.raises(AppError, match="d_model"):
+        positional_figures(None, 5000, 20, 10000)
+    with pytest.raises(AppError, match="base"):
+        positional_figures(None, 16, 20, 1)
+
+
+def test_positional_shows_the_models_own_table(app):
+    _, loaded = app.build()  # sinusoidal, d_model 32
+    own = positional_figures(loaded, 32, 30, 10000)[3]
+    ref = positional_figures(None, 32, 30, 10000)[0]
+    assert "Loaded model (sinusoidal" in own.layout.title.text
+    np.testing.assert_allclose(z(own), z(ref), atol=1e-5)  # the model's buffer is the same formula
+    _, gpt = app.build("decoder", positional="learned")
+    assert z(positional_figures(gpt, 32, 40, 10000)[3]).shape == (40, 32)  # the learned table, first 40 positions
+    _, none = app.build("encoder", positional="none")
+    assert "no positional encoding" in positional_figures(none, 32, 30, 10000)[3].layout.annotations[0].text
+
+
+def test_importance(app):
+    _, loaded = app.build()
+    fig, md = importance_view(loaded, app.DATE1, app.DATE2, app.toggles(), "cross", 128)
+    assert "log-probability" in md and "cross-attention" in fig.layout.title.text
+    assert z(fig).shape == (2, 4)
+
+
+@pytest.fixture(scope="module")
+def translator(app):
+    if "date-translator" not in shipped_names():
+        pytest.skip("checkpoints/date-translator is not there")
+    return app.load("date-translator")[1]
+
+
+def test_trained_translator_head_toggles(app, translator):
+    from explorer.app.compare import compare
+
+    heads = app.all_heads(translator)
+    base = app.analyze(translator, "samedi 21 novembre 2026", None, view=app.View("cross", 1, 0, 1))
+    assert base.output.rows[0][2] == "2026-11-21"  # the trained model gets this right
+    off = app.analyze(translator, "samedi 21 novembre 2026", None, app.toggles({**heads, "cross": []}),
+                      app.View("cross", 1, 0, 1))
+    assert off.output.changed and off.output.rows[1][2] != "2026-11-21"
+    # Some single head matters for some input: stop at the first one-head-off run that changes an answer.
+    def changes_answer(kind, label, text):
+        one_off = app.toggles({**heads, kind: [h for h in heads[kind] if h != label]})
+        cmp = compare(translator, text, None, one_off, 128)
+        return cmp.baseline.outputs[0].ids != cmp.toggled.outputs[0].ids
+
+    examples = model_info(translator).examples
+    found = next(((k, label, text) for k in heads for label in heads[k] for text in examples
+                  if changes_answer(k, label, text)), None)
+    assert found is not None
+
+
+def test_trained_gpt_needs_its_causal_mask(app):
+    if "date-gpt" not in shipped_names():
+        pytest.skip("checkpoints/date-gpt is not there")
+    _, loaded = app.load("date-gpt")
+    text = "samedi 21 novembre 2026"
+    base = app.analyze(loaded, text, None, view=app.View("decoder", 1, 0, 1))
+    assert base.output.rows[0][2] == "2026-11-21" and not base.output.changed
+    peek = app.analyze(loaded, text, None, app.toggles(causal=False), app.View("decoder", 1, 0, 1))
+    assert peek.output.changed  # trained with the look-ahead mask, it fails without it
+    assert np.triu(np.nan_to_num(z(peek.attention.head)), 1).sum() > 0

@@ -1,0 +1,249 @@
+"""What /analyze shows, built without Gradio: figures, output tables, masks and toggles (explorer.app.views)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from explorer.app.errors import AppError, escape_md
+from explorer.app.inputs import codec_for, encode_inputs
+from explorer.app.session import MINILM
+
+
+def z(fig):
+    """The (first) heatmap's values as a float array (None cells -> NaN)."""
+    return np.array(fig.data[0].z, dtype=float)
+
+
+def allowed(fig):
+    """A mask figure's cells as booleans (allowed = 1, blocked = NaN gap)."""
+    return np.nan_to_num(z(fig)) > 0.5
+
+
+def rows_of(loaded, text1, text2=None):
+    return encode_inputs(loaded, codec_for(loaded), text1, text2, 128).rows
+
+
+def test_default_analysis_figure_shapes(app):
+    _, loaded = app.build()
+    rows = rows_of(loaded, app.DATE1, app.DATE2)
+    S = max(len(r) for r in rows)
+    a = app.analyze(loaded, app.DATE1, app.DATE2, view=app.View("encoder", 1, 3, 1))
+    assert z(a.attention.head).shape == (S, S) == z(a.attention.mask).shape
+    ov = z(a.overview)
+    assert ov.shape == (2 * S, 4 * S)  # 2 layers x 4 heads tiled (the gaps between tiles are on the axes only)
+    headers, table = a.tokens
+    assert headers == ["sentence", "position", "token", "id"] and len(table) == sum(len(r) for r in rows)
+    assert a.output.headers[:3] == ["#", "run", "output"] and len(a.output.rows) == 4  # 2 sentences x 2 runs
+    assert not a.output.changed and "No toggle is active" in a.status
+    # Nothing to compare yet: baseline and difference panels say so instead of repeating the view.
+    assert not a.attention.baseline.data and "No toggle is active" in a.attention.baseline.layout.annotations[0].text
+    assert not a.attention.difference.data and "once a toggle is active" in \
+        a.attention.difference.layout.annotations[0].text
+    # cross-attention: generated (decoder) rows x source columns
+    c = app.analyze(loaded, app.DATE1, None, view=app.View("cross", 0, 0, 1))
+    T = len(c.output.rows[0][3].split(") ")) + 1  # [BOS] + generated tokens
+    assert z(c.attention.head).shape == (T, len(rows[0]))
+
+
+def test_head_off_changes_output(app):
+    _, loaded = app.build()
+    base = app.analyze(loaded, app.DATE1, app.DATE2)
+    heads = {**app.all_heads(loaded), "cross": []}  # every cross-attention head off: the source is no longer read
+    off = app.analyze(loaded, app.DATE1, app.DATE2, app.toggles(heads))
+    assert [r[4] for r in base.output.rows if r[1] == "toggled"] != [r[4] for r in off.output.rows if r[1] == "toggled"]
+    assert "No toggle is active" not in off.status
+    assert off.attention.baseline.data and off.attention.difference.data  # now there is something to compare
+
+
+def test_head_off_changes_minilm_similarity(app):
+    _, loaded = app.load(MINILM)
+    heads = {"encoder": [h for h in app.all_heads(loaded)["encoder"] if not h.startswith(("L0", "L1"))]}
+    a = app.analyze(loaded, "A man is playing a guitar.", "Someone plays an instrument.", app.toggles(heads),
+                    app.View("encoder", 3, 0, 1))
+    assert a.output.changed
+    sim = a.output.rows[0]
+    assert sim[0].startswith("cosine similarity") and sim[1] != sim[2]
+    assert "24 heads switched off" in a.overview.layout.title.text
+
+
+def test_masks_change_heatmaps(app):
+    _, loaded = app.build()
+    view = app.View("encoder", 0, 0, 2)  # sentence 2 is shorter: padded
+    a = app.analyze(loaded, app.DATE1, app.DATE2, view=view)
+    b = app.analyze(loaded, app.DATE1, app.DATE2, app.toggles(padding=False), view)
+    n2 = len(rows_of(loaded, app.DATE2)[0])
+    ma, mb = allowed(a.attention.mask), allowed(b.attention.mask)
+    assert ma.shape == mb.shape and not np.array_equal(ma, mb)
+    assert np.nan_to_num(z(a.attention.head))[:, n2:].sum() == 0  # padded keys get no weight with the padding mask
+    assert np.nan_to_num(z(b.attention.head))[:, n2:].sum() > 0  # ... and some without it
+    dv = app.View("decoder", 0, 0, 1)  # causal mask of decoder self-attention
+    c1 = app.analyze(loaded, app.DATE1, None, view=dv)
+    c2 = app.analyze(loaded, app.DATE1, None, app.toggles(causal=False), dv)
+    assert np.triu(np.nan_to_num(z(c1.attention.head)), 1).sum() == 0
+    assert np.triu(np.nan_to_num(z(c2.attention.head)), 1).sum() > 0
+    assert not np.array_equal(allowed(c1.attention.mask), allowed(c2.attention.mask))
+    ev = app.View("encoder", 0, 0, 1)  # custom masks: no attention to self, local window, one blocked token
+    ns = app.analyze(loaded, app.DATE1, None, app.toggles(custom="no self"), ev)
+    assert np.nan_to_num(np.diag(z(ns.attention.head))).sum() == 0
+    assert not np.diag(allowed(ns.attention.mask)).any() and allowed(ns.attention.mask)[0, 1]
+    m = allowed(app.analyze(loaded, app.DATE1, None, app.toggles(custom="local window", window=1), ev).attention.mask)
+    assert m[5, 4] and m[5, 6] and not m[5, 7]
+    bt = app.analyze(loaded, app.DATE1, None, app.toggles(custom="block token", block_token=3), ev)
+    assert not allowed(bt.attention.mask)[:, 3].any() and allowed(bt.attention.mask)[:, 2].all()
+    assert np.nan_to_num(z(bt.attention.head))[:, 3].sum() == 0
+    assert np.abs(np.nan_to_num(z(bt.attention.difference))).max() > 0  # the difference map shows the change
+
+
+def test_mask_figure_draws_the_mask_the_model_applied(app):
+    """The mask figure is the model's own mask for that sentence (not rebuilt from the settings)."""
+    from explorer.app.compare import compare
+    from explorer.app.views.analysis import Analysis
+
+    _, loaded = app.build()
+    cmp = compare(loaded, app.DATE1, app.DATE2, app.toggles(custom="no self"), 128)
+    a = Analysis(cmp, app.View("encoder", 0, 0, 2))
+    model_mask = cmp.toggled.masks["encoder"][1].numpy()
+    assert np.array_equal(allowed(a.attention.mask), model_mask)
+    assert not model_mask.diagonal().any() and not model_mask[:, -1].any()  # no self, and sentence 2's padding
+
+
+def test_decoder_only_and_encoder_models(app):
+    _, gpt = app.build("decoder", positional="learned")
+    a = app.analyze(gpt, app.DATE1, app.DATE2, app.toggles(causal=False), app.View("", 1, 1, 2))
+    assert a.view.kind == "decoder" and a.generation[0].data
+    assert "no cross-attention" in a.generation[1].layout.annotations[0].text
+    _, enc = app.build("encoder")
+    e = app.analyze(enc, app.DATE1, app.DATE2, app.toggles({"encoder": ["L0 H0"]}))
+    assert e.output.headers == ["comparison", "baseline", "toggled"] and e.output.changed
+    assert "does not generate" in e.generation[0].layout.annotations[0].text
+
+
+def test_generation_view_per_token(app):
+    _, loaded = app.build()
+    a = app.analyze(loaded, app.DATE1, None, view=app.View("cross", 1, 2, 1))
+    n_generated = len(a.output.rows[1][3].split(") "))
+    assert z(a.generation[1]).shape[0] == n_generated
+    assert z(a.generation[0]).shape == (n_generated, n_generated)  # [BOS] + N-1 earlier tokens as keys
+
+
+def test_empty_and_overlong_input(app):
+    from explorer.app.limits import MAX_CHARS
+
+    _, loaded = app.build()
+    for text in ("", "   \n\t "):
+        with pytest.raises(AppError, match="empty"):
+            app.analyze(loaded, text, app.DATE2)
+    a = app.analyze(loaded, "21 novembre 2026 " * 100, None)
+    assert "cut off" in a.status
+    assert len(a.tokens[1]) == codec_for(loaded).task.max_source_len
+    _, enc = app.build("encoder")
+    b = app.analyze(enc, "x" * (MAX_CHARS + 50), None)
+    assert f"only the first {MAX_CHARS:,}" in b.status
+
+
+def test_html_in_input_shown_literally(app):
+    _, loaded = app.load(MINILM)
+    a = app.analyze(loaded, "<b>bold</b> & <script>x</script>", None)
+    tokens = [r[2] for r in a.tokens[1]]
+    assert "<" in tokens and "script" in tokens  # plain text cells, not markup
+    assert "<b>" not in escape_md("<b>x</b>") and "&lt;b&gt;" in escape_md("<b>x</b>")
+    assert "<script" not in a.attention.head.to_json()
+
+
+def test_head_labels_validation(app):
+    _, loaded = app.build()
+    with pytest.raises(AppError, match="does not exist"):
+        app.analyze(loaded, app.DATE1, None, app.toggles({"encoder": ["L9 H0"]}))
+
+
+def test_view_is_clamped_to_what_exists(app):
+    _, loaded = app.build()
+    a = app.analyze(loaded, app.DATE1, None, view=app.View("bogus", 9, -3, 2))
+    assert (a.view.kind, a.view.layer, a.view.head, a.view.sentence) == ("encoder", 1, 0, 1)
+
+
+def test_only_the_figures_asked_for_are_built(app, monkeypatch):
+    """Analysis builds a tab's figures on first access: reading the attention tab draws no overview."""
+    import explorer.app.views.analysis as analysis
+
+    _, loaded = app.build()
+    calls = []
+    monkeypatch.setattr(analysis, "overview_figure", lambda *a: calls.append("overview"))
+    a = app.analyze(loaded, app.DATE1, None)
+    assert a.attention.head.data and calls == []
+    a.overview
+    assert calls == ["overview"]
+
+
+def kept_bytes(obj, seen=None) -> int:
+    """Bytes of every array and tensor reachable from obj (dataclasses, dicts, lists, objects' __dict__)."""
+    import dataclasses
+
+    import torch
+
+    seen = set() if seen is None else seen
+    if id(obj) in seen:
+        return 0
+    seen.add(id(obj))
+    if isinstance(obj, np.ndarray):
+        return obj.nbytes
+    if isinstance(obj, torch.Tensor):
+        return obj.untyped_storage().nbytes()
+    if isinstance(obj, dict):
+        return sum(kept_bytes(v, seen) for v in obj.values())
+    if isinstance(obj, (list, tuple)):
+        return sum(kept_bytes(v, seen) for v in obj)
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return sum(kept_bytes(getattr(obj, f.name), seen) for f in dataclasses.fields(obj))
+    if hasattr(obj, "__dict__") and type(obj).__module__.startswith("explorer"):
+        return sum(kept_bytes(v, seen) for v in vars(obj).values())
+    return 0
+
+
+def test_a_kept_analysis_is_small_whatever_the_runs_were(app):
+    """500 tokens on MiniLM: the runs hold 6 x 12 x 500 x 500 weights each (36 MB in float16, the dtype
+    long runs return, twice with a toggle); what the session keeps to draw the tabs later is a few MB."""
+    from explorer.app.compare import compare
+    from explorer.app.views.analysis import Analysis
+
+    _, loaded = app.load(MINILM)
+    text = " ".join(["the cat sat on the mat and saw the birds"] * 50)  # 500 words
+    heads = {"encoder": [h for h in app.all_heads(loaded)["encoder"] if h != "L0 H0"]}
+    cmp = compare(loaded, text, None, app.toggles(heads), 1024)
+    full = kept_bytes(cmp.baseline.attentions) + kept_bytes(cmp.toggled.attentions)
+    a = Analysis(cmp, app.View("encoder", 2, 3, 1))
+    del cmp
+    kept = kept_bytes(a)
+    assert full > 70e6 and kept < 12e6, (full, kept)
+    assert a.overview.data and a.rollout.data and a.attention.difference.data  # everything still draws
+    assert kept_bytes(a) < kept + 25e6  # drawn figures are one byte per cell
+
+
+def test_each_tab_draws_only_its_own_figures(app):
+    from explorer.app.views.analysis import TAB_FIGURES, tab_figures
+
+    _, loaded = app.build()
+    a = app.analyze(loaded, app.DATE1, app.DATE2)
+    assert set(tab_figures(a, "overview")) == {"overview", "large"}
+    assert set(tab_figures(a, "all")) == {name for names in TAB_FIGURES.values() for name in names}
+    assert tab_figures(a, "positional") == {} and tab_figures(a, "bogus") == {}
+
+
+def test_a_run_sends_at_most_a_hundredth_of_bertviz(app):
+    """What one Run sends at 128 tokens on MiniLM with a head off (the attention tab: mask, the head with and without
+    the toggles, their difference; the tables), against BertViz's 53.4 MB of HTML for the same attention."""
+    import json
+
+    from explorer.app.events import frame, plot
+    from explorer.app.views.analysis import tab_figures
+
+    _, loaded = app.load(MINILM)
+    text = " ".join(["the cat sat on the mat and saw the birds"] * 13)[:-30]  # 126 tokens with [CLS] and [SEP]
+    heads = {"encoder": [h for h in app.all_heads(loaded)["encoder"] if h != "L0 H0"]}
+    a = app.analyze(loaded, text, None, app.toggles(heads), app.View("encoder", 3, 5, 1))
+    assert len(a.tokens[1]) in range(120, 129)
+    sent = sum(len(plot(fig).plot.encode()) for fig in tab_figures(a, "attention").values())
+    tables = json.dumps([frame(*a.tokens).to_dict("split"), frame(a.output.headers, a.output.rows).to_dict("split"),
+                         a.status, a.output_summary], default=str)
+    assert sent + len(tables.encode()) < 53.4e6 / 100, sent

@@ -1,0 +1,37 @@
+"""Pages in headless Chromium holding the plotly.js bundles the figures must draw with (tests/viz/bundles.py):
+"gradio" (what gr.Plot draws with) and "plotly.py" (what `fig.to_html` uses)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.viz.bundles import gradio_plotly_js, plotly_py_js
+
+
+@pytest.fixture(scope="session")
+def plotly_bundles() -> dict[str, str]:
+    bundles = {"plotly.py": plotly_py_js()}
+    gradio_js = gradio_plotly_js()
+    if gradio_js is None:  # gradio is a runtime dependency: its bundle must be there
+        pytest.fail("Gradio's plotly.js chunk (templates/frontend/assets/PlotlyPlot-*.js) was not found")
+    bundles["gradio"] = gradio_js
+    return bundles
+
+
+@pytest.fixture(scope="module", params=["gradio", "plotly.py"])
+def page(request, plotly_bundles, chromium_path, chromium_args, tmp_path_factory):
+    """A page with one plotly.js bundle loaded and an empty <div id="g">; page.bundle names it."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium_path, args=chromium_args)
+        pg = browser.new_page(viewport={"width": 1200, "height": 1000})
+        pg.bundle = request.param
+        pg.dialogs, pg.errors = [], []
+        pg.on("dialog", lambda d: (pg.dialogs.append(d.message), d.dismiss()))
+        pg.on("pageerror", lambda e: pg.errors.append(str(e)))
+        path = tmp_path_factory.mktemp("viz") / "page.html"
+        path.write_text(f"<html><head><meta charset='utf-8'><script>{plotly_bundles[request.param]}</script></head>"
+                        "<body style='margin:0'><div id='g'></div></body></html>", encoding="utf-8")
+        pg.goto(path.as_uri())
+        yield pg
+        browser.close()
