@@ -5,8 +5,8 @@ after the specials [PAD]=0, [UNK], [BOS], [EOS]; typed text gets [BOS] first. A 
 ``[BOS]`` + random tokens + a random span of ``SPAN_RANGE`` tokens repeated until the row is full.
 In half of the rows the first copy starts within 8 tokens of [BOS] (many repeated tokens: the
 circuit forms sooner); in the other half anywhere that leaves room for a whole second copy (so the
-previous-token head is needed at every position, not only near the start). The first copy of a span cannot be predicted; every later token can, by
-finding the earlier copy of the current token and reading the token after it. A two-layer model
+previous-token head is needed at every position, not only near the start). The first copy of a
+span cannot be predicted; every later token can, by finding the earlier copy of the current token and reading the token after it. A two-layer model
 learns this with the classic circuit: a previous-token head in layer 0 and an induction head in
 layer 1 (Olsson et al., 2022, "In-context Learning and Induction Heads").
 

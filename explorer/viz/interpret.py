@@ -203,8 +203,8 @@ def lens_figure(lens: Any, labels: Sequence[str], title: str = "Logit lens", *,
     rank_values = np.log10(ranks.astype(np.float64) + 1).astype(np.float32)  # 0 = rank 0
     top = max(1.0, float(rank_values.max()))
     rank_trace = dict(type="heatmap", x=names, y=rows, z=rank_values, zmin=0.0, zmax=top, colorscale=RANK_SCALE,
-                      customdata=[[[int(r), t] for r, t in zip(layer, final_text)] for layer in ranks], xaxis="x2", yaxis="y2",
-                      xgap=1, ygap=1, showscale=False,
+                      customdata=[[[int(r), t] for r, t in zip(layer, final_text)] for layer in ranks],
+                      xaxis="x2", yaxis="y2", xgap=1, ygap=1, showscale=False,
                       hovertemplate="%{y}, position %{x}: the final prediction %{customdata[1]} has rank "
                                     "%{customdata[0]}<extra></extra>")
     if show_text:

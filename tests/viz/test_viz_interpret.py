@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from explorer.interpret import LogitLens, Patching
-from explorer.viz import lens_figure, patching_figure, role_figure
 from explorer.viz import common as c
+from explorer.viz import lens_figure, patching_figure, role_figure
 
 TOKS = ["<b>a</b>", "cat", "a", "$x$"]
 
