@@ -237,8 +237,8 @@ def _what_to_look_at(task: InductionTask, top_i, top_p) -> list[str]:
         "token of the second copy attends to the token *after* its earlier copy (a diagonal one step right of "
         "the repeat's offset). In " + p + ", the previous token (the sub-diagonal): this head writes "
         "\"which token came before me\" into each position, which the induction head's keys then match.",
-        f"- Switch {i} off: the loss on the repeated copy goes back up (table above) and the continuation stops "
-        f"copying. Switching {p} off breaks the induction head's input, so copying fails too.",
+        f"- Switch {i} off: the loss on the repeated copy goes up (table above); switch all induction heads off "
+        f"and copying stops. Switching {p} off takes away the induction heads' input, so copying fails too.",
         "- The logit lens shows the copy appear only after layer 1: the residual stream after layer 0 does not "
         "yet predict the next token of the repeat.", "",
     ]
