@@ -1,10 +1,14 @@
-"""Train a date model and write it as an explorer checkpoint: ``python -m explorer.train --task ... --out ...``.
+"""Train a model and write it as an explorer checkpoint: ``python -m explorer.train --task ... --out ...``.
 
-One run: build the char tokenizer and the task (explorer.tasks), draw seeded disjoint train/val/test
+Date tasks: build the char tokenizer and the task (explorer.tasks), draw seeded disjoint train/val/test
 splits (explorer.data.dates.splits), train with AdamW + linear warmup + cosine decay, report loss
 and examples/s on a tqdm bar, measure validation exact match every ``--eval-every`` steps, then
 measure exact match on the held-out test dates and save model, tokenizer, task metadata and a model
 card through explorer.checkpoints.save_checkpoint.
+
+``--task induction`` (explorer.induction): fresh rows of random tokens with a repeated span every
+step; every ``--eval-every`` steps the best induction and previous-token head scores; at the end the
+head roles, copy losses and ablations on a fixed probe go into the card. Both share :func:`fit`.
 
 Resume: every ``--save-every`` steps the run writes ``training_state.pt`` into the output folder
 (model, optimizer, scheduler, RNG states, step, elapsed time: plain tensors and dicts, read back with
@@ -24,7 +28,8 @@ import random
 import shlex
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +38,7 @@ import torch.nn.functional as F
 from torch import Tensor
 from tqdm import tqdm
 
+from . import induction
 from .checkpoints import save_checkpoint
 from .data import dates
 from .device import pick_device
@@ -41,8 +47,8 @@ from .tasks import IGNORE_INDEX, TASKS, Batch, DateTask, make_task
 
 STATE_FILE = "training_state.pt"
 # Arguments that define the run: a resumed run must use the same ones.
-_RUN_DEFINING = ("task", "d_model", "heads", "layers", "encoder_layers", "decoder_layers", "d_ff", "dropout",
-                 "norm_first", "positional", "activation", "max_len", "steps", "batch_size", "lr", "warmup",
+_RUN_DEFINING = ("task", "d_model", "heads", "head_dim", "layers", "encoder_layers", "decoder_layers", "d_ff",
+                 "dropout", "norm_first", "positional", "activation", "max_len", "steps", "batch_size", "lr", "warmup",
                  "min_lr_ratio", "weight_decay", "label_smoothing", "clip", "seed", "data_seed", "n_train",
                  "length_pool")
 
@@ -50,11 +56,14 @@ _RUN_DEFINING = ("task", "d_model", "heads", "layers", "encoder_layers", "decode
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m explorer.train", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--task", choices=sorted(TASKS), default="date-translation")
+    p.add_argument("--task", choices=sorted([*TASKS, induction.NAME]), default="date-translation",
+                   help="induction: fresh random rows every step; the --n-*, --data-seed, --length-pool and "
+                        "--eval-batch-size options are for the date tasks; --max-len is the row length")
     p.add_argument("--out", required=True, help="checkpoint folder to write")
     m = p.add_argument_group("model")
     m.add_argument("--d-model", type=int, default=128)
     m.add_argument("--heads", type=int, default=4)
+    m.add_argument("--head-dim", type=int, default=None, help="width of each head (default: d-model / heads)")
     m.add_argument("--layers", type=int, default=2, help="layers per stack")
     m.add_argument("--encoder-layers", type=int, default=None, help="overrides --layers for the encoder")
     m.add_argument("--decoder-layers", type=int, default=None, help="overrides --layers for the decoder")
@@ -63,7 +72,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     norm = m.add_mutually_exclusive_group()
     norm.add_argument("--norm-first", dest="norm_first", action="store_true", default=True, help="pre-norm")
     norm.add_argument("--post-norm", dest="norm_first", action="store_false", help="post-norm")
-    m.add_argument("--positional", choices=("sinusoidal", "learned", "none"), default="sinusoidal")
+    m.add_argument("--positional", choices=("sinusoidal", "learned", "rotary", "none"), default="sinusoidal")
     m.add_argument("--activation", choices=("relu", "gelu"), default="relu")
     m.add_argument("--max-len", type=int, default=64, help="longest sequence the model takes")
     t = p.add_argument_group("training")
@@ -99,9 +108,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def build_config(args: argparse.Namespace, task: DateTask) -> TransformerConfig:
+def build_config(args: argparse.Namespace, task: DateTask | induction.InductionTask) -> TransformerConfig:
     return TransformerConfig(
         arch=task.arch, vocab_size=task.tokenizer.vocab_size, d_model=args.d_model, n_heads=args.heads,
+        head_dim=args.head_dim,
         n_layers=args.layers, n_encoder_layers=args.encoder_layers, n_decoder_layers=args.decoder_layers,
         d_ff=args.d_ff, dropout=args.dropout, max_len=args.max_len, norm_first=args.norm_first,
         positional=args.positional, activation=args.activation, pad_id=task.pad_id)
@@ -253,9 +263,9 @@ def _set_rng_state(state: dict[str, Any]) -> None:
 
 def save_state(path: Path, *, model: Transformer, optimizer: torch.optim.Optimizer,
                scheduler: torch.optim.lr_scheduler.LRScheduler, step: int, elapsed: float, loss: float,
-               args: argparse.Namespace) -> None:
+               args: argparse.Namespace, cpu: float = 0.0) -> None:
     """Everything a resumed run needs, as plain tensors/dicts (loadable with weights_only=True)."""
-    state = {"step": step, "elapsed": elapsed, "loss": loss, "model": model.state_dict(),
+    state = {"step": step, "elapsed": elapsed, "cpu": cpu, "loss": loss, "model": model.state_dict(),
              "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "rng": _rng_state(),
              "args": {k: getattr(args, k) for k in _RUN_DEFINING}}
     tmp = path.with_suffix(".tmp")
@@ -282,28 +292,35 @@ def main(argv: Sequence[str] | None = None) -> Path:
     if args.threads:
         torch.set_num_threads(args.threads)
     try:
-        return _run(args, command_line(argv))
+        return RUNS[args.task](args, command_line(argv))
     finally:
         torch.set_num_threads(threads)  # main() called in-process (tests) leaves the setting as it was
 
 
-def _run(args: argparse.Namespace, command: str) -> Path:
-    device = pick_device(args.device)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    state_path = out / STATE_FILE
+@dataclass
+class Fitted:
+    """What the training loop leaves: optimiser state (for --keep-state) and measurements."""
 
-    random.seed(args.seed)
-    torch.manual_seed(args.seed)
-    task = make_task(args.task)
-    data = dates.splits(args.data_seed, args.n_train, args.n_val, args.n_test)
-    train = data["train"]
-    model = Transformer(build_config(args, task)).to(device)
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LRScheduler
+    seconds: float  # wall time of the training steps and periodic evaluations (all runs of a resumed one)
+    cpu_seconds: float  # CPU time of this process over the same span (all threads)
+    loss: float  # the last training loss
+    history: list[dict[str, float]]  # {"step", "loss", metric: value, ...} at each periodic evaluation
+
+
+def fit(model: Transformer, args: argparse.Namespace, desc: str, batch_for: Callable[[int], Batch],
+        evaluate: Callable[[], dict[str, float]], device: torch.device) -> Fitted:
+    """AdamW with warmup + cosine decay for ``args.steps`` steps of ``batch_for(step)``; resumable.
+
+    ``evaluate()`` runs every ``--eval-every`` steps and at the end (the model is put back in train
+    mode after it); the training state is saved every ``--save-every`` steps into ``--out``.
+    """
+    state_path = Path(args.out) / STATE_FILE
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.98), weight_decay=args.weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: lr_factor(s, args.steps, args.warmup, args.min_lr_ratio))
-
-    start, elapsed, loss_value = 0, 0.0, float("nan")
+    start, elapsed, cpu, loss_value, history = 0, 0.0, 0.0, float("nan"), []
     if args.resume:
         state = load_state(state_path, args)
         model.load_state_dict(state["model"])
@@ -311,18 +328,13 @@ def _run(args: argparse.Namespace, command: str) -> Path:
         scheduler.load_state_dict(state["scheduler"])
         _set_rng_state(state["rng"])
         start, elapsed, loss_value = state["step"], state["elapsed"], state["loss"]
-
-    order = BatchOrder([len(e.text) for e in train], args.batch_size, args.seed, args.length_pool)
-    print(f"{task.name}: {model.num_parameters():,} parameters on {device}, {len(train):,} training dates, "
-          f"steps {start}..{args.steps}", file=sys.stderr)
-    val_em = None
+        cpu = state.get("cpu", 0.0)
     model.train()
     bar = tqdm(range(start, args.steps), initial=start, total=args.steps, disable=args.quiet, dynamic_ncols=True,
-               desc=task.name)
-    t0, window_t, window_n = time.perf_counter(), time.perf_counter(), 0
+               desc=desc)
+    t0, c0, window_t, window_n, shown = time.perf_counter(), time.process_time(), time.perf_counter(), 0, "-"
     for step in bar:
-        idx = order.indices(step)
-        batch = task.training_batch([train[i] for i in idx.tolist()]).to(device)
+        batch = batch_for(step).to(device)
         loss = compute_loss(model, batch, args.label_smoothing)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -336,18 +348,52 @@ def _run(args: argparse.Namespace, command: str) -> Path:
         if done % 20 == 0 or done == args.steps:
             now = time.perf_counter()
             bar.set_postfix(loss=f"{loss_value:.4f}", ex_s=f"{window_n / (now - window_t):.0f}",
-                            lr=f"{scheduler.get_last_lr()[0]:.2e}", val_em=("-" if val_em is None else f"{val_em:.3f}"))
+                            lr=f"{scheduler.get_last_lr()[0]:.2e}", eval=shown)
             window_t, window_n = now, 0
         if done % args.eval_every == 0 or done == args.steps:
-            val_em = task.exact_match(model, data["val"], args.eval_batch_size)
+            metrics = evaluate()
             model.train()
-            bar.write(f"step {done}: loss {loss_value:.4f}, validation exact match {val_em:.2%}")
+            history.append({"step": done, "loss": round(loss_value, 5), **metrics})
+            shown = ", ".join(f"{k} {v:.4g}" for k, v in metrics.items())
+            bar.write(f"step {done}: loss {loss_value:.4f}, {shown}")
         if done % args.save_every == 0 and done < args.steps:
             save_state(state_path, model=model, optimizer=optimizer, scheduler=scheduler, step=done,
-                       elapsed=elapsed + time.perf_counter() - t0, loss=loss_value, args=args)
+                       elapsed=elapsed + time.perf_counter() - t0, loss=loss_value, args=args,
+                       cpu=cpu + time.process_time() - c0)
     bar.close()
-    seconds = elapsed + time.perf_counter() - t0
-    steps_done = args.steps
+    return Fitted(optimizer, scheduler, elapsed + time.perf_counter() - t0, cpu + time.process_time() - c0,
+                  loss_value, history)
+
+
+def finish_state(model: Transformer, fitted: Fitted, args: argparse.Namespace) -> None:
+    """After a complete run: keep the final training state (--keep-state) or delete the periodic one."""
+    state_path = Path(args.out) / STATE_FILE
+    if args.keep_state:
+        save_state(state_path, model=model, optimizer=fitted.optimizer, scheduler=fitted.scheduler, step=args.steps,
+                   elapsed=fitted.seconds, loss=fitted.loss, args=args, cpu=fitted.cpu_seconds)
+    elif state_path.exists():
+        state_path.unlink()
+
+
+def _run_dates(args: argparse.Namespace, command: str) -> Path:
+    device = pick_device(args.device)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+
+    random.seed(args.seed)
+    torch.manual_seed(args.seed)
+    task = make_task(args.task)
+    data = dates.splits(args.data_seed, args.n_train, args.n_val, args.n_test)
+    train = data["train"]
+    model = Transformer(build_config(args, task)).to(device)
+    order = BatchOrder([len(e.text) for e in train], args.batch_size, args.seed, args.length_pool)
+    print(f"{task.name}: {model.num_parameters():,} parameters on {device}, {len(train):,} training dates, "
+          f"{args.steps} steps", file=sys.stderr)
+    fitted = fit(model, args, task.name, lambda step: task.training_batch([train[i] for i in order.indices(step).tolist()]),
+                 lambda: {"validation exact match": task.exact_match(model, data["val"], args.eval_batch_size)},
+                 device)
+    val_em = fitted.history[-1]["validation exact match"] if fitted.history else None
+    seconds, steps_done, loss_value = fitted.seconds, args.steps, fitted.loss
 
     model.eval()
     test = data["test"]
@@ -364,15 +410,45 @@ def _run(args: argparse.Namespace, command: str) -> Path:
                         "seconds": round(seconds, 1), "steps_per_second": round(steps_done / max(seconds, 1e-9), 3),
                         "final_loss": round(loss_value, 5), "device": device.type, "threads": torch.get_num_threads(), "data_seed": args.data_seed,
                         "seed": args.seed}
-    if args.keep_state:
-        save_state(state_path, model=model, optimizer=optimizer, scheduler=scheduler, step=steps_done,
-                   elapsed=seconds, loss=loss_value, args=args)
-    elif state_path.exists():
-        state_path.unlink()
+    finish_state(model, fitted, args)
     save_checkpoint(out, model.cpu(), task.tokenizer, task=meta, card=card)
     print(f"test exact match {test_em:.2%} on {len(test)} dates; {seconds / 60:.1f} min, "
           f"{steps_done / max(seconds, 1e-9):.2f} steps/s; wrote {out}", file=sys.stderr)
     return out
+
+
+def _run_induction(args: argparse.Namespace, command: str) -> Path:
+    device = pick_device(args.device)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(args.seed)
+    task = induction.InductionTask(induction.build_tokenizer(), seq_len=args.max_len)
+    model = Transformer(build_config(args, task)).to(device)
+    print(f"{task.name}: {model.num_parameters():,} parameters on {device}, {args.steps} steps of fresh rows",
+          file=sys.stderr)
+    fitted = fit(model, args, task.name,
+                 lambda step: task.training_batch(args.batch_size, induction.step_generator(args.seed, step)),
+                 lambda: induction.progress(model.eval(), task), device)
+    model.eval()
+    report = induction.evaluate(model, task)
+    meta = task.to_dict()
+    meta["training"] = {"command": command, "steps": args.steps, "batch_size": args.batch_size,
+                        "seconds": round(fitted.seconds, 1), "cpu_seconds": round(fitted.cpu_seconds, 1),
+                        "final_loss": round(fitted.loss, 5), "device": device.type,
+                        "threads": torch.get_num_threads(), "seed": args.seed, "history": fitted.history,
+                        "evaluation": induction.report_dict(report)}
+    card = induction.make_card(model=model, task=task, report=report, training=meta["training"], name=out.name,
+                               device=_device_name(device))
+    finish_state(model, fitted, args)
+    save_checkpoint(out, model.cpu(), task.tokenizer, task=meta, card=card)
+    best = report.scores["induction"].max().item(), report.scores["previous"].max().item()
+    print(f"best induction score {best[0]:.3f}, previous-token {best[1]:.3f}; copy loss first {report.losses.first:.3f}"
+          f" vs repeated {report.losses.repeated:.3f}; {fitted.seconds / 60:.1f} min; wrote {out}", file=sys.stderr)
+    return out
+
+
+RUNS: dict[str, Callable[[argparse.Namespace, str], Path]] = {**{name: _run_dates for name in TASKS},
+                                                               induction.NAME: _run_induction}
 
 
 if __name__ == "__main__":
