@@ -191,8 +191,13 @@ def attention_overview(
 
 
 def draw_overview(tiles: OverviewTiles, query_labels: Sequence[str], key_labels: Sequence[str],
-                  head_mask: Any | None = None, *, title: str = "Attention, all layers x heads") -> go.Figure:
-    """The overview figure from its tiles (`overview_tiles`): nothing here looks at the full attention."""
+                  head_mask: Any | None = None, *, title: str = "Attention, all layers x heads",
+                  tile_notes: Sequence[Sequence[str]] | None = None) -> go.Figure:
+    """The overview figure from its tiles (`overview_tiles`): nothing here looks at the full attention.
+
+    tile_notes: (L, H) short texts ("" for none), e.g. each head's role ("ind .92"), written in the top-left
+    corner of its tile.
+    """
     grid, width = tiles.grid, tiles.width
     n_layers, n_heads, tq, tk = grid.n_layers, grid.n_heads, tiles.tq, tiles.tk
     if (len(query_labels), len(key_labels)) != (tq, tk):
@@ -215,6 +220,7 @@ def draw_overview(tiles: OverviewTiles, query_labels: Sequence[str], key_labels:
     heat = enc.trace(x_names, y_names, c.WEIGHT_SCALE, value, "%{y}<br>%{x}<br>" + value + ": {value}",
                      hoverongaps=False)
     annotations, shapes = _off_markers(grid, hm)
+    annotations += _tile_notes(grid, tile_notes)
     if grid.downsampled:
         # Below the grid: above it would collide with the head labels and axis title.
         annotations.append(dict(
@@ -260,6 +266,24 @@ def _off_markers(grid: OverviewGrid, head_on: np.ndarray) -> tuple[list[dict[str
                                 y=r + (grid.tile_rows - 1) / 2, xref="x", yref="y", showarrow=False,
                                 font=dict(size=12, color="#222"), bgcolor="rgba(255,255,255,0.8)"))
     return annotations, shapes
+
+
+def _tile_notes(grid: OverviewGrid, notes: Sequence[Sequence[str]] | None) -> list[dict[str, Any]]:
+    """One small boxed text in the top-left corner of each tile with a note (text, escaped, never HTML)."""
+    if notes is None:
+        return []
+    if len(notes) != grid.n_layers or any(len(row) != grid.n_heads for row in notes):
+        raise ValueError(f"tile_notes must be {grid.n_layers} rows of {grid.n_heads} texts (L, H)")
+    out = []
+    for layer, row in enumerate(notes):
+        for head, text in enumerate(row):
+            if not text:
+                continue
+            r, k = grid.tile_origin(layer, head)
+            out.append(dict(text=c.escape(str(text)), x=k - 0.5, y=r - 0.5, xref="x", yref="y", xanchor="left",
+                            yanchor="top", xshift=1, yshift=-1, showarrow=False, font=dict(size=10, color="#111"),
+                            bgcolor="rgba(255,255,255,0.85)", borderpad=1))
+    return out
 
 
 def overview_grid_index(grid_or_fig: OverviewGrid | go.Figure | dict, x: Any, y: Any) -> tuple[int, int] | None:
