@@ -39,7 +39,7 @@ def unembed(model: Transformer, hidden: Tensor) -> Tensor:
         raise ValueError("the logit lens needs a language model (a decoder with an LM head); "
                          "this is an encoder-only model")
     norm = model.decoder.norm  # None for post-norm stacks (their layers end with a norm) unless final_norm
-    return model.generator.proj(norm(hidden) if norm is not None else hidden)
+    return model.generator.logits(norm(hidden) if norm is not None else hidden)  # output_scale (T5) included
 
 
 def lens_logits(model: Transformer, hidden_states: Sequence[Tensor]) -> Tensor:

@@ -13,9 +13,9 @@ from explorer.model import Transformer, TransformerConfig
 CHECKPOINTS = Path(__file__).resolve().parents[2] / "checkpoints"
 
 
-def built(norm_first: bool, final_norm: bool | None = None, arch: str = "decoder") -> Transformer:
+def built(norm_first: bool, final_norm: bool | None = None, arch: str = "decoder", **options) -> Transformer:
     config = TransformerConfig(arch=arch, vocab_size=40, d_model=32, n_heads=4, n_layers=3, d_ff=64, dropout=0.0,
-                               max_len=16, norm_first=norm_first, final_norm=final_norm)
+                               max_len=16, norm_first=norm_first, final_norm=final_norm, **options)
     model = Transformer(config).eval()
     with torch.no_grad():  # norms off their identity init, so applying one too many or too few shows
         for name, p in model.named_parameters():
@@ -64,6 +64,17 @@ def test_logit_lens_top_tokens_probabilities_and_ranks():
     # the lens of one sequence alone equals its row of the batch
     single = logit_lens(model, ids[1])
     assert torch.equal(single.top_ids[:, 0], lens.top_ids[:, 1])
+
+
+def test_t5_like_output_scale_is_part_of_the_readout():
+    """T5 with tied embeddings scales the last hidden state by d_model ** -0.5 before its LM head."""
+    model = built(norm_first=True, arch="encoder-decoder", output_scale=32 ** -0.5, norm="rmsnorm",
+                  positional="relative", tie_embeddings=True, share_embeddings=True)
+    src, tgt = torch.randint(4, 40, (2, 6)), torch.randint(4, 40, (2, 5))
+    out = model(src, tgt)
+    torch.testing.assert_close(lens_logits(model, out.hidden_states.decoder)[-1], out.logits, rtol=0, atol=1e-6)
+    h = torch.randn(1, 3, 32)
+    torch.testing.assert_close(unembed(model, h), model.generator.proj(model.decoder.norm(h) * 32 ** -0.5))
 
 
 def test_encoder_decoder_lens_reads_the_decoder_and_encoders_have_none():
