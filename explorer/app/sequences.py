@@ -86,20 +86,20 @@ def read_texts(loaded: LoadedModel, text1: str | None, text2: str | None, max_to
 def token_id(loaded: LoadedModel, text: str | None, what: str) -> int | None:
     """A typed answer token -> its id in the model's output vocabulary; None when left blank.
 
-    A whole number is an id; anything else is token text that must be exactly one token ("␣" as in the token
-    table stands for a space)."""
+    Token text must be exactly one token ("␣", as in the token table, stands for a space); "#123" is the id 123
+    (the token table lists ids), so a digit typed alone is the digit's token."""
     text = (text or "").strip("\n")
     if not text.strip():
         return None
     vocab = loaded.config.tgt_vocab_size or loaded.config.vocab_size
-    if text.strip().isdigit():
-        i = int(text.strip())
-        if i >= vocab:
-            raise AppError(f"{what}: id {i} is outside the vocabulary (0..{vocab - 1})")
-        return i
-    ids = loaded.target_tokenizer.encode(text.replace("␣", " "), add_special_tokens=False).ids
-    if len(ids) != 1:
-        raise AppError(f"{what}: {text[:30]!r} is {len(ids)} tokens for this model; type one token, or its id")
+    number = text.strip()
+    if number.startswith("#") and number[1:].isdigit():
+        ids = [int(number[1:])]
+    else:
+        ids = loaded.target_tokenizer.encode(text.replace("␣", " "), add_special_tokens=False).ids
+        if len(ids) != 1:
+            raise AppError(f"{what}: {text[:30]!r} is {len(ids)} tokens for this model; type one token, or "
+                           "#id (the token table lists ids)")
     if ids[0] >= vocab:
-        raise AppError(f"{what}: {text[:30]!r} has id {ids[0]}, outside the model's vocabulary of {vocab}")
+        raise AppError(f"{what}: id {ids[0]} is outside the vocabulary (0..{vocab - 1})")
     return int(ids[0])

@@ -18,6 +18,7 @@ from .labels import head_labels
 from .limits import DEFAULT_CONTINUATION, MAX_BUILD_PARAMETERS, MAX_NEW_TOKENS, POSITIONAL_D_MODEL, POSITIONAL_LENGTH
 from .texts import API_TEXT, INTRO, TAB_TEXT
 from .toggles import CUSTOM_MASKS
+from .ui_heads import head_tabs
 from .views.model import ModelInfo
 
 HEAD_GROUPS = (("encoder", "Encoder self-attention", "enc-heads"), ("decoder", "Decoder self-attention", "dec-heads"),
@@ -147,7 +148,7 @@ def tab_text(name: str) -> None:
     gr.Markdown(TAB_TEXT[name], elem_classes="tab-text")
 
 
-def view_tabs(language: bool) -> SimpleNamespace:
+def view_tabs(language: bool, decoder: bool) -> SimpleNamespace:
     with gr.Column(scale=4):
         with gr.Tabs(elem_id="views"):
             with gr.Tab("Attention & output", id="attention") as tab_attention:
@@ -197,13 +198,15 @@ def view_tabs(language: bool) -> SimpleNamespace:
             with gr.Tab("Rollout", id="rollout") as tab_rollout:
                 tab_text("rollout")
                 rollout_plot = plot("rollout-plot", "Attention rollout")
+            heads = head_tabs(decoder)
             with gr.Tab("API", id="api") as tab_api:
                 gr.Markdown(API_TEXT)
         # Which tab is shown: an input of /analyze (only that tab's figures are drawn and sent; "all" for every tab).
         tab = gr.Textbox("attention", visible=False, elem_id="visible-tab", label="tab")
     tabs = dict(attention=tab_attention, overview=tab_overview, generation=tab_generation,
-                positional=tab_positional, importance=tab_importance, rollout=tab_rollout, api=tab_api)
-    return named(locals(), tabs=tabs)
+                positional=tab_positional, importance=tab_importance, rollout=tab_rollout, **heads.tabs, api=tab_api)
+    extra = {k: v for k, v in vars(heads).items() if k != "tabs"}
+    return named(locals(), tabs=tabs, **extra)
 
 
 @dataclass
@@ -235,7 +238,8 @@ def layout(start: Start, session_value: Any) -> Page:
         inputs = input_rows(start)
         with gr.Row(equal_height=False):
             ctl = controls(start)
-            views = view_tabs(start.info is not None and start.info.language_model)
+            views = view_tabs(start.info is not None and start.info.language_model,
+                              start.info is None or "decoder" in start.info.kinds)
     return Page(demo, session, kept, headline, model, inputs, ctl, views)
 
 

@@ -22,7 +22,8 @@ from torch import Tensor
 
 from ... import viz
 from ...checkpoints import LoadedModel
-from ...interpret import ROLES, CopyLosses, RepeatedTokens, copy_losses, head_roles, repeated_tokens, role_scores, top_heads
+from ...interpret import (ROLES, CopyLosses, RepeatedTokens, copy_losses, head_roles, repeated_tokens, role_scores,
+                          top_heads)
 from ..errors import AppError, escape_md
 from ..runs import Run
 from ..sequences import Reading, read_texts
