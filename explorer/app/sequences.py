@@ -2,7 +2,8 @@
 
 Shapes: T tokens of one stack's sequence. An encoder and a language model read a sentence as typed. A
 sequence model (the date models, a translation model) is most telling on its own answer: it first generates
-it greedily (every head on, default masks), then the decoder reads it, as the Attention tab shows it. For
+it greedily (every head on, default masks), then the decoder reads it without the end token (so its last
+position predicts the end), as teacher forcing does. For
 activation patching both sentences must lead the decoder to the same place, so both read the answers' common
 prefix: the decoder input is then the same for both (encoder-decoder) or prompt + the same prefix
 (decoder-only), and the last position is where the two answers part.
@@ -63,16 +64,17 @@ def read_texts(loaded: LoadedModel, text1: str | None, text2: str | None, max_to
                common_answer: bool = False) -> list[Reading]:
     """The typed sentences (one, or two when `text2` is given) as the model reads them (module docstring).
 
-    common_answer: a sequence model's sentences both read the common prefix of their two answers (without the
-    end token), so the decoder's last position is where the answers part (activation patching)."""
+    common_answer: a sequence model's sentences both read the common prefix of their two answers, so the decoder's last position is where the answers part (activation patching)."""
     codec = codec_for(loaded)
     inputs = encode_inputs(loaded, codec, text1, text2, max_tokens)
     if not reads_answer(loaded):
         return [Reading(list(r), list(lab)) for r, lab in zip(inputs.rows, inputs.labels)]
-    answers = [answer(loaded, codec, g, b).ids for g, b in generate_rows(loaded, inputs, Toggles(), None)]
     eos = loaded.task.get("eos_id", loaded.target_tokenizer.eos_id)
+    # The decoder reads the answer without its end token: its last position predicts the end (or the next token).
+    answers = [[i for i in answer(loaded, codec, g, b).ids if i != eos]
+               for g, b in generate_rows(loaded, inputs, Toggles(), None)]
     if common_answer and len(answers) == 2:
-        shared = common_prefix(*[[i for i in a if i != eos] for a in answers])
+        shared = common_prefix(*answers)
         answers = [shared, shared]
     if loaded.arch == "decoder":
         return [Reading([*r, *a], [*lab, *codec.labels(a)]) for r, lab, a in zip(inputs.rows, inputs.labels, answers)]

@@ -21,7 +21,7 @@ def test_encoder_reads_the_sentence_as_typed(app):
 def test_encoder_decoder_reads_its_answer_and_patching_the_common_prefix(app):
     _, loaded = app.load("date-translator")
     (own,) = read_texts(loaded, app.DATE1, None, 1024)
-    assert own.tgt_labels[:4] == ["[BOS]", "2", "0", "2"] and own.tgt_labels[-1] == "[EOS]"  # 2026-11-21[EOS]
+    assert "".join(own.tgt_labels) == "[BOS]2026-11-21"  # the answer without its end token
     clean, corrupted = read_texts(loaded, app.DATE1, app.DATE2, 1024, common_answer=True)
     assert clean.tgt == corrupted.tgt and clean.tgt_labels == ["[BOS]", "2", "0", "2"]  # 2026-11-21 vs 2024-05-03
     assert clean.src != corrupted.src

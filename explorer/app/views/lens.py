@@ -11,8 +11,8 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import torch
 
-from ... import viz
 from ...checkpoints import LoadedModel
+from ...viz.interim_heads import lens_figure  # INTERIM: explorer.viz's own once branch heads has it
 from ...interpret import LogitLens, logit_lens
 from ..errors import AppError, escape_md
 from ..inputs import codec_for
@@ -51,5 +51,7 @@ def lens_view(loaded: LoadedModel, text: str | None, max_tokens: int) -> tuple[g
     lens = logit_lens(loaded.model, src, tgt, padding=False)
     labels = reading.decoder_labels
     final = int(lens.final_ids[0, -1])
-    token_text = codec_for(loaded).labels([final])[0]
-    return viz.lens_figure(lens, labels), lens_markdown(lens, labels, token_text)
+    codec = codec_for(loaded)
+    top_labels = [codec.labels(row.tolist()) for row in lens.top_ids[:, 0]]  # (L + 1, T) texts
+    fig = lens_figure(lens, labels, top_labels, title=f"Logit lens on sentence 1 ({len(labels)} positions)")
+    return fig, lens_markdown(lens, labels, codec.labels([final])[0])

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 import plotly.graph_objects as go
 import torch
 
-from ... import viz
 from ...checkpoints import LoadedModel
+from ...viz.interim_heads import patching_figure  # INTERIM: explorer.viz's own once branch heads has it
 from ..errors import AppError, escape_md
 from ..inputs import codec_for
 from ..sequences import Reading, read_texts, token_id
@@ -87,4 +87,4 @@ def patching_view(loaded: LoadedModel, text1: str | None, text2: str | None, cle
             p = activation_patching(loaded.model, tgt1[0], tgt2[0], answers=answers, src=(src1[0], src2[0]))
     except ValueError as err:  # the metric is undefined (e.g. both runs predict the same token): say why
         raise AppError(f"Activation patching cannot run on these sentences: {err}") from err
-    return viz.patching_figure(p, clean.decoder_labels), patching_markdown(loaded, p)
+    return patching_figure(p, clean.decoder_labels), patching_markdown(loaded, p)
