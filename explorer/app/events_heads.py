@@ -62,9 +62,10 @@ class HeadEvents:
             labels = head_labels(*kinds[kind_]) if kind_ in kinds else []
             gone = {head_label(*h) for h in off} if kind_ == result.stack else set()
             updates[self.page.controls.heads[kind_]] = [lab for lab in labels if lab not in gone]
-        named = ", ".join(f"L{la} H{h} ({float(scores[role][la, h]):.2f})" for la, h in off)
-        updates[self.status] = escape_md(f"Switched off the top {len(off)} {role} head(s) of the {result.stack} "
-                                         f"(ranked on the {rank_by}): {named}.")
+        named = ", ".join(f"L{la} H{h} = {float(scores[role][la, h]):.2f}" for la, h in off)
+        plural = "s" if len(off) > 1 else ""
+        updates[self.status] = escape_md(f"Switched off the top {len(off)} {role} head{plural} of the {result.stack}, "
+                                         f"ranked on the {rank_by}: {named}.")
         return updates
 
     @reporting

@@ -47,7 +47,7 @@ def role_figure(scores: Mapping[str, Any], *, title: str = "Head roles", width: 
     heads, layers = _grid_labels(n_layers, n_heads)
     show_text = n_layers * n_heads <= 64
     for i, (role, a) in enumerate(zip(roles, arrays)):
-        text = np.where(np.isnan(a), "", np.char.mod("%.2f", np.nan_to_num(a))) if show_text else None
+        text = np.where(np.isnan(a), "", np.char.mod("%.2f", np.nan_to_num(a))).tolist() if show_text else None
         fig.add_trace(go.Heatmap(
             z=a.astype(np.float32), x=heads, y=layers, zmin=0.0, zmax=1.0, colorscale=c.WEIGHT_SCALE,
             showscale=(i == 0), text=text, texttemplate="%{text}" if show_text else None,
@@ -108,13 +108,13 @@ def lens_figure(lens: Any, labels: Sequence[str], top_labels: Sequence[Sequence[
     c.check_shape("top_probs", probs, (None, len(labels)), "(L + 1, len(labels))")
     n_rows, n_pos = probs.shape
     rows = ["embeddings"] + [f"L{layer}" for layer in range(n_rows - 1)]
-    text = np.array([[c.escape(c.short(str(t), 4)) for t in row] for row in top_labels], dtype=object)
+    text = [[c.escape(c.short(str(t), 4)) for t in row] for row in top_labels]  # figure_json: no object arrays
     tokens = [c.escape(t) for t in c.unique_labels(list(labels))]
     fig = make_subplots(rows=1, cols=2, column_widths=[0.8, 0.2], horizontal_spacing=0.1,
                         subplot_titles=["top token per layer and position", "final prediction's rank (last token)"])
     fig.add_trace(go.Heatmap(z=probs.astype(np.float32), x=tokens, y=rows, zmin=0.0, zmax=1.0,
                              colorscale=c.WEIGHT_SCALE, text=text, texttemplate="%{text}" if n_pos <= 40 else None,
-                             textfont=dict(size=10), customdata=ranks, name="lens",
+                             textfont=dict(size=10), customdata=ranks.tolist(), name="lens",
                              colorbar=dict(title=dict(text="probability of the top token", side="top"),
                                            orientation="h", thickness=10, len=0.4, x=0.0, xanchor="left", y=-0.45,
                                            yanchor="top"),
