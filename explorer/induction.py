@@ -2,8 +2,10 @@
 
 Vocabulary: numbered tokens ``t0 .. t{N-1}`` (word-level, whitespace-separated, case-insensitive)
 after the specials [PAD]=0, [UNK], [BOS], [EOS]; typed text gets [BOS] first. A training row is
-``[BOS]`` + up to ``PREFIX_MAX`` random tokens + a random span of ``SPAN_RANGE`` tokens repeated
-until the row is full. The first copy of a span cannot be predicted; every later token can, by
+``[BOS]`` + random tokens + a random span of ``SPAN_RANGE`` tokens repeated until the row is full.
+In half of the rows the first copy starts within 8 tokens of [BOS] (many repeated tokens: the
+circuit forms sooner); in the other half anywhere that leaves room for a whole second copy (so the
+previous-token head is needed at every position, not only near the start). The first copy of a span cannot be predicted; every later token can, by
 finding the earlier copy of the current token and reading the token after it. A two-layer model
 learns this with the classic circuit: a previous-token head in layer 0 and an induction head in
 layer 1 (Olsson et al., 2022, "In-context Learning and Induction Heads").
@@ -38,7 +40,7 @@ NAME = "induction"
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[BOS]", "[EOS]")  # ids 0..3; [PAD] = 0 = config.pad_id
 N_TOKENS = 300  # ordinary tokens t0 .. t299
 SPAN_RANGE = (4, 30)  # lengths of the repeated spans in training rows (inclusive)
-PREFIX_MAX = 8  # random tokens between [BOS] and the first copy (0 .. PREFIX_MAX)
+EARLY_SHARE, EARLY_PREFIX = 0.5, 8  # this share of rows starts the first copy within EARLY_PREFIX tokens of [BOS]
 EVAL_SEED, EVAL_ROWS, EVAL_SPAN = 20_251_123, 100, 20  # the fixed probe of the card and the tests
 ROLE_THRESHOLD = 0.5  # a head with at least this induction score counts as an induction head
 
@@ -77,9 +79,9 @@ class InductionTask:
 
     def __init__(self, tokenizer: Tokenizer, *, seq_len: int = 64, max_new_tokens: int = 8,
                  examples: Sequence[str] | None = None):
-        if seq_len < 1 + PREFIX_MAX + 2 * SPAN_RANGE[0]:
-            raise ValueError(f"seq_len={seq_len} leaves no room to repeat a span; use at least "
-                             f"{1 + PREFIX_MAX + 2 * SPAN_RANGE[0]}")
+        if seq_len < 1 + 2 * SPAN_RANGE[1]:
+            raise ValueError(f"seq_len={seq_len} leaves no room to repeat a span of {SPAN_RANGE[1]} tokens; use at "
+                             f"least {1 + 2 * SPAN_RANGE[1]}")
         self.tokenizer = tokenizer
         self.pad_id, self.bos_id, self.eos_id = tokenizer.pad_id, tokenizer.bos_id, tokenizer.eos_id
         self.seq_len = seq_len  # tokens per training row, [BOS] included
@@ -93,7 +95,10 @@ class InductionTask:
         rows = self.vocab[torch.randint(len(self.vocab), (B, T), generator=generator)]  # (B, T) random tokens
         rows[:, 0] = self.bos_id
         span = torch.randint(SPAN_RANGE[0], SPAN_RANGE[1] + 1, (B, 1), generator=generator)  # (B, 1)
-        start = 1 + torch.randint(0, PREFIX_MAX + 1, (B, 1), generator=generator)  # (B, 1) first copy starts
+        room = T - 1 - 2 * span  # (B, 1) random tokens that fit before the first copy
+        early = torch.rand(B, 1, generator=generator) < EARLY_SHARE  # (B, 1) rows whose first copy starts early
+        room = torch.where(early, room.clamp(max=EARLY_PREFIX), room)
+        start = 1 + (torch.rand(B, 1, generator=generator) * (room + 1)).long()  # (B, 1) first copy, 1 .. 1 + room
         pos = torch.arange(T)[None]  # (1, T)
         source = torch.where(pos >= start, start + (pos - start) % span, pos)  # (B, T) copy from the first copy
         rows = rows.gather(1, source)
@@ -113,9 +118,10 @@ class InductionTask:
 
 
 def describe_data() -> str:
-    return (f"Rows of [BOS] + 0-{PREFIX_MAX} random tokens + a random span of {SPAN_RANGE[0]}-{SPAN_RANGE[1]} "
-            f"tokens repeated to the end of the row; tokens drawn uniformly from t0..t{N_TOKENS - 1}, fresh "
-            f"every step (seeded by --seed and the step).")
+    return (f"Rows of [BOS] + random tokens + a random span of {SPAN_RANGE[0]}-{SPAN_RANGE[1]} tokens repeated "
+            f"to the end of the row; the first copy starts within {EARLY_PREFIX} tokens of [BOS] in "
+            f"{EARLY_SHARE:.0%} of the rows, anywhere a second copy still fits in the others; tokens drawn "
+            f"uniformly from t0..t{N_TOKENS - 1}, fresh every step (seeded by --seed and the step).")
 
 
 def step_generator(seed: int, step: int) -> torch.Generator:

@@ -47,7 +47,7 @@ from .tasks import IGNORE_INDEX, TASKS, Batch, DateTask, make_task
 
 STATE_FILE = "training_state.pt"
 # Arguments that define the run: a resumed run must use the same ones.
-_RUN_DEFINING = ("task", "d_model", "heads", "layers", "encoder_layers", "decoder_layers", "d_ff", "dropout",
+_RUN_DEFINING = ("task", "d_model", "heads", "head_dim", "layers", "encoder_layers", "decoder_layers", "d_ff", "dropout",
                  "norm_first", "positional", "activation", "max_len", "steps", "batch_size", "lr", "warmup",
                  "min_lr_ratio", "weight_decay", "label_smoothing", "clip", "seed", "data_seed", "n_train",
                  "length_pool")
@@ -63,6 +63,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     m = p.add_argument_group("model")
     m.add_argument("--d-model", type=int, default=128)
     m.add_argument("--heads", type=int, default=4)
+    m.add_argument("--head-dim", type=int, default=None, help="width of each head (default: d-model / heads)")
     m.add_argument("--layers", type=int, default=2, help="layers per stack")
     m.add_argument("--encoder-layers", type=int, default=None, help="overrides --layers for the encoder")
     m.add_argument("--decoder-layers", type=int, default=None, help="overrides --layers for the decoder")
@@ -71,7 +72,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     norm = m.add_mutually_exclusive_group()
     norm.add_argument("--norm-first", dest="norm_first", action="store_true", default=True, help="pre-norm")
     norm.add_argument("--post-norm", dest="norm_first", action="store_false", help="post-norm")
-    m.add_argument("--positional", choices=("sinusoidal", "learned", "none"), default="sinusoidal")
+    m.add_argument("--positional", choices=("sinusoidal", "learned", "rotary", "none"), default="sinusoidal")
     m.add_argument("--activation", choices=("relu", "gelu"), default="relu")
     m.add_argument("--max-len", type=int, default=64, help="longest sequence the model takes")
     t = p.add_argument_group("training")
@@ -110,6 +111,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def build_config(args: argparse.Namespace, task: DateTask | induction.InductionTask) -> TransformerConfig:
     return TransformerConfig(
         arch=task.arch, vocab_size=task.tokenizer.vocab_size, d_model=args.d_model, n_heads=args.heads,
+        head_dim=args.head_dim,
         n_layers=args.layers, n_encoder_layers=args.encoder_layers, n_decoder_layers=args.decoder_layers,
         d_ff=args.d_ff, dropout=args.dropout, max_len=args.max_len, norm_first=args.norm_first,
         positional=args.positional, activation=args.activation, pad_id=task.pad_id)

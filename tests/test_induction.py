@@ -5,7 +5,7 @@ import torch
 
 from explorer import induction, train
 from explorer.checkpoints import load_checkpoint
-from explorer.induction import (N_TOKENS, PREFIX_MAX, SPAN_RANGE, InductionTask, build_tokenizer, evaluate,
+from explorer.induction import (N_TOKENS, SPAN_RANGE, InductionTask, build_tokenizer, evaluate,
                                 step_generator)
 
 
@@ -31,18 +31,22 @@ def test_tokenizer_is_readable_and_round_trips_the_examples(task):
 
 
 def test_training_rows_repeat_a_span_after_a_random_prefix(task):
-    batch = task.training_batch(32, step_generator(0, 5))
+    batch = task.training_batch(64, step_generator(0, 5))
     rows = torch.cat([batch.src, batch.labels[:, -1:]], dim=1)  # (B, T) the full rows
-    assert rows.shape == (32, task.seq_len)
+    assert rows.shape == (64, task.seq_len)
     assert torch.equal(batch.labels[:, :-1], batch.src[:, 1:]) and batch.tgt is None
     assert (rows[:, 0] == task.bos_id).all() and (rows[:, 1:] >= 4).all()  # no special token after [BOS]
+    starts = []
     for row in rows.tolist():
-        # some span length n and start s (after [BOS] + prefix) make the row periodic from s on
-        found = [(s, n) for s in range(1, PREFIX_MAX + 2) for n in range(SPAN_RANGE[0], SPAN_RANGE[1] + 1)
+        # some span length n and start s (after [BOS] + prefix) make the row periodic from s on, with room
+        # for a whole second copy
+        found = [(s, n) for n in range(SPAN_RANGE[0], SPAN_RANGE[1] + 1) for s in range(1, len(row) - 2 * n + 1)
                  if all(row[q] == row[q - n] for q in range(s + n, len(row)))]
         assert found, row
-    assert torch.equal(task.training_batch(32, step_generator(0, 5)).src, batch.src)  # recomputable
-    assert not torch.equal(task.training_batch(32, step_generator(0, 6)).src, batch.src)
+        starts.append(min(s for s, _ in found))
+    assert max(starts) > 20  # first copies are not all near the start
+    assert torch.equal(task.training_batch(64, step_generator(0, 5)).src, batch.src)  # recomputable
+    assert not torch.equal(task.training_batch(64, step_generator(0, 6)).src, batch.src)
 
 
 def test_metadata_round_trip(task):

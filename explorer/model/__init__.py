@@ -15,12 +15,12 @@ from .outputs import AttentionMasks, Attentions, DecoderResult, EncoderResult, H
 from .positional import Embeddings, position_ids, sinusoidal_table
 from .relative import RelativePositionBias, relative_buckets
 from .rotary import RotaryTables, apply_rotary, rotary_tables
-from .stacks import Decoder, Encoder, EncoderDecoderStacks, StackAttentions, StackOutput
+from .stacks import Decoder, Encoder, EncoderDecoderStacks, StackAttentions, StackHeadHook, StackOutput
 
 __all__ = [
     "AttentionMasks", "Attentions", "ClassifierHead", "Decoder", "DecoderLayer", "DecoderResult", "Embeddings", "Encoder",
     "EncoderDecoderStacks", "EncoderLayer", "EncoderResult", "FeedForward", "Generator", "HiddenStates", "MaskedLMHead", "RelativePositionBias",
-    "MultiHeadAttention", "PRESETS", "StackAttentions", "StackOutput", "SublayerConnection", "Transformer",
+    "MultiHeadAttention", "PRESETS", "StackAttentions", "StackHeadHook", "StackOutput", "SublayerConnection", "Transformer",
     "TransformerConfig", "TransformerOutput", "block_keys_mask", "causal_mask", "combine_masks",
     "local_window_mask", "no_self_mask", "padding_mask", "sinusoidal_table", "sliding_window_mask", "position_ids",
     "RotaryTables", "apply_rotary", "rotary_tables", "relative_buckets",

@@ -7,6 +7,8 @@ Dh head width, G = H / Hkv query heads per key/value head.
     query x (B, T, D), memory (B, S, D) or None (self-attention)
     mask        boolean, True = may attend, broadcastable to (B, H, T, S), usually (B|1, 1, T|1, S)
     head_mask   (H,) or (B, H), 1 = head on; multiplies each query head's output before W_o
+    head_hook   per-call callable z (B, H, T, Dh) -> z of the same shape, applied to every query head's
+                output before the head mask and W_o (read it, or replace some heads: activation patching)
     rotary      RotaryTables (cos, sin) of the positions, or None (self-attention only)
     bias        additive score bias broadcastable to (B, H, T, S) (T5's relative positions), or None
     returns     output (B, T, D), weights (B, H, T, S) or None on the fast path
@@ -21,11 +23,15 @@ Nothing is stored on the module during forward: one model serves many users at o
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .rotary import RotaryTables, apply_rotary
+
+HeadHook = Callable[[Tensor], Tensor]  # z (B, H, T, Dh) -> z (B, H, T, Dh)
 
 
 class MultiHeadAttention(nn.Module):
@@ -63,7 +69,8 @@ class MultiHeadAttention(nn.Module):
 
     def forward(self, x: Tensor, memory: Tensor | None = None, *, mask: Tensor | None = None,
                 head_mask: Tensor | None = None, rotary: RotaryTables | None = None,
-                need_weights: bool = True, bias: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
+                need_weights: bool = True, bias: Tensor | None = None,
+                head_hook: HeadHook | None = None) -> tuple[Tensor, Tensor | None]:
         q, k, v = self.project(x, memory)
         if rotary is not None:
             q, k = apply_rotary(q, rotary), apply_rotary(k, rotary)
@@ -72,6 +79,11 @@ class MultiHeadAttention(nn.Module):
             heads, weights = attend_with_weights(q, k, v, mask, dropout, self.scale, bias)
         else:
             heads, weights = attend_fast(q, k, v, mask, dropout, self.scale, bias), None
+        if head_hook is not None:
+            hooked = head_hook(heads)
+            if hooked.shape != heads.shape:
+                raise ValueError(f"head_hook must return z shaped {tuple(heads.shape)}, got {tuple(hooked.shape)}")
+            heads = hooked
         if head_mask is not None:
             heads = heads * head_gate(head_mask, heads)
         B, H, T, Dh = heads.shape

@@ -3,10 +3,12 @@ residual sublayer connections (pre-norm or post-norm, sequential or parallel).
 
 Shapes: B batch, H heads, T target length, S source length, D model width, F = d_ff.
 
-    EncoderLayer(x (B, T, D), mask, head_mask, rotary, score_bias)  -> x (B, T, D), self weights (B, H, T, T)
+    EncoderLayer(x (B, T, D), mask, head_mask, rotary, score_bias, head_hook)
+                                                                      -> x (B, T, D), self weights (B, H, T, T)
     DecoderLayer(x (B, T, D), memory (B, S, D) | None, ..., rotary, score_bias)
                                                                       -> x, self weights, cross weights (B, H, T, S)
-    rotary and score_bias (1, H, T, T) act on self-attention only (rotary positions, T5's relative bias).
+    rotary and score_bias (1, H, T, T) act on self-attention only (rotary positions, T5's relative bias);
+    head_hook / cross_head_hook reach the self- / cross-attention (see MultiHeadAttention).
 
     sequential (default): x = x + attn(norm1 x); x = x + ff(norm2 x)       (pre-norm; post-norm likewise)
     parallel_residual:    x = x + attn(norm1 x) + ff(norm2 x)              (GPT-NeoX)
@@ -21,7 +23,7 @@ from __future__ import annotations
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .attention import MultiHeadAttention
+from .attention import HeadHook, MultiHeadAttention
 from .config import TransformerConfig
 from .norms import make_norm
 from .rotary import RotaryTables
@@ -106,9 +108,10 @@ class EncoderLayer(nn.Module):
 
     def forward(self, x: Tensor, mask: Tensor | None = None, head_mask: Tensor | None = None,
                 need_weights: bool = True, rotary: RotaryTables | None = None,
-                score_bias: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
+                score_bias: Tensor | None = None, head_hook: HeadHook | None = None) -> tuple[Tensor, Tensor | None]:
         attn_out, weights = self.self_attn(self.attn_sublayer.enter(x), mask=mask, head_mask=head_mask,
-                                           rotary=rotary, need_weights=need_weights, bias=score_bias)
+                                           rotary=rotary, need_weights=need_weights, bias=score_bias,
+                                           head_hook=head_hook)
         y = self.attn_sublayer.exit(x, attn_out)
         ff_in = x if self.parallel_residual else y  # parallel: both sublayers read the layer's input
         return self.ff_sublayer.exit(y, self.feed_forward(self.ff_sublayer.enter(ff_in))), weights
@@ -131,16 +134,19 @@ class DecoderLayer(nn.Module):
                 memory_mask: Tensor | None = None, head_mask: Tensor | None = None,
                 cross_head_mask: Tensor | None = None, need_weights: bool = True,
                 rotary: RotaryTables | None = None,
-                score_bias: Tensor | None = None) -> tuple[Tensor, Tensor | None, Tensor | None]:
+                score_bias: Tensor | None = None, head_hook: HeadHook | None = None,
+                cross_head_hook: HeadHook | None = None) -> tuple[Tensor, Tensor | None, Tensor | None]:
         attn_out, self_weights = self.self_attn(self.self_sublayer.enter(x), mask=self_mask, head_mask=head_mask,
-                                                rotary=rotary, need_weights=need_weights, bias=score_bias)
+                                                rotary=rotary, need_weights=need_weights, bias=score_bias,
+                                                head_hook=head_hook)
         y = self.self_sublayer.exit(x, attn_out)
         cross_weights = None
         if self.cross_attn is not None:
             if memory is None:
                 raise ValueError("this decoder layer has cross-attention and needs the encoder memory")
             cross_out, cross_weights = self.cross_attn(self.cross_sublayer.enter(y), memory, mask=memory_mask,
-                                                       head_mask=cross_head_mask, need_weights=need_weights)
+                                                       head_mask=cross_head_mask, need_weights=need_weights,
+                                                       head_hook=cross_head_hook)
             y = self.cross_sublayer.exit(y, cross_out)
         ff_in = x if self.parallel_residual else y
         return self.ff_sublayer.exit(y, self.feed_forward(self.ff_sublayer.enter(ff_in))), self_weights, cross_weights

@@ -18,7 +18,11 @@ encoder self-attention, or for the self-attention of a decoder-only model. `key_
 without it, padding is wherever src == config.pad_id. `tgt_key_mask` (B, T) does the same for the
 target of an encoder-decoder; without it, padding is wherever tgt == pad_id except the first column:
 a target starts with the decoder start token, a real token even when it is the padding id (T5,
-Marian). Token positions count from each row's first real token (`position_ids`), so a left-padded
+Marian). `head_hook`, per call like head_mask and never stored, is a callable (kind, layer, z) -> z
+called with every attention block's head outputs z (B, H, T, Dh) (H = query heads, before the
+head mask and W_o; kind "encoder", "decoder" or "cross", layer from 0) on both attention paths: it
+may read z (capture a run's head outputs) or return a replacement of the same shape (activation
+patching, explorer.interpret.patching). Token positions count from each row's first real token (`position_ids`), so a left-padded
 row computes what the unpadded one does.
 """
 
@@ -34,7 +38,7 @@ from .heads import ClassifierHead, Generator, MaskedLMHead
 from .masks import causal_mask, combine_masks
 from .outputs import AttentionMasks, Attentions, DecoderResult, EncoderResult, HiddenStates, TransformerOutput
 from .positional import Embeddings, position_ids
-from .stacks import Decoder, Encoder
+from .stacks import Decoder, Encoder, StackHeadHook
 
 HEAD_MASK_KINDS = ("encoder", "decoder", "cross")
 
@@ -110,7 +114,7 @@ class Transformer(nn.Module):
     def encode(self, src: Tensor, *, padding: bool = True, attn_mask: Tensor | None = None,
                head_mask: Tensor | None = None, token_type_ids: Tensor | None = None,
                need_weights: bool = True, key_mask: Tensor | None = None,
-               weights_dtype: torch.dtype | None = None) -> EncoderResult:
+               weights_dtype: torch.dtype | None = None, head_hook: StackHeadHook | None = None) -> EncoderResult:
         """src (B, S) -> memory (B, S, D) and the encoder's attention."""
         if self.encoder is None:
             raise ValueError("a decoder-only model has no encoder")
@@ -118,14 +122,15 @@ class Transformer(nn.Module):
         positions = position_ids(key_mask, src.shape[1], src.device)
         x = self.src_embed(src, token_type_ids, positions)
         run = self.encoder.run(x, key_mask=key_mask, attn_mask=attn_mask, head_mask=head_mask,
-                               need_weights=need_weights, positions=positions, weights_dtype=weights_dtype)
+                               need_weights=need_weights, positions=positions, weights_dtype=weights_dtype,
+                               head_hook=head_hook)
         return EncoderResult(run.output, key_mask, run.attentions.self_attn, run.hidden_states, run.self_mask)
 
     def decode(self, tgt: Tensor, memory: Tensor | None = None, memory_key_mask: Tensor | None = None, *,
                padding: bool = True, causal: bool = True, attn_mask: Tensor | None = None,
                head_mask: Tensor | None = None, cross_head_mask: Tensor | None = None,
                need_weights: bool = True, key_mask: Tensor | None = None,
-               weights_dtype: torch.dtype | None = None) -> DecoderResult:
+               weights_dtype: torch.dtype | None = None, head_hook: StackHeadHook | None = None) -> DecoderResult:
         """tgt (B, T) (+ memory (B, S, D)) -> decoder output (B, T, D) and its attention."""
         if self.decoder is None:
             raise ValueError("an encoder-only model has no decoder")
@@ -136,7 +141,8 @@ class Transformer(nn.Module):
         x = self.tgt_embed(tgt, positions=positions)
         run = self.decoder.run(x, memory, key_mask=key_mask, memory_key_mask=memory_key_mask,
                                attn_mask=self_mask, head_mask=head_mask, cross_head_mask=cross_head_mask,
-                               need_weights=need_weights, positions=positions, weights_dtype=weights_dtype)
+                               need_weights=need_weights, positions=positions, weights_dtype=weights_dtype,
+                               head_hook=head_hook)
         return DecoderResult(run.output, run.attentions.self_attn, run.attentions.cross, run.hidden_states,
                              run.self_mask, run.memory_mask)
 
@@ -145,11 +151,11 @@ class Transformer(nn.Module):
                 attn_mask: Tensor | None = None, head_mask: Mapping[str, Any] | None = None,
                 token_type_ids: Tensor | None = None, need_weights: bool = True,
                 key_mask: Tensor | None = None, tgt_key_mask: Tensor | None = None,
-                weights_dtype: torch.dtype | None = None) -> TransformerOutput:
+                weights_dtype: torch.dtype | None = None, head_hook: StackHeadHook | None = None) -> TransformerOutput:
         """See the module docstring; weights_dtype: the returned attention in this dtype, cast layer by layer
         (float16 halves what a long input keeps; None = the compute dtype)."""
         masks = self.head_masks(head_mask)
-        weights = dict(need_weights=need_weights, weights_dtype=weights_dtype)
+        weights = dict(need_weights=need_weights, weights_dtype=weights_dtype, head_hook=head_hook)
         arch = self.config.arch
         if arch == "decoder":
             if tgt is not None:

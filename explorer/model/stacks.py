@@ -8,7 +8,9 @@ Shapes: B batch, H heads, L layers, T length of x, S memory length, D model widt
           positions (B|1, T) long    token positions for rotary attention; None = from key_mask (left padding)
           memory_key_mask (B, S) bool True = real source token (keys of cross-attention)
           attn_mask (T, T) | (B, T, T) | (B, 1, T, T) bool, True = may attend (e.g. causal)
-          head_mask (L, H) | (B, L, H), 1 = on; cross_head_mask likewise for cross-attention)
+          head_mask (L, H) | (B, L, H), 1 = on; cross_head_mask likewise for cross-attention
+          head_hook (kind, layer, z (B, H, T, Dh)) -> z, per call: every head output before W_o,
+                    kind "encoder" / "decoder" (self-attention) / "cross", layer counted from 0)
       -> StackOutput(output (B, T, D), attentions=StackAttentions(self_attn, cross))
          with one (B, H, T, T) / (B, H, T, S) tensor per layer ( () where there is none).
 
@@ -24,6 +26,7 @@ Inputs are batch-first; for a torch module built with batch_first=False, transpo
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import torch.nn.functional as F
@@ -38,6 +41,8 @@ from .outputs import Attentions
 from .positional import position_ids
 from .relative import RelativePositionBias
 from .rotary import RotaryTables, rotary_tables
+
+StackHeadHook = Callable[[str, int, Tensor], Tensor]  # (kind, layer, z (B, H, T, Dh)) -> z
 
 
 class StackAttentions(NamedTuple):
@@ -58,6 +63,12 @@ class LayerInputs(NamedTuple):
     rotary: RotaryTables | None  # cos, sin of the positions (rotary models only)
     score_bias: Tensor | None  # (1, H, T, T) relative position bias of self-attention (T5 only)
     need_weights: bool
+    head_hook: StackHeadHook | None = None  # per-call reader / replacer of head outputs z
+
+
+def bind_hook(hook: StackHeadHook | None, kind: str, layer: int):
+    """The stack-wide hook as one attention block's z -> z (None stays None)."""
+    return None if hook is None else (lambda z: hook(kind, layer, z))
 
 
 class StackRun(NamedTuple):
@@ -103,11 +114,12 @@ class Stack(nn.Module):
             memory_key_mask: Tensor | None = None, attn_mask: Tensor | None = None,
             head_mask: Tensor | None = None, cross_head_mask: Tensor | None = None,
             need_weights: bool = True, first_layer: int = 0, positions: Tensor | None = None,
-            weights_dtype: torch.dtype | None = None) -> StackRun:
+            weights_dtype: torch.dtype | None = None, head_hook: StackHeadHook | None = None) -> StackRun:
         """Run layers[first_layer:]; the head-importance sweep restarts above an unchanged prefix.
         weights_dtype: each layer's returned weights are cast to it as soon as the layer is done (float16 halves
         what a long input keeps); None keeps the compute dtype."""
         inputs = self.layer_inputs(x, key_mask, memory_key_mask, attn_mask, positions, need_weights)
+        inputs = inputs._replace(head_hook=head_hook)
         L = len(self.layers)
         self_weights, cross_weights, hidden = [], [], [x]
         for i in range(first_layer, L):
@@ -150,7 +162,7 @@ class Encoder(Stack):
         if memory is not None:
             raise ValueError("an encoder stack takes no memory")
         x, weights = self.layers[i](x, inputs.self_mask, head_mask, inputs.need_weights, inputs.rotary,
-                                    inputs.score_bias)
+                                    inputs.score_bias, bind_hook(inputs.head_hook, "encoder", i))
         return x, weights, None
 
     @classmethod
@@ -171,7 +183,8 @@ class Decoder(Stack):
 
     def run_layer(self, i, x, memory, inputs, head_mask, cross_head_mask):
         return self.layers[i](x, memory, inputs.self_mask, inputs.memory_mask, head_mask, cross_head_mask,
-                              inputs.need_weights, inputs.rotary, inputs.score_bias)
+                              inputs.need_weights, inputs.rotary, inputs.score_bias,
+                              bind_hook(inputs.head_hook, "decoder", i), bind_hook(inputs.head_hook, "cross", i))
 
     @classmethod
     def from_torch(cls, module: nn.TransformerDecoder) -> "Decoder":
