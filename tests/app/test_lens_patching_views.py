@@ -3,6 +3,7 @@ summaries, and the messages (never a traceback) when a model or the sentences do
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -46,3 +47,26 @@ def test_patching_messages(app):
         patching_view(gpt, app.DATE1, app.DATE2, "", "", 1024)
     with pytest.raises(AppError, match="clean answer: 'May' is 3 tokens"):
         patching_view(gpt, "3 May 2024", "4 May 2024", "May", "", 1024)
+
+
+def test_patching_a_sequence_model_where_its_answers_part(app):
+    """date-gpt on two dates of the same length: both read prompt + the answers' common prefix "2024-05-0", and
+    the default answers are the two runs' next tokens, "3" and "4"."""
+    _, gpt = app.load("date-gpt")
+    fig, md = patching_view(gpt, "3 May 2024", "4 May 2024", "", "", 1024)
+    assert "logit(3) − logit(4)" in md and "clean **" in md
+    heads, residual = fig.data[0], fig.data[-1]
+    assert np.asarray(heads.z).shape == (4, 4) and np.asarray(residual.z).shape[0] == 5
+    assert np.asarray(residual.z).shape[1] == len(residual.x) == 1 + 10 + 1 + 9  # [BOS] 3 May 2024 [SEP] 2024-05-0
+    fig2, md2 = patching_view(gpt, "3 May 2024", "4 May 2024", "#19", "", 1024)  # a typed id for the clean answer
+    assert "logit(" in md2 and md2 != md
+
+
+def test_lens_on_a_sequence_model_and_an_encoder_decoder(app):
+    for name in ("date-gpt", "date-translator"):
+        _, loaded = app.load(name)
+        fig, md = lens_view(loaded, app.DATE1, 1024)
+        assert "the model predicts **\\[EOS\\]**" in md  # after the whole answer: the end
+        grid = fig.data[0]
+        assert np.asarray(grid.z).shape == (loaded.config.decoder_layers + 1, len(grid.x))
+        assert grid.text[-1][-1].startswith("[EO")  # the output row's top token, cut to 4 characters

@@ -10,19 +10,15 @@ before W_o) into the corrupted run restores. A sequence model is read at the pla
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import plotly.graph_objects as go
 import torch
 
 from ...checkpoints import LoadedModel
+from ...interpret.patching import Patching, activation_patching
 from ...viz.interim_heads import patching_figure  # INTERIM: explorer.viz's own once branch heads has it
 from ..errors import AppError, escape_md
 from ..inputs import codec_for
 from ..sequences import Reading, read_texts, token_id
-
-if TYPE_CHECKING:  # TEMPORARY until branch heads is merged
-    from ...interpret.patching import Patching
 
 NEEDS_DECODER = ("Activation patching compares next-token logits at the last position, so it needs a language "
                  "model (a decoder, or an encoder-decoder); this is an encoder.")
@@ -78,13 +74,12 @@ def patching_view(loaded: LoadedModel, text1: str | None, text2: str | None, cle
     check_lengths(clean, corrupted)
     answers = answers_of(loaded, clean, corrupted, clean_answer, corrupted_answer)
     (src1, tgt1), (src2, tgt2) = clean.tensors(loaded.model.device), corrupted.tensors(loaded.model.device)
-    from ...interpret.patching import activation_patching  # TEMPORARY: top-level once heads is merged
-
     try:
         if tgt1 is None:
             p = activation_patching(loaded.model, src1[0], src2[0], answers=answers)
         else:
             p = activation_patching(loaded.model, tgt1[0], tgt2[0], answers=answers, src=(src1[0], src2[0]))
     except ValueError as err:  # the metric is undefined (e.g. both runs predict the same token): say why
-        raise AppError(f"Activation patching cannot run on these sentences: {err}") from err
+        raise AppError(f"Activation patching cannot run on these sentences: {err}. Type two different answer "
+                       "tokens above, or change a sentence.") from err
     return patching_figure(p, clean.decoder_labels), patching_markdown(loaded, p)
