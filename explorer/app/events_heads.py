@@ -32,7 +32,7 @@ class HeadEvents:
         self.status = events.status
         v = self.page.views
         self.roles_outputs = [self.status, v.roles_md, v.roles_probe_plot, v.roles_text_plot]
-        self.cleared = {v.roles_md: "", v.roles_probe_plot: None, v.roles_text_plot: None, v.patch_md: "",
+        self.cleared = {v.roles_md: "", v.role_off_md: "", v.roles_probe_plot: None, v.roles_text_plot: None, v.patch_md: "",
                         v.patch_plot: None, v.lens_md: "", v.lens_plot: None}  # after a model change
 
     @reporting
@@ -64,7 +64,8 @@ class HeadEvents:
             updates[self.page.controls.heads[kind_]] = [lab for lab in labels if lab not in gone]
         named = ", ".join(f"L{la} H{h} = {float(scores[role][la, h]):.2f}" for la, h in off)
         plural = "s" if len(off) > 1 else ""
-        updates[self.status] = escape_md(f"Switched off the top {len(off)} {role} head{plural} of the {result.stack}, "
+        updates[self.status] = ""
+        updates[self.page.views.role_off_md] = escape_md(f"Switched off the top {len(off)} {role} head{plural} of the {result.stack}, "
                                          f"ranked on the {rank_by}: {named}.")
         return updates
 
@@ -88,7 +89,7 @@ class HeadEvents:
         roles_inputs = [page.session, i.text1, c.kind, *groups]
         v.roles_btn.click(self.roles, roles_inputs, self.roles_outputs, api_name="roles")
         switched = v.role_off_btn.click(self.switch_off_role, [page.session, i.text1, c.kind, v.role, v.role_k,
-                                                               v.rank_by], [self.status, *groups],
+                                                               v.rank_by], [self.status, v.role_off_md, *groups],
                                         api_name="switch_off_role")
         # The page then runs with those heads off, and the roles tab shows the probe's loss with them off.
         self.events.then_analyze(switched).then(self.roles, roles_inputs, self.roles_outputs, **PRIVATE)

@@ -150,7 +150,7 @@ def tab_text(name: str) -> None:
 
 def view_tabs(language: bool, decoder: bool) -> SimpleNamespace:
     with gr.Column(scale=4):
-        with gr.Tabs(elem_id="views"):
+        with gr.Tabs(elem_id="views", overflow_behavior="wrap"):  # every tab one click away
             with gr.Tab("Attention & output", id="attention") as tab_attention:
                 tab_text("attention")
                 with gr.Row():
@@ -170,12 +170,13 @@ def view_tabs(language: bool, decoder: bool) -> SimpleNamespace:
                 overview_plot = plot("overview-plot", "All layers × heads")
                 tile_click = gr.Textbox(visible="hidden", elem_id="overview-click", label="clicked tile")
                 large_plot = plot("large-plot", "The chosen head")
+            heads = head_tabs(decoder)  # Roles, Patching, Lens: next to the overview they label
             with gr.Tab("Generation", id="generation") as tab_generation:
                 tab_text("generation")
                 with gr.Row():
                     gen_self = plot("gen-self", "Decoder self-attention per generated token")
                     gen_cross = plot("gen-cross", "Cross-attention per generated token")
-            with gr.Tab("Positional encodings", id="positional") as tab_positional:
+            with gr.Tab("Positions", id="positional") as tab_positional:
                 tab_text("positional")
                 with gr.Row():
                     pe_d = gr.Number(64, label="d_model", precision=0, minimum=POSITIONAL_D_MODEL[0],
@@ -190,7 +191,7 @@ def view_tabs(language: bool, decoder: bool) -> SimpleNamespace:
                 with gr.Row():
                     pe_curves = plot("pe-curves", "Some dimensions over position")
                     pe_model = plot("pe-model", "The loaded model's position table")
-            with gr.Tab("Head importance", id="importance") as tab_importance:
+            with gr.Tab("Importance", id="importance") as tab_importance:
                 tab_text("importance")
                 imp_btn = gr.Button("Rank the heads for the current sentences", variant="primary")
                 imp_md = gr.Markdown()
@@ -198,7 +199,6 @@ def view_tabs(language: bool, decoder: bool) -> SimpleNamespace:
             with gr.Tab("Rollout", id="rollout") as tab_rollout:
                 tab_text("rollout")
                 rollout_plot = plot("rollout-plot", "Attention rollout")
-            heads = head_tabs(decoder)
             with gr.Tab("API", id="api") as tab_api:
                 gr.Markdown(API_TEXT)
         # Which tab is shown: an input of /analyze (only that tab's figures are drawn and sent; "all" for every tab).

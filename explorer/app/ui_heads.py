@@ -18,7 +18,7 @@ def plot(elem_id: str, label: str) -> gr.Plot:
 
 def head_tabs(decoder: bool) -> SimpleNamespace:
     """The three tabs; the lens tab only for models with a decoder (a next-token output to read)."""
-    with gr.Tab("Head roles", id="roles") as tab_roles:
+    with gr.Tab("Roles", id="roles") as tab_roles:
         gr.Markdown(TAB_TEXT["roles"], elem_classes="tab-text")
         with gr.Row(equal_height=True):
             roles_btn = gr.Button("Score the heads", variant="primary", elem_id="roles-run", min_width=120)
@@ -26,10 +26,11 @@ def head_tabs(decoder: bool) -> SimpleNamespace:
             role_k = gr.Number(1, label="Top k", precision=0, minimum=1, maximum=64, elem_id="role-k", min_width=70)
             rank_by = gr.Radio(list(RANK_BY), value=RANK_BY[0], label="Ranked on", elem_id="rank-by", min_width=150)
             role_off_btn = gr.Button("Switch these heads off", elem_id="role-off", min_width=120)
+        role_off_md = gr.Markdown(elem_id="role-off-summary")  # which heads the last "switch off" took
         roles_md = gr.Markdown(elem_id="roles-summary")
         roles_probe_plot = plot("roles-probe-plot", "Head roles on the probe")
         roles_text_plot = plot("roles-text-plot", "Head roles on sentence 1")
-    with gr.Tab("Activation patching", id="patching") as tab_patching:
+    with gr.Tab("Patching", id="patching") as tab_patching:
         gr.Markdown(TAB_TEXT["patching"], elem_classes="tab-text")
         with gr.Row(equal_height=True):
             clean_answer = gr.Textbox(label="Clean answer token", max_lines=1,
@@ -41,7 +42,7 @@ def head_tabs(decoder: bool) -> SimpleNamespace:
             patch_btn = gr.Button("Patch", variant="primary", elem_id="patch-run", min_width=100)
         patch_md = gr.Markdown(elem_id="patching-summary")
         patch_plot = plot("patching-plot", "Activation patching")
-    with gr.Tab("Logit lens", id="lens", visible=decoder) as tab_lens:
+    with gr.Tab("Lens", id="lens", visible=decoder) as tab_lens:
         gr.Markdown(TAB_TEXT["lens"], elem_classes="tab-text")
         lens_btn = gr.Button("Read every layer", variant="primary", elem_id="lens-run")
         lens_md = gr.Markdown(elem_id="lens-summary")

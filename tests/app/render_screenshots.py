@@ -14,8 +14,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-TABS = [("attention", "Attention & output"), ("overview", "All heads"), ("generation", "Generation"),
-        ("positional", "Positional encodings"), ("importance", "Head importance"), ("rollout", "Rollout"),
+TABS = [("attention", "Attention & output"), ("overview", "All heads"), ("roles", "Roles"), ("patching", "Patching"),
+        ("lens", "Lens"), ("generation", "Generation"), ("positional", "Positions"), ("importance", "Importance"),
+        ("rollout", "Rollout"),
         ("api", "API")]
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]

@@ -119,8 +119,9 @@ def test_roles_switch_off_role_lens_and_patching(client):
     status, md, probe_fig, text_fig = fresh.predict(DATE1, "decoder", heads, heads, heads, api_name="/roles")
     assert status == "" and "Strongest head per role on the probe" in md
     assert len(figure(probe_fig)["data"]) == 6 and len(figure(text_fig)["data"]) == 6  # one map per role
-    status, enc, dec, cross = fresh.predict(DATE1, "decoder", "self", 2, "probe", api_name="/switch_off_role")
-    assert "Switched off the top 2 self heads of the decoder, ranked on the probe: L" in status
+    status, message, enc, dec, cross = fresh.predict(DATE1, "decoder", "self", 2, "probe",
+                                                     api_name="/switch_off_role")
+    assert status == "" and "Switched off the top 2 self heads of the decoder, ranked on the probe: L" in message
     assert enc == heads and cross == heads and len(dec) == 6 and set(dec) < set(heads)
     status, md, fig = fresh.predict(DATE1, api_name="/lens")
     assert status == "" and "the model predicts" in md and figure(fig)["data"]
