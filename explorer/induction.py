@@ -5,8 +5,8 @@ after the specials [PAD]=0, [UNK], [BOS], [EOS]; typed text gets [BOS] first. A 
 ``[BOS]`` + random tokens + a random span of ``SPAN_RANGE`` tokens repeated until the row is full.
 In half of the rows the first copy starts within 8 tokens of [BOS] (many repeated tokens: the
 circuit forms sooner); in the other half anywhere that leaves room for a whole second copy (so the
-previous-token head is needed at every position, not only near the start). The first copy of a span cannot be predicted; every later token can, by
-finding the earlier copy of the current token and reading the token after it. A two-layer model
+previous-token head is needed at every position, not only near the start). The first copy of a
+span cannot be predicted; every later token can, by finding the earlier copy of the current token and reading the token after it. A two-layer model
 learns this with the classic circuit: a previous-token head in layer 0 and an induction head in
 layer 1 (Olsson et al., 2022, "In-context Learning and Induction Heads").
 
@@ -237,8 +237,8 @@ def _what_to_look_at(task: InductionTask, top_i, top_p) -> list[str]:
         "token of the second copy attends to the token *after* its earlier copy (a diagonal one step right of "
         "the repeat's offset). In " + p + ", the previous token (the sub-diagonal): this head writes "
         "\"which token came before me\" into each position, which the induction head's keys then match.",
-        f"- Switch {i} off: the loss on the repeated copy goes back up (table above) and the continuation stops "
-        f"copying. Switching {p} off breaks the induction head's input, so copying fails too.",
+        f"- Switch {i} off: the loss on the repeated copy goes up (table above); switch all induction heads off "
+        f"and copying stops. Switching {p} off takes away the induction heads' input, so copying fails too.",
         "- The logit lens shows the copy appear only after layer 1: the residual stream after layer 0 does not "
         "yet predict the next token of the repeat.", "",
     ]

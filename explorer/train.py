@@ -47,8 +47,8 @@ from .tasks import IGNORE_INDEX, TASKS, Batch, DateTask, make_task
 
 STATE_FILE = "training_state.pt"
 # Arguments that define the run: a resumed run must use the same ones.
-_RUN_DEFINING = ("task", "d_model", "heads", "head_dim", "layers", "encoder_layers", "decoder_layers", "d_ff", "dropout",
-                 "norm_first", "positional", "activation", "max_len", "steps", "batch_size", "lr", "warmup",
+_RUN_DEFINING = ("task", "d_model", "heads", "head_dim", "layers", "encoder_layers", "decoder_layers", "d_ff",
+                 "dropout", "norm_first", "positional", "activation", "max_len", "steps", "batch_size", "lr", "warmup",
                  "min_lr_ratio", "weight_decay", "label_smoothing", "clip", "seed", "data_seed", "n_train",
                  "length_pool")
 

@@ -85,3 +85,29 @@ def test_examples_round_trip_and_show_the_induction_stripe(bundle, roles):
     prompt = " ".join(words[: len(words) // 2 + 2])
     lens = logit_lens(bundle.model, torch.tensor(bundle.tokenizer.encode(prompt).ids))
     assert bundle.tokenizer.id_to_token(int(lens.final_ids[0, -1])) == words[2]
+
+
+def test_the_app_offers_it_and_draws_the_induction_stripe(roles):
+    """The model picker lists it (shipped_names) and the app's own load and analyse path shows, in the
+    induction head, each token of the second copy attending to the token after its first copy."""
+    import numpy as np
+
+    from explorer.app.registry import ModelRegistry
+    from explorer.app.session import AppContext, load_session
+    from explorer.app.toggles import Toggles
+    from explorer.app.views import View
+    from explorer.app.views.analysis import analyze
+    from explorer.loading import shipped_names
+
+    assert "induction-gpt" in shipped_names()
+    _, loaded = load_session("induction-gpt", "cpu", AppContext(ModelRegistry()))
+    layer, head = top_heads(roles["induction"])[0]
+    text = loaded.task["examples"][0]  # 12 tokens, then the same 12 again
+    result = analyze(loaded, text, None, Toggles(), View("decoder", layer, head, 1))
+    weights = np.array(result.attention.head.data[0].z, dtype=float)  # (T, T) query x key, [BOS] first
+    span = len(text.split()) // 2
+    T = 1 + 2 * span
+    assert weights.shape[0] == weights.shape[1] >= T  # the text, then the tokens the app continued it with
+    q = np.arange(1 + span, T)  # the second copy
+    stripe = weights[q, q - span + 1]  # the token after the earlier copy of the current token
+    assert stripe.mean() >= 0.8

@@ -12,7 +12,7 @@ from .probe import CopyLosses, RepeatedTokens, copy_losses, probe_vocabulary, re
 from .roles import DEFAULT_WINDOW, ROLES, head_mask_without, head_roles, role_patterns, role_scores, top_heads
 
 __all__ = [
-    "CopyLosses", "DEFAULT_WINDOW", "LogitLens", "Patching", "ROLES", "RepeatedTokens", "activation_patching", "copy_losses", "head_mask_without",
-    "head_roles", "lens_logits", "logit_lens", "probe_vocabulary", "repeated_tokens", "role_patterns",
-    "role_scores", "top_heads", "unembed",
+    "CopyLosses", "DEFAULT_WINDOW", "LogitLens", "Patching", "ROLES", "RepeatedTokens", "activation_patching",
+    "copy_losses", "head_mask_without", "head_roles", "lens_logits", "logit_lens", "probe_vocabulary",
+    "repeated_tokens", "role_patterns", "role_scores", "top_heads", "unembed",
 ]

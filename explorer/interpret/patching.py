@@ -54,7 +54,7 @@ class _Run:
     z: dict[tuple[str, int], Tensor]  # (kind, layer) -> (1, H, T, Dh) head outputs
     memory: Tensor | None  # (1, S, D) encoder output
     src_key_mask: Tensor | None  # (1, S) True = real source token
-    logits: Tensor  # (V,) at the last position
+    logits: Tensor  # (V,) at the last position, on the CPU
 
 
 def _as_row(ids: Tensor, name: str) -> Tensor:
@@ -77,10 +77,10 @@ def _run(model: Transformer, tokens: Tensor, src: Tensor | None) -> _Run:
 
     if src is None:
         out = model(tokens, need_weights=False, head_hook=keep)
-        return _Run(out.hidden_states.decoder, z, None, None, out.logits[0, -1])
+        return _Run(out.hidden_states.decoder, z, None, None, out.logits[0, -1].cpu())
     out = model(src, tokens, need_weights=False, head_hook=keep)
     src_key_mask = model.key_mask(src, True)
-    return _Run(out.hidden_states.decoder, z, out.encoder_last_hidden_state, src_key_mask, out.logits[0, -1])
+    return _Run(out.hidden_states.decoder, z, out.encoder_last_hidden_state, src_key_mask, out.logits[0, -1].cpu())
 
 
 def _decoder_key_mask(model: Transformer, tokens: Tensor) -> Tensor | None:
@@ -103,8 +103,8 @@ def _metric_from(model: Transformer, tokens: Tensor, base: _Run, layer: int, x: 
         key_mask=None if key_mask is None else key_mask.expand(V, -1),
         memory_key_mask=None if base.src_key_mask is None else base.src_key_mask.expand(V, -1),
         attn_mask=causal_mask(T, x.device), need_weights=False, first_layer=layer, head_hook=hook)
-    logits = model.generator.logits(run.output[:, -1])  # (V, vocab) at the last position
-    return logits[:, answers[0]].double() - logits[:, answers[1]].double()
+    logits = model.generator.logits(run.output[:, -1]).cpu()  # (V, vocab) at the last position
+    return logits[:, answers[0]].double() - logits[:, answers[1]].double()  # float64 on the CPU (MPS has none)
 
 
 def _chunks(n: int, size: int) -> list[range]:
@@ -129,7 +129,7 @@ def _head_sweep(model: Transformer, tokens: Tensor, clean: _Run, corrupted: _Run
                 return z
 
             x = corrupted.hidden[layer].expand(len(heads), -1, -1)  # (V, T, D) the shared corrupted prefix
-            out[layer, heads] = _metric_from(model, tokens, corrupted, layer, x, answers, patch).double().cpu()
+            out[layer, heads] = _metric_from(model, tokens, corrupted, layer, x, answers, patch)
     return out
 
 
@@ -143,7 +143,7 @@ def _residual_sweep(model: Transformer, tokens: Tensor, clean: _Run, corrupted: 
             positions = torch.tensor(list(rows))  # (V,) the position each variant patches
             x = corrupted.hidden[layer].repeat(len(positions), 1, 1)  # (V, T, D)
             x[torch.arange(len(positions)), positions] = clean.hidden[layer][0, positions]
-            out[layer, positions] = _metric_from(model, tokens, corrupted, layer, x, answers).double().cpu()
+            out[layer, positions] = _metric_from(model, tokens, corrupted, layer, x, answers)
     return out
 
 

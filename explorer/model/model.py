@@ -22,8 +22,8 @@ Marian). `head_hook`, per call like head_mask and never stored, is a callable (k
 called with every attention block's head outputs z (B, H, T, Dh) (H = query heads, before the
 head mask and W_o; kind "encoder", "decoder" or "cross", layer from 0) on both attention paths: it
 may read z (capture a run's head outputs) or return a replacement of the same shape (activation
-patching, explorer.interpret.patching). Token positions count from each row's first real token (`position_ids`), so a left-padded
-row computes what the unpadded one does.
+patching, explorer.interpret.patching). Token positions count from each row's first real token
+(`position_ids`), so a left-padded row computes what the unpadded one does.
 """
 
 from __future__ import annotations

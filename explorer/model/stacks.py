@@ -114,7 +114,8 @@ class Stack(nn.Module):
             memory_key_mask: Tensor | None = None, attn_mask: Tensor | None = None,
             head_mask: Tensor | None = None, cross_head_mask: Tensor | None = None,
             need_weights: bool = True, first_layer: int = 0, positions: Tensor | None = None,
-            weights_dtype: torch.dtype | None = None, head_hook: StackHeadHook | None = None) -> StackRun:
+            weights_dtype: torch.dtype | None = None,
+            head_hook: StackHeadHook | None = None) -> StackRun:
         """Run layers[first_layer:]; the head-importance sweep restarts above an unchanged prefix.
         weights_dtype: each layer's returned weights are cast to it as soon as the layer is done (float16 halves
         what a long input keeps); None keeps the compute dtype."""

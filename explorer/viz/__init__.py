@@ -10,6 +10,7 @@ one byte per cell beyond (encode.py); a view never has more cells than it has sc
 from explorer.viz.attention import cross_attention_heatmap, decoder_self_attention_heatmap, head_heatmap
 from explorer.viz.common import display_labels, escape, message_figure, unique_labels
 from explorer.viz.compare import difference_heatmap
+from explorer.viz.interpret import lens_figure, patching_figure, role_figure
 from explorer.viz.mask import mask_heatmap
 from explorer.viz.overview import (OverviewGrid, OverviewTiles, attention_overview, draw_overview,
                                   overview_grid_index, overview_tiles)
@@ -34,13 +35,16 @@ __all__ = [
     "head_average",
     "head_heatmap",
     "head_importance_chart",
+    "lens_figure",
     "mask_heatmap",
     "message_figure",
     "overview_grid_index",
     "overview_tiles",
+    "patching_figure",
     "position_similarity",
     "positional_curves",
     "positional_heatmap",
+    "role_figure",
     "rollout_from_average",
     "rollout_heatmap",
     "sinusoidal_table",

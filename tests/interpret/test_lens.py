@@ -56,7 +56,8 @@ def test_logit_lens_top_tokens_probabilities_and_ranks():
     assert torch.equal(lens.top_ids[-1], lens.final_ids) and (lens.final_rank[-1] == 0).all()
     probs = lens_logits(model, out.hidden_states.decoder).softmax(-1)  # (L+1, B, T, V)
     torch.testing.assert_close(lens.top_probs, probs.max(-1).values)
-    torch.testing.assert_close(lens.final_probs, probs.gather(-1, lens.final_ids[None, ..., None].expand(4, -1, -1, 1))[..., 0])
+    final = lens.final_ids[None, ..., None].expand(4, -1, -1, 1)  # (L+1, B, T, 1)
+    torch.testing.assert_close(lens.final_probs, probs.gather(-1, final)[..., 0])
     # rank = position of the final prediction when each layer's tokens are sorted by probability
     order = probs.argsort(-1, descending=True)
     want = (order == lens.final_ids[None, ..., None]).float().argmax(-1)

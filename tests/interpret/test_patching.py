@@ -94,7 +94,8 @@ def test_decoder_only_equals_a_manual_loop_and_restores_exactly(options):
     clean_logits, corrupted_logits = last_logits(model, CLEAN), last_logits(model, corrupted)
     assert p.answers == (int(clean_logits.argmax()), int(corrupted_logits.argmax())) and p.answers[0] != p.answers[1]
     assert p.clean == pytest.approx(float(clean_logits[p.answers[0]] - clean_logits[p.answers[1]]), abs=1e-6)
-    assert p.corrupted == pytest.approx(float(corrupted_logits[p.answers[0]] - corrupted_logits[p.answers[1]]), abs=1e-6)
+    corrupted_metric = float(corrupted_logits[p.answers[0]] - corrupted_logits[p.answers[1]])
+    assert p.corrupted == pytest.approx(corrupted_metric, abs=1e-6)
     check_against_manual_loop(model, p, "decoder", p.heads, CLEAN, corrupted)
     assert (p.heads.abs() > 0.01).sum() > 3  # not a degenerate case
     # every head's z at every layer from the clean run: the last position sees only clean values

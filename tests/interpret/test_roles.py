@@ -5,8 +5,15 @@ import math
 import pytest
 import torch
 
-from explorer.interpret.roles import (ROLES, allowed_keys, head_mask_without, head_roles, role_patterns, role_scores,
-                                      top_heads)
+from explorer.interpret.roles import (
+    ROLES,
+    allowed_keys,
+    head_mask_without,
+    head_roles,
+    role_patterns,
+    role_scores,
+    top_heads,
+)
 from explorer.model import Transformer, TransformerConfig
 
 T = 7

@@ -28,6 +28,21 @@ def _weights(*shape: int) -> np.ndarray:
     return w / w.sum(-1, keepdims=True)
 
 
+def _patching(L: int, H: int, T: int, cross: bool = False):
+    from explorer.interpret import Patching
+    return Patching(RNG.standard_normal((L, H)), RNG.standard_normal((L + 1, T)), 2.0, -1.0, (3, 4), "decoder",
+                    RNG.standard_normal((L, H)) if cross else None)
+
+
+def _lens(rows: int, T: int):
+    import torch
+
+    from explorer.interpret import LogitLens
+    ids = torch.randint(0, 9, (rows, 1, T))
+    return LogitLens(ids, torch.rand(rows, 1, T), ids[-1], torch.rand(rows, 1, T), torch.randint(0, 50, (rows, 1, T)),
+                     torch.zeros(1, T, 9))
+
+
 CAUSAL = np.tril(np.ones((T, T), dtype=bool))
 HEAD_MASK = np.ones((2, 3))
 HEAD_MASK[1, 2] = 0
@@ -59,6 +74,10 @@ BUILDERS = {
     "rollout_pooled": lambda: viz.rollout_heatmap(viz.attention_rollout(_weights(2, 2, 100, 100)), BIG, max_cells=2 * 80 * 80),
     "positional_percent": lambda: viz.positional_heatmap(viz.sinusoidal_table(100, 64)),
     "similarity_percent": lambda: viz.position_similarity(viz.sinusoidal_table(100, 16)),
+    "roles": lambda: viz.role_figure({"previous": RNG.random((2, 3)), "induction": RNG.random((2, 3))}),
+    "patching": lambda: viz.patching_figure(_patching(2, 3, T), TOKENS, answer_labels=("<b>", "$x$")),
+    "patching_cross_long": lambda: viz.patching_figure(_patching(2, 3, 100, cross=True), BIG),
+    "lens": lambda: viz.lens_figure(_lens(3, T), TOKENS, token_text=lambda i: f"<t{i}>"),
 }
 # dtype names both plotly.js bundles decode (Gradio's 3.3.1 and plotly.py's 4.1.1; no float16, see test_viz_browser)
 DECODED_DTYPES = {"i1", "u1", "i2", "u2", "i4", "u4", "f4", "f8"}
