@@ -11,8 +11,8 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import torch
 
+from ... import viz
 from ...checkpoints import LoadedModel
-from ...viz.interim_heads import lens_figure  # INTERIM: explorer.viz's own once branch heads has it
 from ...interpret import LogitLens, logit_lens
 from ..errors import AppError, escape_md
 from ..inputs import codec_for
@@ -52,6 +52,6 @@ def lens_view(loaded: LoadedModel, text: str | None, max_tokens: int) -> tuple[g
     labels = reading.decoder_labels
     final = int(lens.final_ids[0, -1])
     codec = codec_for(loaded)
-    top_labels = [codec.labels(row.tolist()) for row in lens.top_ids[:, 0]]  # (L + 1, T) texts
-    fig = lens_figure(lens, labels, top_labels, title=f"Logit lens on sentence 1 ({len(labels)} positions)")
+    fig = viz.lens_figure(lens, labels, title=f"Logit lens on sentence 1 ({len(labels)} positions)",
+                          token_text=lambda i: codec.labels([i])[0])
     return fig, lens_markdown(lens, labels, codec.labels([final])[0])

@@ -13,9 +13,9 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import torch
 
+from ... import viz
 from ...checkpoints import LoadedModel
 from ...interpret.patching import Patching, activation_patching
-from ...viz.interim_heads import patching_figure  # INTERIM: explorer.viz's own once branch heads has it
 from ..errors import AppError, escape_md
 from ..inputs import codec_for
 from ..sequences import Reading, read_texts, token_id
@@ -82,4 +82,5 @@ def patching_view(loaded: LoadedModel, text1: str | None, text2: str | None, cle
     except ValueError as err:  # the metric is undefined (e.g. both runs predict the same token): say why
         raise AppError(f"Activation patching cannot run on these sentences: {err}. Type two different answer "
                        "tokens above, or change a sentence.") from err
-    return patching_figure(p, clean.decoder_labels), patching_markdown(loaded, p)
+    answer_labels = tuple(codec_for(loaded).labels(list(p.answers)))
+    return viz.patching_figure(p, clean.decoder_labels, answer_labels=answer_labels), patching_markdown(loaded, p)

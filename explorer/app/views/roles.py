@@ -20,10 +20,10 @@ import plotly.graph_objects as go
 import torch
 from torch import Tensor
 
+from ... import viz
 from ...checkpoints import LoadedModel
 from ...interpret import (ROLES, CopyLosses, RepeatedTokens, copy_losses, head_roles, repeated_tokens, role_scores,
                           top_heads)
-from ...viz.interim_heads import role_figure  # INTERIM: explorer.viz's own once branch heads has it
 from ..errors import AppError, escape_md
 from ..runs import Run
 from ..sequences import Reading, read_texts
@@ -177,5 +177,5 @@ def roles_markdown(result: RoleResult) -> str:
 def roles_figures(result: RoleResult) -> tuple[go.Figure, go.Figure]:
     """(roles on the probe, roles on the typed text): one layer x head heatmap per role."""
     where = KIND_TITLES[result.stack]
-    return (role_figure(result.probe, title=f"Head roles on the probe ({where})"),
-            role_figure(result.text, title=f"Head roles on sentence 1 ({where})"))
+    return (viz.role_figure(result.probe, title=f"Head roles on the probe ({where})"),
+            viz.role_figure(result.text, title=f"Head roles on sentence 1 ({where})"))
