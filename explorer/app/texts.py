@@ -27,7 +27,8 @@ TAB_TEXT = {
                 "layers."),
 }
 API_TEXT = """
-Every main action is a named endpoint (`/load_model`, `/build_model`, `/analyze`, `/positional`, `/importance`).
+Every main action is a named endpoint (`/load_model`, `/build_model`, `/analyze`, `/positional`, `/importance`,
+`/roles`, `/switch_off_role`, `/patching`, `/lens`; the README lists their parameters).
 From Python, with `pip install gradio_client`:
 
 ```python

@@ -34,10 +34,10 @@ def head_tabs(decoder: bool) -> SimpleNamespace:
         gr.Markdown(TAB_TEXT["patching"], elem_classes="tab-text")
         with gr.Row(equal_height=True):
             clean_answer = gr.Textbox(label="Clean answer token", max_lines=1,
-                                      placeholder="blank: sentence 1's top token; #12: the token of id 12",
+                                      placeholder="blank: sentence 1's top token (or #id)",
                                       elem_id="clean-answer", min_width=150)
             corrupted_answer = gr.Textbox(label="Corrupted answer token", max_lines=1,
-                                          placeholder="blank: sentence 2's top token; #12: the token of id 12",
+                                          placeholder="blank: sentence 2's top token (or #id)",
                                           elem_id="corrupted-answer", min_width=150)
             patch_btn = gr.Button("Patch", variant="primary", elem_id="patch-run", min_width=100)
         patch_md = gr.Markdown(elem_id="patching-summary")
