@@ -32,8 +32,8 @@ class HeadEvents:
         self.status = events.status
         v = self.page.views
         self.roles_outputs = [self.status, v.roles_md, v.roles_probe_plot, v.roles_text_plot]
-        self.cleared = {v.roles_md: "", v.role_off_md: "", v.roles_probe_plot: None, v.roles_text_plot: None, v.patch_md: "",
-                        v.patch_plot: None, v.lens_md: "", v.lens_plot: None}  # after a model change
+        self.cleared = {v.roles_md: "", v.role_off_md: "", v.roles_probe_plot: None, v.roles_text_plot: None,
+                        v.patch_md: "", v.patch_plot: None, v.lens_md: "", v.lens_plot: None}  # after a model change
 
     @reporting
     def roles(self, session, sentence1, kind, encoder_heads_on, decoder_heads_on, cross_heads_on):
@@ -65,8 +65,8 @@ class HeadEvents:
         named = ", ".join(f"L{la} H{h} = {float(scores[role][la, h]):.2f}" for la, h in off)
         plural = "s" if len(off) > 1 else ""
         updates[self.status] = ""
-        updates[self.page.views.role_off_md] = escape_md(f"Switched off the top {len(off)} {role} head{plural} of the {result.stack}, "
-                                         f"ranked on the {rank_by}: {named}.")
+        updates[self.page.views.role_off_md] = escape_md(f"Switched off the top {len(off)} {role} head{plural} of "
+                                                         f"the {result.stack}, ranked on the {rank_by}: {named}.")
         return updates
 
     @reporting

@@ -64,7 +64,8 @@ def read_texts(loaded: LoadedModel, text1: str | None, text2: str | None, max_to
                common_answer: bool = False) -> list[Reading]:
     """The typed sentences (one, or two when `text2` is given) as the model reads them (module docstring).
 
-    common_answer: a sequence model's sentences both read the common prefix of their two answers, so the decoder's last position is where the answers part (activation patching)."""
+    common_answer: a sequence model's sentences both read the common prefix of their two answers, so the decoder's
+    last position is where the answers part (activation patching)."""
     codec = codec_for(loaded)
     inputs = encode_inputs(loaded, codec, text1, text2, max_tokens)
     if not reads_answer(loaded):
