@@ -1,7 +1,8 @@
 """The page's behaviour: each event turns component values into a call of the app's plain functions and the
 result into `{component: value}` updates. Errors become a message in the status line (never a traceback).
 
-The named events are the HTTP API (README): /load_model, /build_model, /analyze, /positional, /importance;
+The named events are the HTTP API (README): /load_model, /build_model, /analyze, /positional, /importance (and
+/roles, /switch_off_role, /patching, /lens: `events_heads`);
 their parameters are the input components in the order listed in `Events.__init__` (names from the handler
 signatures), their results the outputs in that order.
 """
@@ -90,6 +91,10 @@ class Events:
         self.groups = [c.heads[k] for k, _, _ in HEAD_GROUPS]
         self.model_outputs = [self.status, page.session, m.model_md, page.headline, i.ex1, i.ex2, i.text1, i.text2,
                               *self.groups, c.kind, c.layer, c.head, c.lm_controls, v.surprisal_plot]
+        from .events_heads import HeadEvents  # it imports this module's helpers
+
+        self.heads = HeadEvents(self)
+        self.model_outputs += list(self.heads.model_updates(True))
         self.analysis_inputs = [page.session, i.text1, i.text2, c.padding, c.causal, c.custom, c.block_token,
                                 c.window, *self.groups, c.kind, c.layer, c.head, c.sentence, c.position, c.new_tokens,
                                 v.tab]
@@ -119,7 +124,8 @@ class Events:
                    c.layer: gr.update(choices=list(range(n_layers)), value=0),
                    c.head: gr.update(choices=list(range(n_heads)), value=0),
                    c.lm_controls: gr.update(visible=info.language_model),
-                   self.page.views.surprisal_plot: gr.update(visible=info.language_model)}
+                   self.page.views.surprisal_plot: gr.update(visible=info.language_model),
+                   **self.heads.model_updates("decoder" in kinds)}
         for kind, _, _ in HEAD_GROUPS:
             labels = head_labels(*kinds[kind]) if kind in kinds else []
             updates[c.heads[kind]] = gr.update(choices=labels, value=labels, visible=bool(labels))
@@ -230,6 +236,7 @@ class Events:
         built = m.build_btn.click(self.build_model, build_inputs, self.model_outputs, api_name="build_model")
         i.run_btn.click(self.analyze, self.analysis_inputs, self.analysis_outputs, api_name="analyze")
         v.pe_btn.click(self.positional, self.pe_inputs, self.pe_outputs, api_name="positional")
+        self.heads.wire()
         v.imp_btn.click(self.importance, [page.session, i.text1, i.text2, c.padding, c.causal, c.custom,
                                           c.block_token, c.window, c.kind], [self.status, v.imp_md, v.imp_plot],
                         api_name="importance")

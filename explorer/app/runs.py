@@ -69,6 +69,8 @@ class Run:
     generations: list[tuple[Generation, int]] = field(default_factory=list)  # per sentence: generation, its row
     decoder_rows: list[list[int]] = field(default_factory=list)  # per sentence: answer ids the decoder read
     notices: list[str] = field(default_factory=list)
+    ids: dict[str, list[list[int]]] = field(default_factory=dict)  # self-attention kind -> per sentence, the ids
+    # its queries (= keys) read, unpadded: what head roles are scored on (explorer.interpret.roles)
 
 
 FLOAT32_WEIGHTS_LIMIT = 64 * 1024**2  # bytes of one run's attention below which it is kept in float32
@@ -116,7 +118,7 @@ def run_encoder(loaded: LoadedModel, inputs: Inputs, toggles: Toggles, head_mask
         pooled = pool(out.last_hidden_state.float(), real).cpu()
         outputs = [Embedding(v) for v in pooled]
     return Run(attentions, full_masks(out.masks, attentions), {"encoder": labels}, {"encoder": labels}, outputs,
-               notices=[notice] if notice else [])
+               notices=[notice] if notice else [], ids={"encoder": inputs.rows})
 
 
 def generate_rows(loaded: LoadedModel, inputs: Inputs, toggles: Toggles, head_mask: dict | None,
@@ -177,7 +179,7 @@ def run_language_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, to
     attentions = {"decoder": on_cpu(out.attentions.decoder)}
     labels = inputs.padded_labels()
     return Run(attentions, full_masks(out.masks, attentions), {"decoder": labels}, {"decoder": labels}, outputs, gens,
-               notices=[notice] if notice else [])
+               notices=[notice] if notice else [], ids={"decoder": inputs.rows})
 
 
 def run_sequence_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, toggles: Toggles,
@@ -199,6 +201,7 @@ def run_sequence_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, to
         src_labels, tgt_labels = inputs.padded_labels(), padded_labels(codec, dec_rows)
         queries = {"encoder": src_labels, "decoder": tgt_labels, "cross": tgt_labels}
         keys = {"encoder": src_labels, "decoder": tgt_labels, "cross": src_labels}
+        ids = {"encoder": inputs.rows, "decoder": dec_rows}
     else:
         seqs = [[*r, *t] for r, t in zip(inputs.rows, teacher)]
         seq = pad_rows(seqs, pad_id_of(loaded), model.device)
@@ -207,8 +210,9 @@ def run_sequence_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, to
                     key_mask=row_mask(seqs, model.device), weights_dtype=weights_dtype(loaded, *seq.shape))
         attentions = {"decoder": on_cpu(out.attentions.decoder)}
         queries = keys = {"decoder": padded_labels(codec, seqs, inputs.labels)}
+        ids = {"decoder": seqs}
     return Run(attentions, full_masks(out.masks, attentions), queries, keys, outputs, gens, teacher,
-               [notice] if notice else [])
+               [notice] if notice else [], ids)
 
 
 def padded_labels(codec: TextCodec, rows: list[list[int]], prompt_labels: list[list[str]] | None = None

@@ -7,18 +7,28 @@ TAB_TEXT = {
     "attention": ("Rows are queries, columns keys; brighter = more attention. Right: the mask the model applied "
                   "(blue = may attend). Below: the output, then the same head without toggles and the difference."),
     "overview": ("Every head at once (rows: layers, columns: heads; switched-off heads faded). Click a tile to "
-                 "open that head below."),
+                 "open that head below. A tile's corner names the head's strongest role on this sentence (score "
+                 "≥ 0.5; see Head roles)."),
     "generation": ("The answer one token per row: which earlier tokens (left) and source tokens (right) the chosen "
                    "head read when writing it."),
     "positional": ("The sinusoidal encoding of *Attention Is All You Need* (position × dimension), which positions "
                    "get similar vectors, and the loaded model's own position table."),
     "importance": ("How much the output moves when each head alone is switched off (exact) and a one-pass gradient "
                    "estimate of it (Michel et al., 2019)."),
+    "roles": ("What kind of head each one is: the share of its attention on the keys a role predicts (1 = all of "
+              "it), on a generated probe (random tokens of the model's vocabulary, repeated) and on sentence 1. "
+              "Pick a role and k to switch its top heads off; the page then runs with them off."),
+    "patching": ("Sentence 1 is the clean run, sentence 2 the corrupted one (same number of tokens). Each cell: "
+                 "the share of the clean-minus-corrupted logit difference of the two answer tokens that patching "
+                 "that head's output (left) or the residual stream at that layer and position (right) restores."),
+    "lens": ("Each layer's residual stream read through the model's final norm and unembedding: the top token "
+             "per layer and position (colour: its probability), and the rank of the final prediction per layer."),
     "rollout": ("Attention rollout (Abnar & Zuidema, 2020): which input tokens each position draws on, through the "
                 "layers."),
 }
 API_TEXT = """
-Every main action is a named endpoint (`/load_model`, `/build_model`, `/analyze`, `/positional`, `/importance`).
+Every main action is a named endpoint (`/load_model`, `/build_model`, `/analyze`, `/positional`, `/importance`,
+`/roles`, `/switch_off_role`, `/patching`, `/lens`; the README lists their parameters).
 From Python, with `pip install gradio_client`:
 
 ```python

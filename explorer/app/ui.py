@@ -18,6 +18,7 @@ from .labels import head_labels
 from .limits import DEFAULT_CONTINUATION, MAX_BUILD_PARAMETERS, MAX_NEW_TOKENS, POSITIONAL_D_MODEL, POSITIONAL_LENGTH
 from .texts import API_TEXT, INTRO, TAB_TEXT
 from .toggles import CUSTOM_MASKS
+from .ui_heads import head_tabs
 from .views.model import ModelInfo
 
 HEAD_GROUPS = (("encoder", "Encoder self-attention", "enc-heads"), ("decoder", "Decoder self-attention", "dec-heads"),
@@ -147,9 +148,9 @@ def tab_text(name: str) -> None:
     gr.Markdown(TAB_TEXT[name], elem_classes="tab-text")
 
 
-def view_tabs(language: bool) -> SimpleNamespace:
+def view_tabs(language: bool, decoder: bool) -> SimpleNamespace:
     with gr.Column(scale=4):
-        with gr.Tabs(elem_id="views"):
+        with gr.Tabs(elem_id="views", overflow_behavior="wrap"):  # every tab one click away
             with gr.Tab("Attention & output", id="attention") as tab_attention:
                 tab_text("attention")
                 with gr.Row():
@@ -169,12 +170,13 @@ def view_tabs(language: bool) -> SimpleNamespace:
                 overview_plot = plot("overview-plot", "All layers × heads")
                 tile_click = gr.Textbox(visible="hidden", elem_id="overview-click", label="clicked tile")
                 large_plot = plot("large-plot", "The chosen head")
+            heads = head_tabs(decoder)  # Roles, Patching, Lens: next to the overview they label
             with gr.Tab("Generation", id="generation") as tab_generation:
                 tab_text("generation")
                 with gr.Row():
                     gen_self = plot("gen-self", "Decoder self-attention per generated token")
                     gen_cross = plot("gen-cross", "Cross-attention per generated token")
-            with gr.Tab("Positional encodings", id="positional") as tab_positional:
+            with gr.Tab("Positions", id="positional") as tab_positional:
                 tab_text("positional")
                 with gr.Row():
                     pe_d = gr.Number(64, label="d_model", precision=0, minimum=POSITIONAL_D_MODEL[0],
@@ -189,7 +191,7 @@ def view_tabs(language: bool) -> SimpleNamespace:
                 with gr.Row():
                     pe_curves = plot("pe-curves", "Some dimensions over position")
                     pe_model = plot("pe-model", "The loaded model's position table")
-            with gr.Tab("Head importance", id="importance") as tab_importance:
+            with gr.Tab("Importance", id="importance") as tab_importance:
                 tab_text("importance")
                 imp_btn = gr.Button("Rank the heads for the current sentences", variant="primary")
                 imp_md = gr.Markdown()
@@ -202,8 +204,9 @@ def view_tabs(language: bool) -> SimpleNamespace:
         # Which tab is shown: an input of /analyze (only that tab's figures are drawn and sent; "all" for every tab).
         tab = gr.Textbox("attention", visible=False, elem_id="visible-tab", label="tab")
     tabs = dict(attention=tab_attention, overview=tab_overview, generation=tab_generation,
-                positional=tab_positional, importance=tab_importance, rollout=tab_rollout, api=tab_api)
-    return named(locals(), tabs=tabs)
+                positional=tab_positional, importance=tab_importance, rollout=tab_rollout, **heads.tabs, api=tab_api)
+    extra = {k: v for k, v in vars(heads).items() if k != "tabs"}
+    return named(locals(), tabs=tabs, **extra)
 
 
 @dataclass
@@ -235,7 +238,8 @@ def layout(start: Start, session_value: Any) -> Page:
         inputs = input_rows(start)
         with gr.Row(equal_height=False):
             ctl = controls(start)
-            views = view_tabs(start.info is not None and start.info.language_model)
+            views = view_tabs(start.info is not None and start.info.language_model,
+                              start.info is None or "decoder" in start.info.kinds)
     return Page(demo, session, kept, headline, model, inputs, ctl, views)
 
 

@@ -33,6 +33,7 @@ from explorer.viz import common as c
 from explorer.viz.axes import block_name
 from explorer.viz.encode import encode
 from explorer.viz.pool import block_edges, max_pool
+from explorer.viz import tile_marks
 
 __all__ = ["GAP_PX", "MAX_CELLS", "OverviewGrid", "OverviewTiles", "attention_overview", "block_edges",
            "draw_overview", "max_pool", "overview_grid_index", "overview_tiles", "plan_grid", "tile_attention"]
@@ -191,8 +192,13 @@ def attention_overview(
 
 
 def draw_overview(tiles: OverviewTiles, query_labels: Sequence[str], key_labels: Sequence[str],
-                  head_mask: Any | None = None, *, title: str = "Attention, all layers x heads") -> go.Figure:
-    """The overview figure from its tiles (`overview_tiles`): nothing here looks at the full attention."""
+                  head_mask: Any | None = None, *, title: str = "Attention, all layers x heads",
+                  tile_notes: Sequence[Sequence[str]] | None = None) -> go.Figure:
+    """The overview figure from its tiles (`overview_tiles`): nothing here looks at the full attention.
+
+    tile_notes: (L, H) short texts ("" for none), e.g. each head's role ("ind .92"), written in the top-left
+    corner of its tile.
+    """
     grid, width = tiles.grid, tiles.width
     n_layers, n_heads, tq, tk = grid.n_layers, grid.n_heads, tiles.tq, tiles.tk
     if (len(query_labels), len(key_labels)) != (tq, tk):
@@ -214,7 +220,8 @@ def draw_overview(tiles: OverviewTiles, query_labels: Sequence[str], key_labels:
     enc = encode(tiles.z, 0.0, 1.0, name="attn")
     heat = enc.trace(x_names, y_names, c.WEIGHT_SCALE, value, "%{y}<br>%{x}<br>" + value + ": {value}",
                      hoverongaps=False)
-    annotations, shapes = _off_markers(grid, hm)
+    annotations, shapes = tile_marks.off_markers(grid, hm)
+    annotations += tile_marks.tile_notes(grid, tile_notes)
     if grid.downsampled:
         # Below the grid: above it would collide with the head labels and axis title.
         annotations.append(dict(
@@ -243,23 +250,6 @@ def draw_overview(tiles: OverviewTiles, query_labels: Sequence[str], key_labels:
         meta={"overview_grid": asdict(grid)},
     )
     return c.figure([heat], layout)
-
-
-def _off_markers(grid: OverviewGrid, head_on: np.ndarray) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(annotations, shapes): a dotted white-washed frame and "off" on each switched-off head's tile."""
-    annotations: list[dict[str, Any]] = []
-    shapes: list[dict[str, Any]] = []
-    for layer, head in zip(*np.nonzero(~head_on)):
-        r, k = grid.tile_origin(int(layer), int(head))
-        # Category axes place shapes by category position; cells span position +- 0.5.
-        box = dict(x0=k - 0.5, x1=k + grid.tile_cols - 0.5, y0=r - 0.5, y1=r + grid.tile_rows - 0.5,
-                   xref="x", yref="y")
-        shapes.append(dict(type="rect", **box, fillcolor="rgba(255,255,255,0.6)",
-                           line=dict(color=c.OFF_COLOR, width=2, dash="dot")))
-        annotations.append(dict(text="<b>off</b>", x=k + (grid.tile_cols - 1) / 2,
-                                y=r + (grid.tile_rows - 1) / 2, xref="x", yref="y", showarrow=False,
-                                font=dict(size=12, color="#222"), bgcolor="rgba(255,255,255,0.8)"))
-    return annotations, shapes
 
 
 def overview_grid_index(grid_or_fig: OverviewGrid | go.Figure | dict, x: Any, y: Any) -> tuple[int, int] | None:

@@ -1,5 +1,5 @@
 """Screenshots of the app at 1280x800 (headless Chromium) into docs/screenshots/app/: the first screen, the
-model panel, and every tab (whole page).
+model panel, and every tab (whole page); the Roles, Patching and Lens tabs on the shipped induction-gpt.
 
     python tests/app/render_screenshots.py [--url http://127.0.0.1:7860/] [--out docs/screenshots/app]
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 TABS = [("attention", "Attention & output"), ("overview", "All heads"), ("generation", "Generation"),
-        ("positional", "Positional encodings"), ("importance", "Head importance"), ("rollout", "Rollout"),
+        ("positional", "Positions"), ("importance", "Importance"), ("rollout", "Rollout"),
         ("api", "API")]
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]
@@ -83,6 +83,47 @@ def shoot(url: str, out: Path) -> list[Path]:
     return paths
 
 
+# The head tabs on induction-gpt: (file, tab, sentence 1, sentence 2, button, plot drawn).
+HEAD_TABS = [("20-roles.png", "Roles", "t1 t2 t3 t4 t5 t6 t7 t8 t1 t2 t3 t4", "", "#roles-run", "#roles-probe-plot"),
+             ("21-patching.png", "Patching", "t1 t2 t3 t4 t5 t6 t1 t2 t3", "t1 t2 t3 t4 t5 t7 t1 t2 t3",
+              "#patch-run", "#patching-plot"),
+             ("22-lens.png", "Lens", "t1 t2 t3 t4 t5 t6 t1 t2 t3", "", "#lens-run", "#lens-plot")]
+
+
+def shoot_heads(url: str, out: Path) -> list[Path]:
+    """The Roles, Patching and Lens tabs of an app started on induction-gpt, each after its button."""
+    from playwright.sync_api import sync_playwright
+
+    paths: list[Path] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        page.goto(url)
+        page.wait_for_selector("#head-plot .js-plotly-plot", timeout=90_000)
+        wait_idle(page)
+        for name, tab, text1, text2, button, plot in HEAD_TABS:
+            page.locator("#text1 textarea").fill(text1)
+            page.locator("#text2 textarea").fill(text2)
+            page.locator("#views").get_by_role("tab", name=tab).click()
+            page.locator(button).click()
+            page.wait_for_selector(f"{plot} .js-plotly-plot .heatmaplayer", timeout=90_000)
+            wait_idle(page)
+            page.locator(plot).scroll_into_view_if_needed()
+            save(page, out / name, paths, full_page=True)
+        browser.close()
+    return paths
+
+
+def started(checkpoint: str | None = None):
+    """An app in this process on a free port -> (demo, url)."""
+    sys.path.insert(0, str(ROOT))
+    from explorer.app.demo import build_demo, launch_kwargs, queue
+
+    demo = queue(build_demo(checkpoint=checkpoint))
+    demo.launch(server_name="127.0.0.1", server_port=None, prevent_thread_lock=True, quiet=True, **launch_kwargs())
+    return demo, demo.local_url
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--url")
@@ -90,17 +131,17 @@ def main() -> None:
     args = ap.parse_args()
     url, demo = args.url, None
     if url is None:
-        sys.path.insert(0, str(ROOT))
-        from explorer.app.demo import build_demo, launch_kwargs, queue
-
-        demo = queue(build_demo())
-        demo.launch(server_name="127.0.0.1", server_port=None, prevent_thread_lock=True, quiet=True,
-                    **launch_kwargs())
-        url = demo.local_url
+        demo, url = started()
     for path in shoot(url, Path(args.out)):
         print(path)
     if demo is not None:
         demo.close()
+    heads_demo, heads_url = started("induction-gpt")
+    try:
+        for path in shoot_heads(heads_url, Path(args.out)):
+            print(path)
+    finally:
+        heads_demo.close()
 
 
 if __name__ == "__main__":

@@ -108,3 +108,24 @@ def test_the_readme_example_runs_as_written(client, capsys):
     assert "⚠️" not in status and output["headers"][:3] == ["#", "run", "output"]
     assert [row[2] for row in output["data"] if row[1] == "baseline"] == ["2026-11-21", "2026-11-21"]
     assert len(scope["result"]) == 14  # status, 3 tables / texts, 10 figures
+
+
+def test_roles_switch_off_role_lens_and_patching(client):
+    """The head-role, patching and lens endpoints on the starting model (date-translator), in a fresh session."""
+    fresh = gradio_client.Client(client.src, verbose=False)
+    names = set(fresh.view_api(print_info=False, return_format="dict")["named_endpoints"])
+    assert {"/roles", "/switch_off_role", "/patching", "/lens"} <= names
+    heads = [f"L{l} H{h}" for l in range(2) for h in range(4)]
+    status, md, probe_fig, text_fig = fresh.predict(DATE1, "decoder", heads, heads, heads, api_name="/roles")
+    assert status == "" and "Strongest head per role on the probe" in md
+    assert len(figure(probe_fig)["data"]) == 6 and len(figure(text_fig)["data"]) == 6  # one map per role
+    status, message, enc, dec, cross = fresh.predict(DATE1, "decoder", "self", 2, "probe",
+                                                     api_name="/switch_off_role")
+    assert status == "" and "Switched off the top 2 self heads of the decoder, ranked on the probe: L" in message
+    assert enc == heads and cross == heads and len(dec) == 6 and set(dec) < set(heads)
+    status, md, fig = fresh.predict(DATE1, api_name="/lens")
+    assert status == "" and "the model predicts" in md and figure(fig)["data"]
+    status, md, fig = fresh.predict(DATE1, DATE2, "", "", api_name="/patching")
+    assert status == "" and "Metric: logit" in md and figure(fig)["data"]
+    status, md, fig = fresh.predict(DATE1, "", "", "", api_name="/patching")
+    assert "second box" in status and "Traceback" not in status

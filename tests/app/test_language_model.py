@@ -114,3 +114,27 @@ def test_offline_hub_model_is_one_sentence_and_keeps_the_session(monkeypatch):
     message = str(err.value)
     assert "HF_HUB_OFFLINE is set and it is not in the Hugging Face cache" in message
     assert message.count(". ") == 0 and "Error:" not in message  # one sentence, no exception dump
+
+
+def test_head_tabs_on_a_hub_language_model(gpt):
+    """Roles, lens and patching on the tiny GPT-2 (no pad token; the sentence read as typed): the lens's last row
+    is transformers' own prediction, patching compares the two sentences' top tokens."""
+    from explorer.app.errors import escape_md
+    from explorer.app.views.lens import lens_view
+    from explorer.app.views.patching import patching_view
+    from explorer.app.views.roles import score_roles
+
+    _, loaded, hf = gpt
+    roles = score_roles(loaded, TEXT, "decoder", None, 128)
+    assert roles.text["previous"].shape == (2, 6) and roles.losses is not None
+    fig, md = lens_view(loaded, TEXT, 128)
+    ids = torch.tensor([loaded.tokenizer.encode(TEXT).ids])
+    want = int(hf(ids).logits[0, -1].argmax())
+    assert f"predicts **{escape_md(loaded.tokenizer.labels([want])[0])}**" in md and np.asarray(fig.data[0].z).shape == (3, ids.shape[1])
+    corrupted = next(t for t in ("The mat sat on the cat", "The cat sat on the cat", "The cat sat in the mat")
+                     if len(loaded.tokenizer.encode(t).ids) == ids.shape[1])
+    fig, md = patching_view(loaded, TEXT, corrupted, "", "", 128)
+    assert "Metric: logit" in md and np.asarray(fig.data[0].z).shape == (2, 6)
+    n = len(loaded.tokenizer.encode("The dog").ids)
+    with pytest.raises(AppError, match=f"Sentence 1 has {ids.shape[1]} tokens and sentence 2 has {n}:"):
+        patching_view(loaded, TEXT, "The dog", "", "", 128)

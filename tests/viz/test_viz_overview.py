@@ -136,3 +136,23 @@ def test_overview_from_its_tiles_is_the_same_figure():
         figure_json(attention_overview(attn, labels, labels, np.ones((3, 4)), title="x", width=900))
     with pytest.raises(ValueError, match="labels must match"):
         draw_overview(tiles, labels[:-1], labels)
+
+
+def test_tile_notes_sit_in_each_tiles_corner_as_escaped_text():
+    """Role labels on the tiles: one boxed annotation at the top-left cell of each noted tile; text, never HTML."""
+    from explorer.viz.overview import draw_overview, overview_tiles
+
+    attn = np.full((2, 3, 4, 4), 0.25, dtype=np.float32)
+    tiles = overview_tiles(attn)
+    labels = [f"t{i}" for i in range(4)]
+    notes = [["ind .92", "", "<b>x</b>"], ["", "prev .88", ""]]
+    fig = draw_overview(tiles, labels, labels, tile_notes=notes)
+    noted = [a for a in fig.layout.annotations if a.xanchor == "left" and a.yanchor == "top" and a.xref == "x"]
+    assert sorted(a.text for a in noted) == ["&lt;b&gt;x&lt;/b&gt;", "ind .92", "prev .88"]
+    grid = tiles.grid
+    first = next(a for a in noted if a.text == "prev .88")
+    r, k = grid.tile_origin(1, 1)
+    assert (first.x, first.y) == (k - 0.5, r - 0.5)  # the tile's top-left corner
+    assert len(draw_overview(tiles, labels, labels).layout.annotations) == 0
+    with pytest.raises(ValueError, match="tile_notes must be 2 rows of 3"):
+        draw_overview(tiles, labels, labels, tile_notes=[["a", "b", "c"]])

@@ -19,6 +19,7 @@ from ... import viz
 from ..compare import Comparison
 from ..runs import Run
 from . import KIND_SHORT, KIND_TITLES, View
+from .roles import text_scores, tile_notes
 
 NO_TOGGLE_BASELINE = ("No toggle is active, so the baseline is the view above. Switch a head off or change a "
                       "mask to compare.")
@@ -107,17 +108,20 @@ class OverviewInputs:
     keys: list[str]
     heads_on: np.ndarray | None  # (L, H)
     title: str
+    roles: list[list[str]] | None  # (L, H) each head's strongest role on this sentence ("ind .92"), baseline run
 
 
 def overview_inputs(cmp: Comparison, view: View) -> OverviewInputs:
+    """The toggled run's tiles, labelled with each head's role in the baseline (every head on, default masks)."""
     run, b = cmp.toggled, view.row
     return OverviewInputs(viz.overview_tiles(row_attention(run, view.kind, b)), run.queries[view.kind][b],
                           run.keys[view.kind][b], heads_on(cmp, view.kind),
-                          f"All heads: {KIND_TITLES[view.kind]} (sentence {view.sentence}, toggled)")
+                          f"All heads: {KIND_TITLES[view.kind]} (sentence {view.sentence}, toggled)",
+                          tile_notes(text_scores(cmp.baseline, view.kind, b)))
 
 
 def overview_figure(inp: OverviewInputs) -> go.Figure:
-    return viz.draw_overview(inp.tiles, inp.queries, inp.keys, inp.heads_on, title=inp.title)
+    return viz.draw_overview(inp.tiles, inp.queries, inp.keys, inp.heads_on, title=inp.title, tile_notes=inp.roles)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,77 @@
+"""The head-roles and activation-patching tabs in headless Chromium on the starting model (date-translator):
+the role maps and the patching map draw, and "switch these heads off" unchecks exactly the top heads of the
+role in the head switches (then the page runs with them off). No console errors."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+HEATMAP_CELLS = """id => {
+  const gd = document.querySelector('#' + id + ' .js-plotly-plot');
+  if (!gd || !gd.data) return 0;
+  let n = 0;
+  for (const t of gd.data) if (t.type === 'heatmap' && t.z) n += (t.z.length !== undefined ? t.z.length : 1);
+  return n;
+}"""
+CHECKED = "id => [...document.querySelectorAll('#' + id + ' input[type=checkbox]')].filter(b => b.checked).length"
+TEXT = "id => { const el = document.querySelector('#' + id); return el ? el.innerText : ''; }"
+
+
+@pytest.fixture(scope="module")
+def app_url(free_port):
+    from explorer.app.demo import build_demo, launch_kwargs, queue
+
+    demo = queue(build_demo(device="cpu"))
+    demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
+                **launch_kwargs())
+    try:
+        yield demo.local_url
+    finally:
+        demo.close()
+
+
+def test_roles_ablation_and_patching_draw(app_url, chromium_path, chromium_args):
+    from playwright.sync_api import sync_playwright
+
+    errors: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium_path, args=chromium_args)
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(app_url)
+        page.wait_for_selector("#head-plot .js-plotly-plot", timeout=90_000)
+        views = page.locator("#views")
+
+        views.get_by_role("tab", name="Roles").click()
+        page.locator("#roles-run").click()
+        for plot in ("roles-probe-plot", "roles-text-plot"):
+            page.wait_for_function(f"() => ({HEATMAP_CELLS})('{plot}') > 0", timeout=60_000)
+        assert "Strongest head per role" in page.evaluate(TEXT, "roles-summary")
+        assert page.evaluate(CHECKED, "dec-heads") == 8
+        page.locator("#role input").fill("self")
+        page.keyboard.press("Enter")
+        page.locator("#role-k input").fill("2")
+        page.locator("#role-off").click()
+        page.wait_for_function(f"() => ({CHECKED})('dec-heads') === 6", timeout=60_000)
+        assert page.evaluate(CHECKED, "enc-heads") == 8 and page.evaluate(CHECKED, "cross-heads") == 8
+        page.wait_for_function(f"() => ({TEXT})('role-off-summary').includes('Switched off')", timeout=30_000)
+        status = page.evaluate(TEXT, "role-off-summary")
+        assert "Switched off the top 2 self heads of the decoder" in status, status
+        off = [b for b in page.locator("#dec-heads label").all_inner_texts()]
+        named = status.split(": ", 1)[1]
+        unchecked = [lab.strip() for lab, on in zip(off, page.locator("#dec-heads input[type=checkbox]").evaluate_all(
+            "bs => bs.map(b => b.checked)")) if not on]
+        assert all(lab in named for lab in unchecked), (unchecked, named)
+
+        views.get_by_role("tab", name="Patching").click()
+        # The example pair means the same date (one answer, nothing to patch): a different date as sentence 2.
+        page.locator("#text2 textarea").fill("3 May 2024")
+        page.locator("#patch-run").click()
+        page.wait_for_function(f"() => ({HEATMAP_CELLS})('patching-plot') > 0", timeout=60_000)
+        assert "Metric: logit" in page.evaluate(TEXT, "patching-summary")
+        assert "Traceback" not in page.content()
+        browser.close()
+    assert errors == [], errors
