@@ -196,7 +196,8 @@ def head_roles(model: Transformer, ids: Tensor, tgt: Tensor | None = None, *, pa
         attn = {"encoder": (out.attentions.encoder, ids),
                 "decoder": (out.attentions.decoder, ids if tgt is None else tgt)}
     first_stack = "decoder" if arch == "decoder" else "encoder"
-    return {kind: role_scores(layers, seq, key_mask=seq != model.config.pad_id if padding else None,
+    pad_id = model.config.pad_id  # None for models without padding (GPT-2): every token is real
+    return {kind: role_scores(layers, seq, key_mask=seq != pad_id if padding and pad_id is not None else None,
                               causal=causal and kind == "decoder",
                               attn_mask=attn_mask if kind == first_stack else None, window=window)
             for kind, (layers, seq) in attn.items() if layers}

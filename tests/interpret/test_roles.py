@@ -202,3 +202,12 @@ def test_head_roles_encoder_decoder_and_encoder():
     assert set(head_roles(encoder, src)) == {"encoder"}
     with pytest.raises(ValueError, match="one sequence"):
         head_roles(encoder, src, tgt)
+
+
+def test_head_roles_of_a_model_without_a_padding_id_count_every_token():
+    """GPT-2 has no padding id: nothing is padding, so padding=True scores every row as padding=False does."""
+    model = _model("decoder", pad_id=None)
+    ids = torch.tensor([[0, 5, 6, 7, 5, 6, 7, 0]])  # id 0 is an ordinary token here
+    padded, plain = head_roles(model, ids, padding=True), head_roles(model, ids, padding=False)
+    for role in ROLES:
+        assert torch.allclose(padded["decoder"][role], plain["decoder"][role], equal_nan=True), role
