@@ -167,8 +167,9 @@ def patching_figure(p: Any, labels: Sequence[str], title: str = "Activation patc
 def lens_figure(lens: Any, labels: Sequence[str], title: str = "Logit lens", *,
                 token_text: Callable[[int], str] | Sequence[str] | None = None, row: int = 0,
                 width: int | None = None) -> go.Figure:
-    """Left: each layer's top next-token guess at each position (text) and its probability (colour).
-    Right: the rank of the model's final prediction in each layer's guesses (0 = already the top).
+    """Top: each layer's top next-token guess at each position (text) and its probability (colour).
+    Below, on the same positions: the rank of the model's final prediction in each layer's guesses
+    (0 = already the top). Stacked, so both panels get the full width and the cells their text.
 
     token_text: id -> text (a tokenizer's id_to_token, or a vocabulary list); None shows "#id".
     row: which sequence of a batched lens.
@@ -190,16 +191,16 @@ def lens_figure(lens: Any, labels: Sequence[str], title: str = "Logit lens", *,
     final_text = [c.escape(raw[int(i)]) for i in final_ids]  # (T,)
     names, toks = c.display_labels(labels), c.unique_labels(labels)
     rows = ["embeddings"] + [f"after L{l}" for l in range(n_rows - 1)]
-    xs = [(0.0, 0.62), (0.72, 1.0)]
+    ys = [(0.5, 0.94), (0.0, 0.36)]  # top: lens grid; bottom: ranks, sharing the position axis
     enc = encode(probs, 0.0, 1.0, name="top_probs")
-    show_text = T <= TEXT_CELLS
+    room = (width or c.DEFAULT_WIDTH) - 200  # pixels of the position axis
+    show_text = T <= TEXT_CELLS and room / max(T, 1) >= 22  # a cell wide enough for a short token or a rank
     lens_trace = enc.trace(names, rows, c.WEIGHT_SCALE, "probability",
                            "%{y}, position %{x}: top token %{customdata} with p = {value}",
                            customdata=cell_text, xaxis="x", yaxis="y", xgap=1, ygap=1)
     if show_text:
         lens_trace.update(text=[[c.escape(c.short(raw[int(i)], 8)) for i in layer] for layer in top_ids],
-                          texttemplate="%{text}",
-                          textfont=dict(size=10))
+                          texttemplate="%{text}", textfont=dict(size=10))
     rank_values = np.log10(ranks.astype(np.float64) + 1).astype(np.float32)  # 0 = rank 0
     top = max(1.0, float(rank_values.max()))
     rank_trace = dict(type="heatmap", x=names, y=rows, z=rank_values, zmin=0.0, zmax=top, colorscale=RANK_SCALE,
@@ -209,17 +210,16 @@ def lens_figure(lens: Any, labels: Sequence[str], title: str = "Logit lens", *,
                                     "%{customdata[0]}<extra></extra>")
     if show_text:
         rank_trace.update(text=ranks.astype(np.int64).tolist(), texttemplate="%{text}", textfont=dict(size=10))
-    room = (width or c.DEFAULT_WIDTH) * 0.6 - 80
-    axes = {"xaxis": dict(anchor="y", domain=list(xs[0]), **c.category_ticks(names, toks, room),
-                          title=dict(text="position (input token)")),
-            "yaxis": dict(anchor="x", domain=[0.0, 1.0], type="category", autorange="reversed"),
-            "xaxis2": dict(anchor="y2", domain=list(xs[1]), **c.category_ticks(names, toks, room / 2),
-                           title=dict(text="position")),
-            "yaxis2": dict(anchor="x2", domain=[0.0, 1.0], type="category", autorange="reversed",
-                           showticklabels=False)}
-    notes = [_panel_title("top next token per layer (colour: its probability)", xs[0], 1.01),
-             _panel_title("rank of the final prediction (0 = top)", xs[1], 1.01)]
-    height = c.clamp(200 + 34 * n_rows, 320, 900)
+    axes = {"xaxis": dict(anchor="y", domain=[0.0, 1.0], matches="x2", showticklabels=False,
+                          **{k: v for k, v in c.category_ticks(names, toks, room).items() if k not in ("tickfont", "ticktext")}),
+            "yaxis": dict(anchor="x", domain=list(ys[0]), type="category", autorange="reversed"),
+            "xaxis2": dict(anchor="y2", domain=[0.0, 1.0], **c.category_ticks(names, toks, room),
+                           title=dict(text="position (input token)")),
+            "yaxis2": dict(anchor="x2", domain=list(ys[1]), type="category", autorange="reversed")}
+    notes = [_panel_title("top next token per layer (colour: its probability)", (0.0, 1.0), ys[0][1] + 0.005),
+             _panel_title("rank of the final prediction in each layer (0 = top; colour: log scale)", (0.0, 1.0),
+                          ys[1][1] + 0.02)]
+    height = c.clamp(240 + 2 * 30 * n_rows, 380, 1100)
     return c.figure([lens_trace, rank_trace], dict(
         **c.base_layout(title, height, width, l=100, r=40, t=90, b=c.label_margin(toks) + 40), **axes,
         annotations=notes))
