@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Sequence
 
 import gradio as gr
@@ -52,7 +53,16 @@ def build_demo(*, allowed_dirs: Sequence[str] = (), device: str = "auto", checkp
     return page.demo
 
 
+# Gradio's queue records every event (id, session, status, times: ~0.4 kB) for its /monitoring dashboard,
+# keeps the last 10,000, and after every event rebuilds a pandas summary of all it keeps (~20 ms at 10,000).
+# The app launches with monitoring off (`launch_kwargs`), so keep one record and never summarise. Gradio reads
+# these variables when the queue is created (gradio/queueing.py, Queue.__init__); an operator's own values win.
+QUEUE_ENV = {"GRADIO_ANALYTICS_MAX_EVENTS": "1", "GRADIO_ANALYTICS_CACHE_FREQUENCY": str(10**12)}
+
+
 def queue(demo: gr.Blocks, concurrency: int = 4, max_size: int = 64) -> gr.Blocks:
+    for key, value in QUEUE_ENV.items():
+        os.environ.setdefault(key, value)
     return demo.queue(default_concurrency_limit=concurrency, max_size=max_size)
 
 

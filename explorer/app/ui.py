@@ -243,4 +243,5 @@ def launch_kwargs() -> dict[str, Any]:
     # run_history=False: Gradio 6 would otherwise keep every run's inputs and outputs (megabytes of plot
     # JSON) in the browser's localStorage, re-serialising the whole history after each click; that was
     # ~25% of the time from a click to the redrawn plots at 128 tokens (benchmarks/app_bench.py).
-    return dict(css=CSS, theme=gr.themes.Soft(), js=TILE_CLICK_JS, run_history=False)
+    # enable_monitoring=False: no /monitoring dashboard of the queue's event records (see demo.QUEUE_ENV).
+    return dict(css=CSS, theme=gr.themes.Soft(), js=TILE_CLICK_JS, run_history=False, enable_monitoring=False)
