@@ -6,7 +6,8 @@ send it many `/analyze` requests through gradio_client, and report how the serve
                               [--probe DIR [--trace FRAMES] [--trim]] [--env MALLOC_ARENA_MAX=2]
 
 Requests vary like real use: different sentences (one or two), a head switched off or all on, the
-attention kind, layer and head shown, sometimes a custom mask; arguments not varied keep the API's
+attention kind, layer and head shown, sometimes a custom mask, the tab drawn (every 4th request another tab
+than the attention tab's, "all" among them); arguments not varied keep the API's
 defaults. Each gradio_client Client is a session; `--clients` of them run in parallel threads, and
 `--new-session-every` replaces a client by a new session after that many of its requests (many users).
 With `--probe` the server runs under `benchmarks.memtrace`, which writes what its memory holds after
@@ -35,6 +36,7 @@ SENTENCES = [
     "7 luglio 1999", "12 de março de 2031", "12 maart 2031", "1/2/1950", "Friday, 13 October 2000",
     "29 février 2088", "2. Januar 1901", "25 dicembre 2010", "30 de octubre de 1975",
 ]
+TABS = ["overview", "generation", "rollout", "all"]  # /analyze's last input besides "attention" (README)
 
 
 def rss_mb(pid: int) -> float:
@@ -100,6 +102,8 @@ def request_args(n: int, params: dict[str, dict[str, Any]]) -> dict[str, Any]:
     args["sentence2"] = "" if n % 3 == 0 else SENTENCES[(n * 5 + 1) % len(SENTENCES)]
     args["kind"], args["layer"], args["head"] = cycle("kind"), cycle("layer", 3), cycle("head", 2)
     args["custom_mask"] = cycle("custom_mask", 7)
+    if "tab" in args:  # the page sends the tab it shows: mostly the attention tab, now and then another
+        args["tab"] = "attention" if n % 4 else TABS[(n // 4) % len(TABS)]
     heads = [k for k in params if k.endswith("_heads_on") and params[k]["choices"]]
     for k in heads:
         args[k] = list(params[k]["choices"])
