@@ -14,6 +14,7 @@ import gradio as gr
 
 from .catalog import model_choices
 from .events import Events
+from .gradio_fixes import keep_one_entry_per_component
 from .limits import DEFAULT_MODEL_MEMORY, MAX_TOKENS
 from .registry import ModelRegistry
 from .session import AppContext, Session, default_source, device_choices, get_model
@@ -45,6 +46,7 @@ def build_demo(*, allowed_dirs: Sequence[str] = (), device: str = "auto", checkp
     if device not in device_choices():
         log.warning("device %r is not available here; using auto", device)
         device = "auto"
+    keep_one_entry_per_component()  # sessions would otherwise grow with every request (gradio_fixes)
     ctx = AppContext(registry or ModelRegistry(model_memory), tuple(str(d) for d in allowed_dirs), max_tokens)
     source = checkpoint or default_source()
     page = layout(starting_point(ctx, source, device), Session(source, device))
