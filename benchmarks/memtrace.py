@@ -6,12 +6,13 @@ what the server's memory holds to OUT_DIR/probe-<n>.json (a diagnostic tool, not
 Each probe records the resident memory (VmRSS, and its anonymous part RssAnon) as found, after
 `gc.collect()`, and (with --trim) after glibc's `malloc_trim(0)`; the objects in each garbage-collector
 generation, how many are frozen, how many full collections ran, and how many unreachable objects (garbage
-waiting for a full collection) that `gc.collect()` found; a census of the objects the collector tracks, by type; and (with --trace) tracemalloc's traced bytes and a snapshot. Tracing starts
-at the first probe (tracing the start-up would take minutes), so the tracemalloc differences show what
-was allocated after it and is still alive. From the second probe on it also writes the differences to the previous probe: the census types and the
-tracemalloc tracebacks (innermost FRAMES frames) that grew most. RSS growth far above the traced
-growth is native memory (glibc arenas, fragmentation, torch/numpy buffers); RSS that falls back
-after `malloc_trim(0)` was freed memory glibc had kept, not a leak.
+waiting for a full collection) that `gc.collect()` found; a census of the objects the collector tracks, by
+type; and (with --trace) tracemalloc's traced bytes and a snapshot. Tracing starts at the first probe
+(tracing the start-up would take minutes), so the tracemalloc differences show what was allocated after it
+and is still alive. From the second probe on it also writes the differences to the previous probe: the
+census types and the tracemalloc tracebacks (innermost FRAMES frames) that grew most. RSS growth far
+above the traced growth is native memory (glibc arenas, fragmentation, torch/numpy buffers); RSS that
+falls back after `malloc_trim(0)` was freed memory glibc had kept, not a leak.
 """
 
 from __future__ import annotations

@@ -14,9 +14,10 @@ soak from +52.8 to +43.4 MB, the rest being Gradio's session growth: app/gradio_
 
 `gc.freeze()` moves every object alive now to a permanent generation that collections skip; the full
 collection right after it finds the oldest generation empty, so from then on full collections run every
-few hundred promoted objects (about every 100 requests; 3 in 300 requests on the split app) and each one walks only the objects created
-since start-up (a few milliseconds instead of ~0.1 s). Frozen objects are still freed by reference
-counting; only cycles among them (start-up objects that become cyclic garbage later) are never collected.
+few hundred promoted objects (about every 100 requests; 3 in 300 requests on the split app) and each one
+walks only the objects created since start-up (a few milliseconds instead of ~0.1 s). Frozen objects are
+still freed by reference counting; only cycles among them (start-up objects that become cyclic garbage
+later) are never collected.
 """
 
 from __future__ import annotations
