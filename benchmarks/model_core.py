@@ -31,7 +31,7 @@ class TorchTextClassifier(nn.Module):
     def __init__(self, vocab_size=1000, d_model=128, heads=8, d_ff=256, layers=2, classes=5, max_len=512):
         super().__init__()
         self.embedding = nn.Embedding(vocab_size, d_model, padding_idx=0)
-        self.register_buffer("pe", sinusoidal_table(max_len, d_model), persistent=False)
+        self.register_buffer("pe", torch.from_numpy(sinusoidal_table(max_len, d_model)).float(), persistent=False)
         layer = nn.TransformerEncoderLayer(d_model, heads, d_ff, 0.1, batch_first=True)
         self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
         self.fc1 = nn.Linear(d_model, 128)

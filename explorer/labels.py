@@ -136,14 +136,24 @@ def token_labels(encoding: Encoding, text: str) -> list[str]:
             for tok, (start, end), special in zip(encoding.tokens, encoding.offsets, encoding.special)]
 
 
-def unique_labels(labels: Sequence[str]) -> list[str]:
-    """Make repeated labels distinct by suffixing ``@position`` to every repeat, first one included.
+def unique_labels(labels: Sequence[object]) -> list[str]:
+    """Distinct, unescaped names for a category axis (Plotly merges equal category labels): the first
+    occurrence keeps its text, later ones get a middle dot and their occurrence count, and a name never
+    collides with a real label elsewhere in the list. A blank label is made visible (the empty one as ∅).
 
-    ``["the", "cat", "the"]`` -> ``["the@0", "cat", "the@2"]``. Positions are 0-based token indices,
-    so a label names its place in the sequence. (Plotly merges equal category labels on an axis.)
+    ``["the", "cat", "the", "the"]`` -> ``["the", "cat", "the·2", "the·3"]``; ``["", " "]`` -> ``["∅", "␣"]``.
     """
-    counts = Counter(labels)
-    out = [f"{lab}@{i}" if counts[lab] > 1 else lab for i, lab in enumerate(labels)]
-    if len(set(out)) != len(out):  # a suffixed label collided with an original one: suffix all
-        out = [f"{lab}@{i}" for i, lab in enumerate(labels)]
+    raw = [s if s.strip() else visible(s) or "∅" for s in map(str, labels)]
+    taken = set(raw)  # a generated name must not collide with a real label appearing later
+    used: set[str] = set()
+    counts: Counter[str] = Counter()
+    out: list[str] = []
+    for label in raw:
+        counts[label] += 1
+        name, k = label, counts[label]
+        while name in used or (name != label and name in taken):
+            name = f"{label}·{k}"
+            k += 1
+        used.add(name)
+        out.append(name)
     return out

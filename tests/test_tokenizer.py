@@ -120,16 +120,16 @@ def test_repeated_tokens_get_distinct_labels(trained):
     labels = token_labels(enc, text)
     assert labels == ["[BOS]", "the", "cat", "sat", "on", "the", "mat", "[EOS]"]  # human text
     uniq = unique_labels(labels)
-    assert uniq == ["[BOS]", "the@1", "cat", "sat", "on", "the@5", "mat", "[EOS]"]
+    assert uniq == ["[BOS]", "the", "cat", "sat", "on", "the·2", "mat", "[EOS]"]
     chars = token_labels(trained["char"].encode("2026"), "2026")
     assert chars == ["[BOS]", "2", "0", "2", "6", "[EOS]"]
     assert len(set(unique_labels(chars))) == len(chars)
 
 
 def test_unique_labels_never_collide():
-    labels = ["a", "a", "a@1"]  # "a@1" would collide with the suffixed second "a"
+    labels = ["a", "a", "a·2"]  # "a·2" would collide with the suffixed second "a"
     out = unique_labels(labels)
-    assert len(set(out)) == 3 and out == ["a@0", "a@1", "a@1@2"]
+    assert len(set(out)) == 3 and out == ["a", "a·3", "a·2"]
     assert unique_labels(["x", "y"]) == ["x", "y"]
 
 

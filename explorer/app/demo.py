@@ -7,12 +7,14 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Sequence
 
 import gradio as gr
 
 from .catalog import model_choices
 from .events import Events
+from .gradio_fixes import keep_one_entry_per_component
 from .limits import DEFAULT_MODEL_MEMORY, MAX_TOKENS
 from .registry import ModelRegistry
 from .session import AppContext, Session, default_source, device_choices, get_model
@@ -44,6 +46,7 @@ def build_demo(*, allowed_dirs: Sequence[str] = (), device: str = "auto", checkp
     if device not in device_choices():
         log.warning("device %r is not available here; using auto", device)
         device = "auto"
+    keep_one_entry_per_component()  # sessions would otherwise grow with every request (gradio_fixes)
     ctx = AppContext(registry or ModelRegistry(model_memory), tuple(str(d) for d in allowed_dirs), max_tokens)
     source = checkpoint or default_source()
     page = layout(starting_point(ctx, source, device), Session(source, device))
@@ -52,7 +55,16 @@ def build_demo(*, allowed_dirs: Sequence[str] = (), device: str = "auto", checkp
     return page.demo
 
 
+# Gradio's queue records every event (id, session, status, times: ~0.4 kB) for its /monitoring dashboard,
+# keeps the last 10,000, and after every event rebuilds a pandas summary of all it keeps (~20 ms at 10,000).
+# The app launches with monitoring off (`launch_kwargs`), so keep one record and never summarise. Gradio reads
+# these variables when the queue is created (gradio/queueing.py, Queue.__init__); an operator's own values win.
+QUEUE_ENV = {"GRADIO_ANALYTICS_MAX_EVENTS": "1", "GRADIO_ANALYTICS_CACHE_FREQUENCY": str(10**12)}
+
+
 def queue(demo: gr.Blocks, concurrency: int = 4, max_size: int = 64) -> gr.Blocks:
+    for key, value in QUEUE_ENV.items():
+        os.environ.setdefault(key, value)
     return demo.queue(default_concurrency_limit=concurrency, max_size=max_size)
 
 

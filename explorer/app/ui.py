@@ -21,6 +21,7 @@ from .toggles import CUSTOM_MASKS
 from .ui_heads import head_tabs
 from .views.model import ModelInfo
 
+SESSION_CAPACITY = 1000  # sessions whose state Gradio keeps (least recently used dropped first; see launch_kwargs)
 HEAD_GROUPS = (("encoder", "Encoder self-attention", "enc-heads"), ("decoder", "Decoder self-attention", "dec-heads"),
                ("cross", "Cross-attention", "cross-heads"))
 
@@ -247,4 +248,10 @@ def launch_kwargs() -> dict[str, Any]:
     # run_history=False: Gradio 6 would otherwise keep every run's inputs and outputs (megabytes of plot
     # JSON) in the browser's localStorage, re-serialising the whole history after each click; that was
     # ~25% of the time from a click to the redrawn plots at 128 tokens (benchmarks/app_bench.py).
-    return dict(css=CSS, theme=gr.themes.Soft(), js=TILE_CLICK_JS, run_history=False)
+    # enable_monitoring=False: no /monitoring dashboard of the queue's event records (see demo.QUEUE_ENV).
+    # state_session_capacity: Gradio keeps every session (browser tab or API client) until it is among the least
+    # recently used beyond this many, closed or not: ~0.4 MB each here (a copy of the page's config, ~0.2 MB, the
+    # components updated for its model, the kept result of its last Run: ~0.16 MB on the date models, up to ~10 MB at
+    # 500 tokens for an hour). Gradio's default, 10,000, allows ~4 GB beside the models; 1,000 allows ~0.4 GB.
+    return dict(css=CSS, theme=gr.themes.Soft(), js=TILE_CLICK_JS, run_history=False, enable_monitoring=False,
+                state_session_capacity=SESSION_CAPACITY)

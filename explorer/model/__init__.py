@@ -12,7 +12,8 @@ from .masks import (block_keys_mask, causal_mask, combine_masks, local_window_ma
 from .heads import ClassifierHead, Generator, MaskedLMHead
 from .model import Transformer
 from .outputs import AttentionMasks, Attentions, DecoderResult, EncoderResult, HiddenStates, TransformerOutput
-from .positional import Embeddings, position_ids, sinusoidal_table
+from ..sinusoid import sinusoidal_table
+from .positional import Embeddings, position_ids
 from .relative import RelativePositionBias, relative_buckets
 from .rotary import RotaryTables, apply_rotary, rotary_tables
 from .stacks import Decoder, Encoder, EncoderDecoderStacks, StackAttentions, StackHeadHook, StackOutput

@@ -13,9 +13,10 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from ..sinusoid import LAYOUTS as SINUSOID_LAYOUTS
+
 ARCHS = ("encoder", "decoder", "encoder-decoder")
 POSITIONALS = ("sinusoidal", "learned", "rotary", "relative", "none")
-SINUSOID_LAYOUTS = ("interleaved", "split")
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
 NORMS = ("layernorm", "rmsnorm")
 MLPS = ("standard", "gated")

@@ -3,9 +3,8 @@ the position of each token, and the embedding layer that sums tokens, positions 
 (Rotary positions act on queries and keys inside attention instead: see rotary.py.)
 
 Shapes: B batch, T length, D model width.
-    sinusoidal_table(T, D)      -> (T, D)   PE(pos, 2i) = sin(pos / base^(2i/D)),
-                                            PE(pos, 2i+1) = cos(pos / base^(2i/D))
-    sinusoidal_table(T, D, layout="split")  the same values with all sines first, then all cosines (Marian)
+    sinusoidal_table(T, D)      -> (T, D)   numpy float64, from explorer.sinusoid (one table for the model and
+                                            the figures); Embeddings keeps it as a float32 buffer
     position_ids(key_mask, T)   -> (B|1, T) position of each token; left padding shifts the real tokens to 0
     Embeddings(ids (B, T), positions (B|1, T)) -> (B, T, D)
 """
@@ -17,28 +16,8 @@ import math
 import torch
 from torch import Tensor, nn
 
+from ..sinusoid import sinusoidal_table
 from .norms import make_norm
-
-
-def sinusoidal_table(length: int, d_model: int, base: float = 10000.0, layout: str = "interleaved") -> Tensor:
-    """(length, d_model) float32 table; works for odd d_model (one more sine than cosines).
-    "interleaved": sin, cos, sin, cos, ... (Vaswani et al.); "split": the ceil(D/2) sines, then the cosines.
-
-    Built on the CPU whatever the default device: a model built on the "meta" device (shapes only,
-    before its weights are loaded) still gets this table, which no checkpoint stores.
-    """
-    position = torch.arange(length, dtype=torch.float64, device="cpu")[:, None]  # (T, 1)
-    two_i = torch.arange(0, d_model, 2, dtype=torch.float64, device="cpu")  # (ceil(D/2),)
-    angle = position / base ** (two_i / d_model)  # (T, ceil(D/2)); float64 keeps long tables exact
-    sines, cosines = torch.sin(angle), torch.cos(angle[:, : d_model // 2])
-    if layout == "split":
-        return torch.cat([sines, cosines], dim=1).float()  # (T, D)
-    if layout != "interleaved":
-        raise ValueError(f"unknown sinusoid layout {layout!r}; use interleaved or split")
-    table = torch.zeros(length, d_model, dtype=torch.float64, device="cpu")
-    table[:, 0::2] = sines
-    table[:, 1::2] = cosines
-    return table.float()
 
 
 def position_ids(key_mask: Tensor | None, length: int, device: torch.device | str | None = None) -> Tensor:
@@ -73,9 +52,10 @@ class Embeddings(nn.Module):
         if positional == "learned":
             self.position = nn.Embedding(max_len + offset, d_model)
         elif positional == "sinusoidal":
-            # A buffer, not a parameter; not saved in checkpoints because the formula rebuilds it.
-            self.register_buffer("position_table", sinusoidal_table(max_len, d_model, pos_base, layout),
-                                 persistent=False)
+            # A buffer, not a parameter; not saved in checkpoints because the formula rebuilds it. from_numpy is on
+            # the CPU whatever the default device: a model built on "meta" (shapes only) still gets the table.
+            table = torch.from_numpy(sinusoidal_table(max_len, d_model, pos_base, layout)).float()  # (T, D)
+            self.register_buffer("position_table", table, persistent=False)
         self.token_type = nn.Embedding(type_vocab_size, d_model) if type_vocab_size else None
         self.norm = make_norm(norm, d_model, eps) if norm else None
         self.dropout = nn.Dropout(dropout)

@@ -7,6 +7,7 @@ one byte per cell beyond (encode.py); a view never has more cells than it has sc
 (axes.py, overview.py), since plotly drops cells thinner than a pixel.
 """
 
+from explorer.sinusoid import sinusoidal_table
 from explorer.viz.attention import cross_attention_heatmap, decoder_self_attention_heatmap, head_heatmap
 from explorer.viz.common import display_labels, escape, message_figure, unique_labels
 from explorer.viz.compare import difference_heatmap
@@ -14,7 +15,7 @@ from explorer.viz.interpret import lens_figure, patching_figure, role_figure
 from explorer.viz.mask import mask_heatmap
 from explorer.viz.overview import (OverviewGrid, OverviewTiles, attention_overview, draw_overview,
                                   overview_grid_index, overview_tiles)
-from explorer.viz.positional import position_similarity, positional_curves, positional_heatmap, sinusoidal_table
+from explorer.viz.positional import position_similarity, positional_curves, positional_heatmap
 from explorer.viz.serialize import figure_json
 from explorer.viz.summary import (attention_rollout, head_average, head_importance_chart, rollout_from_average,
                                  rollout_heatmap, spearman)

@@ -3,8 +3,8 @@
 Every figure module in `explorer.viz` goes through these so that label handling (HTML escaping,
 unique names for repeated tokens), tick thinning and sizes are the same everywhere.
 
-Label scheme (one, used in every figure): the first occurrence of a token keeps its text, later
-occurrences get a middle-dot suffix with their occurrence count: ["the", "cat", "the", "the"] ->
+Label scheme (one, used in every figure: explorer.labels.unique_labels): the first occurrence of a token keeps
+its text, later occurrences get a middle-dot suffix with their occurrence count: ["the", "cat", "the", "the"] ->
 ["the", "cat", "the·2", "the·3"]. Plotly category axes merge equal labels, so names must be unique.
 
 Figures are built from plain dicts by `figure` without Plotly's runtime validation (validating a
@@ -25,6 +25,8 @@ from typing import Any
 import numpy as np
 import plotly.colors as pc
 import plotly.graph_objects as go
+
+from explorer.labels import unique_labels
 
 # Colour scales readable with the common colour-vision deficiencies, as explicit [position, colour]
 # lists (what Plotly's validator would expand a name to; figures are not validated at run time).
@@ -89,36 +91,6 @@ _ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;",
 def escape(text: Any) -> str:
     """Text safe for Plotly's pseudo-HTML: tags and entities show literally, no LaTeX."""
     return str(text).translate(_ESCAPES)
-
-
-def visible(token: Any) -> str:
-    """Make empty or whitespace-only tokens visible (they would be blank ticks)."""
-    s = str(token)
-    if s.strip() == "":
-        return "␣" * max(1, len(s)) if s else "∅"
-    return s
-
-
-def unique_labels(tokens: Sequence[Any]) -> list[str]:
-    """Unique, unescaped display names: repeats get "·2", "·3", ... (see module docstring)."""
-    raw = [visible(t) for t in tokens]
-    taken = set(raw)  # a generated name must not collide with a real token appearing later
-    used: set[str] = set()
-    counts: dict[str, int] = {}
-    out: list[str] = []
-    for tok in raw:
-        counts[tok] = counts.get(tok, 0) + 1
-        if tok not in used:
-            name = tok
-        else:
-            k = counts[tok]
-            name = f"{tok}·{k}"
-            while name in used or name in taken:
-                k += 1
-                name = f"{tok}·{k}"
-        used.add(name)
-        out.append(name)
-    return out
 
 
 def display_labels(tokens: Sequence[Any]) -> list[str]:

@@ -1,9 +1,7 @@
-"""Positional encodings: the sinusoidal table (numpy, for plotting) and its figures.
+"""Positional encodings' figures (the sinusoidal table itself: explorer.sinusoid, exported as viz.sinusoidal_table).
 
 Shapes: table (T positions, D model width); works for a learned embedding table as well.
 Heatmap values go through `encode` (exact float32 when small, one byte per cell beyond).
-PE(pos, 2i) = sin(pos / base^(2i/D)), PE(pos, 2i+1) = cos(pos / base^(2i/D)) (Vaswani et al.).
-The model has its own torch implementation; this one only feeds the plots.
 """
 
 from __future__ import annotations
@@ -16,17 +14,6 @@ import plotly.graph_objects as go
 
 from explorer.viz import common as c
 from explorer.viz.encode import encode, symmetric_range
-
-
-def sinusoidal_table(length: int, d_model: int, base: float = 10000.0) -> np.ndarray:
-    """(length, d_model) float64 table; odd d_model ends with a sine column."""
-    if length < 0 or d_model < 1:
-        raise ValueError(f"need length >= 0 and d_model >= 1; got {length}, {d_model}")
-    pos = np.arange(length, dtype=np.float64)[:, None]  # (T, 1)
-    dim = np.arange(d_model)
-    pair = 2 * (dim // 2)  # 2i for both members of a sin/cos pair
-    angle = pos / np.power(base, pair / d_model)  # (T, D)
-    return np.where(dim % 2 == 0, np.sin(angle), np.cos(angle))
 
 
 def _table(table: Any) -> np.ndarray:

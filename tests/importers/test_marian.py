@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 import torch
 
@@ -77,7 +78,7 @@ def test_positions_are_marians_table(marian):
     theirs = marian.hf.model.encoder.embed_positions.weight
     ours = marian.loaded.model.src_embed.position_matrix()[:64]
     assert torch.equal(ours, theirs)
-    assert torch.equal(sinusoidal_table(64, 48, layout="split")[:, :24], sinusoidal_table(64, 48)[:, 0::2])
+    assert np.array_equal(sinusoidal_table(64, 48, layout="split")[:, :24], sinusoidal_table(64, 48)[:, 0::2])
 
 
 def test_source_tokens_equal_marian_tokenizer(marian, reference_tokenizer):

@@ -6,6 +6,10 @@ measures what a request leaves behind (sessions, figures, attention tensors, que
 size: per 10 requests, 2 /analyze (different sentences, head toggles and masks), 1 /positional and
 7 /load_model of the already loaded model (a cheap round trip through the queue and the session state;
 a full /analyze costs ~0.3 s of Plotly work, 1,000 of them would take minutes on 2 shared cores).
+
+`test_a_session_does_not_grow_per_request` counts, exactly, what one session holds in the server over 36
+/analyze requests with varied tabs (issue 13: Gradio kept a component and a figure per skipped-then-drawn plot);
+`benchmarks/soak.py` measures RSS over thousands of requests (docs/guarantees.md).
 """
 
 from __future__ import annotations
@@ -125,3 +129,38 @@ def test_memory_steady_over_many_requests(server, model_root):
     assert not errors, errors[:5]
     assert proc.poll() is None, "the server died"
     assert after - before <= MAX_GROWTH_MB, f"resident memory grew by {after - before:.1f} MB"
+
+
+TABS = ["attention", "overview", "attention", "rollout", "attention", "all", "generation"]
+
+
+def test_a_session_does_not_grow_per_request(launch, model_root):
+    """Issue 13: /analyze leaves the plots of the tabs not drawn unchanged; each plot skipped and then drawn again
+    used to leave a component and its figure in the session (~30 kB per request). Counted exactly, in the
+    server (in-process): the session's components and config entries, and the Plot components alive, are the
+    same after 6 and after 36 requests whose tabs vary as on the page."""
+    import gc
+
+    import gradio as gr
+
+    demo, url = launch(checkpoint=str(model_root / "bpe-encoder"), allowed_dirs=[str(model_root)])
+    client = gradio_client.Client(url, verbose=False)
+
+    def analyze(n: int) -> None:
+        out = client.predict(f"hello world {n}", "" if n % 2 else "quick brown fox", True, True, MASKS[n % 3], 0, 1,
+                             HEADS[n % 3], [], [], "encoder", n % 2, (n // 2) % 2, 1, -1, 0, TABS[n % len(TABS)],
+                             api_name="/analyze")
+        assert "⚠️" not in out[0], out[0]
+
+    def held() -> tuple[int, int]:
+        (state,) = demo.state_holder.session_data.values()
+        gc.collect()
+        plots = sum(isinstance(o, gr.Plot) for o in gc.get_objects())
+        return len(state.blocks_config.blocks) + len(state.config_values), plots
+
+    for n in range(6):
+        analyze(n)
+    before = held()
+    for n in range(6, 36):
+        analyze(n)
+    assert held() == before, f"session entries and live plots grew: {before} -> {held()}"
