@@ -190,11 +190,11 @@ class Events:
             loaded = None
         pv, v = positional_view(loaded, d_model, positions, base), self.page.views
         own = {slot: gr.update(value=plot(fig), visible=True) for slot, fig in
-               zip((v.pe_model, v.pe_model2, v.pe_model3, v.pe_model4), pv.model)}
+               zip((v.pe_model2, v.pe_model3, v.pe_model4), pv.model[1:])}
         unused = {slot: gr.update(value=None, visible=False) for slot in (v.pe_model2, v.pe_model3, v.pe_model4)
                   if slot not in own}
         return {self.status: "", v.pe_heat: plot(pv.heat), v.pe_curves: plot(pv.curves), v.pe_sim: plot(pv.similarity),
-                v.pe_scheme: pv.scheme, **own, **unused}
+                v.pe_model: plot(pv.model[0]), v.pe_scheme: pv.scheme, **own, **unused}
 
     @reporting
     def importance(self, session, sentence1, sentence2, padding_mask, causal_mask, custom_mask, blocked_position,
