@@ -77,7 +77,28 @@ def head_that_changes(folder: Path) -> str:
     raise RuntimeError("no single cross-attention head changes the translation")
 
 
-def translate(page, head: str) -> None:
+def sharpest_cross_head(folder: Path) -> tuple[int, int]:
+    """(layer, head) whose cross-attention rows are the most peaked for the source sentence (the view shown)."""
+    from explorer.importers import load_hf
+    from explorer.seq2seq import translate as greedy
+    from tests.app.tiny_models import MARIAN_TEXT
+
+    loaded = load_hf(folder, "cpu")
+    gen = greedy(loaded, MARIAN_TEXT, 20).generation
+    layers = loaded.config.decoder_layers
+    peaks = [gen.attention_matrix("cross", layer).amax(-1).mean(-1) for layer in range(layers)]  # each (H,)
+    best = max(((la, h) for la in range(layers) for h in range(len(peaks[0]))), key=lambda x: float(peaks[x[0]][x[1]]))
+    return best
+
+
+def choose(page, elem_id: str, value: int) -> None:
+    box = page.locator(f"#{elem_id} input")
+    box.fill(str(value))
+    box.press("Enter")
+    wait_idle(page)
+
+
+def translate(page, head: str, view: tuple[int, int]) -> None:
     """The Marian source sentence alone, at most 20 generated tokens, one cross-attention head off."""
     from tests.app.tiny_models import MARIAN_TEXT
 
@@ -90,6 +111,8 @@ def translate(page, head: str) -> None:
     wait_idle(page)
     page.locator("#cross-heads").get_by_label(head).uncheck()
     wait_idle(page)
+    choose(page, "layer", view[0])
+    choose(page, "head", view[1])
 
 
 def shoot(out: Path, root: Path) -> list[Path]:
@@ -99,7 +122,7 @@ def shoot(out: Path, root: Path) -> list[Path]:
 
     for make, name in ((trained_marian, "tiny-marian"), (tiny_llama, "tiny-llama"), (tiny_t5, "tiny-t5")):
         make(root / name)
-    head = head_that_changes(root / "tiny-marian")
+    head, view = head_that_changes(root / "tiny-marian"), sharpest_cross_head(root / "tiny-marian")
     out.mkdir(parents=True, exist_ok=True)
     paths: list[Path] = []
     with sync_playwright() as p:
@@ -111,7 +134,7 @@ def shoot(out: Path, root: Path) -> list[Path]:
             page.wait_for_selector("#head-plot .js-plotly-plot", timeout=90_000)
             wait_idle(page)
             if first == "translate":
-                translate(page, head)
+                translate(page, head, view)
             page.locator("#views").get_by_role("tab", name=tab).click()
             wait_idle(page)
             save(page, out / file, paths, full_page=True)

@@ -29,13 +29,28 @@ class PositionalView:
     model: list[go.Figure]  # the model's own figures, at most MODEL_FIGURES (at least one)
 
 
+TITLE_CHARS = 62  # a title longer than this is cut off at half the page's width: it is broken onto two lines
+
+
+def fit_title(fig: go.Figure) -> go.Figure:
+    """Break a long title at its last ", " or " (" before TITLE_CHARS, with room for the second line."""
+    title = fig.layout.title.text or ""
+    if len(title) <= TITLE_CHARS:
+        return fig
+    cut = max(title.rfind(", ", 0, TITLE_CHARS), title.rfind(" (", 0, TITLE_CHARS))
+    if cut <= 0:
+        return fig
+    top = (fig.layout.margin.t if fig.layout.margin.t is not None else 60) + 18
+    return fig.update_layout(title_text=title[:cut + 1] + "<br>" + title[cut + 1:].lstrip(), margin_t=top)
+
+
 def model_scheme(loaded: LoadedModel | None, length: int) -> tuple[str, list[go.Figure]]:
     """(Markdown naming the loaded model's scheme, its figures)."""
     if loaded is None:
         return "No model loaded.", [viz.message_figure("No model loaded.")]
     own = positions.positional_figures(loaded, length)
     text = f"**This model uses {SCHEME_NAMES.get(own.scheme, own.scheme)}.** {escape_md(own.explanation)}"
-    figures = list(own.figures.values())[:MODEL_FIGURES]
+    figures = [fit_title(f) for f in list(own.figures.values())[:MODEL_FIGURES]]
     if not figures:
         figures = [viz.message_figure(f"The loaded model has no positional encoding (positional='{own.scheme}').")]
     return text, figures
