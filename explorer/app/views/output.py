@@ -140,7 +140,7 @@ def filler_table(pairs: list[tuple[MaskFillers, MaskFillers]]) -> OutputTable:
     if any(b.fillers for b, _ in pairs):
         lines.append("**The toggles changed the top filler.**" if changed else
                      "The top fillers are the same with and without the toggles.")
-    return OutputTable(["#", "position", "rank", "filler (baseline)", "p", "filler (toggled)", "p"], rows,
+    return OutputTable(["#", "position", "rank", "filler (baseline)", "p baseline", "filler (toggled)", "p toggled"], rows,
                        "\n\n".join(lines), changed)
 
 
