@@ -58,7 +58,8 @@ def test_fillers_equal_transformers(mlms, app, name):
     assert filler.position == position and filler.ids == top.indices.tolist()
     np.testing.assert_allclose(filler.probs, top.values.numpy(), atol=1e-5)
     a = Analysis(cmp, View())
-    assert a.output.headers == ["#", "position", "rank", "filler (baseline)", "p baseline", "filler (toggled)", "p toggled"]
+    assert a.output.headers == ["#", "position", "rank", "filler (baseline)", "p baseline", "filler (toggled)",
+                                "p toggled"]
     assert len(a.output.rows) == 10 and a.output.rows[0][3] == loaded.tokenizer.labels([filler.ids[0]])[0]
     assert f"at position {position}: the model fills in" in a.output.summary
     # The second sentence has no mask: the summary says how to add one, naming this model's mask token.

@@ -140,8 +140,8 @@ def filler_table(pairs: list[tuple[MaskFillers, MaskFillers]]) -> OutputTable:
     if any(b.fillers for b, _ in pairs):
         lines.append("**The toggles changed the top filler.**" if changed else
                      "The top fillers are the same with and without the toggles.")
-    return OutputTable(["#", "position", "rank", "filler (baseline)", "p baseline", "filler (toggled)", "p toggled"], rows,
-                       "\n\n".join(lines), changed)
+    headers = ["#", "position", "rank", "filler (baseline)", "p baseline", "filler (toggled)", "p toggled"]
+    return OutputTable(headers, rows, "\n\n".join(lines), changed)
 
 
 TABLES = {GeneratedText: generated_table, ClassProbabilities: class_table, Embedding: embedding_table}
