@@ -27,6 +27,12 @@ CURATED = (
     KnownModel("HuggingFaceTB/SmolLM2-135M", "Llama", "135M", "grouped-query attention (9 heads, 3 K/V), RMSNorm"),
     KnownModel("Qwen/Qwen2.5-0.5B", "Qwen2", "494M", "q/k/v biases, 14 heads sharing 2 K/V heads"),
     KnownModel(MINILM, "BERT", "23M", "sentence embeddings (offline copy in the test requirements)"),
+    KnownModel("Helsinki-NLP/opus-mt-en-de", "Marian", "74M", "English to German translation; cross-attention"),
+    KnownModel("google-t5/t5-small", "T5", "60M", "translate / summarize by prefix; relative position bias"),
+    KnownModel("google/flan-t5-small", "T5", "77M", "instruction-tuned T5, gated-GELU feed-forward"),
+    KnownModel("facebook/bart-base", "BART", "139M", "denoising encoder-decoder: fills <mask> spans"),
+    KnownModel("distilbert/distilbert-base-uncased", "DistilBERT", "66M", "masked LM: fillers of [MASK]"),
+    KnownModel("FacebookAI/roberta-base", "RoBERTa", "125M", "masked LM: fillers of <mask>"),
 )
 
 

@@ -32,7 +32,7 @@ from .views import View
 from .views.analysis import Analysis, analyze, tab_figures
 from .views.importance import importance_view
 from .views.model import model_info
-from .views.positional import positional_figures
+from .views.positional import positional_view
 
 PRIVATE = dict(api_visibility="private")
 
@@ -106,7 +106,10 @@ class Events:
                                  v.baseline_plot, v.diff_plot, v.overview_plot, v.large_plot, v.gen_self,
                                  v.gen_cross, v.rollout_plot, v.surprisal_plot, page.kept]
         self.pe_inputs = [page.session, v.pe_d, v.pe_len, v.pe_base]
-        self.pe_outputs = [self.status, v.pe_heat, v.pe_curves, v.pe_sim, v.pe_model]
+        self.model_outputs += [c.position, c.new_tokens]
+        # /positional: the first four figures as before, then the scheme's name and the model's other figures.
+        self.pe_outputs = [self.status, v.pe_heat, v.pe_curves, v.pe_sim, v.pe_model, v.pe_scheme, v.pe_model2,
+                           v.pe_model3, v.pe_model4]
 
     # ------------------------------------------------------------------ model
     def model_updates(self, session: Session, loaded: LoadedModel, message: str) -> dict:
@@ -123,7 +126,12 @@ class Events:
                    c.kind: gr.update(choices=list(kinds), value="cross" if "cross" in kinds else next(iter(kinds))),
                    c.layer: gr.update(choices=list(range(n_layers)), value=0),
                    c.head: gr.update(choices=list(range(n_heads)), value=0),
-                   c.lm_controls: gr.update(visible=info.language_model),
+                   c.lm_controls: gr.update(visible=info.answer_length is not None,
+                                            label="Language model" if info.language_model else "Generated output"),
+                   c.position: gr.update(visible=info.language_model),
+                   c.new_tokens: gr.update(value=info.answer_length or DEFAULT_CONTINUATION,
+                                           label="Continue (tokens)" if info.language_model else
+                                           "Generate at most (tokens)"),
                    self.page.views.surprisal_plot: gr.update(visible=info.language_model),
                    **self.heads.model_updates("decoder" in kinds)}
         for kind, _, _ in HEAD_GROUPS:
@@ -186,8 +194,13 @@ class Events:
             loaded = get_model(session, self.ctx)
         except Exception:  # noqa: BLE001 - the sinusoidal views need no model
             loaded = None
-        figs = positional_figures(loaded, d_model, positions, base)
-        return {self.status: "", **{comp: plot(fig) for comp, fig in zip(self.pe_outputs[1:], figs)}}
+        pv, v = positional_view(loaded, d_model, positions, base), self.page.views
+        own = {slot: gr.update(value=plot(fig), visible=True) for slot, fig in
+               zip((v.pe_model2, v.pe_model3, v.pe_model4), pv.model[1:])}
+        unused = {slot: gr.update(value=None, visible=False) for slot in (v.pe_model2, v.pe_model3, v.pe_model4)
+                  if slot not in own}
+        return {self.status: "", v.pe_heat: plot(pv.heat), v.pe_curves: plot(pv.curves), v.pe_sim: plot(pv.similarity),
+                v.pe_model: plot(pv.model[0]), v.pe_scheme: pv.scheme, **own, **unused}
 
     @reporting
     def importance(self, session, sentence1, sentence2, padding_mask, causal_mask, custom_mask, blocked_position,

@@ -5,7 +5,8 @@ Shapes: B sentences, L layers, H heads, S source / T target length, N generated 
 "encoder" (self), "decoder" (self) and "cross". Sequence models first generate their answer (greedy, with
 the toggles), then run once over source + answer so that every layer's attention over the answer is shown;
 a `teacher` (the baseline's answer) makes the toggled run attend over the same tokens, so the two can be
-subtracted.
+subtracted. Hub encoder-decoders (T5, BART, Marian) generate with `explorer.generate` like the date models, never
+choosing their task's `suppress_ids`; a masked LM's output is the top fillers of each mask token (explorer.mlm).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from .. import lm
+from .. import lm, mlm
 from ..batching import pad_rows
 from ..checkpoints import LoadedModel
 from ..generate import Generation, generate
@@ -45,6 +46,15 @@ class ClassProbabilities:
 
 
 @dataclass(frozen=True)
+class MaskFillers:
+    """A masked language model on one sentence: the most probable fillers of each of its M mask tokens."""
+
+    fillers: list[lm.NextTokens]  # per mask token, in order: its position, the top-k ids, labels, probabilities
+    favourite_probs: list[float] | None  # per mask token, the probability of the baseline's top filler (toggled run)
+    mask_token: str  # the model's mask token ([MASK], <mask>), for a sentence that has none
+
+
+@dataclass(frozen=True)
 class NextTokens:
     """A causal language model on one sentence: what it expects after each of its T tokens."""
 
@@ -55,7 +65,7 @@ class NextTokens:
     continuation: GeneratedText  # greedy continuation of the whole sentence
 
 
-Output = GeneratedText | Embedding | ClassProbabilities | NextTokens
+Output = GeneratedText | Embedding | ClassProbabilities | NextTokens | MaskFillers
 TOP_K = 10  # next tokens listed per position
 
 
@@ -100,7 +110,22 @@ def on_cpu(attentions: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
     return tuple(a.cpu() for a in attentions)
 
 
-def run_encoder(loaded: LoadedModel, inputs: Inputs, toggles: Toggles, head_mask: dict | None) -> Run:
+def mask_fillers(loaded: LoadedModel, logits: Tensor, inputs: Inputs, baseline: Run | None) -> list[Output]:
+    """Top fillers of every mask token per sentence from the MLM logits (B, T, V) (explorer.mlm); a toggled run
+    also rates the baseline's top filler of each mask."""
+    task, outputs = loaded.task, []
+    for b, row in enumerate(inputs.rows):
+        fills = mlm.fill_masks(logits[b, : len(row)], row, loaded.tokenizer, task["mask_id"], TOP_K)
+        favourites = None
+        if baseline is not None:
+            tops = [f.ids[0] for f in baseline.outputs[b].fillers]  # type: ignore[union-attr]
+            favourites = [logits[b, f.position].float().softmax(-1)[top].item() for f, top in zip(fills, tops)]
+        outputs.append(MaskFillers(fills, favourites, task["mask_token"]))
+    return outputs
+
+
+def run_encoder(loaded: LoadedModel, inputs: Inputs, toggles: Toggles, head_mask: dict | None,
+                baseline: Run | None = None) -> Run:
     model, c = loaded.model, loaded.config
     src, real = inputs.padded(pad_id_of(loaded), model.device), inputs.key_mask(model.device)
     mask, notice = custom_mask(toggles, src.shape[1], model.device)
@@ -111,6 +136,8 @@ def run_encoder(loaded: LoadedModel, inputs: Inputs, toggles: Toggles, head_mask
     if out.logits is not None and c.num_classes:
         names = loaded.labels or [f"class {i}" for i in range(c.num_classes)]
         outputs = [ClassProbabilities(dict(zip(names, p.tolist()))) for p in out.logits.float().softmax(-1).cpu()]
+    elif out.logits is not None and is_masked_lm(loaded):
+        outputs = mask_fillers(loaded, out.logits, inputs, baseline)
     else:
         from ..embeddings import cls_pool, mean_pool
 
@@ -130,6 +157,7 @@ def generate_rows(loaded: LoadedModel, inputs: Inputs, toggles: Toggles, head_ma
     eos = task.get("eos_id", loaded.target_tokenizer.eos_id)
     kwargs = dict(eos_id=eos, max_new_tokens=answer_length(loaded) if new_tokens is None else new_tokens,
                   padding=toggles.padding, causal=toggles.causal, head_mask=head_mask,
+                  suppress_ids=task.get("suppress_ids", ()),
                   weights_dtype=weights_dtype(loaded, 1, max(map(len, inputs.rows)) + MAX_NEW_TOKENS))
     if c.arch == "encoder-decoder":
         if bos is None:
@@ -183,10 +211,11 @@ def run_language_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, to
 
 
 def run_sequence_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, toggles: Toggles,
-                       head_mask: dict | None, teacher: list[list[int]] | None) -> Run:
-    """Generate, then one forward pass over the answers (the `teacher` rows when given) with every attention."""
+                       head_mask: dict | None, teacher: list[list[int]] | None, new_tokens: int | None = None) -> Run:
+    """Generate (at most `new_tokens`; None: the task's limit), then one forward pass over the answers (the `teacher`
+    rows when given) with every attention."""
     model, c = loaded.model, loaded.config
-    gens = generate_rows(loaded, inputs, toggles, head_mask)
+    gens = generate_rows(loaded, inputs, toggles, head_mask, new_tokens)
     outputs = [answer(loaded, codec, g, b) for g, b in gens]
     teacher = teacher if teacher is not None else [o.ids for o in outputs]
     if c.arch == "encoder-decoder":
@@ -195,8 +224,10 @@ def run_sequence_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, to
         dec_rows = [[bos, *t] for t in teacher]
         tgt = pad_rows(dec_rows, pad_id_of(loaded), model.device)
         mask, notice = custom_mask(toggles, src.shape[1], model.device)
+        # The answers' own tokens are real even where one is the padding id (T5 and Marian start with it).
         out = model(src, tgt, padding=toggles.padding, causal=toggles.causal, attn_mask=mask, head_mask=head_mask,
-                    key_mask=inputs.key_mask(model.device), weights_dtype=weights_dtype(loaded, *src.shape))
+                    key_mask=inputs.key_mask(model.device), tgt_key_mask=row_mask(dec_rows, model.device),
+                    weights_dtype=weights_dtype(loaded, *src.shape))
         attentions = {k: on_cpu(getattr(out.attentions, k)) for k in ("encoder", "decoder", "cross")}
         src_labels, tgt_labels = inputs.padded_labels(), padded_labels(codec, dec_rows)
         queries = {"encoder": src_labels, "decoder": tgt_labels, "cross": tgt_labels}
@@ -231,16 +262,31 @@ def is_language_model(loaded: LoadedModel) -> bool:
     return loaded.task.get("name") == "causal-lm"
 
 
+def is_masked_lm(loaded: LoadedModel) -> bool:
+    return loaded.task.get("name") == "masked-lm" and loaded.task.get("mask_id") is not None
+
+
+def takes_length(loaded: LoadedModel) -> bool:
+    """Whether the page's generated-tokens control applies: language models and Hub encoder-decoders (the date
+    models keep their task's own answer length)."""
+    return loaded.task.get("name") in ("causal-lm", "seq2seq")
+
+
 @torch.inference_mode()
 def run_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, toggles: Toggles, head_mask: dict | None,
               baseline: Run | None = None, new_tokens: int | None = None) -> Run:
     """One full run under `toggles` (see the module docstring). A toggled run gets the `baseline` run, so it reads
-    the same answer (sequence models) or rates the same favourites (language models). `new_tokens`: how many
-    tokens a language model continues each sentence with (default: the task's own limit)."""
+    the same answer (sequence models) or rates the same favourites (language models, masked LMs). `new_tokens`: how
+    many tokens a language model continues each sentence with, or a Hub encoder-decoder generates at most (default:
+    the task's own limit)."""
     if loaded.arch == "encoder":
-        return run_encoder(loaded, inputs, toggles, head_mask)
+        return run_encoder(loaded, inputs, toggles, head_mask, baseline)
     if is_language_model(loaded):
         return run_language_model(loaded, codec, inputs, toggles, head_mask, baseline,
                                   answer_length(loaded) if new_tokens is None else new_tokens)
     teacher = baseline.decoder_rows if baseline is not None else None
-    return run_sequence_model(loaded, codec, inputs, toggles, head_mask, teacher)
+    # An encoder-decoder answers with at least one token; the date models keep their own answer length.
+    length = None
+    if new_tokens is not None and takes_length(loaded):
+        length = max(1, min(new_tokens, answer_length(loaded)))
+    return run_sequence_model(loaded, codec, inputs, toggles, head_mask, teacher, length)

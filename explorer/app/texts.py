@@ -11,8 +11,10 @@ TAB_TEXT = {
                  "≥ 0.5; see Head roles)."),
     "generation": ("The answer one token per row: which earlier tokens (left) and source tokens (right) the chosen "
                    "head read when writing it."),
-    "positional": ("The sinusoidal encoding of *Attention Is All You Need* (position × dimension), which positions "
-                   "get similar vectors, and the loaded model's own position table."),
+    "positional": ("The loaded model's own positional scheme (learned table, sinusoid, rotary or T5's relative "
+                   "bias), then the textbook sinusoid for the numbers above."),
+    "sinusoid": ("**The textbook sinusoid** of *Attention Is All You Need* for the d_model, positions and base above "
+                 "(position × dimension), and which positions get similar vectors."),
     "importance": ("How much the output moves when each head alone is switched off (exact) and a one-pass gradient "
                    "estimate of it (Michel et al., 2019)."),
     "roles": ("What kind of head each one is: the share of its attention on the keys a role predicts (1 = all of "

@@ -186,12 +186,18 @@ def view_tabs(language: bool, decoder: bool) -> SimpleNamespace:
                                        maximum=POSITIONAL_LENGTH[1])
                     pe_base = gr.Number(10000, label="base", minimum=1.01)
                     pe_btn = gr.Button("Show", variant="primary")
+                pe_scheme = gr.Markdown(elem_id="pe-scheme")  # which scheme the loaded model uses
+                with gr.Row():
+                    pe_model = plot("pe-model", "The loaded model's positions")
+                    pe_model2 = plot("pe-model2", "The loaded model's positions (2)")
+                with gr.Row():
+                    pe_model3 = plot("pe-model3", "The loaded model's positions (3)")
+                    pe_model4 = plot("pe-model4", "The loaded model's positions (4)")
+                tab_text("sinusoid")
                 with gr.Row():
                     pe_heat = plot("pe-heat", "Encoding")
                     pe_sim = plot("pe-sim", "Similarity of positions")
-                with gr.Row():
-                    pe_curves = plot("pe-curves", "Some dimensions over position")
-                    pe_model = plot("pe-model", "The loaded model's position table")
+                pe_curves = plot("pe-curves", "Some dimensions over position")
             with gr.Tab("Importance", id="importance") as tab_importance:
                 tab_text("importance")
                 imp_btn = gr.Button("Rank the heads for the current sentences", variant="primary")

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go  # noqa: F401  (return type)
 
+from explorer.labels import visible
 from explorer.viz import common as c
 from explorer.viz.encode import encode
 
@@ -186,7 +187,7 @@ def lens_figure(lens: Any, labels: Sequence[str], title: str = "Logit lens", *,
             return f"#{i}"
         return str(token_text(i) if callable(token_text) else token_text[i])
 
-    raw = {int(i): c.visible(text_of(int(i))) for i in np.unique(np.concatenate([top_ids.ravel(), final_ids]))}
+    raw = {int(i): visible(text_of(int(i))) or "∅" for i in np.unique(np.concatenate([top_ids.ravel(), final_ids]))}
     cell_text = [[c.escape(raw[int(i)]) for i in layer] for layer in top_ids]  # (L+1, T) escaped token text
     final_text = [c.escape(raw[int(i)]) for i in final_ids]  # (T,)
     names, toks = c.display_labels(labels), c.unique_labels(labels)
@@ -194,7 +195,7 @@ def lens_figure(lens: Any, labels: Sequence[str], title: str = "Logit lens", *,
     ys = [(0.5, 0.94), (0.0, 0.36)]  # top: lens grid; bottom: ranks, sharing the position axis
     enc = encode(probs, 0.0, 1.0, name="top_probs")
     room = (width or c.DEFAULT_WIDTH) - 200  # pixels of the position axis
-    show_text = T <= TEXT_CELLS and room / max(T, 1) >= 22  # a cell wide enough for a short token or a rank
+    show_text = T <= TEXT_CELLS  # cells span the full width now, so up to TEXT_CELLS positions have room for text
     lens_trace = enc.trace(names, rows, c.WEIGHT_SCALE, "probability",
                            "%{y}, position %{x}: top token %{customdata} with p = {value}",
                            customdata=cell_text, xaxis="x", yaxis="y", xgap=1, ygap=1)

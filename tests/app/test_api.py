@@ -72,7 +72,8 @@ def test_build_analyze_importance(client):
 
 
 def test_positional(client):
-    status, heat, curves, sim, model_fig = client.predict(32, 20, 10000, api_name="/positional")
+    status, heat, curves, sim, model_fig, scheme, *more = client.predict(32, 20, 10000, api_name="/positional")
+    assert "This model uses" in scheme and figure(model_fig)["data"] and len(more) == 3  # the model's own scheme
     z = figure(heat)["data"][0]["z"]  # plotly.py 7 sends arrays as base64 typed arrays
     assert (z["shape"].replace(" ", "") if isinstance(z, dict) else f"{len(z)},{len(z[0])}") == "20,32"
     with pytest.raises(gradio_client.exceptions.AppError, match="greater than maximum"):  # the field's bounds

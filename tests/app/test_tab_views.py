@@ -8,7 +8,7 @@ import pytest
 from explorer.app.errors import AppError
 from explorer.app.views.importance import importance_view
 from explorer.app.views.model import model_info
-from explorer.app.views.positional import positional_figures
+from explorer.app.views.positional import positional_view
 from explorer.loading import shipped_names
 
 
@@ -27,25 +27,29 @@ def test_model_info_and_examples(app):
 
 
 def test_positional_limits():
-    heat, curves, sim, model_fig = positional_figures(None, 16, 20, 100)
-    assert z(heat).shape == (20, 16) and z(sim).shape == (20, 20)
-    assert "No model loaded" in model_fig.layout.annotations[0].text
+    pv = positional_view(None, 16, 20, 100)
+    assert z(pv.heat).shape == (20, 16) and z(pv.similarity).shape == (20, 20)
+    assert "No model loaded" in pv.model[0].layout.annotations[0].text and "No model" in pv.scheme
     with pytest.raises(AppError, match="d_model"):
-        positional_figures(None, 5000, 20, 10000)
+        positional_view(None, 5000, 20, 10000)
     with pytest.raises(AppError, match="base"):
-        positional_figures(None, 16, 20, 1)
+        positional_view(None, 16, 20, 1)
 
 
 def test_positional_shows_the_models_own_table(app):
     _, loaded = app.build()  # sinusoidal, d_model 32
-    own = positional_figures(loaded, 32, 30, 10000)[3]
-    ref = positional_figures(None, 32, 30, 10000)[0]
-    assert "Loaded model (sinusoidal" in own.layout.title.text
-    np.testing.assert_allclose(z(own), z(ref), atol=1e-5)  # the model's buffer is the same formula
+    pv = positional_view(loaded, 32, 30, 10000)
+    assert "sinusoidal positions" in pv.scheme
+    similarity, own = pv.model  # the encoder's table (the decoder's is the same formula)
+    assert "Position table" in own.layout.title.text and "sinusoid" in own.layout.title.text
+    np.testing.assert_allclose(z(own), z(pv.heat)[:30, :32], atol=1e-5)  # the model's buffer is the same formula
     _, gpt = app.build("decoder", positional="learned")
-    assert z(positional_figures(gpt, 32, 40, 10000)[3]).shape == (40, 32)  # the learned table, first 40 positions
+    pv = positional_view(gpt, 32, 40, 10000)
+    assert "learned position table" in pv.scheme
+    assert z(pv.model[1]).shape == (40, 32)  # the learned table, first 40 positions
     _, none = app.build("encoder", positional="none")
-    assert "no positional encoding" in positional_figures(none, 32, 30, 10000)[3].layout.annotations[0].text
+    pv = positional_view(none, 32, 30, 10000)
+    assert "no positional encoding" in pv.scheme and "no positional encoding" in pv.model[0].layout.annotations[0].text
 
 
 def test_importance(app):

@@ -1,8 +1,9 @@
 """The output table: what the model produced with and without the toggles, side by side, per sentence.
 
-Generated text (date models and other sequence models) with each token's probability; a language model's
-next-token top 10 after the chosen position and its greedy continuation; class probabilities (classifiers);
-for encoders without a head, how similar the sentence embeddings are.
+Generated text (date models, translation and other encoder-decoders) with each token's probability; a language
+model's next-token top 10 after the chosen position and its greedy continuation; a masked LM's top 10 fillers of
+each mask token; class probabilities (classifiers); for encoders without a head, how similar the sentence
+embeddings are.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from ...labels import printable
 from ..compare import Comparison
 from ..errors import escape_md
 from ..inputs import TextCodec
-from ..runs import ClassProbabilities, Embedding, GeneratedText, NextTokens
+from ..runs import ClassProbabilities, Embedding, GeneratedText, MaskFillers, NextTokens
 from . import View
 
 
@@ -38,10 +39,23 @@ def generated_table(pairs: list[tuple[GeneratedText, GeneratedText]]) -> OutputT
             mean = float(np.mean(out.probs)) if out.probs else 0.0
             rows.append([s, name, printable(out.text), per_token, round(mean, 4)])
         changed |= base.ids != tog.ids
-    summary = ("**The toggles changed the generated output.**" if changed else
-               "The generated output is the same with and without the toggles "
-               "(see the probabilities and heatmaps for smaller changes).")
-    return OutputTable(["#", "run", "output", "tokens (probability)", "mean p"], rows, summary, changed)
+    lines = [output_line(s, base, tog) for s, (base, tog) in enumerate(pairs, start=1)]
+    lines.append("**The toggles changed the generated output.**" if changed else
+                 "The generated output is the same with and without the toggles "
+                 "(see the probabilities and heatmaps for smaller changes).")
+    return OutputTable(["#", "run", "output", "tokens (probability)", "mean p"], rows, "\n\n".join(lines), changed)
+
+
+def output_line(sentence: int, base: GeneratedText, tog: GeneratedText) -> str:
+    """“baseline” → with the toggles: “toggled” (from token n on), for the summary."""
+    line = f"Sentence {sentence}: “{escape_md(printable(base.text))}”"
+    if tog is base:
+        return line
+    first = next((n for n, (a, b) in enumerate(zip(base.ids, tog.ids)) if a != b), None)
+    if first is None and len(base.ids) != len(tog.ids):
+        first = min(len(base.ids), len(tog.ids))
+    where = "the same" if first is None else f"different from token {first} on"
+    return line + f" → with the toggles: “{escape_md(printable(tog.text))}” ({where})"
 
 
 def class_table(pairs: list[tuple[ClassProbabilities, ClassProbabilities]]) -> OutputTable:
@@ -103,6 +117,33 @@ def next_token_table(pairs: list[tuple[NextTokens, NextTokens]], codec: TextCode
                        "\n\n".join(lines), bool(changed))
 
 
+def filler_table(pairs: list[tuple[MaskFillers, MaskFillers]]) -> OutputTable:
+    """Top 10 fillers of each mask token, baseline vs toggled; the summary says how the baseline's top filler fared,
+    and how to add a mask token to a sentence that has none."""
+    rows, lines, changed = [], [], False
+    for s, (base, tog) in enumerate(pairs, start=1):
+        if not base.fillers:
+            lines.append(f"Sentence {s} has no {escape_md(base.mask_token)}: write {escape_md(base.mask_token)} "
+                         f"where a word is missing (“The capital of France is {escape_md(base.mask_token)}.”) to "
+                         f"see the model's 10 most probable fillers.")
+        for m, (bf, tf) in enumerate(zip(base.fillers, tog.fillers)):
+            for rank, row in enumerate(zip(bf.labels, bf.probs, tf.labels, tf.probs), start=1):
+                rows.append([s, bf.position, rank, row[0], round(row[1], 4), row[2], round(row[3], 4)])
+            line = (f"Sentence {s}, {escape_md(base.mask_token)} at position {bf.position}: the model fills in "
+                    f"**{escape_md(bf.labels[0])}** (p = {bf.probs[0]:.3f})")
+            if tog.favourite_probs is not None:
+                after = tog.favourite_probs[m]
+                line += (f"; with the toggles p = {after:.3f} ({after - bf.probs[0]:+.3f}), and the top filler is "
+                         f"**{escape_md(tf.labels[0])}**")
+            lines.append(line + ".")
+            changed |= bf.ids[0] != tf.ids[0]
+    if any(b.fillers for b, _ in pairs):
+        lines.append("**The toggles changed the top filler.**" if changed else
+                     "The top fillers are the same with and without the toggles.")
+    headers = ["#", "position", "rank", "filler (baseline)", "p baseline", "filler (toggled)", "p toggled"]
+    return OutputTable(headers, rows, "\n\n".join(lines), changed)
+
+
 TABLES = {GeneratedText: generated_table, ClassProbabilities: class_table, Embedding: embedding_table}
 
 
@@ -110,6 +151,8 @@ def output_table(cmp: Comparison, view: View) -> OutputTable:
     pairs = list(zip(cmp.baseline.outputs, cmp.toggled.outputs))
     if isinstance(pairs[0][0], NextTokens):
         return next_token_table(pairs, cmp.codec, cmp.inputs.labels, view)
+    if isinstance(pairs[0][0], MaskFillers):
+        return filler_table(pairs)
     return TABLES[type(pairs[0][0])](pairs)
 
 
