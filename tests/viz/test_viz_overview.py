@@ -136,3 +136,18 @@ def test_overview_from_its_tiles_is_the_same_figure():
         figure_json(attention_overview(attn, labels, labels, np.ones((3, 4)), title="x", width=900))
     with pytest.raises(ValueError, match="labels must match"):
         draw_overview(tiles, labels[:-1], labels)
+
+
+@pytest.mark.parametrize("tokens", [300, 20])  # pooled, and one token per cell
+def test_tiles_from_a_list_of_layers_equal_tiles_from_the_array(tokens):
+    """The app passes per-layer float16 tensors (pooled one layer at a time): the tiles are the same."""
+    import torch
+
+    from explorer.viz import overview_tiles
+
+    attn = torch.rand(3, 4, tokens, tokens).half()
+    whole, by_layer = overview_tiles(attn, width=900), overview_tiles(list(attn), width=900)
+    assert whole.grid == by_layer.grid
+    np.testing.assert_array_equal(whole.z, by_layer.z)
+    with pytest.raises(ValueError, match="attn must have shape"):
+        overview_tiles([np.zeros((4, 4))])
