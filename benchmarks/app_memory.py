@@ -26,6 +26,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 GPT2_SMALL_APP = dict(vocab_size=50257, n_embd=768, n_head=12, n_layer=12, n_positions=1024 + 40)
+TINY_APP = dict(vocab_size=260, n_embd=32, n_head=2, n_layer=2, n_positions=64 + 40)  # --quick
 CASES = ("no toggle", "head off")
 
 
@@ -67,7 +68,7 @@ def one_request(loaded: Any, tokens: int, case: str) -> dict[str, Any]:
     heads = None
     if case == "head off":
         heads = {"decoder": frozenset((la, h) for la in range(n_layers) for h in range(n_heads) if (la, h) != (0, 0))}
-    a = analyze(loaded, text_of(tokens), "", Toggles(heads_on=heads), View(), 1024, DEFAULT_CONTINUATION)
+    a = analyze(loaded, text_of(tokens), "", Toggles(heads_on=heads), View(), tokens, DEFAULT_CONTINUATION)
     sent = sum(len(figure_json(f)) for f in tab_figures(a, "attention").values())
     return {"tokens": len(a.tokens[1]), "figure_bytes_attention_tab": sent}
 
@@ -77,7 +78,7 @@ def child(folder: Path, tokens: int, case: str, threads: int) -> dict[str, Any]:
 
     torch.set_num_threads(threads)
     import explorer
-    from explorer.app.memory import request_bytes  # noqa
+    from explorer.app.memory import request_bytes
 
     loaded = explorer.load(folder, "cpu")
     loaded.model.eval()
