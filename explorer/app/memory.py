@@ -5,8 +5,8 @@ A request's memory is dominated by attention, which grows with T^2: each run ret
 weights (float16 past runs.FLOAT32_WEIGHTS_LIMIT), a toggled request makes two runs, each generated token reruns
 the decoder over its prefix with every layer's weights, and one layer's float32 scores and softmax exist while
 it is computed. A language model's logits (B, T, V) come on top. `request_bytes` adds these up; it is an upper
-bound of what benchmarks/app_memory.py measures (1,024 tokens on GPT-2 small: estimate 961 MB without a toggle,
-1,263 MB with a head off).
+bound of what benchmarks/app_memory.py measures (984 tokens on GPT-2 small: estimated 1,108 MB without a toggle and
+1,396 MB with a head off; measured 757 MB and 1,035 MB above the loaded model).
 
 `MemoryGate` is a semaphore weighted by those bytes: a request waits until its estimate fits in what the requests
 already running left of `--request-memory`; one that needs more than the whole budget runs alone. Gradio's
