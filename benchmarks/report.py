@@ -181,8 +181,9 @@ def long_inputs_section(res: dict[str, Any]) -> list[str]:
         else:
             L += _table(["case", "tokens", "loaded model RSS", "peak above it", "app's estimate (explorer.app.memory)",
                          "attention tab sent"],
-                        [[r["case"], r["tokens"], f"{r['loaded_rss_mb']:,.0f} MB", f"{r['peak_above_loaded_mb']:,.0f} MB",
-                          f"{r['estimate_mb']:,.0f} MB", _mb(r["figure_bytes_attention_tab"])]
+                        [[r["case"], r["tokens"], f"{r['loaded_rss_mb']:,.0f} MB",
+                          f"{r['peak_above_loaded_mb']:,.0f} MB", f"{r['estimate_mb']:,.0f} MB",
+                          _mb(r["figure_bytes_attention_tab"])]
                          for r in mem.get("by_case", [])])
     return L
 
