@@ -2,7 +2,7 @@
 
     python app.py [--host HOST] [--port PORT] [--share] [--inbrowser] [--device auto|cpu|cuda|mps]
                   [--checkpoint NAME] [--allow-dir DIR ...] [--concurrency N] [--threads N]
-                  [--max-tokens N] [--model-memory GB]
+                  [--max-tokens N] [--model-memory GB] [--request-memory GB]
 
 On a Space (SPACE_ID is set) the app listens on 0.0.0.0:7860 unless told otherwise.
 """
@@ -34,11 +34,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--model-memory", type=float, default=4.0, metavar="GB",
                    help="memory all loaded models may take together, in GiB (least recently used evicted first; "
                         "a bigger model is refused); default 4")
+    p.add_argument("--request-memory", type=float, default=3.0, metavar="GB",
+                   help="memory the requests running at once may take together, in GiB (each request's need is "
+                        "estimated from the model's shape and its tokens; the others wait); default 3")
     args = p.parse_args(argv)
     if args.max_tokens < 8:
         p.error("--max-tokens must be at least 8")
     if not args.model_memory > 0:
         p.error("--model-memory must be a positive number of GiB")
+    if not args.request_memory > 0:
+        p.error("--request-memory must be a positive number of GiB")
     return args
 
 
@@ -55,7 +60,8 @@ def main(argv: list[str] | None = None) -> None:
     from explorer.memory import freeze_startup_objects
 
     demo = build_demo(allowed_dirs=args.allow_dir, device=args.device, checkpoint=args.checkpoint,
-                      max_tokens=args.max_tokens, model_memory=int(args.model_memory * 1024**3))
+                      max_tokens=args.max_tokens, model_memory=int(args.model_memory * 1024**3),
+                      request_memory=int(args.request_memory * 1024**3))
     queue(demo, args.concurrency)
     demo.launch(server_name=args.host, server_port=args.port, share=args.share, inbrowser=args.inbrowser,
                 prevent_thread_lock=True, **launch_kwargs())

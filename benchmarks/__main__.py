@@ -3,7 +3,8 @@
 Sections (--only, comma-separated or repeated): latency (update latency and bytes), figures (bytes of
 every figure kind and app tab at 128 / 512 / 1,024 tokens), draw (browser), app (click to redraw in the
 real app), importance, training, cold_start, capture, hub_lm (a GPT-2-small forward with every attention
-returned vs transformers' eager forward).
+returned vs transformers' eager forward), app_long (click to redraw at 1,024 tokens on a GPT-2-small-shaped model
+in the real app), memory (peak memory of one 1,024-token /analyze request on that model).
 Writes benchmarks/results.json and BENCHMARKS.md (a --quick run writes to a temp folder unless
 --json/--md are given). With --only, sections already in the JSON file are kept and the others updated.
 """
@@ -29,7 +30,8 @@ from benchmarks import report  # noqa: E402
 from benchmarks.common import machine  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-SECTIONS = ("latency", "figures", "draw", "app", "importance", "training", "cold_start", "capture", "hub_lm")
+SECTIONS = ("latency", "figures", "draw", "app", "app_long", "memory", "importance", "training", "cold_start",
+            "capture", "hub_lm")
 ALIASES = {"bytes": "latency", "update": "latency", "figure_bytes": "figures", "browser": "draw", "cold": "cold_start",
            "head_importance": "importance", "throughput": "training", "overhead": "capture", "gpt2": "hub_lm",
            "lm": "hub_lm"}
@@ -43,7 +45,8 @@ def sizes(quick: bool, full: bool) -> dict[str, Any]:
                     draw=dict(sizes=(16,), repeats=1, bertviz_repeats=1, long_sizes=()),
                     app=dict(sizes=(16,), repeats=1), importance=dict(tokens=(8,), repeats=1),
                     training=dict(steps=2, repeats=1, batch=4, length=16), capture=dict(repeats=1, forward_lengths=(16,)),
-                    cold_start=dict(repeats=1), hub_lm=dict(tokens=(16,), repeats=1, quick=True))
+                    cold_start=dict(repeats=1), hub_lm=dict(tokens=(16,), repeats=1, quick=True),
+                    app_long=dict(tokens=64, repeats=1, quick=True), memory=dict(tokens=64, quick=True))
     return dict(latency=dict(sizes=(32, 128, 512), repeats=5),
                 figures=dict(sizes=(128, 512, 1024), bertviz_max=512 if full else 128),
                 draw=dict(sizes=(32, 128, 512), repeats=5, bertviz_repeats=3, bertviz_max=512 if full else 128,
@@ -51,7 +54,8 @@ def sizes(quick: bool, full: bool) -> dict[str, Any]:
                 app=dict(sizes=(32, 128), repeats=5), importance=dict(tokens=(32, 128), repeats=3),
                 training=dict(steps=20, repeats=5, batch=32, length=256),
                 capture=dict(repeats=5, forward_lengths=(32, 128, 512)), cold_start=dict(repeats=3),
-                hub_lm=dict(tokens=(128, 1024), repeats=5))
+                hub_lm=dict(tokens=(128, 1024), repeats=5), app_long=dict(tokens=1024, repeats=3),
+                memory=dict(tokens=1024))
 
 
 def runners() -> dict[str, Callable[..., dict[str, Any]]]:
@@ -98,7 +102,19 @@ def runners() -> dict[str, Callable[..., dict[str, Any]]]:
         quick = kw.pop("quick", False)
         return lm.run(**kw, shape=lm.TINY if quick else None, peak=not quick)
 
-    return dict(latency=latency, figures=figures, draw=draw, app=app, importance=importance, training=training,
+    def app_long(**kw: Any) -> dict[str, Any]:
+        from benchmarks import app_bench
+        from benchmarks.app_memory import TINY_APP
+        shape = TINY_APP if kw.pop("quick", False) else None
+        return app_bench.click_to_redraw_long(**kw, shape=shape)
+
+    def memory(**kw: Any) -> dict[str, Any]:
+        from benchmarks import app_memory
+        from benchmarks.app_memory import TINY_APP
+        shape = TINY_APP if kw.pop("quick", False) else None
+        return app_memory.run(**kw, shape=shape)
+
+    return dict(app_long=app_long, memory=memory, latency=latency, figures=figures, draw=draw, app=app, importance=importance, training=training,
                 capture=capture, cold_start=cold_start, hub_lm=hub_lm)
 
 

@@ -20,6 +20,9 @@ TARGETS = [
      "large head) / BertViz HTML", "<= 0.01"),
     ("figures_1024", "Largest tab at 1,024 tokens, GPT-2-small shape, MB", "<= 4"),
     ("draw_1024", "Our views drawn at 1,024 tokens, GPT-2-small shape (overview and one head, update)", "< 3000 ms"),
+    ("app_1024", "Real app at 1,024 tokens, GPT-2-small shape: click -> overview redrawn in Chromium", "< 3000 ms"),
+    ("memory_1024", "One 1,024-token /analyze request, GPT-2-small shape, head off: peak above the loaded model, MB",
+     "<= 1536"),
     ("sweep", "Exact head sweep / one pass per head (worst of 32, 128 tokens)", "<= 0.5"),
     ("gradient", "One pass per head / gradient estimate (worst of 32, 128 tokens)", ">= 15"),
     ("training", "Training steps/s, seed 001's comparison: explorer preset / torch.nn.TransformerEncoder", ">= 1.2"),
@@ -74,6 +77,12 @@ def measured_values(res: dict[str, Any]) -> dict[str, float | None]:
     long = _row(res.get("draw", {}).get("long", []), 1024)
     if long:
         v["draw_1024"] = max(long["overview_swap"]["drawn_ms"], long["head_swap"]["drawn_ms"])
+    app_long = _row(res.get("app_long", {}).get("by_tokens", []), 1024)
+    if app_long:
+        v["app_1024"] = app_long["click_to_overview_drawn_ms"]
+    mem = [r for r in res.get("memory", {}).get("by_case", []) if r.get("case") == "head off"]
+    if mem and mem[0].get("tokens") == 1024:
+        v["memory_1024"] = mem[0]["peak_above_loaded_mb"]
     imp = res.get("importance", {}).get("by_length", {})
     if imp:
         v["sweep"] = max(r["sweep_over_per_head"] for r in imp.values())
@@ -146,6 +155,37 @@ def hub_lm_section(lm: dict[str, Any] | None) -> list[str]:
                        "forward peak MB, transformers", "load peak MB, ours", "load peak MB, transformers",
                        "max diff logits / attention"], rows)
 
+
+
+def long_inputs_section(res: dict[str, Any]) -> list[str]:
+    """Section 9: 1,024 tokens on a GPT-2-small-shaped model in the real app, and one request's peak memory."""
+    app_long, mem = res.get("app_long"), res.get("memory")
+    if not app_long and not mem:
+        return []
+    L = ["## 9. 1,024-token inputs: the real app and one request's memory", ""]
+    if app_long:
+        L += [f"*Click -> overview redrawn*: `python app.py` with {app_long.get('model', '')}, loaded from an allowed "
+              "folder (the Hub path), *All heads* tab, from the click on Run until the overview holds new data and "
+              "two frames have passed (the server runs the model, draws the tab and Gradio sends it).", ""]
+        if _skip(app_long):
+            L += [f"Skipped: {_skip(app_long)}", ""]
+        else:
+            L += _table(["tokens", "click -> overview redrawn", "overview rows", "runs"],
+                        [[r["tokens"], f"{r['click_to_overview_drawn_ms']:,.0f} ms", r["overview_rows"], r["repeats"]]
+                         for r in app_long.get("by_tokens", [])])
+    if mem:
+        L += [f"*Peak memory*: {mem.get('what', '')} {mem.get('model', '')}; goal {mem.get('goal_mb')} MB above the "
+              "loaded model.", ""]
+        if _skip(mem):
+            L += [f"Skipped: {_skip(mem)}", ""]
+        else:
+            L += _table(["case", "tokens", "loaded model RSS", "peak above it", "app's estimate (explorer.app.memory)",
+                         "attention tab sent"],
+                        [[r["case"], r["tokens"], f"{r['loaded_rss_mb']:,.0f} MB",
+                          f"{r['peak_above_loaded_mb']:,.0f} MB", f"{r['estimate_mb']:,.0f} MB",
+                          _mb(r["figure_bytes_attention_tab"])]
+                         for r in mem.get("by_case", [])])
+    return L
 
 
 def _f(x: Any, digits: int = 3) -> str:
@@ -348,6 +388,7 @@ def markdown(res: dict[str, Any]) -> str:
                      for k, r in cap.items()])
 
     L += hub_lm_section(res.get("hub_lm"))
+    L += long_inputs_section(res)
     prof = res.get("profiles") or {}
     if prof:
         L += ["## Where the time goes (targets missed)", ""]

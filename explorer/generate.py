@@ -95,8 +95,10 @@ def generate(model: Transformer, src: Tensor, *, bos_id: int | None = None, eos_
         best_log_prob, best = step_log_probs.max(dim=-1)
         best = best.masked_fill(finished, filler)
         best_log_prob = best_log_prob.masked_fill(finished, 0.0)
-        steps.append(StepAttention(tuple(w[:, :, -1] for w in dec.self_attentions),
-                                   tuple(w[:, :, -1] for w in dec.cross_attentions)))
+        # clone: a view of the last row would keep each step's whole (B, H, K, K) weights alive
+        steps.append(StepAttention(tuple(w[:, :, -1].clone() for w in dec.self_attentions),
+                                   tuple(w[:, :, -1].clone() for w in dec.cross_attentions)))
+        del dec
         tokens.append(best)
         log_probs.append(best_log_prob)
         prefix = torch.cat([prefix, best[:, None]], dim=1)

@@ -51,6 +51,18 @@ def test_hub_lm_quick(tmp_path):
     assert "## 8. A Hub language model" in out_md.read_text()
 
 
+def test_memory_quick(tmp_path):
+    """The peak-memory section runs one request per case in a fresh process, on a tiny GPT-2 shape."""
+    out_json, out_md = tmp_path / "r.json", tmp_path / "B.md"
+    assert main(["--quick", "--only", "memory", "--json", str(out_json), "--md", str(out_md)]) == 0
+    rows = json.loads(out_json.read_text())["memory"]["by_case"]
+    assert [r["case"] for r in rows] == ["no toggle", "head off"]
+    for r in rows:
+        assert r["tokens"] == 64 and r["peak_above_loaded_mb"] >= 0 and r["estimate_mb"] > 0
+        assert r["figure_bytes_attention_tab"] > 1000
+    assert "## 9. 1,024-token inputs" in out_md.read_text()
+
+
 def test_parse_only_aliases_and_errors():
     assert parse_only(["bytes,cold", "draw"]) == ["latency", "cold_start", "draw"]
     assert parse_only(None)[0] == "latency"

@@ -15,7 +15,8 @@ import gradio as gr
 from .catalog import model_choices
 from .events import Events
 from .gradio_fixes import keep_one_entry_per_component
-from .limits import DEFAULT_MODEL_MEMORY, MAX_TOKENS
+from .limits import DEFAULT_MODEL_MEMORY, DEFAULT_REQUEST_MEMORY, MAX_TOKENS
+from .memory import MemoryGate
 from .registry import ModelRegistry
 from .session import AppContext, Session, default_source, device_choices, get_model
 from .ui import Start, launch_kwargs, layout
@@ -41,13 +42,15 @@ def starting_point(ctx: AppContext, source: str, device: str) -> Start:
 
 def build_demo(*, allowed_dirs: Sequence[str] = (), device: str = "auto", checkpoint: str | None = None,
                registry: ModelRegistry | None = None, max_tokens: int = MAX_TOKENS,
-               model_memory: int = DEFAULT_MODEL_MEMORY) -> gr.Blocks:
-    """The app. `checkpoint`: the model sessions start with (default: date-translator)."""
+               model_memory: int = DEFAULT_MODEL_MEMORY, request_memory: int = DEFAULT_REQUEST_MEMORY) -> gr.Blocks:
+    """The app. `checkpoint`: the model sessions start with (default: date-translator). `request_memory`: bytes
+    the /analyze requests running at once may take together (explorer.app.memory)."""
     if device not in device_choices():
         log.warning("device %r is not available here; using auto", device)
         device = "auto"
     keep_one_entry_per_component()  # sessions would otherwise grow with every request (gradio_fixes)
-    ctx = AppContext(registry or ModelRegistry(model_memory), tuple(str(d) for d in allowed_dirs), max_tokens)
+    ctx = AppContext(registry or ModelRegistry(model_memory), tuple(str(d) for d in allowed_dirs), max_tokens,
+                     MemoryGate(request_memory))
     source = checkpoint or default_source()
     page = layout(starting_point(ctx, source, device), Session(source, device))
     with page.demo:

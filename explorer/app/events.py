@@ -25,6 +25,7 @@ from .build import BuildSpec
 from .errors import AppError, escape_md, user_message
 from .labels import clicked_tile, head_label, head_labels, parse_heads
 from .limits import DEFAULT_CONTINUATION, MAX_NEW_TOKENS
+from .memory import analysis_bytes
 from .session import AppContext, Session, build_session, get_model, load_session
 from .toggles import Toggles
 from .ui import HEAD_GROUPS, Page, example_choices
@@ -170,7 +171,8 @@ class Events:
                                {k: heads[k] or [] for k in loaded.config.attention_kinds()})
         view = View(kind or "", int(layer or 0), int(head or 0), int(sentence or 1), whole_number(predict_after, -1))
         new_tokens = min(max(whole_number(continue_tokens, DEFAULT_CONTINUATION), 0), MAX_NEW_TOKENS)
-        a = analyze(loaded, sentence1, sentence2, toggles, view, self.ctx.max_tokens, new_tokens)
+        with self.ctx.gate.hold(analysis_bytes(loaded, sentence1, sentence2, toggles, self.ctx.max_tokens)):
+            a = analyze(loaded, sentence1, sentence2, toggles, view, self.ctx.max_tokens, new_tokens)
         v = self.page.views
         return {self.status: a.status, v.tokens_df: frame(*a.tokens), v.output_md: a.output_summary,
                 v.output_df: frame(a.output.headers, a.output.rows), self.page.kept: a,

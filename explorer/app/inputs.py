@@ -148,14 +148,15 @@ class TokenLimit:
 
 def token_limit(loaded: LoadedModel, max_tokens: int) -> TokenLimit:
     """Tokens one input may have: the model's context, or the app's cap if smaller; a decoder-only prompt leaves
-    room for the answer it generates."""
+    room in the context for the answer it generates (a 1,064-token context reads 1,024 input tokens)."""
     context = loaded.config.max_len
-    tokens, why = ((context, f"this model's context is {context:,} tokens") if context <= max_tokens else
-                   (max_tokens, f"the app reads at most {max_tokens:,}; the model's context is {context:,}"))
     answer = answer_length(loaded)
-    if loaded.arch == "decoder" and tokens > answer:
-        tokens, why = tokens - answer, why + f", and {answer} are kept for the answer"
-    return TokenLimit(tokens, why)
+    room, why = context, f"this model's context is {context:,} tokens"
+    if loaded.arch == "decoder" and context > answer:
+        room, why = context - answer, why + f", and {answer} are kept for the answer"
+    if room <= max_tokens:
+        return TokenLimit(room, why)
+    return TokenLimit(max_tokens, f"the app reads at most {max_tokens:,}; the model's context is {context:,}")
 
 
 def answer_length(loaded: LoadedModel) -> int:

@@ -18,6 +18,7 @@ MAX_BUILD_PARAMETERS = 60_000_000  # a fresh model the page may build (the Annot
 MAX_BUILD_LEN = 512  # position table of a built model
 MAX_NAME_CHARS = 300  # a typed model name
 DEFAULT_MODEL_MEMORY = 4 * 1024**3  # bytes all loaded models may take together (a free CPU Space has 16 GB)
+DEFAULT_REQUEST_MEMORY = 3 * 1024**3  # bytes the requests running at once may take together (explorer.app.memory)
 POSITIONAL_D_MODEL = (2, 1024)  # positional tab: d_model range
 POSITIONAL_LENGTH = (2, 512)  # positional tab: number of positions
 

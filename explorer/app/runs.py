@@ -196,6 +196,9 @@ def run_language_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, to
     if baseline is not None:
         favourites = torch.stack([o.top_ids[:, 0] for o in baseline.outputs]).to(model.device)  # (B, T)
     pred = lm.predictions(out.logits, src, real, TOP_K, favourites)
+    attentions = {"decoder": on_cpu(out.attentions.decoder)}
+    masks = full_masks(out.masks, attentions)
+    del out  # the logits (T x V floats: 200 MB for GPT-2 at 1,024 tokens) are not needed while generating
     gens = generate_rows(loaded, inputs, toggles, head_mask, new_tokens)
     outputs = []
     for b, (row, (gen, gb)) in enumerate(zip(inputs.rows, gens)):
@@ -204,9 +207,8 @@ def run_language_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, to
                                   pred.surprisal[b, : n - 1].cpu(),
                                   None if favourites is None else pred.favourite_probs[b, :n].cpu(),
                                   answer(loaded, codec, gen, gb)))
-    attentions = {"decoder": on_cpu(out.attentions.decoder)}
     labels = inputs.padded_labels()
-    return Run(attentions, full_masks(out.masks, attentions), {"decoder": labels}, {"decoder": labels}, outputs, gens,
+    return Run(attentions, masks, {"decoder": labels}, {"decoder": labels}, outputs, gens,
                notices=[notice] if notice else [], ids={"decoder": inputs.rows})
 
 

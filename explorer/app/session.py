@@ -20,6 +20,7 @@ from ..device import available_devices, pick_device
 from .build import BuildSpec, build_config, build_model
 from .errors import AppError
 from .limits import MAX_LOAD_PARAMETERS, MAX_TOKENS, check_model_name
+from .memory import MemoryGate
 from .registry import ModelRegistry
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
@@ -54,6 +55,7 @@ class AppContext:
     registry: ModelRegistry = field(default_factory=ModelRegistry)
     allowed_dirs: tuple[str, ...] = ()  # folders whose model sub-folders the page may load
     max_tokens: int = MAX_TOKENS  # tokens of one input, at most (the model's own limit may be lower)
+    gate: MemoryGate = field(default_factory=MemoryGate)  # /analyze requests at once, within --request-memory
 
 
 def default_source() -> str:

@@ -113,7 +113,11 @@ def plan_grid(n_layers: int, n_heads: int, tq: int, tk: int, tile_px: float,
 
 def tile_attention(attn: np.ndarray, grid: OverviewGrid) -> np.ndarray:
     """Lay (L, H, Tq, Tk) out as one z array of grid.packed_shape: tile (l, h) at rows l*r.., columns h*c.."""
-    pooled = max_pool(attn, grid.q_edges, grid.k_edges) if grid.downsampled else attn
+    return pack_tiles(max_pool(attn, grid.q_edges, grid.k_edges) if grid.downsampled else attn, grid)
+
+
+def pack_tiles(pooled: np.ndarray, grid: OverviewGrid) -> np.ndarray:
+    """(L, H, r, c) tiles, already pooled to the grid's cells -> one z array of grid.packed_shape."""
     # (L, H, r, c) -> (L, r, H, c) -> (L*r, H*c)
     return np.ascontiguousarray(pooled.transpose(0, 2, 1, 3)).reshape(grid.packed_shape)
 
@@ -158,13 +162,20 @@ def tile_pixels(width: int, n_heads: int) -> float:
 
 
 def overview_tiles(attn: Any, max_pixels: int | None = None, *, width: int = 1100) -> OverviewTiles:
-    """attn (L, H, Tq, Tk) -> the tiles of its overview (see `attention_overview`)."""
-    a = c.to_numpy(attn, np.float32)
-    if a.ndim != 4:
-        raise ValueError(f"attn must have shape (L, H, Tq, Tk); got {tuple(a.shape)}")
-    n_layers, n_heads, tq, tk = a.shape
-    grid = plan_grid(n_layers, n_heads, tq, tk, tile_pixels(width, n_heads), max_pixels)
-    return OverviewTiles(grid, tile_attention(a, grid), tq, tk, width)
+    """attn (L, H, Tq, Tk), or a list of L (H, Tq, Tk) layers -> the tiles of its overview (see
+    `attention_overview`). A list is pooled one layer at a time, so only one layer is ever copied to float32
+    (1,024 tokens on GPT-2 small: 50 MB instead of 600 MB); the tiles are the same."""
+    layers = list(attn) if isinstance(attn, (list, tuple)) else None
+    shape = tuple(c.to_numpy(attn[0]).shape) if layers is not None else tuple(np.shape(attn))[1:]
+    if len(shape) != 3:
+        raise ValueError(f"attn must have shape (L, H, Tq, Tk); got {(len(attn), *shape)}")
+    n_heads, tq, tk = shape
+    grid = plan_grid(len(attn), n_heads, tq, tk, tile_pixels(width, n_heads), max_pixels)
+    if layers is None:
+        return OverviewTiles(grid, tile_attention(c.to_numpy(attn, np.float32), grid), tq, tk, width)
+    pooled = [max_pool(c.to_numpy(x, np.float32)[None], grid.q_edges, grid.k_edges) if grid.downsampled else
+              c.to_numpy(x, np.float32)[None] for x in layers]  # each (1, H, r, c)
+    return OverviewTiles(grid, pack_tiles(np.concatenate(pooled), grid), tq, tk, width)
 
 
 def attention_overview(

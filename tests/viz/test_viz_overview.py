@@ -156,3 +156,18 @@ def test_tile_notes_sit_in_each_tiles_corner_as_escaped_text():
     assert len(draw_overview(tiles, labels, labels).layout.annotations) == 0
     with pytest.raises(ValueError, match="tile_notes must be 2 rows of 3"):
         draw_overview(tiles, labels, labels, tile_notes=[["a", "b", "c"]])
+
+
+@pytest.mark.parametrize("tokens", [300, 20])  # pooled, and one token per cell
+def test_tiles_from_a_list_of_layers_equal_tiles_from_the_array(tokens):
+    """The app passes per-layer float16 tensors (pooled one layer at a time): the tiles are the same."""
+    import torch
+
+    from explorer.viz import overview_tiles
+
+    attn = torch.rand(3, 4, tokens, tokens).half()
+    whole, by_layer = overview_tiles(attn, width=900), overview_tiles(list(attn), width=900)
+    assert whole.grid == by_layer.grid
+    np.testing.assert_array_equal(whole.z, by_layer.z)
+    with pytest.raises(ValueError, match="attn must have shape"):
+        overview_tiles([np.zeros((4, 4))])

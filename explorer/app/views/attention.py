@@ -31,9 +31,16 @@ def attention_kinds(run: Run) -> dict[str, tuple[int, int]]:
     return {kind: (len(layers), layers[0].shape[1]) for kind, layers in run.attentions.items()}
 
 
-def row_attention(run: Run, kind: str, row: int) -> np.ndarray:
-    """(L, H, Tq, Tk) float32 for one sentence."""
-    return torch.stack([a[row] for a in run.attentions[kind]]).float().numpy()
+def row_layers(run: Run, kind: str, row: int) -> list[torch.Tensor]:
+    """Per layer (H, Tq, Tk) for one sentence, as the run returned them (views, no copy: the reductions below go
+    one layer at a time, so a long run is never copied whole to float32)."""
+    return [a[row] for a in run.attentions[kind]]
+
+
+def head_means(run: Run, kind: str, row: int, on: np.ndarray | None) -> np.ndarray:
+    """(L, T, T) float32: each layer's attention averaged over the heads that are on, one layer at a time."""
+    return np.stack([viz.head_average(a.float().numpy()[None], None if on is None else on[i:i + 1])[0]
+                     for i, a in enumerate(row_layers(run, kind, row))]).astype(np.float32)
 
 
 def heads_on(cmp: Comparison, kind: str) -> np.ndarray | None:
@@ -114,7 +121,7 @@ class OverviewInputs:
 def overview_inputs(cmp: Comparison, view: View) -> OverviewInputs:
     """The toggled run's tiles, labelled with each head's role in the baseline (every head on, default masks)."""
     run, b = cmp.toggled, view.row
-    return OverviewInputs(viz.overview_tiles(row_attention(run, view.kind, b)), run.queries[view.kind][b],
+    return OverviewInputs(viz.overview_tiles(row_layers(run, view.kind, b)), run.queries[view.kind][b],
                           run.keys[view.kind][b], heads_on(cmp, view.kind),
                           f"All heads: {KIND_TITLES[view.kind]} (sentence {view.sentence}, toggled)",
                           tile_notes(text_scores(cmp.baseline, view.kind, b)))
@@ -135,7 +142,7 @@ def rollout_inputs(cmp: Comparison, view: View) -> RolloutInputs:
     """Rollout runs over the first self-attention stack (encoder, or the decoder of a decoder-only model)."""
     run, b = cmp.toggled, view.row
     kind = "encoder" if "encoder" in run.attentions else "decoder"
-    return RolloutInputs(viz.head_average(row_attention(run, kind, b), heads_on(cmp, kind)).astype(np.float32),
+    return RolloutInputs(head_means(run, kind, b, heads_on(cmp, kind)),
                          run.queries[kind][b], f"Attention rollout, {KIND_TITLES[kind]} (sentence {view.sentence})")
 
 

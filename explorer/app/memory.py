@@ -1,0 +1,84 @@
+"""What one /analyze request needs in memory, and the gate that keeps the requests running at once within a budget.
+
+Shapes: B sentences, T tokens (the input, plus the tokens a decoder generates), H heads, V vocabulary.
+A request's memory is dominated by attention, which grows with T^2: each run returns every head's (B, H, T, T)
+weights (float16 past runs.FLOAT32_WEIGHTS_LIMIT), a toggled request makes two runs, each generated token reruns
+the decoder over its prefix with every layer's weights, and one layer's float32 scores and softmax exist while
+it is computed. A language model's logits (B, T, V) come on top. `request_bytes` adds these up; it is an upper
+bound of what benchmarks/app_memory.py measures (984 tokens on GPT-2 small: estimated 1,108 MB without a toggle and
+1,396 MB with a head off; measured 757 MB and 1,035 MB above the loaded model).
+
+`MemoryGate` is a semaphore weighted by those bytes: a request waits until its estimate fits in what the requests
+already running left of `--request-memory`; one that needs more than the whole budget runs alone. Gradio's
+`--concurrency` still caps how many run at once, so short inputs keep running side by side.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from ..checkpoints import LoadedModel
+from ..model import TransformerConfig
+from .inputs import codec_for, encode_inputs
+from .limits import DEFAULT_REQUEST_MEMORY, MAX_NEW_TOKENS
+from .runs import FLOAT32_WEIGHTS_LIMIT
+from .toggles import Toggles, head_mask
+
+SCORE_COPIES = 3  # float32 (B, H, T, T) tensors alive while one layer's attention is computed: scores, softmax, cast
+ACTIVATION_COPIES = 16  # (B, T, D) float32 activations alive at once in a forward pass (residual, norms, MLP ...)
+
+
+def request_bytes(config: TransformerConfig, batch: int, tokens: int, *, toggled: bool) -> int:
+    """Estimated peak bytes of one /analyze request on `tokens` input tokens per sentence (B = `batch`), above the
+    loaded model; `toggled`: a baseline and a toggled run."""
+    generates = config.arch != "encoder"
+    t = tokens + (MAX_NEW_TOKENS if config.arch == "decoder" else 0)  # a decoder-only model continues the input
+    heads = sum(n_layers * n_heads for n_layers, n_heads in config.attention_kinds().values())  # every kind's
+    cells = batch * heads * t * t
+    kept = cells * (2 if 4 * cells > FLOAT32_WEIGHTS_LIMIT else 4)  # one run's returned weights (runs.weights_dtype)
+    step = kept if generates else 0  # one generation step's weights, every layer, over the whole prefix
+    layer = SCORE_COPIES * 4 * batch * config.n_heads * t * t
+    logits = 4 * batch * t * (config.tgt_vocab_size or config.vocab_size) if config.arch == "decoder" else 0
+    activations = ACTIVATION_COPIES * 4 * batch * t * max(config.d_model, config.d_ff)
+    return (2 if toggled else 1) * kept + step + layer + logits + activations
+
+
+class MemoryGate:
+    """A semaphore counted in bytes: `with gate.hold(n):` waits until n more bytes fit in `budget_bytes`."""
+
+    def __init__(self, budget_bytes: int = DEFAULT_REQUEST_MEMORY):
+        if budget_bytes < 1:
+            raise ValueError("the request memory budget must be positive")
+        self.budget_bytes = int(budget_bytes)
+        self._free = self.budget_bytes
+        self._cond = threading.Condition()
+
+    @property
+    def in_use(self) -> int:
+        with self._cond:
+            return self.budget_bytes - self._free
+
+    @contextmanager
+    def hold(self, n_bytes: int) -> Iterator[int]:
+        """Reserve min(n_bytes, budget) for the duration of the block (a larger request runs alone)."""
+        n = min(max(int(n_bytes), 0), self.budget_bytes)
+        with self._cond:
+            self._cond.wait_for(lambda: self._free >= n)
+            self._free -= n
+        try:
+            yield n
+        finally:
+            with self._cond:
+                self._free += n
+                self._cond.notify_all()
+
+
+def analysis_bytes(loaded: LoadedModel, text1: str | None, text2: str | None, toggles: Toggles,
+                   max_tokens: int) -> int:
+    """`request_bytes` of /analyze on these sentences (encoded as the request will encode them: tokenizing is
+    milliseconds, the run it gates takes seconds)."""
+    inputs = encode_inputs(loaded, codec_for(loaded), text1, text2, max_tokens)
+    toggled = not (toggles.default_masks and head_mask(loaded.config, toggles) is None)
+    return request_bytes(loaded.config, len(inputs.rows), max(map(len, inputs.rows)), toggled=toggled)

@@ -1,0 +1,65 @@
+"""A 1,024-token input drawn in the real app, in headless Chromium (issue 16): a tiny GPT-2-layout model with a
+1,064-token context (2 layers x 2 heads, random weights, loaded through the Hub path from tmp_path) reads the first
+1,024 tokens of a longer text, says so, and draws the chosen head with 1,024 query rows and the all-heads overview."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.browser
+transformers = pytest.importorskip("transformers")
+
+from tests.app.long_model import long_text, save_long_gpt2  # noqa: E402
+
+TEXT_JS = "id => { const el = document.querySelector('#' + id); return el ? el.innerText : ''; }"
+# The drawn heatmap of a plot: rows of z and query names on y (Plotly's full data, after drawing).
+DRAWN_JS = """id => {
+  const el = document.querySelector('#' + id + ' .js-plotly-plot');
+  if (!el || !el._fullData || !el.querySelector('.heatmaplayer image, .heatmaplayer .hm')) return null;
+  const t = el._fullData.find(d => d.type === 'heatmap');
+  return t ? {rows: t.z.length, cols: t.z[0].length, y: (t.y || []).length} : null;
+}"""
+
+
+@pytest.fixture(scope="module")
+def long_app(tmp_path_factory, free_port):
+    from explorer.app.demo import build_demo, launch_kwargs, queue
+
+    root = tmp_path_factory.mktemp("models")
+    save_long_gpt2(root / "long-gpt2", n_layer=2, n_head=2, n_embd=16)
+    demo = queue(build_demo(device="cpu", checkpoint="long-gpt2", allowed_dirs=[str(root)]))
+    demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
+                **launch_kwargs())
+    try:
+        yield demo.local_url
+    finally:
+        demo.close()
+
+
+def test_a_1024_token_input_is_drawn(long_app, chromium_path, chromium_args):
+    from playwright.sync_api import sync_playwright
+
+    errors: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium_path, args=chromium_args)
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(long_app)
+        page.wait_for_selector("#head-plot .js-plotly-plot", timeout=90_000)
+        page.locator("#text2 textarea").fill("")
+        page.locator("#text1 textarea").fill(long_text(1500))
+        page.locator("#run").click()
+        page.wait_for_function(f"() => ({TEXT_JS})('status').includes('only the first 1,024 are used')",
+                               timeout=60_000)
+        head = page.wait_for_function(f"() => {{ const d = ({DRAWN_JS})('head-plot'); "
+                                      "return d && d.y === 1024 ? d : null; }", timeout=30_000).json_value()
+        assert head["rows"] == 1024 and head["cols"] > 0, head  # every query a row; keys pooled to the pixels
+
+        page.get_by_role("tab", name="All heads").click()
+        overview = page.wait_for_function(f"() => ({DRAWN_JS})('overview-plot')", timeout=30_000).json_value()
+        assert overview["rows"] > 0 and overview["cols"] > 0, overview  # 2 x 2 tiles, pooled to their pixels
+        large = page.wait_for_function(f"() => ({DRAWN_JS})('large-plot')", timeout=30_000).json_value()
+        assert large["y"] == 1024, large
+        assert "1,500 tokens" in page.evaluate(TEXT_JS, "status")
+        browser.close()
+    assert errors == [], errors

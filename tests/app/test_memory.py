@@ -1,0 +1,91 @@
+"""A request's memory estimate and the gate that bounds the requests running at once (explorer.app.memory)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from explorer.app.memory import MemoryGate, analysis_bytes, request_bytes
+from explorer.model import TransformerConfig
+
+GPT2_SMALL = dict(arch="decoder", vocab_size=50257, d_model=768, n_heads=12, n_layers=12, d_ff=3072, max_len=1064)
+
+
+def test_estimate_of_gpt2_small_at_1024_tokens_by_hand():
+    """Every term, written out: 1,024 + 40 generated tokens, float16 weights (past the float32 limit)."""
+    c = TransformerConfig(**GPT2_SMALL)
+    t = 1024 + 40
+    kept = 12 * 12 * t * t * 2  # one run's weights, float16
+    layer = 3 * 4 * 12 * t * t  # one layer's float32 scores / softmax / cast
+    logits = 4 * t * 50257
+    activations = 16 * 4 * t * 3072
+    assert request_bytes(c, 1, 1024, toggled=False) == kept + kept + layer + logits + activations
+    assert request_bytes(c, 1, 1024, toggled=True) == 2 * kept + kept + layer + logits + activations
+    assert request_bytes(c, 2, 1024, toggled=True) == 2 * request_bytes(c, 1, 1024, toggled=True)
+    # the goal of issue 16 is a peak of at most 1.5 GB above the model: the bound used for the gate is below it
+    assert request_bytes(c, 1, 1024 - 40, toggled=True) <= 1.5 * 2**30
+
+
+def test_estimate_grows_with_the_square_of_the_tokens_and_covers_the_returned_attention(app):
+    """An upper bound of what a run keeps: the attention the runs really returned fits in the estimate."""
+    from explorer.app.compare import compare
+
+    _, loaded = app.build("decoder")
+    heads_off = app.toggles({"decoder": ["L0 H0", "L1 H2"]})
+    text = " ".join(["3 May 2024"] * 3)
+    cmp = compare(loaded, text, None, heads_off, 1024)
+    returned = sum(a.nbytes for run in (cmp.baseline, cmp.toggled) for layers in run.attentions.values()
+                   for a in layers)
+    tokens = len(cmp.inputs.rows[0])
+    assert returned <= request_bytes(loaded.config, 1, tokens, toggled=True)
+    assert analysis_bytes(loaded, text, None, heads_off, 1024) == request_bytes(loaded.config, 1, tokens, toggled=True)
+    assert analysis_bytes(loaded, text, None, app.toggles(), 1024) == request_bytes(loaded.config, 1, tokens,
+                                                                                    toggled=False)
+    c = TransformerConfig(**GPT2_SMALL)  # float16 weights at both lengths
+    assert request_bytes(c, 1, 1024, toggled=False) > 2.5 * request_bytes(c, 1, 512, toggled=False)  # T^2 + T terms
+
+
+def test_encoder_needs_no_logits_or_generation():
+    enc = TransformerConfig(arch="encoder", vocab_size=30000, d_model=384, n_heads=12, n_layers=6, d_ff=1536,
+                            max_len=512)
+    t = 512
+    cells = 6 * 12 * t * t
+    assert request_bytes(enc, 1, t, toggled=False) == cells * 2 + 3 * 4 * 12 * t * t + 16 * 4 * t * 1536
+
+
+def test_gate_runs_at_most_what_fits_at_once():
+    gate = MemoryGate(10)
+    running, most = [0], [0]
+    lock = threading.Lock()
+
+    def request(n_bytes):
+        with gate.hold(n_bytes):
+            with lock:
+                running[0] += 1
+                most[0] = max(most[0], running[0])
+            time.sleep(0.05)
+            with lock:
+                running[0] -= 1
+
+    threads = [threading.Thread(target=request, args=(4,)) for _ in range(6)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(5)
+    assert most[0] == 2 and gate.in_use == 0  # 4 + 4 fit in 10, a third does not
+
+
+def test_a_request_larger_than_the_budget_runs_alone():
+    gate = MemoryGate(10)
+    with gate.hold(50) as held:
+        assert held == 10 and gate.in_use == 10
+        waiter = threading.Thread(target=lambda: gate.hold(1).__enter__())
+        waiter.start()
+        waiter.join(0.1)
+        assert waiter.is_alive()  # waits while the large request runs
+    waiter.join(2)
+    assert not waiter.is_alive()
+    with pytest.raises(ValueError, match="request memory budget"):
+        MemoryGate(0)
