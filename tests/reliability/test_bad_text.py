@@ -348,7 +348,8 @@ print(len(enc.ids), enc.truncated, round(time.perf_counter() - start, 2))
 def test_python_api_long_input(model_root):
     """Tokenizer.encode on 100,000 characters (truncated to 160 tokens) finishes in seconds."""
     code = LONG_ENCODE.format(repo=str(Path(__file__).resolve().parents[2]), folder=str(model_root / "bpe-encoder"))
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=15, check=False)
+    # The limit is on the encode itself: importing torch in a fresh process took 26 s on a loaded 2-core machine.
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180, check=False)
     assert out.returncode == 0, out.stderr[-2000:]
-    n, truncated, _ = out.stdout.split()
-    assert n == "160" and truncated == "True"
+    n, truncated, seconds = out.stdout.split()
+    assert n == "160" and truncated == "True" and float(seconds) < 10
