@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.app.browser import opened, served
+
 pytestmark = pytest.mark.browser
 
 HEATMAP_CELLS = """id => {
@@ -21,28 +23,14 @@ TEXT = "id => { const el = document.querySelector('#' + id); return el ? el.inne
 
 @pytest.fixture(scope="module")
 def app_url(free_port):
-    from explorer.app.demo import build_demo, launch_kwargs, queue
+    from explorer.app.demo import build_demo
 
-    demo = queue(build_demo(device="cpu"))
-    demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
-                **launch_kwargs())
-    try:
-        yield demo.local_url
-    finally:
-        demo.close()
+    with served(build_demo(device="cpu"), free_port()) as url:
+        yield url
 
 
 def test_roles_ablation_and_patching_draw(app_url, chromium_path, chromium_args):
-    from playwright.sync_api import sync_playwright
-
-    errors: list[str] = []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium_path, args=chromium_args)
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(app_url)
-        page.wait_for_selector("#head-plot .js-plotly-plot", timeout=90_000)
+    with opened(app_url, chromium_path, chromium_args) as (page, errors):
         views = page.locator("#views")
 
         views.get_by_role("tab", name="Roles").click()
@@ -73,5 +61,4 @@ def test_roles_ablation_and_patching_draw(app_url, chromium_path, chromium_args)
         page.wait_for_function(f"() => ({HEATMAP_CELLS})('patching-plot') > 0", timeout=60_000)
         assert "Metric: logit" in page.evaluate(TEXT, "patching-summary")
         assert "Traceback" not in page.content()
-        browser.close()
     assert errors == [], errors

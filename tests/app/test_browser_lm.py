@@ -8,6 +8,7 @@ import pytest
 pytestmark = pytest.mark.browser
 transformers = pytest.importorskip("transformers")
 
+from tests.app.browser import opened, served
 from tests.importers.harness import VOCAB, byte_level_tokenizer, make_case
 
 TEXT_JS = "id => { const el = document.querySelector('#' + id); return el ? el.innerText : ''; }"
@@ -23,7 +24,7 @@ ROWS_JS = """id => {
 
 @pytest.fixture(scope="module")
 def lm_app(tmp_path_factory, free_port):
-    from explorer.app.demo import build_demo, launch_kwargs, queue
+    from explorer.app.demo import build_demo
 
     root = tmp_path_factory.mktemp("models")
     config = transformers.GPT2Config(vocab_size=VOCAB, n_embd=48, n_head=6, n_layer=2, n_positions=64, bos_token_id=0,
@@ -31,26 +32,12 @@ def lm_app(tmp_path_factory, free_port):
     make_case(transformers.GPT2LMHeadModel, config, byte_level_tokenizer(), root / "tiny-gpt2",
               lambda hf, layer: hf.transformer.h[layer].attn.c_proj,
               {"bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>", "add_bos_token": False})
-    demo = queue(build_demo(device="cpu", checkpoint="tiny-gpt2", allowed_dirs=[str(root)]))
-    demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
-                **launch_kwargs())
-    try:
-        yield demo.local_url
-    finally:
-        demo.close()
+    with served(build_demo(device="cpu", checkpoint="tiny-gpt2", allowed_dirs=[str(root)]), free_port()) as url:
+        yield url
 
 
 def test_language_model_end_to_end(lm_app, chromium_path, chromium_args):
-    from playwright.sync_api import sync_playwright
-
-    errors: list[str] = []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium_path, args=chromium_args)
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(lm_app)
-        page.wait_for_selector("#head-plot .js-plotly-plot", timeout=90_000)
+    with opened(lm_app, chromium_path, chromium_args) as (page, errors):
         page.locator("#text2 textarea").fill("")
         page.locator("#text1 textarea").fill("The cat sat on the mat")
         page.locator("#text1 textarea").press("Enter")
@@ -71,5 +58,4 @@ def test_language_model_end_to_end(lm_app, chromium_path, chromium_args):
         after = page.evaluate(ROWS_JS, "output-table")
         assert len(after) == 10 and any(r[2:4] != r[4:6] for r in after), after  # toggled top 10 differs
         assert "Traceback" not in page.content()
-        browser.close()
     assert errors == [], errors

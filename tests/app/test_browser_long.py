@@ -9,6 +9,7 @@ import pytest
 pytestmark = pytest.mark.browser
 transformers = pytest.importorskip("transformers")
 
+from tests.app.browser import served
 from tests.app.long_model import long_text, save_long_gpt2  # noqa: E402
 
 TEXT_JS = "id => { const el = document.querySelector('#' + id); return el ? el.innerText : ''; }"
@@ -23,17 +24,12 @@ DRAWN_JS = """id => {
 
 @pytest.fixture(scope="module")
 def long_app(tmp_path_factory, free_port):
-    from explorer.app.demo import build_demo, launch_kwargs, queue
+    from explorer.app.demo import build_demo
 
     root = tmp_path_factory.mktemp("models")
     save_long_gpt2(root / "long-gpt2", n_layer=2, n_head=2, n_embd=16)
-    demo = queue(build_demo(device="cpu", checkpoint="long-gpt2", allowed_dirs=[str(root)]))
-    demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
-                **launch_kwargs())
-    try:
-        yield demo.local_url
-    finally:
-        demo.close()
+    with served(build_demo(device="cpu", checkpoint="long-gpt2", allowed_dirs=[str(root)]), free_port()) as url:
+        yield url
 
 
 def test_a_1024_token_input_is_drawn(long_app, chromium_path, chromium_args):

@@ -10,23 +10,19 @@ pytestmark = pytest.mark.browser
 transformers = pytest.importorskip("transformers")
 pytest.importorskip("sentencepiece")
 
+from tests.app.browser import opened, served
 from tests.app.test_browser_lm import ROWS_JS, TEXT_JS
 from tests.app.tiny_models import MARIAN_HEAD, MARIAN_TEXT, tiny_marian
 
 
 @pytest.fixture(scope="module")
 def marian_app(tmp_path_factory, free_port):
-    from explorer.app.demo import build_demo, launch_kwargs, queue
+    from explorer.app.demo import build_demo
 
     root = tmp_path_factory.mktemp("models")
     tiny_marian(root / "tiny-marian")
-    demo = queue(build_demo(device="cpu", checkpoint="tiny-marian", allowed_dirs=[str(root)]))
-    demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
-                **launch_kwargs())
-    try:
-        yield demo.local_url
-    finally:
-        demo.close()
+    with served(build_demo(device="cpu", checkpoint="tiny-marian", allowed_dirs=[str(root)]), free_port()) as url:
+        yield url
 
 
 def outputs(page) -> dict[str, str]:
@@ -35,16 +31,7 @@ def outputs(page) -> dict[str, str]:
 
 
 def test_translation_end_to_end(marian_app, chromium_path, chromium_args):
-    from playwright.sync_api import sync_playwright
-
-    errors: list[str] = []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium_path, args=chromium_args)
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(marian_app)
-        page.wait_for_selector("#head-plot .js-plotly-plot", timeout=90_000)
+    with opened(marian_app, chromium_path, chromium_args) as (page, errors):
         assert page.locator("#new-tokens").get_by_text("Generate at most (tokens)").is_visible()
         page.locator("#text2 textarea").fill("")
         page.locator("#text1 textarea").fill(MARIAN_TEXT)
@@ -70,5 +57,4 @@ def test_translation_end_to_end(marian_app, chromium_path, chromium_args):
         assert set(after) == {"baseline", "toggled"}, page.evaluate(ROWS_JS, "output-table")
         assert after["baseline"] == before["baseline"] and after["toggled"] != after["baseline"], after
         assert "Traceback" not in page.content()
-        browser.close()
     assert errors == [], errors
