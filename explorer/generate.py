@@ -8,13 +8,16 @@ Shapes: B batch, H heads, L layers, S source length, P prompt length, N generate
     StepAttention.decoder[l]: (B, H, K) self-attention of the new token over the K tokens so far
     StepAttention.cross[l]:   (B, H, S) its attention over the source (encoder-decoder only)
 
-Each step reruns the decoder over the whole prefix (no key/value cache): for the short
-sequences the explorer shows this costs little, and what a step returns is by construction
-what a full forward pass over that prefix computes, with the same masks and head toggles.
+With a causal decoder (the default) the steps share a key/value cache (explorer.model.cache): the
+prompt but its last token is run once without weights, and each step then runs one token over
+the cached keys, returning the same row a full forward pass over the prefix computes (same masks,
+positions, head toggles; tests hold both equal for every family). Without the causal mask earlier
+tokens see later ones, so nothing can be cached and each step reruns the whole prefix.
 
 Decoder-only prompts of different lengths are left-padded with a `key_mask` (B, P), True = real
 token (the model then counts positions from each row's first real token, as an unpadded run does);
-without one, prompts containing `config.pad_id` are refused. An encoder-decoder's decoder input (the
+without one, prompts containing `config.pad_id` are refused. A generated token is always a real token, even
+one equal to the padding id. An encoder-decoder's decoder input (the
 start token, then the tokens generated) is all real tokens, even where the start token is the padding
 id (T5, Marian). `suppress_ids` are never chosen (Marian's `bad_words_ids`: its padding token).
 """
@@ -28,6 +31,7 @@ import torch
 from torch import Tensor
 
 from .model import Transformer
+from .model.cache import DecoderCache
 
 
 @dataclass
@@ -77,6 +81,8 @@ def generate(model: Transformer, src: Tensor, *, bos_id: int | None = None, eos_
         self_mask = None
     else:
         check_prompt_padding(model, src, key_mask, padding)
+        if key_mask is None:  # no padding in the prompts (checked): every token, generated ones too, is real
+            key_mask = torch.ones_like(src, dtype=torch.bool)
         memory = memory_key_mask = None
         prefix = src
         self_mask = attn_mask
@@ -84,11 +90,17 @@ def generate(model: Transformer, src: Tensor, *, bos_id: int | None = None, eos_
     finished = torch.zeros(B, dtype=torch.bool, device=src.device)
     filler = config.pad_id if config.pad_id is not None else (eos_id if eos_id is not None else 0)
     tokens, log_probs, steps = [], [], []
+    decode_args = dict(padding=padding, causal=causal, head_mask=masks.get("decoder"),
+                       cross_head_mask=masks.get("cross"))
+    cache = DecoderCache(len(model.decoder.layers)) if causal and max_new_tokens > 0 else None
+    if cache is not None and prefix.shape[1] > 1:  # every prompt token but the last: keys and values only
+        model.decode(prefix[:, :-1], memory, memory_key_mask, attn_mask=grow_mask(self_mask, prefix.shape[1] - 1),
+                     key_mask=None if key_mask is None else key_mask[:, :-1], need_weights=False, cache=cache,
+                     **decode_args)
     for _ in range(max(max_new_tokens, 0)):
         # A custom decoder-only mask is given for the prompt; extend it to the prefix so far.
-        dec = model.decode(prefix, memory, memory_key_mask, padding=padding, causal=causal,
-                           attn_mask=grow_mask(self_mask, prefix.shape[1]), head_mask=masks.get("decoder"),
-                           cross_head_mask=masks.get("cross"), key_mask=key_mask, weights_dtype=weights_dtype)
+        dec = model.decode(prefix, memory, memory_key_mask, attn_mask=grow_mask(self_mask, prefix.shape[1]),
+                           key_mask=key_mask, weights_dtype=weights_dtype, cache=cache, **decode_args)
         step_log_probs = model.generator(dec.output[:, -1])  # (B, V)
         if suppress_ids:
             step_log_probs[:, list(suppress_ids)] = -torch.inf  # never chosen; the others keep their log-probability

@@ -11,6 +11,8 @@ Dh head width, G = H / Hkv query heads per key/value head.
                 output before the head mask and W_o (read it, or replace some heads: activation patching)
     rotary      RotaryTables (cos, sin) of the positions, or None (self-attention only)
     bias        additive score bias broadcastable to (B, H, T, S) (T5's relative positions), or None
+    cache       KVSlot of this call or None: self-attention appends the new keys and values (after rotary)
+                to the tokens before, so S = tokens cached + T; cross-attention projects the memory once
     returns     output (B, T, D), weights (B, H, T, S) or None on the fast path
 
 Query head h reads key/value head h // G. Weights and head toggles are per query head: a key/value
@@ -29,6 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .cache import KVSlot
 from .rotary import RotaryTables, apply_rotary
 
 HeadHook = Callable[[Tensor], Tensor]  # z (B, H, T, Dh) -> z (B, H, T, Dh)
@@ -56,24 +59,44 @@ class MultiHeadAttention(nn.Module):
         if memory is None:
             qkv = self.in_proj(x)  # (B, T, (H + 2 Hkv) Dh)
             q, k, v = qkv.split([H * Dh, Hkv * Dh, Hkv * Dh], dim=-1)
+            q = q.view(B, T, H, Dh).transpose(1, 2)  # (B, H, T, Dh)
             S = T
         else:
             weight, bias = self.in_proj.weight, self.in_proj.bias
-            q = F.linear(x, weight[: H * Dh], None if bias is None else bias[: H * Dh])
+            q = self.project_query(x)
             k, v = F.linear(memory, weight[H * Dh:], None if bias is None else bias[H * Dh:]).chunk(2, dim=-1)
             S = memory.shape[1]
-        q = q.view(B, T, H, Dh).transpose(1, 2)  # (B, H, T, Dh)
         k = k.view(B, S, Hkv, Dh).transpose(1, 2)  # (B, Hkv, S, Dh)
         v = v.view(B, S, Hkv, Dh).transpose(1, 2)  # (B, Hkv, S, Dh)
+        return q, k, v
+
+    def project_query(self, x: Tensor) -> Tensor:
+        """-> q (B, H, T, Dh) alone (cross-attention whose memory keys are cached)."""
+        B, T, _ = x.shape
+        H, Dh = self.n_heads, self.head_dim
+        bias = self.in_proj.bias
+        q = F.linear(x, self.in_proj.weight[: H * Dh], None if bias is None else bias[: H * Dh])
+        return q.view(B, T, H, Dh).transpose(1, 2)
+
+    def keys_and_query(self, x: Tensor, memory: Tensor | None, rotary: RotaryTables | None,
+                       cache: KVSlot | None) -> tuple[Tensor, Tensor, Tensor]:
+        """q (B, H, T, Dh), and k, v (B, Hkv, S, Dh) over every key this call may see (cached ones included)."""
+        if memory is not None and cache is not None and cache.filled:
+            return self.project_query(x), cache.keys, cache.values
+        q, k, v = self.project(x, memory)
+        if rotary is not None:
+            q, k = apply_rotary(q, rotary), apply_rotary(k, rotary)
+        if cache is not None:
+            if memory is None and cache.filled:  # the new tokens' keys follow the cached ones
+                k, v = torch.cat([cache.keys, k], dim=2), torch.cat([cache.values, v], dim=2)
+            cache.keys, cache.values = k, v
         return q, k, v
 
     def forward(self, x: Tensor, memory: Tensor | None = None, *, mask: Tensor | None = None,
                 head_mask: Tensor | None = None, rotary: RotaryTables | None = None,
                 need_weights: bool = True, bias: Tensor | None = None,
-                head_hook: HeadHook | None = None) -> tuple[Tensor, Tensor | None]:
-        q, k, v = self.project(x, memory)
-        if rotary is not None:
-            q, k = apply_rotary(q, rotary), apply_rotary(k, rotary)
+                head_hook: HeadHook | None = None, cache: KVSlot | None = None) -> tuple[Tensor, Tensor | None]:
+        q, k, v = self.keys_and_query(x, memory, rotary, cache)
         dropout = self.dropout if self.training else 0.0
         if need_weights:
             heads, weights = attend_with_weights(q, k, v, mask, dropout, self.scale, bias)

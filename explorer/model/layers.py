@@ -8,7 +8,8 @@ Shapes: B batch, H heads, T target length, S source length, D model width, F = d
     DecoderLayer(x (B, T, D), memory (B, S, D) | None, ..., rotary, score_bias)
                                                                       -> x, self weights, cross weights (B, H, T, S)
     rotary and score_bias (1, H, T, T) act on self-attention only (rotary positions, T5's relative bias);
-    head_hook / cross_head_hook reach the self- / cross-attention (see MultiHeadAttention).
+    head_hook / cross_head_hook reach the self- / cross-attention (see MultiHeadAttention);
+    self_cache / cross_cache are this call's KVSlots of the two (decoding with a cache, see cache.py).
 
     sequential (default): x = x + attn(norm1 x); x = x + ff(norm2 x)       (pre-norm; post-norm likewise)
     parallel_residual:    x = x + attn(norm1 x) + ff(norm2 x)              (GPT-NeoX)
@@ -24,6 +25,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .attention import HeadHook, MultiHeadAttention
+from .cache import KVSlot
 from .config import TransformerConfig
 from .norms import make_norm
 from .rotary import RotaryTables
@@ -135,10 +137,11 @@ class DecoderLayer(nn.Module):
                 cross_head_mask: Tensor | None = None, need_weights: bool = True,
                 rotary: RotaryTables | None = None,
                 score_bias: Tensor | None = None, head_hook: HeadHook | None = None,
-                cross_head_hook: HeadHook | None = None) -> tuple[Tensor, Tensor | None, Tensor | None]:
+                cross_head_hook: HeadHook | None = None, self_cache: KVSlot | None = None,
+                cross_cache: KVSlot | None = None) -> tuple[Tensor, Tensor | None, Tensor | None]:
         attn_out, self_weights = self.self_attn(self.self_sublayer.enter(x), mask=self_mask, head_mask=head_mask,
                                                 rotary=rotary, need_weights=need_weights, bias=score_bias,
-                                                head_hook=head_hook)
+                                                head_hook=head_hook, cache=self_cache)
         y = self.self_sublayer.exit(x, attn_out)
         cross_weights = None
         if self.cross_attn is not None:
@@ -146,7 +149,7 @@ class DecoderLayer(nn.Module):
                 raise ValueError("this decoder layer has cross-attention and needs the encoder memory")
             cross_out, cross_weights = self.cross_attn(self.cross_sublayer.enter(y), memory, mask=memory_mask,
                                                        head_mask=cross_head_mask, need_weights=need_weights,
-                                                       head_hook=cross_head_hook)
+                                                       head_hook=cross_head_hook, cache=cross_cache)
             y = self.cross_sublayer.exit(y, cross_out)
         ff_in = x if self.parallel_residual else y
         return self.ff_sublayer.exit(y, self.feed_forward(self.ff_sublayer.enter(ff_in))), self_weights, cross_weights

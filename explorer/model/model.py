@@ -33,6 +33,7 @@ from typing import Any, Mapping
 import torch
 from torch import Tensor, nn
 
+from .cache import DecoderCache
 from .config import TransformerConfig
 from .heads import ClassifierHead, Generator, MaskedLMHead
 from .masks import causal_mask, combine_masks
@@ -130,19 +131,31 @@ class Transformer(nn.Module):
                padding: bool = True, causal: bool = True, attn_mask: Tensor | None = None,
                head_mask: Tensor | None = None, cross_head_mask: Tensor | None = None,
                need_weights: bool = True, key_mask: Tensor | None = None,
-               weights_dtype: torch.dtype | None = None, head_hook: StackHeadHook | None = None) -> DecoderResult:
-        """tgt (B, T) (+ memory (B, S, D)) -> decoder output (B, T, D) and its attention."""
+               weights_dtype: torch.dtype | None = None, head_hook: StackHeadHook | None = None,
+               cache: DecoderCache | None = None) -> DecoderResult:
+        """tgt (B, T) (+ memory (B, S, D)) -> decoder output (B, T, D) and its attention.
+
+        With a `cache` holding the first K tokens' keys and values, only tgt[:, K:] is run: the masks are those
+        of the whole tgt, cut to the new query rows, and output, weights (B, H, T - K, T) and hidden states cover
+        the new tokens alone. Exact for a causal decoder (generate() uses it only then)."""
         if self.decoder is None:
             raise ValueError("an encoder-only model has no decoder")
         T = tgt.shape[1]
+        past = 0 if cache is None else cache.length
+        if T > self.config.max_len:
+            raise ValueError(f"sequence of {T} tokens is longer than max_len={self.config.max_len}")
+        if past >= T:
+            raise ValueError(f"the cache already holds {past} tokens: tgt must be longer ({T}) to decode any")
         self_mask = combine_masks(causal_mask(T, tgt.device) if causal else None, attn_mask)
+        if self_mask is not None:
+            self_mask = self_mask[:, :, past:]  # (B|1, 1, T - past, T): the rows of the tokens run now
         key_mask = self.key_mask(tgt, padding, key_mask)
-        positions = position_ids(key_mask, T, tgt.device)
-        x = self.tgt_embed(tgt, positions=positions)
+        positions = position_ids(key_mask, T, tgt.device)[:, past:]
+        x = self.tgt_embed(tgt[:, past:], positions=positions)
         run = self.decoder.run(x, memory, key_mask=key_mask, memory_key_mask=memory_key_mask,
                                attn_mask=self_mask, head_mask=head_mask, cross_head_mask=cross_head_mask,
                                need_weights=need_weights, positions=positions, weights_dtype=weights_dtype,
-                               head_hook=head_hook)
+                               head_hook=head_hook, cache=cache)
         return DecoderResult(run.output, run.attentions.self_attn, run.attentions.cross, run.hidden_states,
                              run.self_mask, run.memory_mask)
 

@@ -8,7 +8,8 @@ Causal (decoder): only keys at or before the query exist, so only distances <= 0
 
 Shapes: H heads, T query length, S key length, N buckets.
     relative_buckets(distance (T, S), bidirectional, N, max_distance) -> (T, S) long in [0, N)
-    RelativePositionBias(N, max_distance, H, bidirectional)(T, S)  -> (1, H, T, S) added to q.k
+    RelativePositionBias(N, max_distance, H, bidirectional)(T, S, offset)  -> (1, H, T, S) added to q.k
+    (queries at positions offset..offset+T-1: the new tokens of a cached decoding step; keys at 0..S-1)
 The bias is computed once per run of a stack and shared by all its layers (one table per stack,
 T5's `relative_attention_bias` of block 0); cross-attention gets none.
 """
@@ -46,15 +47,17 @@ class RelativePositionBias(nn.Module):
         self.max_distance = max_distance
         self.bidirectional = bidirectional
 
-    def buckets(self, query_length: int, key_length: int, device: torch.device | None = None) -> Tensor:
-        query = torch.arange(query_length, device=device)[:, None]  # (T, 1)
+    def buckets(self, query_length: int, key_length: int, device: torch.device | None = None,
+                query_offset: int = 0) -> Tensor:
+        query = torch.arange(query_offset, query_offset + query_length, device=device)[:, None]  # (T, 1)
         key = torch.arange(key_length, device=device)[None, :]  # (1, S)
         return relative_buckets(key - query, self.bidirectional, self.table.num_embeddings, self.max_distance)
 
-    def forward(self, query_length: int, key_length: int) -> Tensor:
+    def forward(self, query_length: int, key_length: int, query_offset: int = 0) -> Tensor:
         """-> (1, H, T, S) bias of every (query, key) pair. Positions are column indices, so a left-padded
         row has the same distances between its real tokens as the unpadded one."""
-        values = self.table(self.buckets(query_length, key_length, self.table.weight.device))  # (T, S, H)
+        values = self.table(self.buckets(query_length, key_length, self.table.weight.device,
+                                         query_offset))  # (T, S, H)
         return values.permute(2, 0, 1)[None]  # (1, H, T, S)
 
     def by_distance(self, distances: Tensor) -> Tensor:

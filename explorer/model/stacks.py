@@ -11,6 +11,9 @@ Shapes: B batch, H heads, L layers, T length of x, S memory length, D model widt
           head_mask (L, H) | (B, L, H), 1 = on; cross_head_mask likewise for cross-attention
           head_hook (kind, layer, z (B, H, T, Dh)) -> z, per call: every head output before W_o,
                     kind "encoder" / "decoder" (self-attention) / "cross", layer counted from 0)
+          cache     DecoderCache of this call (decoder only): x holds only the T tokens after the
+                    K cached ones; key_mask is then (B, K + T), attn_mask covers the new query rows
+                    (T, K + T), positions are the new tokens' (B|1, T), and weights are (B, H, T, K + T)
       -> StackOutput(output (B, T, D), attentions=StackAttentions(self_attn, cross))
          with one (B, H, T, T) / (B, H, T, S) tensor per layer ( () where there is none).
 
@@ -33,6 +36,7 @@ import torch.nn.functional as F
 import torch
 from torch import Tensor, nn
 
+from .cache import DecoderCache
 from .config import TransformerConfig
 from .layers import DecoderLayer, EncoderLayer
 from .masks import combine_masks, key_mask_to_attention, sliding_window_mask
@@ -64,6 +68,7 @@ class LayerInputs(NamedTuple):
     score_bias: Tensor | None  # (1, H, T, T) relative position bias of self-attention (T5 only)
     need_weights: bool
     head_hook: StackHeadHook | None = None  # per-call reader / replacer of head outputs z
+    cache: DecoderCache | None = None  # keys and values of the tokens before x (decoding one token at a time)
 
 
 def bind_hook(hook: StackHeadHook | None, kind: str, layer: int):
@@ -115,12 +120,15 @@ class Stack(nn.Module):
             head_mask: Tensor | None = None, cross_head_mask: Tensor | None = None,
             need_weights: bool = True, first_layer: int = 0, positions: Tensor | None = None,
             weights_dtype: torch.dtype | None = None,
-            head_hook: StackHeadHook | None = None) -> StackRun:
+            head_hook: StackHeadHook | None = None, cache: DecoderCache | None = None) -> StackRun:
         """Run layers[first_layer:]; the head-importance sweep restarts above an unchanged prefix.
         weights_dtype: each layer's returned weights are cast to it as soon as the layer is done (float16 halves
-        what a long input keeps); None keeps the compute dtype."""
-        inputs = self.layer_inputs(x, key_mask, memory_key_mask, attn_mask, positions, need_weights)
-        inputs = inputs._replace(head_hook=head_hook)
+        what a long input keeps); None keeps the compute dtype. cache: see the module docstring."""
+        if cache is not None and (first_layer or not isinstance(self, Decoder)):
+            raise ValueError("only a decoder stack run from its first layer decodes with a cache")
+        past = 0 if cache is None else cache.length
+        inputs = self.layer_inputs(x, key_mask, memory_key_mask, attn_mask, positions, need_weights, past)
+        inputs = inputs._replace(head_hook=head_hook, cache=cache)
         L = len(self.layers)
         self_weights, cross_weights, hidden = [], [], [x]
         for i in range(first_layer, L):
@@ -131,22 +139,28 @@ class Stack(nn.Module):
                 self_weights.append(sw if weights_dtype is None else sw.to(weights_dtype))
             if cw is not None:
                 cross_weights.append(cw if weights_dtype is None else cw.to(weights_dtype))
+        if cache is not None:
+            cache.length = past + x.shape[1]
         if self.norm is not None:
             x = self.norm(x)
         return StackRun(x, StackAttentions(tuple(self_weights), tuple(cross_weights)), tuple(hidden),
                         inputs.self_mask, inputs.memory_mask)
 
     def layer_inputs(self, x: Tensor, key_mask: Tensor | None, memory_key_mask: Tensor | None,
-                     attn_mask: Tensor | None, positions: Tensor | None, need_weights: bool) -> LayerInputs:
+                     attn_mask: Tensor | None, positions: Tensor | None, need_weights: bool,
+                     past: int = 0) -> LayerInputs:
+        """Masks, rotary tables and relative bias of the T query rows past..past+T-1 over keys 0..past+T-1."""
         T = x.shape[1]
-        window = None if self.sliding_window is None else sliding_window_mask(T, self.sliding_window, x.device)
+        K = past + T
+        window = (None if self.sliding_window is None
+                  else sliding_window_mask(K, self.sliding_window, x.device)[past:])  # (T, K)
         self_mask = combine_masks(None if key_mask is None else key_mask_to_attention(key_mask), attn_mask, window)
         memory_mask = None if memory_key_mask is None else key_mask_to_attention(memory_key_mask)
         rotary = None
         if self.config.positional == "rotary":
-            rotary = rotary_tables(position_ids(key_mask, T, x.device) if positions is None else positions,
+            rotary = rotary_tables(position_ids(key_mask, K, x.device)[:, past:] if positions is None else positions,
                                    self.config)
-        score_bias = self.relative_bias(T, T) if self.relative_bias is not None else None
+        score_bias = self.relative_bias(T, K, past) if self.relative_bias is not None else None
         return LayerInputs(self_mask, memory_mask, rotary, score_bias, need_weights)
 
     def run_layer(self, i: int, x: Tensor, memory: Tensor | None, inputs: LayerInputs, head_mask: Tensor | None,
@@ -183,9 +197,11 @@ class Decoder(Stack):
         self.sliding_window = config.sliding_window
 
     def run_layer(self, i, x, memory, inputs, head_mask, cross_head_mask):
+        cache = inputs.cache
         return self.layers[i](x, memory, inputs.self_mask, inputs.memory_mask, head_mask, cross_head_mask,
                               inputs.need_weights, inputs.rotary, inputs.score_bias,
-                              bind_hook(inputs.head_hook, "decoder", i), bind_hook(inputs.head_hook, "cross", i))
+                              bind_hook(inputs.head_hook, "decoder", i), bind_hook(inputs.head_hook, "cross", i),
+                              None if cache is None else cache.self_attn[i], None if cache is None else cache.cross[i])
 
     @classmethod
     def from_torch(cls, module: nn.TransformerDecoder) -> "Decoder":

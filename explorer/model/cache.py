@@ -1,0 +1,41 @@
+"""Key/value cache for decoding one token at a time: what each attention block of a decoder has
+already computed for the tokens before, so a new token costs one row of attention, not a rerun of the
+whole prefix.
+
+Shapes: B batch, Hkv key/value heads, K tokens cached, S source length, Dh head width.
+
+    KVSlot.keys / .values   (B, Hkv, K, Dh) self-attention: keys after rotary, grown by each call
+                            (B, Hkv, S, Dh) cross-attention: the memory's keys, projected once
+    DecoderCache(n_layers)  one self slot and one cross slot per layer, and `length` = K
+
+A cache belongs to one call (generate() makes one and drops it): it is never stored on a module, so one
+model still serves many users at once. It is exact only where earlier tokens never attend to later ones
+(a causal decoder): their keys and values then do not change when tokens are appended.
+"""
+
+from __future__ import annotations
+
+from torch import Tensor
+
+
+class KVSlot:
+    """Keys and values one attention block has seen so far in one decoding call."""
+
+    __slots__ = ("keys", "values")
+
+    def __init__(self) -> None:
+        self.keys: Tensor | None = None
+        self.values: Tensor | None = None
+
+    @property
+    def filled(self) -> bool:
+        return self.keys is not None
+
+
+class DecoderCache:
+    """Per-layer slots of a decoder stack, and how many tokens they hold."""
+
+    def __init__(self, n_layers: int) -> None:
+        self.self_attn = [KVSlot() for _ in range(n_layers)]
+        self.cross = [KVSlot() for _ in range(n_layers)]
+        self.length = 0  # tokens whose keys and values the self slots hold
