@@ -60,11 +60,13 @@ def generate(model: Transformer, src: Tensor, *, bos_id: int | None = None, eos_
              max_new_tokens: int = 32, padding: bool = True, causal: bool = True,
              attn_mask: Tensor | None = None, head_mask: Mapping[str, Any] | None = None,
              key_mask: Tensor | None = None, suppress_ids: Sequence[int] = (),
-             weights_dtype: torch.dtype | None = None) -> Generation:
+             weights_dtype: torch.dtype | None = None, cache: DecoderCache | None = None) -> Generation:
     """Greedy decoding for encoder-decoder (src = source ids, decoding starts from `bos_id`) and
     decoder-only models (src = prompt ids, equal length or left-padded with `key_mask`, continued).
     `key_mask` (B, S|P), True = real token, marks padding explicitly (the source's, or the prompts').
-    `weights_dtype`: each step's attention is cast to it layer by layer (float16 for long prefixes)."""
+    `weights_dtype`: each step's attention is cast to it layer by layer (float16 for long prefixes).
+    `cache` (decoder-only, causal): the prompt's keys and values but the last token's, from a run already made
+    with the same masks and head toggles (Transformer.forward(cache=...), then DecoderCache.select)."""
     config = model.config
     if config.arch == "encoder":
         raise ValueError("an encoder-only model does not generate text")
@@ -92,8 +94,12 @@ def generate(model: Transformer, src: Tensor, *, bos_id: int | None = None, eos_
     tokens, log_probs, steps = [], [], []
     decode_args = dict(padding=padding, causal=causal, head_mask=masks.get("decoder"),
                        cross_head_mask=masks.get("cross"))
-    cache = DecoderCache(len(model.decoder.layers)) if causal and max_new_tokens > 0 else None
-    if cache is not None and prefix.shape[1] > 1:  # every prompt token but the last: keys and values only
+    if cache is not None and (config.arch != "decoder" or not causal or cache.length != prefix.shape[1] - 1):
+        raise ValueError(f"a given cache must hold the prompt but its last token ({prefix.shape[1] - 1}), for a "
+                         f"causal decoder-only model; it holds {cache.length}")
+    if cache is None and causal and max_new_tokens > 0:
+        cache = DecoderCache(len(model.decoder.layers))
+    if cache is not None and cache.length < prefix.shape[1] - 1:  # every prompt token but the last: keys and values
         model.decode(prefix[:, :-1], memory, memory_key_mask, attn_mask=grow_mask(self_mask, prefix.shape[1] - 1),
                      key_mask=None if key_mask is None else key_mask[:, :-1], need_weights=False, cache=cache,
                      **decode_args)

@@ -21,6 +21,7 @@ from .. import lm, mlm
 from ..batching import pad_rows
 from ..checkpoints import LoadedModel
 from ..generate import Generation, generate
+from ..model.cache import DecoderCache
 from .errors import AppError
 from .inputs import PAD_LABEL, Inputs, TextCodec, answer_length, pad_id_of, row_mask
 from .limits import MAX_NEW_TOKENS
@@ -149,9 +150,10 @@ def run_encoder(loaded: LoadedModel, inputs: Inputs, toggles: Toggles, head_mask
 
 
 def generate_rows(loaded: LoadedModel, inputs: Inputs, toggles: Toggles, head_mask: dict | None,
-                  new_tokens: int | None = None) -> list[tuple[Generation, int]]:
+                  new_tokens: int | None = None, prompts: DecoderCache | None = None) -> list[tuple[Generation, int]]:
     """Greedy generation per sentence: one batch for an encoder-decoder, one call per decoder-only prompt
-    (prompts of different lengths cannot share a batch without left padding)."""
+    (prompts of different lengths cannot share a batch without left padding). `prompts`: the keys and values of
+    the sentences' batch, from the run just made with the same toggles, so no prompt token is run again."""
     model, c, task = loaded.model, loaded.config, loaded.task
     bos = task.get("bos_id", loaded.target_tokenizer.bos_id)
     eos = task.get("eos_id", loaded.target_tokenizer.eos_id)
@@ -167,10 +169,11 @@ def generate_rows(loaded: LoadedModel, inputs: Inputs, toggles: Toggles, head_ma
                      key_mask=inputs.key_mask(model.device), **kwargs)
         return [(g, b) for b in range(src.shape[0])]
     gens = []
-    for row in inputs.rows:
+    for b, row in enumerate(inputs.rows):
         prompt = torch.tensor([row], dtype=torch.long, device=model.device)
-        gens.append((generate(model, prompt, attn_mask=custom_mask(toggles, len(row), model.device)[0], **kwargs),
-                     0))
+        cache = prompts.select(b, len(row) - 1) if prompts is not None and len(row) > 1 else None
+        gens.append((generate(model, prompt, attn_mask=custom_mask(toggles, len(row), model.device)[0], cache=cache,
+                              **kwargs), 0))
     return gens
 
 
@@ -190,8 +193,10 @@ def run_language_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, to
     model = loaded.model
     src, real = inputs.padded(pad_id_of(loaded), model.device), inputs.key_mask(model.device)
     mask, notice = custom_mask(toggles, src.shape[1], model.device)
+    # With the causal mask, the keys and values of this run are the continuation's too (the prompts are not rerun).
+    prompts = DecoderCache(len(model.decoder.layers)) if toggles.causal and new_tokens > 0 else None
     out = model(src, padding=toggles.padding, causal=toggles.causal, attn_mask=mask, head_mask=head_mask, key_mask=real,
-                weights_dtype=weights_dtype(loaded, *src.shape))
+                weights_dtype=weights_dtype(loaded, *src.shape), cache=prompts)
     favourites = None
     if baseline is not None:
         favourites = torch.stack([o.top_ids[:, 0] for o in baseline.outputs]).to(model.device)  # (B, T)
@@ -199,7 +204,8 @@ def run_language_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, to
     attentions = {"decoder": on_cpu(out.attentions.decoder)}
     masks = full_masks(out.masks, attentions)
     del out  # the logits (T x V floats: 200 MB for GPT-2 at 1,024 tokens) are not needed while generating
-    gens = generate_rows(loaded, inputs, toggles, head_mask, new_tokens)
+    gens = generate_rows(loaded, inputs, toggles, head_mask, new_tokens, prompts)
+    del prompts
     outputs = []
     for b, (row, (gen, gb)) in enumerate(zip(inputs.rows, gens)):
         n = len(row)

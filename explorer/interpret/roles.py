@@ -49,19 +49,20 @@ ROLES = ("previous", "duplicate", "induction", "first", "self", "local")
 DEFAULT_WINDOW = 2  # "local": keys at most this many positions away from the query
 
 
-def stack_attentions(attentions: Tensor | Sequence[Tensor]) -> Tensor:
-    """Per-layer (B, H, T, T) tensors or one stacked (L, H, T, T) -> (L, B, H, T, T) float."""
+def layer_attentions(attentions: Tensor | Sequence[Tensor]) -> list[Tensor]:
+    """Per-layer (B, H, T, T) tensors or one stacked (L, H, T, T) -> L tensors (B, H, T, T), dtype kept (a
+    float16 run stays float16: each layer is read once, never copied as a whole)."""
     if isinstance(attentions, Tensor):
         if attentions.dim() != 4:
             raise ValueError(f"stacked attentions must be (L, H, T, T), got {tuple(attentions.shape)}")
-        return attentions.float().unsqueeze(1)  # (L, 1, H, T, T)
+        return [a[None] for a in attentions]  # (1, H, T, T) each
     layers = list(attentions)
     if not layers:
         raise ValueError("no attention layers given")
     shapes = {tuple(a.shape) for a in layers}
     if len(shapes) != 1 or layers[0].dim() != 4:
         raise ValueError(f"per-layer attentions must all be (B, H, T, T), got {sorted(shapes)}")
-    return torch.stack([a.float() for a in layers])  # (L, B, H, T, T)
+    return layers
 
 
 def allowed_keys(ids: Tensor, *, key_mask: Tensor | None = None, causal: bool = True,
@@ -117,30 +118,40 @@ def role_scores(attentions: Tensor | Sequence[Tensor], ids: Tensor, *, key_mask:
     unknown = [r for r in roles if r not in ROLES]
     if unknown:
         raise ValueError(f"unknown role(s) {unknown}; choose from {', '.join(ROLES)}")
-    attn = stack_attentions(attentions)  # (L, B, H, T, T)
-    ids = _as_batch(ids).to(attn.device)
-    key_mask = None if key_mask is None else key_mask.to(attn.device)
-    L, B, H, T, _ = attn.shape
-    if tuple(ids.shape) != (B, T) or attn.shape[-1] != T:
+    layers = layer_attentions(attentions)
+    device = layers[0].device
+    ids = _as_batch(ids).to(device)
+    key_mask = None if key_mask is None else key_mask.to(device)
+    L, (B, H, T, _) = len(layers), layers[0].shape
+    if tuple(ids.shape) != (B, T) or layers[0].shape[-1] != T:
         raise ValueError(f"ids {tuple(ids.shape)} do not match attentions of {B} sequence(s) of {T} tokens "
                          f"(self-attention, (..., {T}, {T}))")
     allowed = allowed_keys(ids, key_mask=key_mask, causal=causal, attn_mask=attn_mask)  # (B, T, T)
     n_allowed = allowed.sum(-1)  # (B, T)
     real_query = torch.ones(B, T, dtype=torch.bool, device=ids.device) if key_mask is None else key_mask.bool()
     patterns = role_patterns(ids, window)
-    out = {}
+    counted, weights = [], []
     for role in roles:
         predicted = patterns[role] & allowed  # (B, T, T)
         n_predicted = predicted.sum(-1)  # (B, T)
-        rows = (real_query & (n_predicted > 0) & (n_predicted < n_allowed)).float()  # (B, T) query rows that count
-        total = torch.einsum("lbhqk,bq->lbh", attn, rows)  # attention of the counted rows
-        on_role = torch.einsum("lbhqk,bqk->lbh", attn, predicted.float() * rows[..., None])  # ... on predicted keys
-        per_sequence = on_role / total.clamp_min(torch.finfo(total.dtype).tiny)  # (L, B, H)
-        defined = (total > 0).float()  # a sequence without counted rows (or with all-zero rows) has no score
-        n_defined = defined.sum(1)  # (L, H)
-        score = (per_sequence * defined).sum(1) / n_defined.clamp_min(1)  # (L, H) mean over sequences
-        out[role] = score.masked_fill(n_defined == 0, float("nan"))
-    return out
+        rows = real_query & (n_predicted > 0) & (n_predicted < n_allowed)  # (B, T) query rows that count
+        counted.append(rows.float())
+        weights.append((predicted & rows[..., None]).float().view(B, T * T))
+    counted_rows = torch.stack(counted, -1)  # (B, T, R)
+    predicted_keys = torch.stack(weights, -1)  # (B, T*T, R): 1 on the predicted keys of counted rows
+    # One pass over each layer's attention serves every role: (B, H, T*T) @ (B, T*T, R).
+    total, on_role = [], []
+    for a in layers:
+        a = a.float()  # one layer at a time
+        total.append(a.sum(-1) @ counted_rows)  # (B, H, R) attention of the counted rows (row sums)
+        on_role.append(a.reshape(B, H, T * T) @ predicted_keys)  # (B, H, R) ... on their predicted keys
+    total, on_role = torch.stack(total), torch.stack(on_role)  # (L, B, H, R)
+    per_sequence = on_role / total.clamp_min(torch.finfo(total.dtype).tiny)
+    defined = (total > 0).float()  # a sequence without counted rows (or with all-zero rows) has no score
+    n_defined = defined.sum(1)  # (L, H, R)
+    score = (per_sequence * defined).sum(1) / n_defined.clamp_min(1)  # (L, H, R) mean over sequences
+    score = score.masked_fill(n_defined == 0, float("nan"))
+    return {role: score[..., r] for r, role in enumerate(roles)}
 
 
 def top_heads(scores: Tensor, k: int = 1, *, min_score: float = 0.0) -> list[tuple[int, int]]:

@@ -7,6 +7,7 @@ Shapes: B batch, Hkv key/value heads, K tokens cached, S source length, Dh head 
     KVSlot.keys / .values   (B, Hkv, K, Dh) self-attention: keys after rotary, grown by each call
                             (B, Hkv, S, Dh) cross-attention: the memory's keys, projected once
     DecoderCache(n_layers)  one self slot and one cross slot per layer, and `length` = K
+    cache.select(b, n)      row b's first n tokens, as a cache of its own (views, no copy)
 
 A cache belongs to one call (generate() makes one and drops it): it is never stored on a module, so one
 model still serves many users at once. It is exact only where earlier tokens never attend to later ones
@@ -39,3 +40,17 @@ class DecoderCache:
         self.self_attn = [KVSlot() for _ in range(n_layers)]
         self.cross = [KVSlot() for _ in range(n_layers)]
         self.length = 0  # tokens whose keys and values the self slots hold
+
+    def select(self, row: int, length: int) -> "DecoderCache":
+        """Row `row`'s first `length` tokens (e.g. one prompt of a right-padded batch run once with weights, to be
+        continued alone: in a causal decoder its real tokens never saw the padding after them)."""
+        if not 0 < length <= self.length:
+            raise ValueError(f"cannot select {length} tokens of a cache holding {self.length}")
+        out = DecoderCache(len(self.self_attn))
+        for mine, theirs in zip(out.self_attn, self.self_attn):
+            mine.keys, mine.values = theirs.keys[row:row + 1, :, :length], theirs.values[row:row + 1, :, :length]
+        for mine, theirs in zip(out.cross, self.cross):
+            if theirs.filled:
+                mine.keys, mine.values = theirs.keys[row:row + 1], theirs.values[row:row + 1]
+        out.length = length
+        return out

@@ -164,17 +164,21 @@ class Transformer(nn.Module):
                 attn_mask: Tensor | None = None, head_mask: Mapping[str, Any] | None = None,
                 token_type_ids: Tensor | None = None, need_weights: bool = True,
                 key_mask: Tensor | None = None, tgt_key_mask: Tensor | None = None,
-                weights_dtype: torch.dtype | None = None, head_hook: StackHeadHook | None = None) -> TransformerOutput:
+                weights_dtype: torch.dtype | None = None, head_hook: StackHeadHook | None = None,
+                cache: DecoderCache | None = None) -> TransformerOutput:
         """See the module docstring; weights_dtype: the returned attention in this dtype, cast layer by layer
-        (float16 halves what a long input keeps; None = the compute dtype)."""
+        (float16 halves what a long input keeps; None = the compute dtype). cache (decoder-only, causal): an empty
+        DecoderCache the run fills with every token's keys and values, so a continuation need not run them again."""
         masks = self.head_masks(head_mask)
         weights = dict(need_weights=need_weights, weights_dtype=weights_dtype, head_hook=head_hook)
         arch = self.config.arch
+        if cache is not None and (arch != "decoder" or not causal or cache.length):
+            raise ValueError("forward fills an empty cache, for a causal decoder-only model only")
         if arch == "decoder":
             if tgt is not None:
                 raise ValueError("a decoder-only model takes one sequence: pass it as src")
             dec = self.decode(src, padding=padding, causal=causal, attn_mask=attn_mask,
-                              head_mask=masks.get("decoder"), key_mask=key_mask, **weights)
+                              head_mask=masks.get("decoder"), key_mask=key_mask, cache=cache, **weights)
             return TransformerOutput(self.generator.logits(dec.output), Attentions((), dec.self_attentions, ()),
                                      HiddenStates((), dec.hidden_states), dec.output, None,
                                      AttentionMasks(decoder=dec.self_mask))

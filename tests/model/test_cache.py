@@ -170,3 +170,35 @@ def test_a_generated_padding_id_is_a_real_token():
     assert gen.tokens.tolist() == [[0, 0, 0]]
     assert (gen.steps[-1].decoder[0][:, :, 3:] > 0).all()  # the generated zeros are attended to
     assert_steps_equal_full_forward(model, None, gen, key_mask=torch.ones(1, 3, dtype=torch.bool))
+
+
+@pytest.mark.parametrize("name", ["gpt2", "llama-gqa-window"])
+def test_a_batch_run_once_with_weights_continues_each_prompt_as_if_alone(name):
+    """The app's language-model Run: one forward with every attention over right-padded sentences fills a cache;
+    each sentence then continues from its row of it (nothing of the prompt runs again), exactly as on its own."""
+    model = build(name)
+    rows = [[5, 9, 13, 7, 21, 8, 30], [4, 6, 8]]
+    batch = torch.tensor([rows[0], rows[1] + [0] * 4])
+    key_mask = batch != 0
+    head_mask = {"decoder": torch.tensor([[1.0, 0.0, 1.0, 1.0], [1.0, 1.0, 1.0, 1.0]])}
+    cache = DecoderCache(2)
+    with torch.no_grad():
+        out = model(batch, key_mask=key_mask, head_mask=head_mask, cache=cache)
+    assert cache.length == 7
+    for b, row in enumerate(rows):
+        prompt = torch.tensor([row])
+        alone = generate(model, prompt, max_new_tokens=6, head_mask=head_mask)
+        reused = generate(model, prompt, max_new_tokens=6, head_mask=head_mask, cache=cache.select(b, len(row) - 1))
+        assert torch.equal(alone.tokens, reused.tokens)
+        for a, r in zip(alone.steps, reused.steps):
+            for layer in range(2):
+                torch.testing.assert_close(a.decoder[layer], r.decoder[layer], atol=1e-5, rtol=0)
+        # the first step's row is the batch run's own row at the prompt's last token
+        torch.testing.assert_close(reused.steps[0].decoder[1][0], out.attentions.decoder[1][b, :, len(row) - 1,
+                                                                                             : len(row)], atol=1e-5, rtol=0)
+    with pytest.raises(ValueError, match="prompt but its last token"):
+        generate(model, torch.tensor([rows[0]]), max_new_tokens=2, cache=cache.select(0, 7))
+    with pytest.raises(ValueError, match="empty cache"):
+        model(batch, cache=cache)
+    with pytest.raises(ValueError, match="empty cache"):
+        model(batch, causal=False, cache=DecoderCache(2))

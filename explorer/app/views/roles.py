@@ -57,7 +57,7 @@ def text_scores(run: Run, kind: str, row: int) -> dict[str, Tensor] | None:
         return None
     ids = torch.tensor(run.ids[kind][row], dtype=torch.long)
     n = len(ids)
-    attn = torch.stack([a[row, :, :n, :n] for a in run.attentions[kind]])  # (L, H, T, T) unpadded
+    attn = [a[row:row + 1, :, :n, :n] for a in run.attentions[kind]]  # per layer (1, H, T, T) unpadded, not copied
     causal = kind == "decoder"
     return role_scores(attn, ids, causal=causal, roles=stack_roles(causal))
 
