@@ -48,7 +48,7 @@ def sizes(quick: bool, full: bool) -> dict[str, Any]:
                     cold_start=dict(repeats=1), hub_lm=dict(tokens=(16,), repeats=1, quick=True),
                     app_long=dict(tokens=64, repeats=1, quick=True), memory=dict(tokens=64, quick=True))
     return dict(latency=dict(sizes=(32, 128, 512), repeats=5),
-                figures=dict(sizes=(128, 512, 1024), bertviz_max=512 if full else 128),
+                figures=dict(sizes=(128, 512, 1024), bertviz_max=1024 if full else 512),
                 draw=dict(sizes=(32, 128, 512), repeats=5, bertviz_repeats=3, bertviz_max=512 if full else 128,
                           long_sizes=(1024,)),
                 app=dict(sizes=(32, 128), repeats=5), importance=dict(tokens=(32, 128), repeats=3),
@@ -105,8 +105,9 @@ def runners() -> dict[str, Callable[..., dict[str, Any]]]:
     def app_long(**kw: Any) -> dict[str, Any]:
         from benchmarks import app_bench
         from benchmarks.app_memory import TINY_APP
-        shape = TINY_APP if kw.pop("quick", False) else None
-        return app_bench.click_to_redraw_long(**kw, shape=shape)
+        quick = kw.pop("quick", False)
+        return app_bench.click_to_redraw_long(**kw, shape=TINY_APP if quick else None,
+                                              threads=(None,) if quick else (None, 2))
 
     def memory(**kw: Any) -> dict[str, Any]:
         from benchmarks import app_memory
@@ -203,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="tiny sizes, one repeat (smoke test)")
     ap.add_argument("--only", action="append", metavar="NAME", help=f"sections: {', '.join(SECTIONS)}")
-    ap.add_argument("--full", action="store_true", help="also draw BertViz at 512 tokens (can take minutes)")
+    ap.add_argument("--full", action="store_true", help="also draw BertViz at 512 tokens and write its HTML at 1,024 (minutes, up to ~17 GB)")
     ap.add_argument("--no-profile", action="store_true", help="skip the profiles of missed targets")
     ap.add_argument("--notes", type=Path, default=None,
                     help="Markdown file of notes on this run (one '- ' item per line) for the report")

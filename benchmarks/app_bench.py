@@ -178,14 +178,18 @@ def click_to_redraw(sizes: tuple[int, ...] = (32, 128), repeats: int = 5, timeou
 
 
 def click_to_redraw_long(tokens: int = 1024, repeats: int = 3, timeout_s: float = 600.0,
-                         shape: dict[str, int] | None = None) -> dict[str, Any]:
+                         shape: dict[str, int] | None = None, threads: tuple[int | None, ...] = (None, 2)
+                         ) -> dict[str, Any]:
     """ms from the click on Run to the overview redrawn, in the real app, on a GPT-2-small-shaped model (random
-    weights, a 1,064-token context so the input is `tokens` long) loaded from an allowed folder (the Hub path)."""
+    weights, a 1,064-token context so the input is `tokens` long) loaded from an allowed folder (the Hub path).
+    Once per entry of `threads`: None = the app's own choice (1 torch thread on up to 4 cores, for concurrent
+    users), n = `--threads n` (one user with the whole machine)."""
     import tempfile
 
     from benchmarks.app_memory import GPT2_SMALL_APP, text_of
     from benchmarks.browser import browser_available, chromium
     from benchmarks.hub_lm import write_folder
+    from explorer.device import server_torch_threads
 
     skip = app_available() or browser_available()
     if skip:
@@ -194,19 +198,21 @@ def click_to_redraw_long(tokens: int = 1024, repeats: int = 3, timeout_s: float 
     out: dict[str, Any] = {"model": f"GPT-2 shape {shape} (random weights)", "by_tokens": []}
     with tempfile.TemporaryDirectory() as tmp:
         write_folder(Path(tmp) / "gpt2-long", {**shape, "bos_token_id": 0, "eos_token_id": 0})
-        with AppProcess("--checkpoint", "gpt2-long", "--allow-dir", tmp, "--max-tokens", str(tokens),
-                        timeout_s=timeout_s) as app, chromium() as browser:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(app.url, wait_until="domcontentloaded", timeout=timeout_s * 1000)
-            page.get_by_role("tab", name="All heads").click(timeout=timeout_s * 1000)  # a random model has no examples
-            page.fill("#text2 textarea", "")
-            times = []
-            for k in range(repeats + 1):  # the first click is a warm-up
-                page.fill("#text1 textarea", text_of(tokens - k % 2) + "." * (k % 2))  # new data on every click
-                page.wait_for_timeout(200)
-                times.append(float(page.evaluate(MEASURE_JS % int(timeout_s * 1000))))
-            rows = page.evaluate("document.querySelector('#overview-plot .js-plotly-plot')._fullData[0].z.length")
-            out["by_tokens"].append({"tokens": tokens, "click_to_overview_drawn_ms": round(statistics.median(times[1:]),
-                                                                                            1),
+        for n in threads:
+            extra = () if n is None else ("--threads", str(n))
+            with AppProcess("--checkpoint", "gpt2-long", "--allow-dir", tmp, "--max-tokens", str(tokens), *extra,
+                            timeout_s=timeout_s) as app, chromium() as browser:
+                page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                page.goto(app.url, wait_until="domcontentloaded", timeout=timeout_s * 1000)
+                page.get_by_role("tab", name="All heads").click(timeout=timeout_s * 1000)  # no examples to wait for
+                page.fill("#text2 textarea", "")
+                times = []
+                for k in range(repeats + 1):  # the first click is a warm-up
+                    page.fill("#text1 textarea", text_of(tokens - k % 2) + "." * (k % 2))  # new data on every click
+                    page.wait_for_timeout(200)
+                    times.append(float(page.evaluate(MEASURE_JS % int(timeout_s * 1000))))
+                rows = page.evaluate("document.querySelector('#overview-plot .js-plotly-plot')._fullData[0].z.length")
+            out["by_tokens"].append({"tokens": tokens, "torch_threads": server_torch_threads(n),
+                                     "threads_flag": n, "click_to_overview_drawn_ms": round(statistics.median(times[1:]), 1),
                                      "repeats": repeats, "overview_rows": rows})
     return out

@@ -6,7 +6,8 @@ random logits, peaked like real attention; a second draw is the "baseline"), sin
 figure depend on its shape and token names, not on the weights: typed arrays have a fixed size per
 cell. Each figure is built as the app builds it (its default width) and measured as `figure_json`
 text, what gr.Plot sends. BertViz: `model_view(...)["html_action"="return"]` on the same attention
-(its data inlined in the HTML), where it fits in memory (`bertviz_max`); beyond, not measured.
+(its data inlined in the HTML) up to `bertviz_max` tokens and where the memory it needs to write the HTML
+(~240 bytes per attention value) is available; beyond, not measured, with the reason.
 
 Tabs are groups of the app's plots (explorer/app/ui.py today): the attention tab (mask, chosen head,
 baseline and difference, which are one-line messages without a toggle), the all-heads tab (overview
@@ -112,6 +113,29 @@ def bertviz_bytes(layers: int, heads: int, t: int, causal: bool) -> int | None:
     return len(model_view(per_layer, tokens(t), html_action="return").data)
 
 
+BERTVIZ_BYTES_PER_VALUE = 240  # peak memory per attention value while BertViz writes its HTML (17.1 GB at 6x12x1024^2)
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available now (Linux /proc/meminfo MemAvailable), None where unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+def bertviz_fits(layers: int, heads: int, t: int) -> str | None:
+    """None if BertViz's HTML for this attention fits in the memory available now, else why it was not run."""
+    need, have = layers * heads * t * t * BERTVIZ_BYTES_PER_VALUE, available_memory()
+    if have is not None and need > 0.9 * have:
+        return f"needs ~{need / 1e9:.0f} GB of memory to write, {have / 1e9:.0f} GB available"
+    return None
+
+
 def run(sizes: tuple[int, ...] = (128, 512, 1024), bertviz_max: int = 128,
         shapes: dict[str, tuple[int, int, bool]] | None = None) -> dict[str, Any]:
     """Per shape and token count: bytes per kind and per tab, BertViz's HTML where measured, ratios."""
@@ -121,10 +145,10 @@ def run(sizes: tuple[int, ...] = (128, 512, 1024), bertviz_max: int = 128,
         rows = []
         for t in sizes:
             row = measure(layers, heads, t, causal)
-            bv = bertviz_bytes(layers, heads, t, causal) if t <= bertviz_max else None
+            too_big = bertviz_fits(layers, heads, t) if t <= bertviz_max else f"not run above {bertviz_max} tokens"
+            bv = bertviz_bytes(layers, heads, t, causal) if too_big is None else None
             row["bertviz_bytes"] = bv
-            row["bertviz_note"] = (None if bv is not None else
-                                   "bertviz not installed" if t <= bertviz_max else f"not run above {bertviz_max} tokens")
+            row["bertviz_note"] = None if bv is not None else too_big or "bertviz not installed"
             if bv:
                 row["ratio_attention_figures_over_bertviz"] = round(row["tabs"]["attention figures (issue 16)"] / bv, 5)
             rows.append(row)

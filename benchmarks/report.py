@@ -77,7 +77,7 @@ def measured_values(res: dict[str, Any]) -> dict[str, float | None]:
     long = _row(res.get("draw", {}).get("long", []), 1024)
     if long:
         v["draw_1024"] = max(long["overview_swap"]["drawn_ms"], long["head_swap"]["drawn_ms"])
-    app_long = _row(res.get("app_long", {}).get("by_tokens", []), 1024)
+    app_long = _row([r for r in res.get("app_long", {}).get("by_tokens", []) if r.get("threads_flag") is None], 1024)
     if app_long:
         v["app_1024"] = app_long["click_to_overview_drawn_ms"]
     mem = [r for r in res.get("memory", {}).get("by_case", []) if r.get("case") == "head off"]
@@ -157,6 +157,13 @@ def hub_lm_section(lm: dict[str, Any] | None) -> list[str]:
 
 
 
+def threads_label(row: dict[str, Any]) -> str:
+    n = row.get("torch_threads")
+    if row.get("threads_flag") is None:
+        return f"{n} (the app's default here)" if n else "the app's default"
+    return f"{n} (--threads {row['threads_flag']})"
+
+
 def long_inputs_section(res: dict[str, Any]) -> list[str]:
     """Section 9: 1,024 tokens on a GPT-2-small-shaped model in the real app, and one request's peak memory."""
     app_long, mem = res.get("app_long"), res.get("memory")
@@ -170,9 +177,9 @@ def long_inputs_section(res: dict[str, Any]) -> list[str]:
         if _skip(app_long):
             L += [f"Skipped: {_skip(app_long)}", ""]
         else:
-            L += _table(["tokens", "click -> overview redrawn", "overview rows", "runs"],
-                        [[r["tokens"], f"{r['click_to_overview_drawn_ms']:,.0f} ms", r["overview_rows"], r["repeats"]]
-                         for r in app_long.get("by_tokens", [])])
+            L += _table(["tokens", "torch threads", "click -> overview redrawn", "overview rows", "runs"],
+                        [[r["tokens"], threads_label(r), f"{r['click_to_overview_drawn_ms']:,.0f} ms",
+                          r["overview_rows"], r["repeats"]] for r in app_long.get("by_tokens", [])])
     if mem:
         L += [f"*Peak memory*: {mem.get('what', '')} {mem.get('model', '')}; goal {mem.get('goal_mb')} MB above the "
               "loaded model.", ""]
@@ -228,8 +235,8 @@ def markdown(res: dict[str, Any]) -> str:
     L: list[str] = ["# Benchmarks: the explorer against the tools people use today", ""]
     last = f" (last command: `python -m benchmarks {' '.join(res['argv'])}`)" if res.get("argv") else ""
     L += [f"Measured by `python -m benchmarks`{last} "
-          "(`--quick` for a smoke run, `--only NAME` for one section, `--full` to also draw BertViz at 512 "
-          "tokens). Raw numbers: `benchmarks/results.json`. Every figure is the median of the runs given; every "
+          "(`--quick` for a smoke run, `--only NAME` for one section, `--full` to also draw BertViz at 512 tokens "
+          "and write its HTML at 1,024 tokens). Raw numbers: `benchmarks/results.json`. Every figure is the median of the runs given; every "
           "ratio is two medians measured in the same run (interleaved where both run in Python).", ""]
     if res.get("quick"):
         L += ["**Quick run (tiny sizes, one repeat): these numbers only show that the code runs.**", ""]

@@ -145,7 +145,10 @@ def attend_with_weights(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dr
     if mask is not None:
         scores.masked_fill_(~mask, torch.finfo(scores.dtype).min)  # in place: a (B, H, T, S) copy costs as much
         has_key = mask.any(dim=-1, keepdim=True)  # (B|1, 1, T|1, 1)
-    weights = scores.softmax(dim=-1)  # masked keys get exp(min - max) = exactly 0
+    # Masked keys get exp(min - max) = exactly 0. In place when no gradient flows: a fresh (B, H, T, S) tensor
+    # costs more in page faults than the softmax itself at long inputs.
+    weights = (scores.softmax(dim=-1) if scores.requires_grad
+               else torch.softmax(scores, dim=-1, out=scores))
     if has_key is not None and not bool(has_key.all()):
         weights = weights.masked_fill(~has_key, 0.0)  # a fully masked row (softmax of equal values) -> all 0
     used = F.dropout(weights, dropout) if dropout else weights
