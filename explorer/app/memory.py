@@ -2,9 +2,9 @@
 
 Shapes: B sentences, T tokens (the input, plus the tokens a decoder generates), H heads, V vocabulary.
 A request's memory is dominated by attention, which grows with T^2: each run returns every head's (B, H, T, T)
-weights (float16 past runs.FLOAT32_WEIGHTS_LIMIT), a toggled request makes two runs, each generated token reruns
-the decoder over its prefix with every layer's weights, and one layer's float32 scores and softmax exist while
-it is computed. A language model's logits (B, T, V) come on top. `request_bytes` adds these up; it is an upper
+weights (float16 past runs.FLOAT32_WEIGHTS_LIMIT), a toggled request makes two runs, and one layer's float32 scores
+exist while it is computed. Generation keeps a key/value cache (explorer.model.cache) of every decoder layer; only
+with the causal mask off does each generated token rerun the decoder over its prefix with every layer's weights. A language model's logits (B, T, V) come on top. `request_bytes` adds these up; it is an upper
 bound of what benchmarks/app_memory.py measures (984 tokens on GPT-2 small: estimated 1,108 MB without a toggle and
 1,396 MB with a head off; measured 757 MB and 1,035 MB above the loaded model).
 
@@ -30,15 +30,17 @@ SCORE_COPIES = 3  # float32 (B, H, T, T) tensors alive while one layer's attenti
 ACTIVATION_COPIES = 16  # (B, T, D) float32 activations alive at once in a forward pass (residual, norms, MLP ...)
 
 
-def request_bytes(config: TransformerConfig, batch: int, tokens: int, *, toggled: bool) -> int:
+def request_bytes(config: TransformerConfig, batch: int, tokens: int, *, toggled: bool, causal: bool = True) -> int:
     """Estimated peak bytes of one /analyze request on `tokens` input tokens per sentence (B = `batch`), above the
-    loaded model; `toggled`: a baseline and a toggled run."""
+    loaded model; `toggled`: a baseline and a toggled run; `causal`: the toggled run keeps the causal mask."""
     generates = config.arch != "encoder"
     t = tokens + (MAX_NEW_TOKENS if config.arch == "decoder" else 0)  # a decoder-only model continues the input
     heads = sum(n_layers * n_heads for n_layers, n_heads in config.attention_kinds().values())  # every kind's
     cells = batch * heads * t * t
     kept = cells * (2 if 4 * cells > FLOAT32_WEIGHTS_LIMIT else 4)  # one run's returned weights (runs.weights_dtype)
-    step = kept if generates else 0  # one generation step's weights, every layer, over the whole prefix
+    cache = 2 * 4 * batch * t * config.resolved_kv_heads * config.resolved_head_dim * config.decoder_layers
+    # generation: the key/value cache, or without the causal mask a step's weights of every layer over the prefix
+    step = 0 if not generates else cache if causal else max(cache, kept)
     layer = SCORE_COPIES * 4 * batch * config.n_heads * t * t
     logits = 4 * batch * t * (config.tgt_vocab_size or config.vocab_size) if config.arch == "decoder" else 0
     activations = ACTIVATION_COPIES * 4 * batch * t * max(config.d_model, config.d_ff)
@@ -81,4 +83,5 @@ def analysis_bytes(loaded: LoadedModel, text1: str | None, text2: str | None, to
     milliseconds, the run it gates takes seconds)."""
     inputs = encode_inputs(loaded, codec_for(loaded), text1, text2, max_tokens)
     toggled = not (toggles.default_masks and head_mask(loaded.config, toggles) is None)
-    return request_bytes(loaded.config, len(inputs.rows), max(map(len, inputs.rows)), toggled=toggled)
+    return request_bytes(loaded.config, len(inputs.rows), max(map(len, inputs.rows)), toggled=toggled,
+                         causal=toggles.causal)

@@ -18,11 +18,14 @@ def test_estimate_of_gpt2_small_at_1024_tokens_by_hand():
     c = TransformerConfig(**GPT2_SMALL)
     t = 1024 + 40
     kept = 12 * 12 * t * t * 2  # one run's weights, float16
+    cache = 2 * 4 * t * 768 * 12  # keys and values of every layer, float32
     layer = 3 * 4 * 12 * t * t  # one layer's float32 scores / softmax / cast
     logits = 4 * t * 50257
     activations = 16 * 4 * t * 3072
-    assert request_bytes(c, 1, 1024, toggled=False) == kept + kept + layer + logits + activations
-    assert request_bytes(c, 1, 1024, toggled=True) == 2 * kept + kept + layer + logits + activations
+    assert request_bytes(c, 1, 1024, toggled=False) == kept + cache + layer + logits + activations
+    assert request_bytes(c, 1, 1024, toggled=True) == 2 * kept + cache + layer + logits + activations
+    # without the causal mask nothing is cached: each generated token reruns the prefix with every layer's weights
+    assert request_bytes(c, 1, 1024, toggled=True, causal=False) == 3 * kept + layer + logits + activations
     assert request_bytes(c, 2, 1024, toggled=True) == 2 * request_bytes(c, 1, 1024, toggled=True)
     # the goal of issue 16 is a peak of at most 1.5 GB above the model: the bound used for the gate is below it
     assert request_bytes(c, 1, 1024 - 40, toggled=True) <= 1.5 * 2**30
