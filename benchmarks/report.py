@@ -235,8 +235,8 @@ def markdown(res: dict[str, Any]) -> str:
     L: list[str] = ["# Benchmarks: the explorer against the tools people use today", ""]
     last = f" (last command: `python -m benchmarks {' '.join(res['argv'])}`)" if res.get("argv") else ""
     L += [f"Measured by `python -m benchmarks`{last} "
-          "(`--quick` for a smoke run, `--only NAME` for one section, `--full` to also draw BertViz at 512 tokens "
-          "and write its HTML at 1,024 tokens). Raw numbers: `benchmarks/results.json`. Every figure is the median of the runs given; every "
+          "(`--quick` for a smoke run, `--only NAME` for one section, `--full` to also draw BertViz at 512 tokens). "
+          "Raw numbers: `benchmarks/results.json`. Every figure is the median of the runs given; every "
           "ratio is two medians measured in the same run (interleaved where both run in Python).", ""]
     if res.get("quick"):
         L += ["**Quick run (tiny sizes, one repeat): these numbers only show that the code runs.**", ""]
