@@ -122,7 +122,7 @@ def role_scores(attentions: Tensor | Sequence[Tensor], ids: Tensor, *, key_mask:
     device = layers[0].device
     ids = _as_batch(ids).to(device)
     key_mask = None if key_mask is None else key_mask.to(device)
-    L, (B, H, T, _) = len(layers), layers[0].shape
+    B, H, T, _ = layers[0].shape
     if tuple(ids.shape) != (B, T) or layers[0].shape[-1] != T:
         raise ValueError(f"ids {tuple(ids.shape)} do not match attentions of {B} sequence(s) of {T} tokens "
                          f"(self-attention, (..., {T}, {T}))")
