@@ -30,7 +30,7 @@ from .session import AppContext, Session, build_session, get_model, load_session
 from .toggles import Toggles
 from .ui import HEAD_GROUPS, Page, example_choices
 from .views import View
-from .views.analysis import Analysis, analyze, missed_tab_figures, tab_figures
+from .views.analysis import Analysis, analyze, tab_figures
 from .views.importance import importance_view
 from .views.model import model_info
 from .views.positional import positional_view
@@ -191,13 +191,6 @@ class Events:
         return updates
 
     @reporting
-    def draw_missed_tab(self, tab_id, kept):
-        """After a Run: draw the visible tab from the new result if it was opened while the model ran."""
-        figures = missed_tab_figures(kept, tab_id) if isinstance(kept, Analysis) else {}
-        # the status entry (left as it is) keeps the dict non-empty: Gradio reads {} as one value, not as no update
-        return {self.status: gr.update(), **{self.plots[name]: plot(fig) for name, fig in figures.items()}}
-
-    @reporting
     def positional(self, session, d_model, positions, base):
         try:
             loaded = get_model(session, self.ctx)
@@ -245,13 +238,7 @@ class Events:
 
     # ------------------------------------------------------------------ wiring
     def then_analyze(self, event: Any) -> Any:
-        return self.then_missed_tab(event.then(self.analyze, self.analysis_inputs, self.analysis_outputs, **PRIVATE))
-
-    def then_missed_tab(self, analyzed: Any) -> Any:
-        """A Run draws the tab visible when it started; then the one visible now, if the person switched meanwhile
-        (the step reads the tab when it starts, after the Run)."""
-        return analyzed.then(self.draw_missed_tab, [self.page.views.tab, self.page.kept],
-                             [self.status, *self.plots.values()], **PRIVATE)
+        return event.then(self.analyze, self.analysis_inputs, self.analysis_outputs, **PRIVATE)
 
     def wire(self) -> None:
         page, m, i, c, v = self.page, self.page.model, self.page.inputs, self.page.controls, self.page.views
@@ -262,8 +249,7 @@ class Events:
         loaded = m.load_btn.click(self.load_model, [m.source, m.custom_source, m.device_in], self.model_outputs,
                                   api_name="load_model")
         built = m.build_btn.click(self.build_model, build_inputs, self.model_outputs, api_name="build_model")
-        self.then_missed_tab(i.run_btn.click(self.analyze, self.analysis_inputs, self.analysis_outputs,
-                                             api_name="analyze"))
+        i.run_btn.click(self.analyze, self.analysis_inputs, self.analysis_outputs, api_name="analyze")
         v.pe_btn.click(self.positional, self.pe_inputs, self.pe_outputs, api_name="positional")
         self.heads.wire()
         v.imp_btn.click(self.importance, [page.session, i.text1, i.text2, c.padding, c.causal, c.custom,
@@ -275,8 +261,7 @@ class Events:
         for trigger in (i.text1.submit, i.text2.submit, c.padding.input, c.causal.input, c.custom.input,
                         c.block_token.submit, c.window.release, *(g.input for g in self.groups), c.kind.input,
                         c.layer.input, c.head.input, c.sentence.input, c.position.submit, c.new_tokens.release):
-            self.then_missed_tab(trigger(self.analyze, self.analysis_inputs, self.analysis_outputs,
-                                         trigger_mode="always_last", **PRIVATE))
+            trigger(self.analyze, self.analysis_inputs, self.analysis_outputs, trigger_mode="always_last", **PRIVATE)
         for box, text in ((i.ex1, i.text1), (i.ex2, i.text2)):
             self.then_analyze(box.input(lambda value, text=text: {text: value} if value else {}, [box], [text],
                                         **PRIVATE))

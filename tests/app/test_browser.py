@@ -193,19 +193,3 @@ def test_switching_tab_draws_it_without_running_the_model(app_url, chromium_args
         page.get_by_role("tab", name="Rollout").click()
         page.wait_for_selector("#rollout-plot .js-plotly-plot .heatmaplayer", timeout=30_000)
         assert len(runs) == before + 1  # both tabs were drawn from the kept result
-
-
-
-def test_a_tab_opened_while_the_first_run_is_under_way_is_drawn(app_url, chromium_args):
-    """The page's first Run starts with the attention tab visible; "All heads" opened before it ends (nothing kept
-    to draw from yet) is drawn as soon as the Run is done."""
-    from playwright.sync_api import sync_playwright
-
-    url, path = app_url
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=path, args=chromium_args)
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        page.goto(url, wait_until="domcontentloaded")
-        page.get_by_role("tab", name="All heads").click()  # here well before the first Run ends (it loads the model)
-        page.wait_for_selector("#overview-plot .js-plotly-plot .heatmaplayer", timeout=30_000)
-        browser.close()

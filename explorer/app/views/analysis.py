@@ -40,7 +40,6 @@ class Analysis:
         self._rollout = rollout_inputs(cmp, view)
         self._generation = generation_inputs(cmp, view)
         self._surprisal = surprisal_inputs(cmp, view)
-        self.drawn: set[str] = set()  # the tabs whose figures were drawn from this result (tab_figures)
 
     @cached_property
     def attention(self) -> AttentionFigures:
@@ -78,7 +77,6 @@ def tab_figures(a: Analysis, tab: str) -> dict[str, go.Figure]:
     """The figures of one tab ("all": of every tab), by name (TAB_FIGURES), drawn now; {} for a tab without any."""
     tabs = list(TAB_FIGURES) if tab == "all" else [tab] if tab in TAB_FIGURES else []
     figures = {}
-    a.drawn.update(tabs)
     for name in tabs:
         if name == "attention":
             figures.update(mask=a.attention.mask, head=a.attention.head, baseline=a.attention.baseline,
@@ -90,9 +88,3 @@ def tab_figures(a: Analysis, tab: str) -> dict[str, go.Figure]:
         else:
             figures.update(rollout=a.rollout)
     return figures
-
-
-def missed_tab_figures(a: Analysis, tab: str) -> dict[str, go.Figure]:
-    """After a Run: the figures of the tab visible now if this result has not drawn them (the person opened another
-    tab while the model ran: the Run drew the tab visible when it started); {} otherwise."""
-    return {} if tab in a.drawn or tab not in TAB_FIGURES else tab_figures(a, tab)
