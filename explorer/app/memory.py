@@ -5,8 +5,8 @@ A request's memory is dominated by attention, which grows with T^2: each run ret
 weights (float16 past runs.FLOAT32_WEIGHTS_LIMIT), a toggled request makes two runs, and one layer's float32 scores
 exist while it is computed. Generation keeps a key/value cache (explorer.model.cache) of every decoder layer; only
 with the causal mask off does each generated token rerun the decoder over its prefix with every layer's weights. A language model's logits (B, T, V) come on top. `request_bytes` adds these up; it is an upper
-bound of what benchmarks/app_memory.py measures (984 tokens on GPT-2 small: estimated 1,108 MB without a toggle and
-1,396 MB with a head off; measured 757 MB and 1,035 MB above the loaded model).
+bound of what benchmarks/app_memory.py measures (1,024 tokens on GPT-2 small: estimated 945 MB without a toggle and
+1,256 MB with a head off; measured 816 MB and 1,018 MB above the loaded model).
 
 `MemoryGate` is a semaphore weighted by those bytes: a request waits until its estimate fits in what the requests
 already running left of `--request-memory`; one that needs more than the whole budget runs alone. Gradio's
