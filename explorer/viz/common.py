@@ -19,6 +19,7 @@ too, because text wrapped in "$...$" is typeset as LaTeX when MathJax is on the 
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Sequence
 from typing import Any
 
@@ -56,13 +57,24 @@ def figure(traces: Sequence[dict[str, Any]], layout: dict[str, Any]) -> go.Figur
     return go.Figure(data=list(traces), layout=layout, _validate=False)
 
 
+MESSAGE_LINE = 56  # characters per line of a message figure: fits a half-width plot (Plotly never wraps text)
+
+
 def message_figure(text: str, height: int = 260) -> go.Figure:
-    """An empty figure whose only content is `text` (escaped), e.g. why there is nothing to show."""
+    """An empty figure whose only content is `text` (escaped, wrapped at MESSAGE_LINE characters), e.g. why there is
+    nothing to show."""
+    lines = textwrap.wrap(text, MESSAGE_LINE, break_long_words=False) or [""]
     return figure([], dict(
         height=height, template={}, paper_bgcolor="white", plot_bgcolor="white",
         xaxis=dict(visible=False), yaxis=dict(visible=False), margin=dict(l=20, r=20, t=30, b=20),
-        annotations=[dict(text=escape(text), x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False,
-                          font=dict(size=14, color="#555"))]))
+        annotations=[dict(text="<br>".join(escape(line) for line in lines), x=0.5, y=0.5, xref="paper",
+                          yref="paper", showarrow=False, font=dict(size=14, color="#555"))]))
+
+
+def message_text(fig: go.Figure) -> str:
+    """The text a `message_figure` shows, on one line (still escaped); "" for a figure without a message."""
+    annotations = fig.layout.annotations
+    return annotations[0].text.replace("<br>", " ") if annotations else ""
 
 
 def to_numpy(x: Any, dtype: Any | None = None) -> np.ndarray:

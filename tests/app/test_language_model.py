@@ -19,6 +19,7 @@ from explorer.app.session import AppContext, load_session
 from explorer.app.views import View
 from explorer.app.views.analysis import Analysis
 from tests.importers.harness import VOCAB, byte_level_tokenizer, make_case
+from explorer.viz.common import message_text
 
 TEXT = "The cat sat on the mat"
 
@@ -103,7 +104,7 @@ def test_position_out_of_range_is_clamped(gpt, app):
 def test_surprisal_view_only_for_language_models(app):
     _, loaded = app.build()
     a = app.analyze(loaded, app.DATE1, None)
-    assert "language models" in a.surprisal.layout.annotations[0].text
+    assert "language models" in message_text(a.surprisal)
 
 
 def test_offline_hub_model_is_one_sentence_and_keeps_the_session(monkeypatch):

@@ -10,6 +10,7 @@ from explorer.app.views.importance import importance_view
 from explorer.app.views.model import model_info
 from explorer.app.views.positional import positional_view
 from explorer.loading import shipped_names
+from explorer.viz.common import message_text
 
 
 def z(fig):
@@ -29,7 +30,7 @@ def test_model_info_and_examples(app):
 def test_positional_limits():
     pv = positional_view(None, 16, 20, 100)
     assert z(pv.heat).shape == (20, 16) and z(pv.similarity).shape == (20, 20)
-    assert "No model loaded" in pv.model[0].layout.annotations[0].text and "No model" in pv.scheme
+    assert "No model loaded" in message_text(pv.model[0]) and "No model" in pv.scheme
     with pytest.raises(AppError, match="d_model"):
         positional_view(None, 5000, 20, 10000)
     with pytest.raises(AppError, match="base"):
@@ -49,7 +50,7 @@ def test_positional_shows_the_models_own_table(app):
     assert z(pv.model[1]).shape == (40, 32)  # the learned table, first 40 positions
     _, none = app.build("encoder", positional="none")
     pv = positional_view(none, 32, 30, 10000)
-    assert "no positional encoding" in pv.scheme and "no positional encoding" in pv.model[0].layout.annotations[0].text
+    assert "no positional encoding" in pv.scheme and "no positional encoding" in message_text(pv.model[0])
 
 
 def test_importance(app):

@@ -8,6 +8,7 @@ import pytest
 from explorer.app.errors import AppError, escape_md
 from explorer.app.inputs import codec_for, encode_inputs
 from explorer.app.session import MINILM
+from explorer.viz.common import message_text
 
 
 def z(fig):
@@ -37,9 +38,9 @@ def test_default_analysis_figure_shapes(app):
     assert a.output.headers[:3] == ["#", "run", "output"] and len(a.output.rows) == 4  # 2 sentences x 2 runs
     assert not a.output.changed and "No toggle is active" in a.status
     # Nothing to compare yet: baseline and difference panels say so instead of repeating the view.
-    assert not a.attention.baseline.data and "No toggle is active" in a.attention.baseline.layout.annotations[0].text
+    assert not a.attention.baseline.data and "No toggle is active" in message_text(a.attention.baseline)
     assert not a.attention.difference.data and "once a toggle is active" in \
-        a.attention.difference.layout.annotations[0].text
+        message_text(a.attention.difference)
     # cross-attention: generated (decoder) rows x source columns
     c = app.analyze(loaded, app.DATE1, None, view=app.View("cross", 0, 0, 1))
     T = len(c.output.rows[0][3].split(") ")) + 1  # [BOS] + generated tokens
@@ -112,11 +113,11 @@ def test_decoder_only_and_encoder_models(app):
     _, gpt = app.build("decoder", positional="learned")
     a = app.analyze(gpt, app.DATE1, app.DATE2, app.toggles(causal=False), app.View("", 1, 1, 2))
     assert a.view.kind == "decoder" and a.generation[0].data
-    assert "no cross-attention" in a.generation[1].layout.annotations[0].text
+    assert "no cross-attention" in message_text(a.generation[1])
     _, enc = app.build("encoder")
     e = app.analyze(enc, app.DATE1, app.DATE2, app.toggles({"encoder": ["L0 H0"]}))
     assert e.output.headers == ["comparison", "baseline", "toggled"] and e.output.changed
-    assert "does not generate" in e.generation[0].layout.annotations[0].text
+    assert "does not generate" in message_text(e.generation[0])
 
 
 def test_generation_view_per_token(app):

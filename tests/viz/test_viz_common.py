@@ -66,3 +66,16 @@ def test_escape_matches_html_escape_plus_dollar():
 
     for text in ["<b>x</b>", "a & b", "\"q\" 'q'", "$x$", "plain", "", "é ✓ 日本", 12]:
         assert escape(text) == html.escape(str(text), quote=True).replace("$", "&#36;")
+
+
+def test_a_long_message_is_wrapped_and_still_escaped():
+    """Plotly never wraps an annotation: a long message is split into lines that fit a half-width plot."""
+    from explorer import viz
+    from explorer.viz.common import MESSAGE_LINE, message_text
+
+    text = "A decoder-only model has no cross-attention: its prompt is part of the <self-attention> on the left."
+    fig = viz.message_figure(text)
+    lines = fig.layout.annotations[0].text.split("<br>")
+    assert len(lines) == 2 and all(len(line) <= MESSAGE_LINE + 8 for line in lines)  # "&lt;" counts 4 for "<"
+    assert "<self" not in fig.layout.annotations[0].text and "&lt;self-attention&gt;" in message_text(fig)
+    assert message_text(fig).replace("&lt;", "<").replace("&gt;", ">") == text
