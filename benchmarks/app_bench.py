@@ -206,9 +206,7 @@ def click_to_redraw_long(tokens: int = 1024, repeats: int = 3, timeout_s: float 
             with AppProcess("--checkpoint", "gpt2-long", "--allow-dir", tmp, "--max-tokens", str(tokens), *extra,
                             timeout_s=timeout_s) as app, chromium() as browser:
                 page = browser.new_page(viewport={"width": 1400, "height": 1000})
-                page.goto(app.url, wait_until="domcontentloaded", timeout=timeout_s * 1000)
-                page.wait_for_selector("#head-plot .js-plotly-plot .heatmaplayer", timeout=timeout_s * 1000)
-                page.get_by_role("tab", name="All heads").click(timeout=timeout_s * 1000)
+                _first_draw_ms(page, app.url, timeout_s)  # the page open on "All heads", overview drawn
                 page.fill("#text2 textarea", "")
                 times = []
                 for k in range(repeats + 1):  # the first click is a warm-up

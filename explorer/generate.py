@@ -101,8 +101,7 @@ def generate(model: Transformer, src: Tensor, *, bos_id: int | None = None, eos_
         cache = DecoderCache(len(model.decoder.layers))
     if cache is not None and cache.length < prefix.shape[1] - 1:  # every prompt token but the last: keys and values
         model.decode(prefix[:, :-1], memory, memory_key_mask, attn_mask=grow_mask(self_mask, prefix.shape[1] - 1),
-                     key_mask=None if key_mask is None else key_mask[:, :-1], need_weights=False, cache=cache,
-                     **decode_args)
+                     key_mask=key_mask[:, :-1], need_weights=False, cache=cache, **decode_args)
     for _ in range(max(max_new_tokens, 0)):
         # A custom decoder-only mask is given for the prompt; extend it to the prefix so far.
         dec = model.decode(prefix, memory, memory_key_mask, attn_mask=grow_mask(self_mask, prefix.shape[1]),

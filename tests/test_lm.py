@@ -16,8 +16,8 @@ from explorer.lm import compare_next_tokens, continue_text, next_tokens, surpris
 
 from tests.importers.harness import (SHAPE_LLAMA, VOCAB, batch, byte_level_tokenizer, head_mask_with, make_case,
                                      out_proj_llama, sentencepiece_tokenizer)
-from tests.importers.test_gpt_neox import neox_case
-from tests.importers.test_llama import mistral_case, qwen2_case
+from tests.importers.test_gpt_neox import pythia  # noqa: F401 - fixtures the continuation test uses by name
+from tests.importers.test_llama import mistral, qwen2  # noqa: F401 - (Mistral's window of 4 < the prompt)
 
 
 @pytest.fixture(scope="module")
@@ -33,21 +33,6 @@ def gpt2(tmp_path_factory):
                                      bos_token_id=0, eos_token_id=0)
     return make_case(transformers.GPT2LMHeadModel, config, byte_level_tokenizer(), tmp_path_factory.mktemp("g"),
                      lambda hf, layer: hf.transformer.h[layer].attn.c_proj, {"eos_token": "<|endoftext|>"})
-
-
-@pytest.fixture(scope="module")
-def mistral(tmp_path_factory):
-    return mistral_case(tmp_path_factory.mktemp("m"), window=4)  # shorter than the prompts below
-
-
-@pytest.fixture(scope="module")
-def pythia(tmp_path_factory):
-    return neox_case(tmp_path_factory.mktemp("p"))
-
-
-@pytest.fixture(scope="module")
-def qwen2(tmp_path_factory):
-    return qwen2_case(tmp_path_factory.mktemp("q"))
 
 
 def test_task(llama):

@@ -4,7 +4,8 @@ Shapes: B sentences, T tokens (the input, plus the tokens a decoder generates), 
 A request's memory is dominated by attention, which grows with T^2: each run returns every head's (B, H, T, T)
 weights (float16 past runs.FLOAT32_WEIGHTS_LIMIT), a toggled request makes two runs, and one layer's float32 scores
 exist while it is computed. Generation keeps a key/value cache (explorer.model.cache) of every decoder layer; only
-with the causal mask off does each generated token rerun the decoder over its prefix with every layer's weights. A language model's logits (B, T, V) come on top. `request_bytes` adds these up; it is an upper
+with the causal mask off does each generated token rerun the decoder over its prefix with every layer's weights.
+A language model's logits (B, T, V) come on top. `request_bytes` adds these up; it is an upper
 bound of what benchmarks/app_memory.py measures (1,024 tokens on GPT-2 small: estimated 945 MB without a toggle and
 1,256 MB with a head off; measured 816 MB and 1,018 MB above the loaded model).
 
@@ -40,7 +41,7 @@ def request_bytes(config: TransformerConfig, batch: int, tokens: int, *, toggled
     kept = cells * (2 if 4 * cells > FLOAT32_WEIGHTS_LIMIT else 4)  # one run's returned weights (runs.weights_dtype)
     cache = 2 * 4 * batch * t * config.resolved_kv_heads * config.resolved_head_dim * config.decoder_layers
     # generation: the key/value cache, or without the causal mask a step's weights of every layer over the prefix
-    step = 0 if not generates else cache if causal else max(cache, kept)
+    step = 0 if not generates else cache if causal else kept
     layer = SCORE_COPIES * 4 * batch * config.n_heads * t * t
     logits = 4 * batch * t * (config.tgt_vocab_size or config.vocab_size) if config.arch == "decoder" else 0
     activations = ACTIVATION_COPIES * 4 * batch * t * max(config.d_model, config.d_ff)
