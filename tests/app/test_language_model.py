@@ -53,7 +53,8 @@ def test_next_tokens_equal_transformers(gpt, app):
     actual = -probs[:-1].log().gather(-1, ids[0, 1:, None])[:, 0]  # surprisal of tokens 1.. in nats
     np.testing.assert_allclose(out.surprisal.numpy(), actual.numpy(), atol=1e-4)
     headers, rows = a.output.headers, a.output.rows
-    assert headers[:3] == ["#", "rank", "next token (baseline)"] and len(rows) == 10
+    assert headers == ["#", "rank", "next token (baseline)", "p baseline", "next token (toggled)", "p toggled"]
+    assert len(rows) == 10
     assert rows[0][2] == loaded.tokenizer.labels([top.indices[0].item()])[0]
     words = cmp.inputs.labels[0]
     assert f"after “{words[2]}” (position 2)" in a.output.summary

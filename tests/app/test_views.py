@@ -248,3 +248,11 @@ def test_a_run_sends_at_most_a_hundredth_of_bertviz(app):
     tables = json.dumps([frame(*a.tokens).to_dict("split"), frame(a.output.headers, a.output.rows).to_dict("split"),
                          a.status, a.output_summary], default=str)
     assert sent + len(tables.encode()) < 53.4e6 / 100, sent
+
+
+def test_output_table_headers_are_unique():
+    """gr.Dataframe keeps one column per header name (pandas' split orient): a repeated header is refused."""
+    from explorer.app.views.output import OutputTable
+
+    with pytest.raises(ValueError, match="unique"):
+        OutputTable(["#", "p", "p"], [], "", False)

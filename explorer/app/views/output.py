@@ -30,6 +30,10 @@ class OutputTable:
     summary: str  # Markdown: did the toggles change the output?
     changed: bool
 
+    def __post_init__(self) -> None:
+        if len(set(self.headers)) != len(self.headers):  # gr.Dataframe would drop the repeated columns
+            raise ValueError(f"output table headers must be unique: {self.headers}")
+
 
 def generated_table(pairs: list[tuple[GeneratedText, GeneratedText]]) -> OutputTable:
     rows, changed = [], False
@@ -113,7 +117,7 @@ def next_token_table(pairs: list[tuple[NextTokens, NextTokens]], codec: TextCode
         changed |= base.top_ids[p, 0] != tog.top_ids[p, 0] or base.continuation.ids != tog.continuation.ids
     lines.append("**The toggles changed the prediction.**" if changed else
                  "The top prediction and the continuation are the same with and without the toggles.")
-    return OutputTable(["#", "rank", "next token (baseline)", "p", "next token (toggled)", "p"], rows,
+    return OutputTable(["#", "rank", "next token (baseline)", "p baseline", "next token (toggled)", "p toggled"], rows,
                        "\n\n".join(lines), bool(changed))
 
 
