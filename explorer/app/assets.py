@@ -44,6 +44,8 @@ CSS = """
 .intro p {margin: 0; font-size: 13px}
 .examples {margin-top: 2px}
 #status {min-height: 1.2em}
+/* A Run's spinner and timer show on the status line alone (events.run_progress): room for them while it runs. */
+#status:has([data-testid="status-tracker"].wrap:not(.hide)) {min-height: 56px}
 #controls .block {padding: 6px !important}
 .heads .wrap {display: grid !important; grid-template-columns: repeat(auto-fill, minmax(60px, 1fr));
              gap: 2px !important}

@@ -30,7 +30,7 @@ from .session import AppContext, Session, build_session, get_model, load_session
 from .toggles import Toggles
 from .ui import HEAD_GROUPS, Page, example_choices
 from .views import View
-from .views.analysis import Analysis, analyze, tab_figures
+from .views.analysis import Shown, analyze, tab_figures
 from .views.importance import importance_view
 from .views.model import model_info
 from .views.positional import positional_view
@@ -91,14 +91,15 @@ class Events:
         self.status = i.status
         self.groups = [c.heads[k] for k, _, _ in HEAD_GROUPS]
         self.model_outputs = [self.status, page.session, m.model_md, page.headline, i.ex1, i.ex2, i.text1, i.text2,
-                              *self.groups, c.kind, c.layer, c.head, c.lm_controls, v.surprisal_plot]
+                              *self.groups, c.kind, c.layer, c.head, c.lm_controls, v.surprisal_plot,
+                              v.gen_cross]
         from .events_heads import HeadEvents  # it imports this module's helpers
 
         self.heads = HeadEvents(self)
         self.model_outputs += list(self.heads.model_updates(True))
         self.analysis_inputs = [page.session, i.text1, i.text2, c.padding, c.causal, c.custom, c.block_token,
                                 c.window, *self.groups, c.kind, c.layer, c.head, c.sentence, c.position, c.new_tokens,
-                                v.tab]
+                                v.tab, page.kept]
         # The plot of each figure /analyze draws (views.analysis.TAB_FIGURES).
         self.plots = dict(mask=v.mask_plot, head=v.head_plot, baseline=v.baseline_plot, difference=v.diff_plot,
                           surprisal=v.surprisal_plot, overview=v.overview_plot, large=v.large_plot,
@@ -106,6 +107,10 @@ class Events:
         self.analysis_outputs = [self.status, v.tokens_df, v.output_md, v.output_df, v.mask_plot, v.head_plot,
                                  v.baseline_plot, v.diff_plot, v.overview_plot, v.large_plot, v.gen_self,
                                  v.gen_cross, v.rollout_plot, v.surprisal_plot, page.kept]
+        # A Run shows its spinner and timer on the status line only: over every output (15 of them, the plots
+        # large) Chromium spent ~5 CPU seconds repainting the overlays during one 1,024-token Run on 2 cores,
+        # taken from the model's own forward pass (BENCHMARKS.md).
+        self.run_progress = dict(show_progress="full", show_progress_on=[self.status])
         self.pe_inputs = [page.session, v.pe_d, v.pe_len, v.pe_base]
         self.model_outputs += [c.position, c.new_tokens]
         # /positional: the first four figures as before, then the scheme's name and the model's other figures.
@@ -134,6 +139,7 @@ class Events:
                                            label="Continue (tokens)" if info.language_model else
                                            "Generate at most (tokens)"),
                    self.page.views.surprisal_plot: gr.update(visible=info.language_model),
+                   self.page.views.gen_cross: gr.update(visible="cross" in kinds),
                    **self.heads.model_updates("decoder" in kinds)}
         for kind, _, _ in HEAD_GROUPS:
             labels = head_labels(*kinds[kind]) if kind in kinds else []
@@ -163,8 +169,9 @@ class Events:
     @reporting
     def analyze(self, session, sentence1, sentence2, padding_mask, causal_mask, custom_mask, blocked_position,
                 window, encoder_heads_on, decoder_heads_on, cross_heads_on, kind, layer, head, sentence,
-                predict_after=-1, continue_tokens=DEFAULT_CONTINUATION, tab="attention"):
-        """Run the model on the sentences; draw and send the figures of the visible `tab` ("all": every tab)."""
+                predict_after=-1, continue_tokens=DEFAULT_CONTINUATION, tab="attention", shown=None):
+        """Run the model on the sentences; draw and send the figures of the visible tab (`tab` when it was clicked,
+        the one opened since if any; "all": every tab). `shown`: the page's views.analysis.Shown."""
         loaded = get_model(session, self.ctx)
         heads = {"encoder": encoder_heads_on, "decoder": decoder_heads_on, "cross": cross_heads_on}
         toggles = toggles_from(padding_mask, causal_mask, custom_mask, blocked_position, window,
@@ -173,22 +180,22 @@ class Events:
         new_tokens = min(max(whole_number(continue_tokens, DEFAULT_CONTINUATION), 0), MAX_NEW_TOKENS)
         with self.ctx.gate.hold(analysis_bytes(loaded, sentence1, sentence2, toggles, self.ctx.max_tokens)):
             a = analyze(loaded, sentence1, sentence2, toggles, view, self.ctx.max_tokens, new_tokens)
+        shown = shown if isinstance(shown, Shown) else Shown()
+        shown.analysis = a
         v = self.page.views
         return {self.status: a.status, v.tokens_df: frame(*a.tokens), v.output_md: a.output_summary,
-                v.output_df: frame(a.output.headers, a.output.rows), self.page.kept: a,
-                **self.tab_plots(a, tab or "attention")}
+                v.output_df: frame(a.output.headers, a.output.rows), self.page.kept: shown,
+                **self.plots_of(tab_figures(a, shown.visible_tab(tab)))}
 
-    def tab_plots(self, a: Analysis, tab: str) -> dict:
-        """{plot component: figure} of one tab of an analysis ("all": every tab), drawn now."""
-        return {self.plots[name]: plot(fig) for name, fig in tab_figures(a, tab).items()}
+    def plots_of(self, figures: dict[str, Any]) -> dict:
+        """{plot component: figure} for figures by name (views.analysis.TAB_FIGURES)."""
+        return {self.plots[name]: plot(fig) for name, fig in figures.items()}
 
     @reporting
-    def show_tab(self, tab_id, kept):
-        """A tab was opened: draw its figures from the kept result of the last Run (no model run)."""
-        updates = {self.page.views.tab: tab_id}
-        if isinstance(kept, Analysis):
-            updates.update(self.tab_plots(kept, tab_id))
-        return updates
+    def show_tab(self, tab_id, shown):
+        """A tab was opened: draw its figures from the newest Run (no model run; views.analysis.Shown)."""
+        figures = shown.open(tab_id) if isinstance(shown, Shown) else {}
+        return {self.page.views.tab: tab_id, **self.plots_of(figures)}
 
     @reporting
     def positional(self, session, d_model, positions, base):
@@ -238,7 +245,7 @@ class Events:
 
     # ------------------------------------------------------------------ wiring
     def then_analyze(self, event: Any) -> Any:
-        return event.then(self.analyze, self.analysis_inputs, self.analysis_outputs, **PRIVATE)
+        return event.then(self.analyze, self.analysis_inputs, self.analysis_outputs, **self.run_progress, **PRIVATE)
 
     def wire(self) -> None:
         page, m, i, c, v = self.page, self.page.model, self.page.inputs, self.page.controls, self.page.views
@@ -249,7 +256,8 @@ class Events:
         loaded = m.load_btn.click(self.load_model, [m.source, m.custom_source, m.device_in], self.model_outputs,
                                   api_name="load_model")
         built = m.build_btn.click(self.build_model, build_inputs, self.model_outputs, api_name="build_model")
-        i.run_btn.click(self.analyze, self.analysis_inputs, self.analysis_outputs, api_name="analyze")
+        i.run_btn.click(self.analyze, self.analysis_inputs, self.analysis_outputs, api_name="analyze",
+                        **self.run_progress)
         v.pe_btn.click(self.positional, self.pe_inputs, self.pe_outputs, api_name="positional")
         self.heads.wire()
         v.imp_btn.click(self.importance, [page.session, i.text1, i.text2, c.padding, c.causal, c.custom,
@@ -261,7 +269,8 @@ class Events:
         for trigger in (i.text1.submit, i.text2.submit, c.padding.input, c.causal.input, c.custom.input,
                         c.block_token.submit, c.window.release, *(g.input for g in self.groups), c.kind.input,
                         c.layer.input, c.head.input, c.sentence.input, c.position.submit, c.new_tokens.release):
-            trigger(self.analyze, self.analysis_inputs, self.analysis_outputs, trigger_mode="always_last", **PRIVATE)
+            trigger(self.analyze, self.analysis_inputs, self.analysis_outputs, trigger_mode="always_last",
+                    **self.run_progress, **PRIVATE)
         for box, text in ((i.ex1, i.text1), (i.ex2, i.text2)):
             self.then_analyze(box.input(lambda value, text=text: {text: value} if value else {}, [box], [text],
                                         **PRIVATE))

@@ -9,8 +9,8 @@ TAB_TEXT = {
     "overview": ("Every head at once (rows: layers, columns: heads; switched-off heads faded). Click a tile to "
                  "open that head below. A tile's corner names the head's strongest role on this sentence (score "
                  "≥ 0.5; see Head roles)."),
-    "generation": ("The answer one token per row: which earlier tokens (left) and source tokens (right) the chosen "
-                   "head read when writing it."),
+    "generation": ("The answer one token per row: which earlier tokens the chosen head read when writing it (and, "
+                   "in an encoder-decoder model, which source tokens: on the right)."),
     "positional": ("The loaded model's own positional scheme (learned table, sinusoid, rotary or T5's relative "
                    "bias), then the textbook sinusoid for the numbers above."),
     "sinusoid": ("**The textbook sinusoid** of *Attention Is All You Need* for the d_model, positions and base above "

@@ -19,6 +19,7 @@ from .limits import DEFAULT_CONTINUATION, MAX_BUILD_PARAMETERS, MAX_NEW_TOKENS, 
 from .texts import API_TEXT, INTRO, TAB_TEXT
 from .toggles import CUSTOM_MASKS
 from .ui_heads import head_tabs
+from .views.analysis import Shown
 from .views.model import ModelInfo
 
 SESSION_CAPACITY = 1000  # sessions whose state Gradio keeps (least recently used dropped first; see launch_kwargs)
@@ -43,8 +44,8 @@ def named(scope: dict[str, Any], **extra: Any) -> SimpleNamespace:
     return SimpleNamespace(**{k: v for k, v in scope.items() if isinstance(v, gr.components.Component)}, **extra)
 
 
-def plot(elem_id: str, label: str) -> gr.Plot:
-    return gr.Plot(label=label, show_label=False, elem_id=elem_id)
+def plot(elem_id: str, label: str, visible: bool = True) -> gr.Plot:
+    return gr.Plot(label=label, show_label=False, elem_id=elem_id, visible=visible)
 
 
 def model_sidebar(start: Start) -> SimpleNamespace:
@@ -149,7 +150,7 @@ def tab_text(name: str) -> None:
     gr.Markdown(TAB_TEXT[name], elem_classes="tab-text")
 
 
-def view_tabs(language: bool, decoder: bool) -> SimpleNamespace:
+def view_tabs(language: bool, decoder: bool, cross: bool = True) -> SimpleNamespace:
     with gr.Column(scale=4):
         with gr.Tabs(elem_id="views", overflow_behavior="wrap"):  # every tab one click away
             with gr.Tab("Attention & output", id="attention") as tab_attention:
@@ -176,7 +177,9 @@ def view_tabs(language: bool, decoder: bool) -> SimpleNamespace:
                 tab_text("generation")
                 with gr.Row():
                     gen_self = plot("gen-self", "Decoder self-attention per generated token")
-                    gen_cross = plot("gen-cross", "Cross-attention per generated token")
+                    # Shown for models with cross-attention only: the self-attention plot then has the whole row
+                    # (a half-width plot cannot label a 1,000-token prompt's keys).
+                    gen_cross = plot("gen-cross", "Cross-attention per generated token", visible=cross)
             with gr.Tab("Positions", id="positional") as tab_positional:
                 tab_text("positional")
                 with gr.Row():
@@ -236,7 +239,8 @@ class Page:
 def layout(start: Start, session_value: Any) -> Page:
     with gr.Blocks(title="Transformer Explorer") as demo:
         session = gr.State(session_value)
-        kept = gr.State(None, time_to_live=3600)  # the last Run, reduced to what each tab draws (views.analysis)
+        # The last Run, reduced to what each tab draws, and the tab opened last (views.analysis.Shown).
+        kept = gr.State(Shown(), time_to_live=3600)
         model = model_sidebar(start)
         with gr.Row(elem_id="title", equal_height=True):
             gr.Markdown("## Transformer Explorer", elem_id="title-text")
@@ -246,7 +250,8 @@ def layout(start: Start, session_value: Any) -> Page:
         with gr.Row(equal_height=False):
             ctl = controls(start)
             views = view_tabs(start.info is not None and start.info.language_model,
-                              start.info is None or "decoder" in start.info.kinds)
+                              start.info is None or "decoder" in start.info.kinds,
+                              start.info is None or "cross" in start.info.kinds)
     return Page(demo, session, kept, headline, model, inputs, ctl, views)
 
 

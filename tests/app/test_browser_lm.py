@@ -57,5 +57,13 @@ def test_language_model_end_to_end(lm_app, chromium_path, chromium_args):
                                timeout=60_000)
         after = page.evaluate(ROWS_JS, "output-table")
         assert len(after) == 10 and any(r[2:4] != r[4:6] for r in after), after  # toggled top 10 differs
+        # No cross-attention: the Generation tab's self-attention plot has the whole row.
+        page.get_by_role("tab", name="Generation").click()
+        page.wait_for_selector("#gen-self .js-plotly-plot .heatmaplayer", timeout=30_000)
+        assert page.locator("#gen-cross").is_hidden()
+        self_width = page.evaluate("() => document.querySelector('#gen-self').getBoundingClientRect().width")
+        row_width = page.evaluate("() => document.querySelector('#gen-self').parentElement.getBoundingClientRect()"
+                                  ".width")
+        assert self_width > 0.9 * row_width, (self_width, row_width)
         assert "Traceback" not in page.content()
     assert errors == [], errors

@@ -73,6 +73,33 @@ def analyze(loaded: LoadedModel, text1: str | None, text2: str | None, toggles: 
     return Analysis(compare(loaded, text1, text2, toggles, max_tokens, new_tokens), view or View())
 
 
+class Shown:
+    """What one page shows, kept per session in a gr.State and changed in place by its events: the last Run's
+    Analysis and the tab last opened.
+
+    A Run's `tab` input is the tab visible when it was clicked; the person may open another while it runs. So a
+    Run ends by drawing the tab opened last (`tab`, once any was opened), and a tab opened while a Run is under way
+    draws the newest Analysis, drawing again if a Run finished meanwhile: whichever event answers last, the
+    visible tab shows the newest Run."""
+
+    def __init__(self) -> None:
+        self.analysis: Analysis | None = None
+        self.tab: str | None = None  # None until a tab is opened (the API never opens one)
+
+    def visible_tab(self, clicked: str | None) -> str:
+        """The tab a Run draws: the one opened last, else the one it was clicked on (API: "all" for every tab)."""
+        return self.tab or clicked or "attention"
+
+    def open(self, tab: str) -> dict[str, go.Figure]:
+        """`tab` was opened: its figures, from the newest Analysis ({} before the first Run has ended)."""
+        self.tab = tab
+        while (a := self.analysis) is not None:
+            figures = tab_figures(a, tab)
+            if self.analysis is a:  # no Run ended while drawing, else draw from the newer one
+                return figures
+        return {}
+
+
 def tab_figures(a: Analysis, tab: str) -> dict[str, go.Figure]:
     """The figures of one tab ("all": of every tab), by name (TAB_FIGURES), drawn now; {} for a tab without any."""
     tabs = list(TAB_FIGURES) if tab == "all" else [tab] if tab in TAB_FIGURES else []
