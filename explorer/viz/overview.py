@@ -234,11 +234,12 @@ def draw_overview(tiles: OverviewTiles, query_labels: Sequence[str], key_labels:
     annotations, shapes = tile_marks.off_markers(grid, hm)
     annotations += tile_marks.tile_notes(grid, tile_notes)
     if grid.downsampled:
-        # Below the grid: above it would collide with the head labels and axis title.
+        # Below the grid (its axes' domain, which shrinks with a narrower page): above it would collide with
+        # the head labels and axis title.
         annotations.append(dict(
             text=(f"downsampled: each tile shows {grid.tile_rows}×{grid.tile_cols} cells for {tq}×{tk} "
                   f"tokens; a cell is the max over its block (open one head for full detail)"),
-            x=0, xanchor="left", y=0, yanchor="top", yshift=-6, xref="paper", yref="paper",
+            x=0, xanchor="left", y=0, yanchor="top", yshift=-6, xref="x domain", yref="y domain",
             showarrow=False, font=dict(size=11, color="#444")))
         bottom += 24
     row_px = tile_px / grid.tile_rows  # screen height of one row of cells
@@ -247,15 +248,19 @@ def draw_overview(tiles: OverviewTiles, query_labels: Sequence[str], key_labels:
     if n_off:
         title = f"{title} ({n_off} head{'s' if n_off != 1 else ''} switched off)"
 
+    # The figure takes its container's width (a 12-head grid sized for `width` was cut off in a narrower page);
+    # scaleanchor keeps the tiles' shape by shrinking the grid's height with its width.
+    cell_ratio = row_px / ((width - left - right) / len(x_axis))  # a cell's height / width, as planned
     # categoryarray puts the gap categories between the tiles' ones (z has no cells there).
     layout = dict(
-        **c.base_layout(title, height, width, l=left, r=right, t=top, b=bottom),
+        **c.base_layout(title, height, None, l=left, r=right, t=top, b=bottom),
         xaxis=dict(type="category", categoryorder="array", categoryarray=x_axis, tickmode="array",
                    tickvals=x_centres, ticktext=[f"H{h}" for h in range(n_heads)], side="top", showgrid=False,
-                   title=dict(text="head (each tile: keys left → right)", standoff=4)),
+                   constrain="domain", title=dict(text="head (each tile: keys left → right)", standoff=4)),
         yaxis=dict(type="category", categoryorder="array", categoryarray=y_axis, tickmode="array",
                    tickvals=y_centres, ticktext=[f"L{layer}" for layer in range(n_layers)], autorange="reversed",
-                   showgrid=False, title=dict(text="layer (each tile: queries top → bottom)")),
+                   scaleanchor="x", scaleratio=cell_ratio, constrain="domain", constraintoward="top", showgrid=False,
+                   title=dict(text="layer (each tile: queries top → bottom)")),
         annotations=annotations,
         shapes=shapes,
         meta={"overview_grid": asdict(grid)},

@@ -69,6 +69,28 @@ def test_downsampling_notice_and_size_at_512_tokens_6x12_heads():
     assert "queries 0–" in fig.data[0].y[0]
 
 
+def test_the_grid_fits_its_container_and_keeps_its_tiles_shape():
+    """No fixed width (a 12-head grid sized for 1,100 px was cut off in the app's ~930 px column at a 1,280 px
+    page): the y axis is tied to the x axis at the planned cell ratio, so a narrower figure is a smaller grid, top
+    aligned, with the downsampling note under the grid rather than under the figure."""
+    for heads, tokens in ((12, 1024), (4, 20)):
+        fig = attention_overview(attn(2, heads, tokens), [f"t{i}" for i in range(tokens)],
+                                 [f"t{i}" for i in range(tokens)])
+        lay, g = fig.layout, grid_of(fig)
+        assert lay.width is None and lay.height > 0
+        assert lay.yaxis.scaleanchor == "x" and lay.yaxis.constrain == "domain" and lay.yaxis.constraintoward == "top"
+        plot_w = 1100 - lay.margin.l - lay.margin.r  # the width the tiles were planned for
+        plot_h = lay.height - lay.margin.t - lay.margin.b
+        cell_w, cell_h = plot_w / len(lay.xaxis.categoryarray), plot_h / len(lay.yaxis.categoryarray)
+        assert lay.yaxis.scaleratio == pytest.approx(cell_h / cell_w, rel=0.01)  # the height is whole pixels
+        # At the planned width the grid fills the figure: square tiles of square tokens stay square.
+        assert cell_h * g.tile_rows == pytest.approx(cell_w * g.tile_cols, rel=0.02)
+    note = next(a for a in attention_overview(attn(2, 12, 1024), [f"t{i}" for i in range(1024)],
+                                              [f"t{i}" for i in range(1024)]).layout.annotations
+                if "downsampled" in a.text)
+    assert (note.xref, note.yref, note.y, note.yanchor) == ("x domain", "y domain", 0, "top")
+
+
 def test_grid_stays_within_the_cell_budget_at_1024_tokens_12x12_heads():
     g = plan_grid(12, 12, 1024, 1024, tile_px=(1100 - 160 - 11 * 6) / 12)
     assert g.downsampled and g.tile_rows == g.tile_cols <= 73  # at most the tile's pixels
