@@ -46,7 +46,8 @@ def drawn(ev, updates) -> set[str]:
     return {name for name, plot in ev.plots.items() if plot in updates}
 
 
-def tokens_in(ev, updates, name) -> str:
+def plot_json(ev, updates, name) -> str:
+    """The JSON a handler sent for one figure (by TAB_FIGURES name)."""
     return updates[ev.plots[name]].plot
 
 
@@ -87,9 +88,8 @@ def test_a_tab_opened_during_a_run_shows_that_run(page_events, monkeypatch):
     assert drawn(ev, opened) == {"overview", "large"}
     assert drawn(ev, result["out"]) == {"overview", "large"}  # not the attention tab it was clicked on
     # Each shows its own run: the overview's tokens are those of the sentence of that run.
-    assert json.loads(tokens_in(ev, opened, "overview")) != json.loads(tokens_in(ev, result["out"], "overview"))
-    assert tokens_in(ev, result["out"], "overview") == ev.plots_of(
-        {"overview": analysis_module.tab_figures(second, "overview")["overview"]})[ev.plots["overview"]].plot
+    assert json.loads(plot_json(ev, opened, "overview")) != json.loads(plot_json(ev, result["out"], "overview"))
+    assert plot_json(ev, result["out"], "overview") == events_module.plot(second.overview).plot
 
 
 def test_a_tab_drawn_while_a_run_ends_is_drawn_again_from_that_run(page_events, monkeypatch):
