@@ -10,7 +10,8 @@ signatures), their results the outputs in that order.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+import inspect
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import gradio as gr
@@ -30,12 +31,15 @@ from .session import AppContext, Session, build_session, get_model, load_session
 from .toggles import Toggles
 from .ui import HEAD_GROUPS, Page, example_choices
 from .views import View
-from .views.analysis import Shown, analyze, tab_figures
+from .views.analysis import FirstLook, Shown, analyze_in_steps, tab_figures
 from .views.importance import importance_view
 from .views.model import model_info
+from .views.output import NEXT_TOKEN_HEADERS
 from .views.positional import positional_view
 
 PRIVATE = dict(api_visibility="private")
+PREDICTING = "Attention drawn; computing the next-token predictions and the continuation…"
+NO_OUTPUTS = "The predictions could not be computed: see the message above."
 
 
 def plot(fig: Any) -> PlotData:
@@ -48,16 +52,33 @@ def frame(headers: list[str], rows: list[list[Any]]) -> pd.DataFrame:
 
 
 def reporting(handler: Callable) -> Callable:
-    """An exception in an `Events` handler becomes a warning and a message in the status line; nothing else
-    changes."""
+    """An `Events` handler computes with its share of the cores (explorer.app.cores), and an exception in it
+    becomes a warning and a message in the status line; nothing else changes (a handler that yields updates keeps
+    those it yielded before the error)."""
+    def failed(self: Any, err: Exception) -> dict:
+        message = user_message(err)
+        gr.Warning(message)
+        return {self.status: "⚠️ " + escape_md(message)}
+
+    if inspect.isgeneratorfunction(handler):
+        @functools.wraps(handler)
+        def steps(self: Any, *args: Any, **kwargs: Any) -> Iterator[dict]:
+            with self.ctx.cores.share() as use:
+                try:
+                    for update in handler(self, *args, **kwargs):
+                        yield update
+                        use()  # resumed, perhaps on another worker thread: its torch threads are its own
+                except Exception as err:  # noqa: BLE001 - every error becomes a message
+                    yield failed(self, err)
+        return steps
+
     @functools.wraps(handler)
-    def run(self: "Events", *args: Any, **kwargs: Any) -> dict:
-        try:
-            return handler(self, *args, **kwargs)
-        except Exception as err:  # noqa: BLE001 - every error becomes a message
-            message = user_message(err)
-            gr.Warning(message)
-            return {self.status: "⚠️ " + escape_md(message)}
+    def run(self: Any, *args: Any, **kwargs: Any) -> dict:
+        with self.ctx.cores.share():
+            try:
+                return handler(self, *args, **kwargs)
+            except Exception as err:  # noqa: BLE001 - every error becomes a message
+                return failed(self, err)
     return run
 
 
@@ -171,21 +192,42 @@ class Events:
                 window, encoder_heads_on, decoder_heads_on, cross_heads_on, kind, layer, head, sentence,
                 predict_after=-1, continue_tokens=DEFAULT_CONTINUATION, tab="attention", shown=None):
         """Run the model on the sentences; draw and send the figures of the visible tab (`tab` when it was clicked,
-        the one opened since if any; "all": every tab). `shown`: the page's views.analysis.Shown."""
+        the one opened since if any; "all": every tab). `shown`: the page's views.analysis.Shown.
+
+        Yields the updates: a language model's first (its attention drawn while its vocabulary head, predictions
+        and continuation are computed: half of a 1,024-token Run), then everything; other models', once."""
         loaded = get_model(session, self.ctx)
         heads = {"encoder": encoder_heads_on, "decoder": decoder_heads_on, "cross": cross_heads_on}
         toggles = toggles_from(padding_mask, causal_mask, custom_mask, blocked_position, window,
                                {k: heads[k] or [] for k in loaded.config.attention_kinds()})
         view = View(kind or "", int(layer or 0), int(head or 0), int(sentence or 1), whole_number(predict_after, -1))
         new_tokens = min(max(whole_number(continue_tokens, DEFAULT_CONTINUATION), 0), MAX_NEW_TOKENS)
-        with self.ctx.gate.hold(analysis_bytes(loaded, sentence1, sentence2, toggles, self.ctx.max_tokens)):
-            a = analyze(loaded, sentence1, sentence2, toggles, view, self.ctx.max_tokens, new_tokens)
         shown = shown if isinstance(shown, Shown) else Shown()
+        v, first = self.page.views, None  # first: (the tab the first look drew, its figures, tabs opened by then)
+        with self.ctx.gate.hold(analysis_bytes(loaded, sentence1, sentence2, toggles, self.ctx.max_tokens)):
+            try:
+                for step in analyze_in_steps(loaded, sentence1, sentence2, toggles, view, self.ctx.max_tokens,
+                                             new_tokens):
+                    if isinstance(step, FirstLook):
+                        drawn_tab = shown.visible_tab(tab)
+                        figures = step.figures(drawn_tab)
+                        first = (drawn_tab, set(figures), shown.opened)
+                        yield {self.status: "\n\n".join(filter(None, [step.status, PREDICTING])),
+                               v.output_md: PREDICTING, v.output_df: frame(NEXT_TOKEN_HEADERS, []),
+                               **self.plots_of(figures)}
+                    else:
+                        a = step
+            except Exception:
+                if first is not None:  # the output panel said its outputs were coming
+                    yield {v.output_md: NO_OUTPUTS}
+                raise
         shown.analysis = a
-        v = self.page.views
-        return {self.status: a.status, v.tokens_df: frame(*a.tokens), v.output_md: a.output_summary,
-                v.output_df: frame(a.output.headers, a.output.rows), self.page.kept: shown,
-                **self.plots_of(tab_figures(a, shown.visible_tab(tab)))}
+        tab_now = shown.visible_tab(tab)
+        figures = tab_figures(a, tab_now)
+        if first is not None and first[0] == tab_now and first[2] == shown.opened:
+            figures = {name: f for name, f in figures.items() if name not in first[1]}  # on the page already
+        yield {self.status: a.status, v.tokens_df: frame(*a.tokens), v.output_md: a.output_summary,
+               v.output_df: frame(a.output.headers, a.output.rows), self.page.kept: shown, **self.plots_of(figures)}
 
     def plots_of(self, figures: dict[str, Any]) -> dict:
         """{plot component: figure} for figures by name (views.analysis.TAB_FIGURES)."""

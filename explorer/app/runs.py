@@ -11,6 +11,7 @@ choosing their task's `suppress_ids`; a masked LM's output is the top fillers of
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +23,7 @@ from ..batching import pad_rows
 from ..checkpoints import LoadedModel
 from ..generate import Generation, generate
 from ..model.cache import DecoderCache
+from ..model.outputs import AttentionMasks
 from .errors import AppError
 from .inputs import PAD_LABEL, Inputs, TextCodec, answer_length, pad_id_of, row_mask
 from .limits import MAX_NEW_TOKENS
@@ -82,6 +84,18 @@ class Run:
     notices: list[str] = field(default_factory=list)
     ids: dict[str, list[list[int]]] = field(default_factory=dict)  # self-attention kind -> per sentence, the ids
     # its queries (= keys) read, unpadded: what head roles are scored on (explorer.interpret.roles)
+    rest: Callable[["Run | None"], None] | None = None  # what still fills `outputs` and `generations` (a language
+    # model read before its vocabulary head, see run_language_model); None once the run is complete
+
+    @property
+    def complete(self) -> bool:
+        return self.rest is None
+
+    def finish(self, baseline: "Run | None" = None) -> None:
+        """Compute what the run still lacks (its outputs); `baseline`: the finished baseline of a toggled run."""
+        if self.rest is not None:
+            rest, self.rest = self.rest, None
+            rest(baseline)
 
 
 FLOAT32_WEIGHTS_LIMIT = 64 * 1024**2  # bytes of one run's attention below which it is kept in float32
@@ -187,35 +201,49 @@ def answer(loaded: LoadedModel, codec: TextCodec, gen: Generation, b: int) -> Ge
 
 
 def run_language_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, toggles: Toggles,
-                       head_mask: dict | None, baseline: Run | None, new_tokens: int) -> Run:
-    """A causal LM reads the sentences as typed: attention over them, the next-token predictions at every position
-    (with the baseline's favourites rated, for a toggled run), and a greedy continuation of each sentence."""
+                       head_mask: dict | None, new_tokens: int) -> Run:
+    """A causal LM reads the sentences as typed: attention over them now; its outputs, the next-token predictions
+    at every position and a greedy continuation of each sentence, are left to `Run.finish` (the vocabulary head at
+    1,024 positions and the continuation take as long as drawing the attention, which need not wait for them)."""
     model = loaded.model
     src, real = inputs.padded(pad_id_of(loaded), model.device), inputs.key_mask(model.device)
     mask, notice = custom_mask(toggles, src.shape[1], model.device)
     # With the causal mask, the keys and values of this run are the continuation's too (the prompts are not rerun).
     prompts = DecoderCache(len(model.decoder.layers)) if toggles.causal and new_tokens > 0 else None
-    out = model(src, padding=toggles.padding, causal=toggles.causal, attn_mask=mask, head_mask=head_mask, key_mask=real,
-                weights_dtype=weights_dtype(loaded, *src.shape), cache=prompts)
-    favourites = None
-    if baseline is not None:
-        favourites = torch.stack([o.top_ids[:, 0] for o in baseline.outputs]).to(model.device)  # (B, T)
-    pred = lm.predictions(out.logits, src, real, TOP_K, favourites)
-    attentions = {"decoder": on_cpu(out.attentions.decoder)}
-    masks = full_masks(out.masks, attentions)
-    del out  # the logits (T x V floats: 200 MB for GPT-2 at 1,024 tokens) are not needed while generating
-    gens = generate_rows(loaded, inputs, toggles, head_mask, new_tokens, prompts)
-    del prompts
-    outputs = []
-    for b, (row, (gen, gb)) in enumerate(zip(inputs.rows, gens)):
-        n = len(row)
-        outputs.append(NextTokens(pred.top_ids[b, :n].cpu(), pred.top_probs[b, :n].cpu(),
-                                  pred.surprisal[b, : n - 1].cpu(),
-                                  None if favourites is None else pred.favourite_probs[b, :n].cpu(),
-                                  answer(loaded, codec, gen, gb)))
+    dec = model.decode(src, padding=toggles.padding, causal=toggles.causal, attn_mask=mask,
+                       head_mask=model.head_masks(head_mask).get("decoder"), key_mask=real,
+                       weights_dtype=weights_dtype(loaded, *src.shape), cache=prompts)
+    attentions = {"decoder": on_cpu(dec.self_attentions)}
     labels = inputs.padded_labels()
-    return Run(attentions, masks, {"decoder": labels}, {"decoder": labels}, outputs, gens,
-               notices=[notice] if notice else [], ids={"decoder": inputs.rows})
+    run = Run(attentions, full_masks(AttentionMasks(decoder=dec.self_mask), attentions), {"decoder": labels},
+              {"decoder": labels}, [], notices=[notice] if notice else [], ids={"decoder": inputs.rows})
+    hidden = dec.output  # (B, T, D) the last layer's output, before the vocabulary head
+    del dec
+
+    @torch.inference_mode()
+    def outputs(baseline: Run | None) -> None:
+        """The baseline's favourites rated (a toggled run), the predictions, the continuations."""
+        nonlocal prompts
+        favourites = None
+        if baseline is not None:  # (B, T): sentences of different lengths are padded (the padding rates id 0)
+            favourites = torch.zeros(src.shape, dtype=torch.long, device=model.device)
+            for b, out in enumerate(baseline.outputs):
+                favourites[b, : len(out.top_ids)] = out.top_ids[:, 0]
+        logits = model.generator.logits(hidden)  # (B, T, V): 200 MB for GPT-2 at 1,024 tokens, let go at once
+        pred = lm.predictions(logits, src, real, TOP_K, favourites)
+        del logits
+        gens = generate_rows(loaded, inputs, toggles, head_mask, new_tokens, prompts)
+        prompts = None
+        for b, (row, (gen, gb)) in enumerate(zip(inputs.rows, gens)):
+            n = len(row)
+            run.outputs.append(NextTokens(pred.top_ids[b, :n].cpu(), pred.top_probs[b, :n].cpu(),
+                                          pred.surprisal[b, : n - 1].cpu(),
+                                          None if favourites is None else pred.favourite_probs[b, :n].cpu(),
+                                          answer(loaded, codec, gen, gb)))
+        run.generations.extend(gens)
+
+    run.rest = outputs
+    return run
 
 
 def run_sequence_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, toggles: Toggles,
@@ -282,16 +310,20 @@ def takes_length(loaded: LoadedModel) -> bool:
 
 @torch.inference_mode()
 def run_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, toggles: Toggles, head_mask: dict | None,
-              baseline: Run | None = None, new_tokens: int | None = None) -> Run:
+              baseline: Run | None = None, new_tokens: int | None = None, later: bool = False) -> Run:
     """One full run under `toggles` (see the module docstring). A toggled run gets the `baseline` run, so it reads
     the same answer (sequence models) or rates the same favourites (language models, masked LMs). `new_tokens`: how
     many tokens a language model continues each sentence with, or a Hub encoder-decoder generates at most (default:
-    the task's own limit)."""
+    the task's own limit). `later`: a language model's outputs are left to `Run.finish(baseline)` (the attention
+    is ready first); other models' runs are complete at once."""
     if loaded.arch == "encoder":
         return run_encoder(loaded, inputs, toggles, head_mask, baseline)
     if is_language_model(loaded):
-        return run_language_model(loaded, codec, inputs, toggles, head_mask, baseline,
-                                  answer_length(loaded) if new_tokens is None else new_tokens)
+        run = run_language_model(loaded, codec, inputs, toggles, head_mask,
+                                 answer_length(loaded) if new_tokens is None else new_tokens)
+        if not later:
+            run.finish(baseline)
+        return run
     teacher = baseline.decoder_rows if baseline is not None else None
     # An encoder-decoder answers with at least one token; the date models keep their own answer length.
     length = None

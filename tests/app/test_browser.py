@@ -176,8 +176,8 @@ def test_switching_tab_draws_it_without_running_the_model(app_url, chromium_args
     import explorer.app.views.analysis as analysis
 
     runs = []
-    real = analysis.compare
-    monkeypatch.setattr(analysis, "compare", lambda *a, **k: runs.append(1) or real(*a, **k))
+    real = analysis.compare_in_steps
+    monkeypatch.setattr(analysis, "compare_in_steps", lambda *a, **k: runs.append(1) or real(*a, **k))
     with app_page(app_url, chromium_args) as page:
         page.locator("#text1 textarea").fill("lundi 3 mars 2025")
         before = len(runs)

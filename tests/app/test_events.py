@@ -1,19 +1,23 @@
 """The page's handlers called as Gradio calls them: which tab a Run draws when the person opens another tab while
-it runs (views.analysis.Shown)."""
+it runs (views.analysis.Shown), and a language model's Run in two steps (its attention first, then its outputs)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 
 import pytest
+import torch
 
 from explorer.app import events as events_module
+from explorer.app.errors import AppError
 from explorer.app.labels import head_labels
 from explorer.app.session import Session, get_model
 from explorer.app.toggles import Toggles
 from explorer.app.views import analysis as analysis_module
 from explorer.app.views.analysis import Shown
+from explorer.app.views.output import NEXT_TOKEN_HEADERS
 
 MODEL = "date-translator"
 DATE1, DATE2 = "samedi 21 novembre 2026", "3 May 2024"
@@ -35,8 +39,10 @@ def run(ev, text, tab, shown):
     """/analyze with every head on and the default masks."""
     kinds = get_model(Session(MODEL, "cpu"), ev.ctx).config.attention_kinds()
     enc, dec, cross = (head_labels(*kinds[k]) for k in ("encoder", "decoder", "cross"))
-    out = ev.analyze(Session(MODEL, "cpu"), text, "", True, True, "none", 0, 2, enc, dec, cross, "cross", 0, 0, 1,
-                     -1, 8, tab, shown)
+    steps = list(ev.analyze(Session(MODEL, "cpu"), text, "", True, True, "none", 0, 2, enc, dec, cross, "cross", 0,
+                            0, 1, -1, 8, tab, shown))
+    assert len(steps) == 1  # a translation model's Run is answered at once
+    out = steps[0]
     assert "No toggle" in out[ev.status], out[ev.status]
     return out
 
@@ -68,14 +74,14 @@ def test_a_tab_opened_during_a_run_shows_that_run(page_events, monkeypatch):
     run(ev, DATE1, "attention", shown)
     first = shown.analysis
     entered, release = threading.Event(), threading.Event()
-    real = events_module.analyze
+    real = events_module.analyze_in_steps
 
     def slow_analyze(*args, **kwargs):
         entered.set()
         assert release.wait(60)
-        return real(*args, **kwargs)
+        yield from real(*args, **kwargs)
 
-    monkeypatch.setattr(events_module, "analyze", slow_analyze)
+    monkeypatch.setattr(events_module, "analyze_in_steps", slow_analyze)
     result = {}
     worker = threading.Thread(target=lambda: result.update(out=run(ev, DATE2, "attention", shown)))
     worker.start()
@@ -123,3 +129,130 @@ def test_the_api_draws_the_tab_it_names():
     shown.tab = "rollout"
     assert shown.visible_tab("all") == "rollout"
 
+
+
+# ---------------------------------------------------------------------------------------- a language model's Run
+LM_TEXT = "The cat sat on the mat because the cat was tired"
+
+
+@pytest.fixture(scope="module")
+def lm_events(tmp_path_factory):
+    """Events of a page whose model is a tiny GPT-2 in the Hugging Face layout (an allowed folder)."""
+    transformers = pytest.importorskip("transformers")
+    from explorer.app.demo import starting_point
+    from explorer.app.events import Events
+    from explorer.app.registry import ModelRegistry
+    from explorer.app.session import AppContext
+    from explorer.app.ui import layout
+    from tests.importers.harness import VOCAB, byte_level_tokenizer, make_case
+
+    root = tmp_path_factory.mktemp("models")
+    config = transformers.GPT2Config(vocab_size=VOCAB, n_embd=48, n_head=6, n_layer=2, n_positions=64,
+                                     bos_token_id=0, eos_token_id=0)
+    make_case(transformers.GPT2LMHeadModel, config, byte_level_tokenizer(), root / "tiny-gpt2",
+              lambda hf, layer: hf.transformer.h[layer].attn.c_proj,
+              {"bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>", "add_bos_token": False})
+    ctx = AppContext(ModelRegistry(), allowed_dirs=(str(root),))
+    page = layout(starting_point(ctx, "tiny-gpt2", "cpu"), Session("tiny-gpt2", "cpu"))
+    with page.demo:
+        ev = Events(page, ctx)
+    return ev
+
+
+def lm_run(ev, tab, shown, heads_on=None):
+    """/analyze of the tiny GPT-2 as Gradio calls it: the handler's generator of updates, not yet started."""
+    labels = head_labels(2, 6)
+    return ev.analyze(Session("tiny-gpt2", "cpu"), LM_TEXT, "", True, True, "none", 0, 2, [],
+                      labels if heads_on is None else heads_on, [], "decoder", 1, 2, 1, -1, 3, tab, shown)
+
+
+def test_a_language_model_shows_its_attention_before_its_outputs(lm_events):
+    ev, shown = lm_events, Shown()
+    v, steps = ev.page.views, lm_run(ev, "overview", shown)
+    first = next(steps)
+    # The grid of the visible tab, while the vocabulary head, predictions and continuation are computed.
+    assert drawn(ev, first) == {"overview"} and shown.analysis is None
+    assert events_module.PREDICTING in first[ev.status] and first[v.output_md] == events_module.PREDICTING
+    assert first[v.output_df].empty and list(first[v.output_df].columns) == NEXT_TOKEN_HEADERS  # no stale rows
+    assert v.tokens_df not in first
+    (last,) = list(steps)
+    a = shown.analysis
+    # The figures on the page already are not sent again; they are the finished result's own.
+    assert drawn(ev, last) == {"large"} and last[ev.page.kept] is shown
+    assert plot_json(ev, first, "overview") == events_module.plot(a.overview).plot
+    assert "No toggle" in last[ev.status] and events_module.PREDICTING not in last[ev.status]
+    assert list(last[v.output_df].columns) == NEXT_TOKEN_HEADERS and len(last[v.output_df]) == 10
+    assert len(last[v.tokens_df]) == len(a.tokens[1])
+    # The same answer as a Run made in one step.
+    whole = analysis_module.analyze(get_model(Session("tiny-gpt2", "cpu"), ev.ctx), LM_TEXT, "", Toggles(),
+                                    analysis_module.View("decoder", 1, 2, 1), new_tokens=3)
+    assert a.output.rows == whole.output.rows and a.output.summary == whole.output.summary
+    assert events_module.plot(a.overview).plot == events_module.plot(whole.overview).plot
+
+
+def test_the_end_of_a_run_draws_what_its_first_look_could_not(lm_events):
+    """The attention tab's first look has the four heatmaps; the surprisal chart needs the outputs and comes last.
+    With a head switched off, the toggled run rates the baseline's favourites in the second step."""
+    ev, shown = lm_events, Shown()
+    on = [label for label in head_labels(2, 6) if label != "L1 H2"]
+    steps = lm_run(ev, "attention", shown, heads_on=on)
+    assert drawn(ev, next(steps)) == {"mask", "head", "baseline", "difference"}
+    (last,) = list(steps)
+    assert drawn(ev, last) == {"surprisal"}
+    assert "p = " in last[ev.page.views.output_md] and "with the toggles p = " in last[ev.page.views.output_md]
+
+
+def test_a_tab_opened_after_the_first_look_is_drawn_whole_at_the_end(lm_events):
+    """The person opens "All heads" and comes back to "Attention" between the two steps: the tab then showed an
+    older Run (or nothing), so the end of the Run draws all of the tab, not only what the first look lacked."""
+    ev, shown = lm_events, Shown()
+    steps = lm_run(ev, "attention", shown)
+    assert drawn(ev, next(steps)) == {"mask", "head", "baseline", "difference"}
+    ev.show_tab("overview", shown)
+    ev.show_tab("attention", shown)
+    (last,) = list(steps)
+    assert drawn(ev, last) == {"mask", "head", "baseline", "difference", "surprisal"}
+
+
+def test_an_error_after_the_first_look_becomes_the_status_line(lm_events, monkeypatch):
+    ev, shown = lm_events, Shown()
+    real = events_module.analyze_in_steps
+
+    def fails_after_the_first_look(*args, **kwargs):
+        steps = real(*args, **kwargs)
+        yield next(steps)
+        raise AppError("the vocabulary head ran out of memory")
+
+    monkeypatch.setattr(events_module, "analyze_in_steps", fails_after_the_first_look)
+    updates = list(lm_run(ev, "overview", shown))
+    assert len(updates) == 3 and drawn(ev, updates[0]) == {"overview"}
+    # The output panel no longer says its predictions are coming, and the status line says why.
+    assert updates[1] == {ev.page.views.output_md: events_module.NO_OUTPUTS}
+    assert updates[2] == {ev.status: "⚠️ the vocabulary head ran out of memory"} and shown.analysis is None
+
+
+def test_each_step_of_a_run_computes_with_the_requests_share_of_the_cores(lm_events, monkeypatch):
+    """Gradio may resume a Run on another worker thread: its torch threads are set again there (app.cores)."""
+    from explorer.app.cores import CoreShare
+
+    ev, shown, seen = lm_events, Shown(), []
+    real = events_module.analyze_in_steps
+
+    def recording(*args, **kwargs):
+        for step in real(*args, **kwargs):
+            seen.append(torch.get_num_threads())
+            yield step
+
+    monkeypatch.setattr(events_module, "analyze_in_steps", recording)
+    monkeypatch.setattr(ev, "ctx", dataclasses.replace(ev.ctx, cores=CoreShare(2, shared=True)))
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        steps = lm_run(ev, "overview", shown)
+        next(steps)  # on this thread
+        worker = threading.Thread(target=lambda: list(steps))  # the rest on another one, which has 1 thread
+        worker.start()
+        worker.join(60)
+        assert seen == [2, 2] and shown.analysis is not None
+    finally:
+        torch.set_num_threads(before)

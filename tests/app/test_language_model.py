@@ -140,3 +140,35 @@ def test_head_tabs_on_a_hub_language_model(gpt):
     n = len(loaded.tokenizer.encode("The dog").ids)
     with pytest.raises(AppError, match=f"Sentence 1 has {ids.shape[1]} tokens and sentence 2 has {n}:"):
         patching_view(loaded, TEXT, "The dog", "", "", 128)
+
+
+def test_compare_in_steps_hands_over_the_attention_before_the_outputs(gpt, app):
+    """A language model's comparison comes twice: attention only (outputs pending), then complete; the finished
+    runs hold the same attention and the same outputs as a comparison made in one go."""
+    from explorer.app.compare import compare_in_steps
+
+    _, loaded, _ = gpt
+    heads = app.all_heads(loaded)
+    off = app.toggles({"decoder": [h for h in heads["decoder"] if h != "L1 H0"]})
+    steps = compare_in_steps(loaded, TEXT, "A dog ran", off, 128, new_tokens=3)
+    early = next(steps)
+    assert not early.complete and early.baseline.outputs == [] and early.toggled.outputs == []
+    attention = early.toggled.attentions["decoder"]
+    assert len(attention) == 2 and attention[1][:, 0].sum() > 0
+    (done,) = list(steps)
+    assert done is early and done.complete and done.toggled.attentions["decoder"] is attention
+    whole = compare(loaded, TEXT, "A dog ran", off, 128, new_tokens=3)
+    for mine, theirs in zip(done.toggled.outputs, whole.toggled.outputs):
+        assert torch.equal(mine.top_ids, theirs.top_ids) and torch.equal(mine.favourite_probs, theirs.favourite_probs)
+        assert mine.continuation == theirs.continuation
+    for a, b in zip(attention, whole.toggled.attentions["decoder"]):
+        assert torch.equal(a, b)
+    assert len(done.toggled.generations) == 2
+
+
+def test_other_models_compare_in_one_step(app):
+    from explorer.app.compare import compare_in_steps
+
+    _, loaded = app.build("encoder-decoder")
+    (only,) = list(compare_in_steps(loaded, app.DATE1, None, app.toggles(), 128))
+    assert only.complete and only.baseline.outputs

@@ -1,17 +1,21 @@
-"""Everything /analyze shows. The runs are reduced at once to what each tab draws (one head's matrices, the
-overview's pooled tiles, the head-averaged attention for rollout, the generation steps of the chosen head, the
-output table) and the full attention is let go; each tab's figures are drawn on first access. So a result kept
-for the session is small, and switching tab draws from it without running the model again.
+"""Everything /analyze shows. The runs are reduced to what each tab draws (one head's matrices, the overview's
+pooled tiles, the head-averaged attention for rollout, the generation steps of the chosen head, the output
+table) and the full attention is let go; each tab's figures are drawn on first access. So a result kept for the
+session is small, and switching tab draws from it without running the model again.
+
+A language model's outputs come after its attention (`compare_in_steps`): `first_look` draws the visible tab's
+attention figures from the reductions made so far, and the Analysis reuses them once the outputs are known.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from functools import cached_property
 
 import plotly.graph_objects as go
 
 from ...checkpoints import LoadedModel
-from ..compare import Comparison, compare
+from ..compare import Comparison, compare, compare_in_steps
 from ..errors import escape_md
 from ..inputs import token_table
 from ..limits import MAX_TOKENS
@@ -28,16 +32,38 @@ TAB_FIGURES = {"attention": ("mask", "head", "baseline", "difference", "surprisa
                "generation": ("generation_self", "generation_cross"), "rollout": ("rollout",)}
 
 
-class Analysis:
+class Reductions:
+    """The runs' attention reduced to what each tab draws, each reduction made once, when first asked for."""
+
     def __init__(self, cmp: Comparison, view: View):
-        self.view = view = view.fitted(attention_kinds(cmp.toggled), len(cmp.inputs.rows))
+        self.cmp = cmp
+        self.view = view.fitted(attention_kinds(cmp.toggled), len(cmp.inputs.rows))
+
+    @cached_property
+    def attention(self):
+        return attention_inputs(self.cmp, self.view)
+
+    @cached_property
+    def overview(self):
+        return overview_inputs(self.cmp, self.view)
+
+    @cached_property
+    def rollout(self):
+        return rollout_inputs(self.cmp, self.view)
+
+
+class Analysis:
+    def __init__(self, cmp: Comparison, view: View, reduced: Reductions | None = None):
+        """`reduced`: the reductions a first look already made of this comparison (reused, not made again)."""
+        reduced = reduced if reduced is not None and reduced.cmp is cmp else Reductions(cmp, view)
+        self.view = view = reduced.view
         notes = ["⚠️ " + escape_md(n) for n in cmp.notices] + ([NO_TOGGLE] if cmp.no_toggle else [])
         self.status = "\n\n".join(notes)  # Markdown: notices about the input and masks, whether anything is toggled
         self.tokens = token_table(cmp.inputs)
         self.output = output_table(cmp, view)
-        self._attention = attention_inputs(cmp, view)
-        self._overview = overview_inputs(cmp, view)
-        self._rollout = rollout_inputs(cmp, view)
+        self._attention = reduced.attention
+        self._overview = reduced.overview
+        self._rollout = reduced.rollout
         self._generation = generation_inputs(cmp, view)
         self._surprisal = surprisal_inputs(cmp, view)
 
@@ -73,6 +99,41 @@ def analyze(loaded: LoadedModel, text1: str | None, text2: str | None, toggles: 
     return Analysis(compare(loaded, text1, text2, toggles, max_tokens, new_tokens), view or View())
 
 
+class FirstLook:
+    """A comparison whose attention is known and outputs are not yet: what the page can show already."""
+
+    def __init__(self, cmp: Comparison, view: View):
+        self.reduced = Reductions(cmp, view)
+        self.status = "\n\n".join("⚠️ " + escape_md(n) for n in cmp.notices)
+
+    def figures(self, tab: str) -> dict[str, go.Figure]:
+        """The figures of `tab` (a TAB_FIGURES name) that need only the attention, by name (none for "all": the API
+        waits for the whole result)."""
+        r = self.reduced
+        if tab == "attention":
+            f = attention_figures(r.attention)
+            return dict(mask=f.mask, head=f.head, baseline=f.baseline, difference=f.difference)
+        if tab == "overview":  # the grid alone: the chosen head's 1,024 x 1,024 view below it would delay it by ~2 s
+            return dict(overview=overview_figure(r.overview))
+        if tab == "rollout":
+            return dict(rollout=rollout_figure(r.rollout))
+        return {}
+
+
+def analyze_in_steps(loaded: LoadedModel, text1: str | None, text2: str | None, toggles: Toggles,
+                     view: View | None = None, max_tokens: int = MAX_TOKENS,
+                     new_tokens: int | None = None) -> Iterator[FirstLook | Analysis]:
+    """`analyze`, handing over a FirstLook before a language model's outputs are computed; ends with the
+    Analysis, which reuses the first look's reductions."""
+    view, first = view or View(), None
+    for cmp in compare_in_steps(loaded, text1, text2, toggles, max_tokens, new_tokens):
+        if not cmp.complete:
+            first = FirstLook(cmp, view)
+            yield first
+        else:
+            yield Analysis(cmp, view, first.reduced if first is not None else None)
+
+
 class Shown:
     """What one page shows, kept per session in a gr.State and changed in place by its events: the last Run's
     Analysis and the tab last opened.
@@ -85,6 +146,7 @@ class Shown:
     def __init__(self) -> None:
         self.analysis: Analysis | None = None
         self.tab: str | None = None  # None until a tab is opened (the API never opens one)
+        self.opened = 0  # tabs opened so far: a Run's first look stands only if none was opened since
 
     def visible_tab(self, clicked: str | None) -> str:
         """The tab a Run draws: the one opened last, else the one it was clicked on (API: "all" for every tab)."""
@@ -93,6 +155,7 @@ class Shown:
     def open(self, tab: str) -> dict[str, go.Figure]:
         """`tab` was opened: its figures, from the newest Analysis ({} before the first Run has ended)."""
         self.tab = tab
+        self.opened += 1
         while (a := self.analysis) is not None:
             figures = tab_figures(a, tab)
             if self.analysis is a:  # no Run ended while drawing, else draw from the newer one

@@ -94,6 +94,9 @@ def embedding_table(pairs: list[tuple[Embedding, Embedding]]) -> OutputTable:
     return OutputTable(["comparison", "baseline", "toggled"], rows, summary, changed)
 
 
+NEXT_TOKEN_HEADERS = ["#", "rank", "next token (baseline)", "p baseline", "next token (toggled)", "p toggled"]
+
+
 def next_token_table(pairs: list[tuple[NextTokens, NextTokens]], codec: TextCodec, labels: list[list[str]],
                      view: View) -> OutputTable:
     """Top 10 after the chosen position, baseline vs toggled; the summary says how the baseline's favourite fared
@@ -117,8 +120,7 @@ def next_token_table(pairs: list[tuple[NextTokens, NextTokens]], codec: TextCode
         changed |= base.top_ids[p, 0] != tog.top_ids[p, 0] or base.continuation.ids != tog.continuation.ids
     lines.append("**The toggles changed the prediction.**" if changed else
                  "The top prediction and the continuation are the same with and without the toggles.")
-    return OutputTable(["#", "rank", "next token (baseline)", "p baseline", "next token (toggled)", "p toggled"], rows,
-                       "\n\n".join(lines), bool(changed))
+    return OutputTable(NEXT_TOKEN_HEADERS, rows, "\n\n".join(lines), bool(changed))
 
 
 def filler_table(pairs: list[tuple[MaskFillers, MaskFillers]]) -> OutputTable:
