@@ -27,8 +27,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="a folder whose model sub-folders may be loaded by name in the UI (repeatable)")
     p.add_argument("--concurrency", type=int, default=4, help="requests run at the same time")
     p.add_argument("--threads", type=int, default=None,
-                   help="torch threads per process (default: 1 on machines with up to 4 cores, where "
-                        "concurrent small-model requests run much faster single-threaded)")
+                   help="torch threads of every request (default: the cores, up to 4, else half of them, shared "
+                        "among the requests running at once: one request alone computes with all of them)")
     p.add_argument("--max-tokens", type=int, default=1024, metavar="N",
                    help="tokens of one input, at most (a model with a shorter context reads less); default 1024")
     p.add_argument("--model-memory", type=float, default=4.0, metavar="GB",
@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> None:
 
     demo = build_demo(allowed_dirs=args.allow_dir, device=args.device, checkpoint=args.checkpoint,
                       max_tokens=args.max_tokens, model_memory=int(args.model_memory * 1024**3),
-                      request_memory=int(args.request_memory * 1024**3))
+                      request_memory=int(args.request_memory * 1024**3), threads=args.threads)
     queue(demo, args.concurrency)
     demo.launch(server_name=args.host, server_port=args.port, share=args.share, inbrowser=args.inbrowser,
                 prevent_thread_lock=True, **launch_kwargs())

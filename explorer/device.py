@@ -43,15 +43,12 @@ def describe_devices() -> str:
 
 
 def server_torch_threads(requested: int | None = None, cores: int | None = None) -> int:
-    """torch threads for the app: `requested`, else 1 on machines with up to 4 cores, else half the cores.
-
-    With up to 4 cores, concurrent small-model requests finish sooner single-threaded than fighting
-    over the cores with 2+ threads each.
-    """
+    """The most torch threads one request of the app uses: `requested`, else every core on machines with up to 4
+    cores, else half of them. Requests running at once share them (explorer.app.cores)."""
     if requested:
         return int(requested)
     cores = cores or os.cpu_count() or 1
-    return 1 if cores <= 4 else cores // 2
+    return cores if cores <= 4 else cores // 2
 
 
 def single_thread_numpy_blas() -> None:

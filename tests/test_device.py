@@ -24,7 +24,7 @@ def test_server_torch_threads():
     from explorer.device import server_torch_threads
 
     assert server_torch_threads(3) == 3
-    assert server_torch_threads(None, cores=2) == server_torch_threads(None, cores=4) == 1
+    assert server_torch_threads(None, cores=2) == 2 and server_torch_threads(None, cores=4) == 4
     assert server_torch_threads(None, cores=16) == 8
 
 

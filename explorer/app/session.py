@@ -18,6 +18,7 @@ import torch
 from ..checkpoints import CheckpointError, LoadedModel
 from ..device import available_devices, pick_device
 from .build import BuildSpec, build_config, build_model
+from .cores import CoreShare
 from .errors import AppError
 from .limits import MAX_LOAD_PARAMETERS, MAX_TOKENS, check_model_name
 from .memory import MemoryGate
@@ -56,6 +57,7 @@ class AppContext:
     allowed_dirs: tuple[str, ...] = ()  # folders whose model sub-folders the page may load
     max_tokens: int = MAX_TOKENS  # tokens of one input, at most (the model's own limit may be lower)
     gate: MemoryGate = field(default_factory=MemoryGate)  # /analyze requests at once, within --request-memory
+    cores: CoreShare = field(default_factory=CoreShare)  # torch threads of each request (--threads)
 
 
 def default_source() -> str:

@@ -1,0 +1,63 @@
+"""The cores a request computes with (explorer.app.cores): all of them alone, a share when others run, set for
+the request's own thread only."""
+
+from __future__ import annotations
+
+import threading
+
+import torch
+
+from explorer.app.cores import CoreShare
+
+
+def in_thread(fn):
+    result = {}
+    worker = threading.Thread(target=lambda: result.update(value=fn()))
+    worker.start()
+    worker.join(30)
+    return result["value"]
+
+
+def test_a_request_alone_gets_every_core_and_shares_them_with_the_ones_that_join():
+    cores = CoreShare(4, shared=True)
+    with cores.share() as use:
+        assert torch.get_num_threads() == 4
+        with cores.share() as second:
+            assert second() == 2 and torch.get_num_threads() == 2
+            with cores.share() as third:
+                assert third() == 1
+            assert use() == 2  # the third one ended
+        assert use() == 4 and torch.get_num_threads() == 4
+    assert cores.threads() == 4
+
+
+def test_a_fixed_count_is_kept_whatever_runs():
+    cores = CoreShare(3)
+    with cores.share(), cores.share() as use:
+        assert use() == 3
+
+
+def test_the_count_is_the_calling_threads_own():
+    """OpenMP's thread count belongs to the thread that sets it: a request's share changes no other thread's."""
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+
+        def request() -> int:
+            with CoreShare(2, shared=True).share():
+                return torch.get_num_threads()
+
+        assert in_thread(request) == 2 and torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_a_request_that_fails_is_no_longer_counted():
+    cores = CoreShare(2, shared=True)
+    try:
+        with cores.share():
+            raise ValueError("boom")
+    except ValueError:
+        pass
+    with cores.share() as use:
+        assert use() == 2
