@@ -130,21 +130,28 @@ def role_scores(attentions: Tensor | Sequence[Tensor], ids: Tensor, *, key_mask:
     n_allowed = allowed.sum(-1)  # (B, T)
     real_query = torch.ones(B, T, dtype=torch.bool, device=ids.device) if key_mask is None else key_mask.bool()
     patterns = role_patterns(ids, window)
-    counted, weights = [], []
+    counted, predicted_keys = [], []
     for role in roles:
         predicted = patterns[role] & allowed  # (B, T, T)
         n_predicted = predicted.sum(-1)  # (B, T)
         rows = real_query & (n_predicted > 0) & (n_predicted < n_allowed)  # (B, T) query rows that count
         counted.append(rows.float())
-        weights.append((predicted & rows[..., None]).float().view(B, T * T))
+        predicted_keys.append(predicted & rows[..., None])
     counted_rows = torch.stack(counted, -1)  # (B, T, R)
-    predicted_keys = torch.stack(weights, -1)  # (B, T*T, R): 1 on the predicted keys of counted rows
-    # One pass over each layer's attention serves every role: (B, H, T*T) @ (B, T*T, R).
+    # The predicted keys are few (about T per role, and each pair of equal tokens): per sequence, their
+    # (query, key) positions and a (N, R) one-hot of their role, so each layer is gathered there, not read whole.
+    where, one_hot = [], []  # per sequence: (N, 2) (query, key) positions, (N, R) their roles
+    for b in range(B):
+        found = [torch.nonzero(keys[b]) for keys in predicted_keys]  # per role (N_r, 2)
+        role = torch.repeat_interleave(torch.arange(len(roles), device=device),
+                                       torch.tensor([len(f) for f in found], device=device))
+        where.append(torch.cat(found))
+        one_hot.append(torch.nn.functional.one_hot(role, len(roles)).float())
     total, on_role = [], []
-    for a in layers:
-        a = a.float()  # one layer at a time
-        total.append(a.sum(-1) @ counted_rows)  # (B, H, R) attention of the counted rows (row sums)
-        on_role.append(a.reshape(B, H, T * T) @ predicted_keys)  # (B, H, R) ... on their predicted keys
+    for a in layers:  # one layer at a time, read in its own dtype (a float16 run is never copied to float32)
+        total.append(a.sum(-1, dtype=torch.float32) @ counted_rows)  # (B, H, R) attention of the counted rows
+        on_role.append(torch.stack([a[b][:, w[:, 0], w[:, 1]].float() @ h  # (H, R) ... on their predicted keys
+                                    for b, (w, h) in enumerate(zip(where, one_hot))]))
     total, on_role = torch.stack(total), torch.stack(on_role)  # (L, B, H, R)
     per_sequence = on_role / total.clamp_min(torch.finfo(total.dtype).tiny)
     defined = (total > 0).float()  # a sequence without counted rows (or with all-zero rows) has no score

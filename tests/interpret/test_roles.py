@@ -100,6 +100,29 @@ def test_matches_transformerlens_mul_score_on_the_rows_it_counts():
         assert role_scores([a], ids)["induction"][0, h].item() == pytest.approx(tl.item(), abs=1e-6)
 
 
+def test_a_long_float16_run_scores_as_the_whole_pattern_formula_in_float32():
+    """Scores gather the predicted keys (a few per query) instead of reading a dense pattern: on a long text
+    with many repeated tokens, per role, the same as sum(A * P) / sum(A) over the counted rows, computed densely
+    in float64, for float32 attention and for the float16 a long app run keeps."""
+    torch.manual_seed(2)
+    n = 300
+    ids = torch.randint(0, 40, (n,))  # ~7 copies of each token: thousands of duplicate / induction pairs
+    a = torch.rand(2, 3, n, n).tril() ** 8
+    a = a / a.sum(-1, keepdim=True)
+    patterns = role_patterns(ids[None])
+    allowed = allowed_keys(ids[None])[0]
+    fast32, fast16 = role_scores(list(a[:, None]), ids), role_scores(list(a[:, None].half()), ids)
+    for role in ROLES:
+        predicted = patterns[role][0] & allowed
+        rows = (predicted.sum(-1) > 0) & (predicted.sum(-1) < allowed.sum(-1))
+        for layer in range(2):
+            for head in range(3):
+                w = a[layer, head].double()[rows]
+                want = (w * predicted[rows]).sum() / w.sum()
+                assert fast32[role][layer, head].item() == pytest.approx(want.item(), abs=1e-6), role
+                assert fast16[role][layer, head].item() == pytest.approx(want.item(), abs=2e-3), role
+
+
 def test_roles_without_a_defined_row_are_nan():
     ids = torch.tensor([1, 2, 3, 4])  # no repeated token
     s = role_scores(stacked(uniform_causal(4)), ids)
