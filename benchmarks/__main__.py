@@ -107,7 +107,7 @@ def runners() -> dict[str, Callable[..., dict[str, Any]]]:
         from benchmarks.app_memory import TINY_APP
         quick = kw.pop("quick", False)
         return app_bench.click_to_redraw_long(**kw, shape=TINY_APP if quick else None,
-                                              threads=(None,) if quick else (None, 2))
+                                              threads=(None,) if quick else (None, 1))
 
     def memory(**kw: Any) -> dict[str, Any]:
         from benchmarks import app_memory

@@ -160,7 +160,7 @@ def hub_lm_section(lm: dict[str, Any] | None) -> list[str]:
 def threads_label(row: dict[str, Any]) -> str:
     n = row.get("torch_threads")
     if row.get("threads_flag") is None:
-        return f"{n} (the app's default here)" if n else "the app's default"
+        return f"{n} shared by the requests running at once (the app's default here)" if n else "the app's default"
     return f"{n} (--threads {row['threads_flag']})"
 
 
@@ -173,12 +173,17 @@ def long_inputs_section(res: dict[str, Any]) -> list[str]:
     if app_long:
         L += [f"*Click -> overview redrawn*: `python app.py` with {app_long.get('model', '')}, loaded from an allowed "
               "folder (the Hub path), *All heads* tab, from the click on Run until the overview holds new data and "
-              "two frames have passed (the server runs the model, draws the tab and Gradio sends it).", ""]
+              "two frames have passed (the server runs the model, draws the tab and Gradio sends it). A language "
+              "model's Run comes in two steps: the overview as soon as the attention is known, then the vocabulary "
+              "head, next-token tables and continuation; *outputs shown* is the click until the output summary "
+              "shows them.", ""]
         if _skip(app_long):
             L += [f"Skipped: {_skip(app_long)}", ""]
         else:
-            L += _table(["tokens", "torch threads", "click -> overview redrawn", "overview rows", "runs"],
+            L += _table(["tokens", "torch threads", "click -> overview redrawn", "click -> outputs shown",
+                         "overview rows", "runs"],
                         [[r["tokens"], threads_label(r), f"{r['click_to_overview_drawn_ms']:,.0f} ms",
+                          f"{r['click_to_outputs_shown_ms']:,.0f} ms" if "click_to_outputs_shown_ms" in r else "-",
                           r["overview_rows"], r["repeats"]] for r in app_long.get("by_tokens", [])])
     if mem:
         L += [f"*Peak memory*: {mem.get('what', '')} {mem.get('model', '')}; goal {mem.get('goal_mb')} MB above the "
