@@ -67,3 +67,36 @@ def test_language_model_end_to_end(lm_app, chromium_path, chromium_args):
         assert self_width > 0.9 * row_width, (self_width, row_width)
         assert "Traceback" not in page.content()
     assert errors == [], errors
+
+
+def test_a_run_draws_the_attention_before_the_predictions(lm_app, chromium_path, chromium_args, monkeypatch):
+    """The two steps of a language model's Run on the page: with the vocabulary head's step held back, the new
+    heatmap is on the page while the output panel says the predictions are coming (no stale table), then they
+    arrive."""
+    import threading
+
+    from explorer import lm
+
+    real, release = lm.predictions, threading.Event()
+
+    def held(*args, **kwargs):
+        assert release.wait(60)
+        return real(*args, **kwargs)
+
+    with opened(lm_app, chromium_path, chromium_args) as (page, errors):
+        page.wait_for_function(f"() => ({TEXT_JS})('output-summary').includes('the model expects')", timeout=60_000)
+        monkeypatch.setattr(lm, "predictions", held)
+        page.locator("#text2 textarea").fill("")
+        page.locator("#text1 textarea").fill("A dog ran to the park")
+        page.evaluate("() => { window.oldHead = document.querySelector('#head-plot .js-plotly-plot').data[0]; }")
+        page.locator("#run").click()
+        page.wait_for_function("() => { const gd = document.querySelector('#head-plot .js-plotly-plot');"
+                               " return gd && gd.data && gd.data[0] !== window.oldHead; }", timeout=60_000)
+        head = page.evaluate("() => JSON.stringify(document.querySelector('#head-plot .js-plotly-plot').layout)")
+        assert '"ran"' in head and '"par"' in head  # this Run's tokens
+        assert "computing the next-token predictions" in page.evaluate(TEXT_JS, "output-summary")
+        assert page.evaluate(ROWS_JS, "output-table") == []
+        release.set()
+        page.wait_for_function(f"() => ({TEXT_JS})('output-summary').includes('the model expects')", timeout=60_000)
+        assert len(page.evaluate(ROWS_JS, "output-table")) == 10
+        assert not errors
