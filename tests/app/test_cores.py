@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 
+import numpy as np
 import torch
 
 from explorer.app.cores import CoreShare
@@ -61,3 +62,26 @@ def test_a_request_that_fails_is_no_longer_counted():
         pass
     with cores.share() as use:
         assert use() == 2
+
+
+def test_a_share_changes_the_numbers_only_in_their_last_bits(app):
+    """A request alone computes with more threads than one among others; float32 kernels then sum in another
+    order, so the same Run may differ by rounding, never by more (the answers shown are the same)."""
+    from explorer.app.toggles import Toggles
+    from explorer.app.views import View
+
+    _, loaded = app.build("encoder", d_model=64, n_heads=4, d_ff=256)
+    before = torch.get_num_threads()
+    runs = []
+    try:
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            runs.append(app.analyze(loaded, "the quick brown fox jumps over the lazy dog " * 6, app.DATE1,
+                                    Toggles(padding=True, causal=True, custom="local window", window=2),
+                                    View("encoder", 1, 2, 2)))
+    finally:
+        torch.set_num_threads(before)
+    one, two = runs
+    np.testing.assert_allclose(one._attention.toggled.weights, two._attention.toggled.weights, atol=1e-6)
+    np.testing.assert_allclose(one._rollout.mean, two._rollout.mean, atol=1e-6)
+    assert one.output.rows == two.output.rows and one.tokens == two.tokens

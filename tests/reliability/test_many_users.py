@@ -3,6 +3,11 @@ app's named endpoints, with different sentences, head toggles, masks and views. 
 response identical to what a single client gets for the same inputs (no cross-talk between sessions:
 status, token and output tables, and the Plotly JSON of every figure). Two of the clients switch their
 own session to a freshly built model first; the others must not notice. Prints p50 / p95 latency.
+
+The app runs with a fixed torch thread count here: by default a request computes with its share of the cores
+(explorer.app.cores), and a different thread count changes float32 results in their last bits (MKL's kernels
+sum in another order), which would make a byte-for-byte comparison fail without any cross-talk;
+tests/app/test_cores.py bounds that difference.
 """
 
 from __future__ import annotations
@@ -62,7 +67,7 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def test_many_concurrent_clients_no_cross_talk(model_root, launch):
-    _demo, url = launch(checkpoint=str(model_root / "bpe-encoder"), allowed_dirs=[str(model_root)])
+    _demo, url = launch(checkpoint=str(model_root / "bpe-encoder"), allowed_dirs=[str(model_root)], threads=1)
 
     # Reference answers: one client alone, one request at a time (default model and a built model).
     single = gradio_client.Client(url, verbose=False)
