@@ -82,6 +82,11 @@ def reporting(handler: Callable) -> Callable:
     return run
 
 
+def is_skip(value: Any) -> bool:
+    """Whether an update leaves its component as it is (gr.skip())."""
+    return isinstance(value, dict) and value == gr.skip()
+
+
 def whole_number(value: Any, default: int) -> int:
     """A page number field's value as an int (empty -> default); AppError for anything else."""
     if value is None or value == "":
@@ -228,6 +233,20 @@ class Events:
             figures = {name: f for name, f in figures.items() if name not in first[1]}  # on the page already
         yield {self.status: a.status, v.tokens_df: frame(*a.tokens), v.output_md: a.output_summary,
                v.output_df: frame(a.output.headers, a.output.rows), self.page.kept: shown, **self.plots_of(figures)}
+        # Gradio ends a generator's event by sending its last yield's values once more (process_completed): a last
+        # update that changes nothing makes that message a no-op for the page instead of a second copy of every
+        # figure to receive and draw (API clients read that message: /analyze is `analyze_at_once`).
+        yield {self.status: gr.skip()}
+
+    def analyze_at_once(self, *args: Any, **kwargs: Any) -> dict:
+        """/analyze for API clients: the page's Run (`analyze`) with its updates merged into one answer. A client
+        reads the event's closing message, which the page's Run leaves empty (see there)."""
+        merged: dict = {}
+        for update in self.analyze(*args, **kwargs):
+            merged.update((c, value) for c, value in update.items() if not is_skip(value))
+        return merged
+
+    analyze_at_once.__signature__ = inspect.signature(analyze)  # type: ignore[attr-defined]  # the API's names
 
     def plots_of(self, figures: dict[str, Any]) -> dict:
         """{plot component: figure} for figures by name (views.analysis.TAB_FIGURES)."""
@@ -298,8 +317,8 @@ class Events:
         loaded = m.load_btn.click(self.load_model, [m.source, m.custom_source, m.device_in], self.model_outputs,
                                   api_name="load_model")
         built = m.build_btn.click(self.build_model, build_inputs, self.model_outputs, api_name="build_model")
-        i.run_btn.click(self.analyze, self.analysis_inputs, self.analysis_outputs, api_name="analyze",
-                        **self.run_progress)
+        i.api_run.click(self.analyze_at_once, self.analysis_inputs, self.analysis_outputs, api_name="analyze")
+        i.run_btn.click(self.analyze, self.analysis_inputs, self.analysis_outputs, **self.run_progress, **PRIVATE)
         v.pe_btn.click(self.positional, self.pe_inputs, self.pe_outputs, api_name="positional")
         self.heads.wire()
         v.imp_btn.click(self.importance, [page.session, i.text1, i.text2, c.padding, c.causal, c.custom,

@@ -103,6 +103,8 @@ def input_rows(start: Start) -> SimpleNamespace:
             ex2 = gr.Dropdown(example_choices(examples, "sentence 2"), value="", show_label=False, container=False,
                               elem_id="ex2", elem_classes="examples")
         run_btn = gr.Button("Run", variant="primary", scale=1, min_width=90, elem_id="run")
+        # /analyze for API clients: the whole result in one answer (the page's Run streams it, explorer.app.events)
+        api_run = gr.Button(visible=False)
     status = gr.Markdown(elem_id="status")
     return named(locals())
 

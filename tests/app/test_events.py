@@ -7,6 +7,7 @@ import dataclasses
 import json
 import threading
 
+import gradio as gr
 import pytest
 import torch
 
@@ -41,7 +42,9 @@ def run(ev, text, tab, shown):
     enc, dec, cross = (head_labels(*kinds[k]) for k in ("encoder", "decoder", "cross"))
     steps = list(ev.analyze(Session(MODEL, "cpu"), text, "", True, True, "none", 0, 2, enc, dec, cross, "cross", 0,
                             0, 1, -1, 8, tab, shown))
-    assert len(steps) == 1  # a translation model's Run is answered at once
+    # A translation model's Run is answered at once; the empty update after it keeps Gradio's closing message
+    # (which repeats the last update's values) from sending and drawing everything twice.
+    assert len(steps) == 2 and steps[1] == {ev.status: gr.skip()}
     out = steps[0]
     assert "No toggle" in out[ev.status], out[ev.status]
     return out
@@ -175,7 +178,8 @@ def test_a_language_model_shows_its_attention_before_its_outputs(lm_events):
     assert events_module.PREDICTING in first[ev.status] and first[v.output_md] == events_module.PREDICTING
     assert first[v.output_df].empty and list(first[v.output_df].columns) == NEXT_TOKEN_HEADERS  # no stale rows
     assert v.tokens_df not in first
-    (last,) = list(steps)
+    last, closing = list(steps)
+    assert closing == {ev.status: gr.skip()}
     a = shown.analysis
     # The figures on the page already are not sent again; they are the finished result's own.
     assert drawn(ev, last) == {"large"} and last[ev.page.kept] is shown
@@ -197,7 +201,7 @@ def test_the_end_of_a_run_draws_what_its_first_look_could_not(lm_events):
     on = [label for label in head_labels(2, 6) if label != "L1 H2"]
     steps = lm_run(ev, "attention", shown, heads_on=on)
     assert drawn(ev, next(steps)) == {"mask", "head", "baseline", "difference"}
-    (last,) = list(steps)
+    last, _ = list(steps)
     assert drawn(ev, last) == {"surprisal"}
     assert "p = " in last[ev.page.views.output_md] and "with the toggles p = " in last[ev.page.views.output_md]
 
@@ -210,7 +214,7 @@ def test_a_tab_opened_after_the_first_look_is_drawn_whole_at_the_end(lm_events):
     assert drawn(ev, next(steps)) == {"mask", "head", "baseline", "difference"}
     ev.show_tab("overview", shown)
     ev.show_tab("attention", shown)
-    (last,) = list(steps)
+    last, _ = list(steps)
     assert drawn(ev, last) == {"mask", "head", "baseline", "difference", "surprisal"}
 
 
@@ -256,3 +260,15 @@ def test_each_step_of_a_run_computes_with_the_requests_share_of_the_cores(lm_eve
         assert seen == [2, 2] and shown.analysis is not None
     finally:
         torch.set_num_threads(before)
+
+
+def test_the_api_gets_a_language_models_run_in_one_answer(lm_events):
+    """/analyze (analyze_at_once): the two steps merged, nothing left saying the outputs are coming."""
+    ev, shown = lm_events, Shown()
+    labels = head_labels(2, 6)
+    out = ev.analyze_at_once(Session("tiny-gpt2", "cpu"), LM_TEXT, "", True, True, "none", 0, 2, [], labels, [],
+                             "decoder", 1, 2, 1, -1, 3, "overview", shown)
+    v = ev.page.views
+    assert drawn(ev, out) == {"overview", "large"} and len(out[v.output_df]) == 10
+    assert events_module.PREDICTING not in out[ev.status] and out[v.output_md].startswith("Sentence 1")
+    assert plot_json(ev, out, "overview") == events_module.plot(shown.analysis.overview).plot
