@@ -272,6 +272,14 @@ class Events:
         return {self.status: "", v.pe_heat: plot(pv.heat), v.pe_curves: plot(pv.curves), v.pe_sim: plot(pv.similarity),
                 v.pe_model: plot(pv.model[0]), v.pe_scheme: pv.scheme, **own, **unused}
 
+    def positional_after_run(self, session, d_model, positions, base):
+        """The positional tab redrawn after a model change and its first Run: the status line keeps what the Run
+        said (its notices, "No toggle is active") unless this fails."""
+        updates = self.positional(session, d_model, positions, base)
+        if not updates.get(self.status):
+            updates.pop(self.status, None)
+        return updates
+
     @reporting
     def importance(self, session, sentence1, sentence2, padding_mask, causal_mask, custom_mask, blocked_position,
                    window, kind):
@@ -326,7 +334,7 @@ class Events:
                         api_name="importance")
         opened = page.demo.load(self.describe_session, [page.session], self.model_outputs, **PRIVATE)
         for event in (loaded, built, opened):
-            self.then_analyze(event).then(self.positional, self.pe_inputs, self.pe_outputs, **PRIVATE)
+            self.then_analyze(event).then(self.positional_after_run, self.pe_inputs, self.pe_outputs, **PRIVATE)
         for trigger in (i.text1.submit, i.text2.submit, c.padding.input, c.causal.input, c.custom.input,
                         c.block_token.submit, c.window.release, *(g.input for g in self.groups), c.kind.input,
                         c.layer.input, c.head.input, c.sentence.input, c.position.submit, c.new_tokens.release):

@@ -272,3 +272,15 @@ def test_the_api_gets_a_language_models_run_in_one_answer(lm_events):
     assert drawn(ev, out) == {"overview", "large"} and len(out[v.output_df]) == 10
     assert events_module.PREDICTING not in out[ev.status] and out[v.output_md].startswith("Sentence 1")
     assert plot_json(ev, out, "overview") == events_module.plot(shown.analysis.overview).plot
+
+
+def test_the_positional_tab_redrawn_after_a_run_leaves_its_status(page_events):
+    """After a model change the page runs the model, then redraws the positional tab: that must not wipe what the
+    Run said on the status line (its notices, "No toggle is active"); its own error would still show."""
+    ev = page_events
+    session = Session(MODEL, "cpu")
+    after = ev.positional_after_run(session, 32, 20, 10000)
+    assert ev.status not in after and ev.page.views.pe_heat in after
+    assert ev.positional(session, 32, 20, 10000)[ev.status] == ""  # /positional itself still clears it
+    failed = ev.positional_after_run(session, 5000, 20, 10000)
+    assert failed[ev.status].startswith("⚠️")
