@@ -326,7 +326,10 @@ class Events:
                                   api_name="load_model")
         built = m.build_btn.click(self.build_model, build_inputs, self.model_outputs, api_name="build_model")
         i.api_run.click(self.analyze_at_once, self.analysis_inputs, self.analysis_outputs, api_name="analyze")
-        i.run_btn.click(self.analyze, self.analysis_inputs, self.analysis_outputs, **self.run_progress, **PRIVATE)
+        # A click while a Run is under way (say after its attention is shown, before its predictions) runs again
+        # once it ends, with what is on the page then; Gradio's default for clicks would drop it.
+        i.run_btn.click(self.analyze, self.analysis_inputs, self.analysis_outputs, trigger_mode="always_last",
+                        **self.run_progress, **PRIVATE)
         v.pe_btn.click(self.positional, self.pe_inputs, self.pe_outputs, api_name="positional")
         self.heads.wire()
         v.imp_btn.click(self.importance, [page.session, i.text1, i.text2, c.padding, c.causal, c.custom,

@@ -53,8 +53,15 @@ def test_language_model_end_to_end(lm_app, chromium_path, chromium_args):
 
         for label in ("L0 H0", "L0 H1", "L0 H2", "L0 H3", "L0 H4", "L0 H5"):  # every head of layer 0 off
             page.locator("#dec-heads").get_by_label(label).uncheck()
-        page.wait_for_function(f"() => ({TEXT_JS})('output-summary').includes('with the toggles p =')",
-                               timeout=60_000)
+        # Each switch starts a Run, whose first step empties the output table until its predictions come: wait
+        # until the last one has answered (the same answer twice, a second apart, with no Run under way).
+        answered = (f"() => ({TEXT_JS})('output-summary').includes('with the toggles p =') && "
+                    f"({ROWS_JS})('output-table').length === 10 && "
+                    "!document.querySelector('#status [data-testid=\"status-tracker\"].wrap:not(.hide)')")
+        for _ in range(2):
+            page.wait_for_function(answered, timeout=60_000)
+            page.wait_for_timeout(1000)
+        page.wait_for_function(answered, timeout=60_000)
         after = page.evaluate(ROWS_JS, "output-table")
         assert len(after) == 10 and any(r[2:4] != r[4:6] for r in after), after  # toggled top 10 differs
         # No cross-attention: the Generation tab's self-attention plot has the whole row.
@@ -99,4 +106,38 @@ def test_a_run_draws_the_attention_before_the_predictions(lm_app, chromium_path,
         release.set()
         page.wait_for_function(f"() => ({TEXT_JS})('output-summary').includes('the model expects')", timeout=60_000)
         assert len(page.evaluate(ROWS_JS, "output-table")) == 10
+        assert not errors
+
+
+def test_run_clicked_again_while_the_predictions_are_computed_is_answered(lm_app, chromium_path, chromium_args,
+                                                                           monkeypatch):
+    """A person sees the attention, edits the text and clicks Run again before the first Run's predictions
+    arrive: the second click is not lost, the page ends showing the second text's Run."""
+    import threading
+
+    from explorer import lm
+
+    real, release = lm.predictions, threading.Event()
+
+    def held(*args, **kwargs):
+        assert release.wait(60)
+        return real(*args, **kwargs)
+
+    with opened(lm_app, chromium_path, chromium_args) as (page, errors):
+        page.wait_for_function(f"() => ({TEXT_JS})('output-summary').includes('the model expects')", timeout=60_000)
+        monkeypatch.setattr(lm, "predictions", held)
+        page.locator("#text2 textarea").fill("")
+        page.locator("#text1 textarea").fill("A dog ran to the park")
+        page.locator("#run").click()
+        page.wait_for_function(f"() => ({TEXT_JS})('output-summary').includes('computing the next-token')",
+                               timeout=60_000)
+        page.locator("#text1 textarea").fill("Birds sing in spring")
+        page.locator("#run").click()
+        page.wait_for_timeout(500)
+        release.set()
+        # The first Run's answer ends "after “k” (position 11)" (…park); the second one reads the new text.
+        page.wait_for_function(f"() => {{ const t = ({TEXT_JS})('output-summary');"
+                               " return t.includes('Continuation') && !t.includes('(position 11)'); }",
+                               timeout=60_000)
+        assert "(position 11)" not in page.evaluate(TEXT_JS, "output-summary")
         assert not errors
