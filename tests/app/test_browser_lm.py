@@ -3,6 +3,8 @@ heatmap, the next-token top 10 and surprisal; switching heads off changes the to
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 pytestmark = pytest.mark.browser
@@ -76,12 +78,8 @@ def test_language_model_end_to_end(lm_app, chromium_path, chromium_args):
     assert errors == [], errors
 
 
-def test_a_run_draws_the_attention_before_the_predictions(lm_app, chromium_path, chromium_args, monkeypatch):
-    """The two steps of a language model's Run on the page: with the vocabulary head's step held back, the new
-    heatmap is on the page while the output panel says the predictions are coming (no stale table), then they
-    arrive."""
-    import threading
-
+def hold_predictions(monkeypatch) -> threading.Event:
+    """From now on each Run's second step (the vocabulary head) waits until the returned event is set."""
     from explorer import lm
 
     real, release = lm.predictions, threading.Event()
@@ -90,9 +88,17 @@ def test_a_run_draws_the_attention_before_the_predictions(lm_app, chromium_path,
         assert release.wait(60)
         return real(*args, **kwargs)
 
+    monkeypatch.setattr(lm, "predictions", held)
+    return release
+
+
+def test_a_run_draws_the_attention_before_the_predictions(lm_app, chromium_path, chromium_args, monkeypatch):
+    """The two steps of a language model's Run on the page: with the vocabulary head's step held back, the new
+    heatmap is on the page while the output panel says the predictions are coming (no stale table), then they
+    arrive."""
     with opened(lm_app, chromium_path, chromium_args) as (page, errors):
         page.wait_for_function(f"() => ({TEXT_JS})('output-summary').includes('the model expects')", timeout=60_000)
-        monkeypatch.setattr(lm, "predictions", held)
+        release = hold_predictions(monkeypatch)
         page.locator("#text2 textarea").fill("")
         page.locator("#text1 textarea").fill("A dog ran to the park")
         page.evaluate("() => { window.oldHead = document.querySelector('#head-plot .js-plotly-plot').data[0]; }")
@@ -113,19 +119,9 @@ def test_run_clicked_again_while_the_predictions_are_computed_is_answered(lm_app
                                                                            monkeypatch):
     """A person sees the attention, edits the text and clicks Run again before the first Run's predictions
     arrive: the second click is not lost, the page ends showing the second text's Run."""
-    import threading
-
-    from explorer import lm
-
-    real, release = lm.predictions, threading.Event()
-
-    def held(*args, **kwargs):
-        assert release.wait(60)
-        return real(*args, **kwargs)
-
     with opened(lm_app, chromium_path, chromium_args) as (page, errors):
         page.wait_for_function(f"() => ({TEXT_JS})('output-summary').includes('the model expects')", timeout=60_000)
-        monkeypatch.setattr(lm, "predictions", held)
+        release = hold_predictions(monkeypatch)
         page.locator("#text2 textarea").fill("")
         page.locator("#text1 textarea").fill("A dog ran to the park")
         page.locator("#run").click()

@@ -3,8 +3,8 @@ pooled tiles, the head-averaged attention for rollout, the generation steps of t
 table) and the full attention is let go; each tab's figures are drawn on first access. So a result kept for the
 session is small, and switching tab draws from it without running the model again.
 
-A language model's outputs come after its attention (`compare_in_steps`): `first_look` draws the visible tab's
-attention figures from the reductions made so far, and the Analysis reuses them once the outputs are known.
+A language model's outputs come after its attention (`compare_in_steps`): a `FirstLook` draws the visible tab's
+attention figures, and the Analysis reuses its reductions and figures once the outputs are known.
 """
 
 from __future__ import annotations
@@ -53,9 +53,11 @@ class Reductions:
 
 
 class Analysis:
-    def __init__(self, cmp: Comparison, view: View, reduced: Reductions | None = None):
-        """`reduced`: the reductions a first look already made of this comparison (reused, not made again)."""
-        reduced = reduced if reduced is not None and reduced.cmp is cmp else Reductions(cmp, view)
+    def __init__(self, cmp: Comparison, view: View, first: "FirstLook | None" = None):
+        """`first`: this comparison's first look, whose reductions and drawn figures are reused, not made again."""
+        reduced = first.reduced if first is not None else Reductions(cmp, view)
+        if first is not None:
+            self.__dict__.update(first.drawn)  # the cached figures below (attention, overview, rollout) it drew
         self.view = view = reduced.view
         notes = ["⚠️ " + escape_md(n) for n in cmp.notices] + ([NO_TOGGLE] if cmp.no_toggle else [])
         self.status = "\n\n".join(notes)  # Markdown: notices about the input and masks, whether anything is toggled
@@ -105,18 +107,21 @@ class FirstLook:
     def __init__(self, cmp: Comparison, view: View):
         self.reduced = Reductions(cmp, view)
         self.status = "\n\n".join("⚠️ " + escape_md(n) for n in cmp.notices)
+        self.drawn: dict[str, object] = {}  # figures drawn, under the names of Analysis's cached properties
 
     def figures(self, tab: str) -> dict[str, go.Figure]:
         """The figures of `tab` (a TAB_FIGURES name) that need only the attention, by name (none for "all": the API
         waits for the whole result)."""
-        r = self.reduced
+        r, drawn = self.reduced, self.drawn
         if tab == "attention":
-            f = attention_figures(r.attention)
+            f = drawn["attention"] = attention_figures(r.attention)
             return dict(mask=f.mask, head=f.head, baseline=f.baseline, difference=f.difference)
         if tab == "overview":  # the grid alone: the chosen head's 1,024 x 1,024 view below it would delay it by ~2 s
-            return dict(overview=overview_figure(r.overview))
+            drawn["overview"] = overview_figure(r.overview)
+            return dict(overview=drawn["overview"])
         if tab == "rollout":
-            return dict(rollout=rollout_figure(r.rollout))
+            drawn["rollout"] = rollout_figure(r.rollout)
+            return dict(rollout=drawn["rollout"])
         return {}
 
 
@@ -124,14 +129,14 @@ def analyze_in_steps(loaded: LoadedModel, text1: str | None, text2: str | None, 
                      view: View | None = None, max_tokens: int = MAX_TOKENS,
                      new_tokens: int | None = None) -> Iterator[FirstLook | Analysis]:
     """`analyze`, handing over a FirstLook before a language model's outputs are computed; ends with the
-    Analysis, which reuses the first look's reductions."""
+    Analysis, which reuses the first look's reductions and figures."""
     view, first = view or View(), None
     for cmp in compare_in_steps(loaded, text1, text2, toggles, max_tokens, new_tokens):
         if not cmp.complete:
             first = FirstLook(cmp, view)
             yield first
         else:
-            yield Analysis(cmp, view, first.reduced if first is not None else None)
+            yield Analysis(cmp, view, first)
 
 
 class Shown:
