@@ -35,6 +35,7 @@ from .cache import KVSlot
 from .rotary import RotaryTables, apply_rotary
 
 HeadHook = Callable[[Tensor], Tensor]  # z (B, H, T, Dh) -> z (B, H, T, Dh)
+BLOCK_CELLS = 1 << 20  # score cells (B * H * rows * keys) per block of query rows: 4 MB of float32, cache-sized
 
 
 class MultiHeadAttention(nn.Module):
@@ -95,11 +96,12 @@ class MultiHeadAttention(nn.Module):
     def forward(self, x: Tensor, memory: Tensor | None = None, *, mask: Tensor | None = None,
                 head_mask: Tensor | None = None, rotary: RotaryTables | None = None,
                 need_weights: bool = True, bias: Tensor | None = None,
-                head_hook: HeadHook | None = None, cache: KVSlot | None = None) -> tuple[Tensor, Tensor | None]:
+                head_hook: HeadHook | None = None, cache: KVSlot | None = None,
+                weights_dtype: torch.dtype | None = None) -> tuple[Tensor, Tensor | None]:
         q, k, v = self.keys_and_query(x, memory, rotary, cache)
         dropout = self.dropout if self.training else 0.0
         if need_weights:
-            heads, weights = attend_with_weights(q, k, v, mask, dropout, self.scale, bias)
+            heads, weights = attend_with_weights(q, k, v, mask, dropout, self.scale, bias, weights_dtype)
         else:
             heads, weights = attend_fast(q, k, v, mask, dropout, self.scale, bias), None
         if head_hook is not None:
@@ -128,32 +130,73 @@ def head_gate(head_mask: Tensor, heads: Tensor) -> Tensor:
 
 
 def attend_with_weights(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout: float = 0.0,
-                        scale: float | None = None, bias: Tensor | None = None) -> tuple[Tensor, Tensor]:
+                        scale: float | None = None, bias: Tensor | None = None,
+                        weights_dtype: torch.dtype | None = None) -> tuple[Tensor, Tensor]:
     """Hand-written softmax(scale q k^T + bias) v, scale = 1/sqrt(Dh) unless given.
 
-    q (B, H, T, Dh), k and v (B, Hkv, S, Dh) -> heads (B, H, T, Dh), weights (B, H, T, S).
+    q (B, H, T, Dh), k and v (B, Hkv, S, Dh) -> heads (B, H, T, Dh), weights (B, H, T, S) in `weights_dtype`
+    (default: the scores' dtype; each block is cast as it is done, so a float16 result never exists in float32).
     The G query heads of one key/value group are stacked along the rows, so K and V are never copied.
+
+    Query rows go in blocks of about BLOCK_CELLS scores, each against only the span of keys its mask allows
+    anywhere in the block (a causal mask: the keys up to the block's last row): about half the products at long
+    inputs, and a block's scores stay small enough to be reused from the allocator's free memory instead of
+    fresh pages. The weights outside those spans are 0, as the softmax gives masked keys.
     """
     B, H, T, Dh = q.shape
-    Hkv, S = k.shape[1], k.shape[2]
+    S = k.shape[2]
     scale = Dh ** -0.5 if scale is None else scale
-    grouped = (q * scale).reshape(B, Hkv, (H // Hkv) * T, Dh)  # (B, Hkv, G*T, Dh): query head h = j*G + g
-    scores = (grouped @ k.transpose(-2, -1)).view(B, H, T, S)  # (B, H, T, S)
+    weights = q.new_empty((B, H, T, S), dtype=weights_dtype or q.dtype)
+    heads = q.new_empty((B, H, T, Dh))
+    rows = max(1, BLOCK_CELLS // max(1, B * H * S))
+    for r0 in range(0, T, rows):
+        r1 = min(T, r0 + rows)
+        lo, hi, unmasked = 0, S, S  # the span of keys computed; its keys from `unmasked` on are masked for some row
+        block_mask = None if mask is None else mask[..., r0:r1, :] if mask.shape[-2] > 1 else mask
+        if block_mask is not None:
+            seen = block_mask.reshape(-1, S)  # (rows of every sequence, S)
+            span = torch.nonzero(seen.any(0)).flatten()  # keys any row of the block may see
+            if len(span) == 0:  # every row fully masked: weights and output 0
+                weights[:, :, r0:r1].zero_()
+                heads[:, :, r0:r1].zero_()
+                continue
+            lo, hi = int(span[0]), int(span[-1]) + 1
+            block_mask = block_mask[..., lo:hi]
+            partly = torch.nonzero(~seen[:, lo:hi].all(0)).flatten()
+            unmasked = int(partly[0]) if len(partly) else hi - lo
+        block_bias = None if bias is None else bias[..., r0:r1, lo:hi] if bias.shape[-2] > 1 else bias[..., lo:hi]
+        w, z = _attend_block(q[:, :, r0:r1], k[:, :, lo:hi], v[:, :, lo:hi], block_mask, unmasked, dropout, scale,
+                             block_bias)
+        weights[:, :, r0:r1, :lo].zero_()
+        weights[:, :, r0:r1, lo:hi] = w
+        weights[:, :, r0:r1, hi:].zero_()
+        heads[:, :, r0:r1] = z
+    return heads, weights
+
+
+def _attend_block(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, unmasked: int, dropout: float, scale: float,
+                  bias: Tensor | None) -> tuple[Tensor, Tensor]:
+    """One block of query rows: q (B, H, R, Dh), k and v (B, Hkv, K, Dh) -> weights (B, H, R, K), heads (B, H, R, Dh).
+
+    mask (B|1, 1, R|1, K) or None; every row may see keys 0..unmasked-1, so only the keys after are masked."""
+    B, H, R, Dh = q.shape
+    Hkv, K = k.shape[1], k.shape[2]
+    grouped = (q * scale).reshape(B, Hkv, (H // Hkv) * R, Dh)  # (B, Hkv, G*R, Dh): query head h = j*G + g
+    scores = (grouped @ k.transpose(-2, -1)).view(B, H, R, K)  # (B, H, R, K)
     if bias is not None:
         scores.add_(bias)  # in place, as the mask below: scores is this call's own tensor
     has_key = None
     if mask is not None:
-        scores.masked_fill_(~mask, torch.finfo(scores.dtype).min)  # in place: a (B, H, T, S) copy costs as much
-        has_key = mask.any(dim=-1, keepdim=True)  # (B|1, 1, T|1, 1)
-    # Masked keys get exp(min - max) = exactly 0. In place when no gradient flows: a fresh (B, H, T, S) tensor
-    # costs more in page faults than the softmax itself at long inputs.
-    weights = (scores.softmax(dim=-1) if scores.requires_grad
-               else torch.softmax(scores, dim=-1, out=scores))
+        if unmasked < K:
+            scores[..., unmasked:].masked_fill_(~mask[..., unmasked:], torch.finfo(scores.dtype).min)
+        has_key = mask.any(dim=-1, keepdim=True)  # (B|1, 1, R|1, 1)
+    # Masked keys get exp(min - max) = exactly 0; in place unless a gradient flows through.
+    weights = scores.softmax(dim=-1) if scores.requires_grad else torch.softmax(scores, dim=-1, out=scores)
     if has_key is not None and not bool(has_key.all()):
         weights = weights.masked_fill(~has_key, 0.0)  # a fully masked row (softmax of equal values) -> all 0
     used = F.dropout(weights, dropout) if dropout else weights
-    heads = used.view(B, Hkv, (H // Hkv) * T, S) @ v  # (B, Hkv, G*T, Dh)
-    return heads.view(B, H, T, Dh), weights
+    heads = used.reshape(B, Hkv, (H // Hkv) * R, K) @ v  # (B, Hkv, G*R, Dh)
+    return weights, heads.view(B, H, R, Dh)
 
 
 def attend_fast(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout: float = 0.0,

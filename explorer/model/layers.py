@@ -21,6 +21,7 @@ Submodule names follow torch.nn.TransformerEncoderLayer where they can (`self_at
 
 from __future__ import annotations
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
@@ -110,10 +111,11 @@ class EncoderLayer(nn.Module):
 
     def forward(self, x: Tensor, mask: Tensor | None = None, head_mask: Tensor | None = None,
                 need_weights: bool = True, rotary: RotaryTables | None = None,
-                score_bias: Tensor | None = None, head_hook: HeadHook | None = None) -> tuple[Tensor, Tensor | None]:
+                score_bias: Tensor | None = None, head_hook: HeadHook | None = None,
+                weights_dtype: torch.dtype | None = None) -> tuple[Tensor, Tensor | None]:
         attn_out, weights = self.self_attn(self.attn_sublayer.enter(x), mask=mask, head_mask=head_mask,
                                            rotary=rotary, need_weights=need_weights, bias=score_bias,
-                                           head_hook=head_hook)
+                                           head_hook=head_hook, weights_dtype=weights_dtype)
         y = self.attn_sublayer.exit(x, attn_out)
         ff_in = x if self.parallel_residual else y  # parallel: both sublayers read the layer's input
         return self.ff_sublayer.exit(y, self.feed_forward(self.ff_sublayer.enter(ff_in))), weights
@@ -138,10 +140,11 @@ class DecoderLayer(nn.Module):
                 rotary: RotaryTables | None = None,
                 score_bias: Tensor | None = None, head_hook: HeadHook | None = None,
                 cross_head_hook: HeadHook | None = None, self_cache: KVSlot | None = None,
-                cross_cache: KVSlot | None = None) -> tuple[Tensor, Tensor | None, Tensor | None]:
+                cross_cache: KVSlot | None = None,
+                weights_dtype: torch.dtype | None = None) -> tuple[Tensor, Tensor | None, Tensor | None]:
         attn_out, self_weights = self.self_attn(self.self_sublayer.enter(x), mask=self_mask, head_mask=head_mask,
                                                 rotary=rotary, need_weights=need_weights, bias=score_bias,
-                                                head_hook=head_hook, cache=self_cache)
+                                                head_hook=head_hook, cache=self_cache, weights_dtype=weights_dtype)
         y = self.self_sublayer.exit(x, attn_out)
         cross_weights = None
         if self.cross_attn is not None:
@@ -149,7 +152,8 @@ class DecoderLayer(nn.Module):
                 raise ValueError("this decoder layer has cross-attention and needs the encoder memory")
             cross_out, cross_weights = self.cross_attn(self.cross_sublayer.enter(y), memory, mask=memory_mask,
                                                        head_mask=cross_head_mask, need_weights=need_weights,
-                                                       head_hook=cross_head_hook, cache=cross_cache)
+                                                       head_hook=cross_head_hook, cache=cross_cache,
+                                                       weights_dtype=weights_dtype)
             y = self.cross_sublayer.exit(y, cross_out)
         ff_in = x if self.parallel_residual else y
         return self.ff_sublayer.exit(y, self.feed_forward(self.ff_sublayer.enter(ff_in))), self_weights, cross_weights

@@ -69,6 +69,7 @@ class LayerInputs(NamedTuple):
     need_weights: bool
     head_hook: StackHeadHook | None = None  # per-call reader / replacer of head outputs z
     cache: DecoderCache | None = None  # keys and values of the tokens before x (decoding one token at a time)
+    weights_dtype: torch.dtype | None = None  # the returned weights' dtype (None: the compute dtype)
 
 
 def bind_hook(hook: StackHeadHook | None, kind: str, layer: int):
@@ -122,13 +123,13 @@ class Stack(nn.Module):
             weights_dtype: torch.dtype | None = None,
             head_hook: StackHeadHook | None = None, cache: DecoderCache | None = None) -> StackRun:
         """Run layers[first_layer:]; the head-importance sweep restarts above an unchanged prefix.
-        weights_dtype: each layer's returned weights are cast to it as soon as the layer is done (float16 halves
-        what a long input keeps); None keeps the compute dtype. cache: see the module docstring."""
+        weights_dtype: each layer's returned weights are made in it, block by block (float16 halves what a long
+        input keeps); None keeps the compute dtype. cache: see the module docstring."""
         if cache is not None and (first_layer or not isinstance(self, Decoder)):
             raise ValueError("only a decoder stack run from its first layer decodes with a cache")
         past = 0 if cache is None else cache.length
         inputs = self.layer_inputs(x, key_mask, memory_key_mask, attn_mask, positions, need_weights, past)
-        inputs = inputs._replace(head_hook=head_hook, cache=cache)
+        inputs = inputs._replace(head_hook=head_hook, cache=cache, weights_dtype=weights_dtype)
         L = len(self.layers)
         self_weights, cross_weights, hidden = [], [], [x]
         for i in range(first_layer, L):
@@ -136,9 +137,9 @@ class Stack(nn.Module):
                                        layer_head_mask(cross_head_mask, i, L, self.n_heads))
             hidden.append(x)
             if sw is not None:
-                self_weights.append(sw if weights_dtype is None else sw.to(weights_dtype))
+                self_weights.append(sw)
             if cw is not None:
-                cross_weights.append(cw if weights_dtype is None else cw.to(weights_dtype))
+                cross_weights.append(cw)
         if cache is not None:
             cache.length = past + x.shape[1]
         if self.norm is not None:
@@ -177,7 +178,8 @@ class Encoder(Stack):
         if memory is not None:
             raise ValueError("an encoder stack takes no memory")
         x, weights = self.layers[i](x, inputs.self_mask, head_mask, inputs.need_weights, inputs.rotary,
-                                    inputs.score_bias, bind_hook(inputs.head_hook, "encoder", i))
+                                    inputs.score_bias, bind_hook(inputs.head_hook, "encoder", i),
+                                    weights_dtype=inputs.weights_dtype)
         return x, weights, None
 
     @classmethod
@@ -201,7 +203,8 @@ class Decoder(Stack):
         return self.layers[i](x, memory, inputs.self_mask, inputs.memory_mask, head_mask, cross_head_mask,
                               inputs.need_weights, inputs.rotary, inputs.score_bias,
                               bind_hook(inputs.head_hook, "decoder", i), bind_hook(inputs.head_hook, "cross", i),
-                              None if cache is None else cache.self_attn[i], None if cache is None else cache.cross[i])
+                              None if cache is None else cache.self_attn[i], None if cache is None else cache.cross[i],
+                              weights_dtype=inputs.weights_dtype)
 
     @classmethod
     def from_torch(cls, module: nn.TransformerDecoder) -> "Decoder":

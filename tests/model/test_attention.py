@@ -97,3 +97,83 @@ def test_per_sample_head_masks_equal_separate_calls():
     for i in range(4):
         single, _ = attn(x[:1], head_mask=head_mask[i])
         assert torch.allclose(batched[i], single[0], atol=1e-6)
+
+
+# ---------------------------------------------------------------- query blocks (attend_with_weights in blocks)
+def dense_reference(q, k, v, mask=None, bias=None):
+    """softmax(q k^T / sqrt(Dh) + bias) v over the whole matrix in float64; fully masked rows -> 0."""
+    G = q.shape[1] // k.shape[1]
+    k, v = k.double().repeat_interleave(G, 1), v.double().repeat_interleave(G, 1)
+    scores = q.double() @ k.transpose(-2, -1) / q.shape[-1] ** 0.5
+    if bias is not None:
+        scores = scores + bias.double()
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    w = torch.nan_to_num(scores.softmax(-1), nan=0.0)
+    return w @ v, w
+
+
+def block_masks(T):
+    """Masks whose query blocks see different key spans: causal, left padding with fully masked rows, a
+    sliding window, rows with no key at all, and a mask over keys alone (no query axis)."""
+    from explorer.model.masks import sliding_window_mask
+    pad = padding_mask(torch.tensor([[0] * 5 + [1] * (T - 5), [1] * T]), 0)  # (2, 1, 1, T)
+    holes = torch.rand(T, T) > 0.3
+    holes[7:13] = False  # whole blocks of rows without a key
+    return {"causal": causal_mask(T), "left padding": pad & causal_mask(T), "padding alone": pad,
+            "sliding window": causal_mask(T) & sliding_window_mask(T, 6), "holes": holes}
+
+
+def test_blocks_of_query_rows_equal_the_whole_matrix(monkeypatch):
+    import explorer.model.attention as attention
+    monkeypatch.setattr(attention, "BLOCK_CELLS", 2 * 4 * 3 * 40)  # 3 rows per block: 14 blocks of 40 tokens
+    torch.manual_seed(0)
+    T = 40
+    q, k, v = torch.randn(2, 4, T, 8), torch.randn(2, 2, T, 8), torch.randn(2, 2, T, 8)  # grouped: 2 kv heads
+    bias = torch.randn(1, 4, T, T)
+    for name, mask in block_masks(T).items():
+        for b in (None, bias):
+            out, w = attend_with_weights(q, k, v, mask, bias=b)
+            ref_out, ref_w = dense_reference(q, k, v, mask, b)
+            assert torch.allclose(w.double(), ref_w, atol=1e-6), name
+            assert torch.allclose(out.double(), ref_out, atol=1e-5), name
+            assert (w.masked_select(~mask.expand_as(w)) == 0).all(), name  # outside the spans: exactly 0
+
+
+def test_weights_dtype_casts_each_block_and_leaves_the_output_in_float32(monkeypatch):
+    import explorer.model.attention as attention
+    monkeypatch.setattr(attention, "BLOCK_CELLS", 4 * 64 * 5)
+    q = torch.randn(1, 4, 64, 8)
+    mask = causal_mask(64)
+    out32, w32 = attend_with_weights(q, q, q, mask)
+    out16, w16 = attend_with_weights(q, q, q, mask, weights_dtype=torch.float16)
+    assert w16.dtype == torch.float16 and out16.dtype == torch.float32
+    assert torch.equal(w16, w32.to(torch.float16)) and torch.equal(out16, out32)
+
+
+def test_gradients_through_blocks_equal_one_block(monkeypatch):
+    import explorer.model.attention as attention
+    torch.manual_seed(1)
+    q0, bias0 = torch.randn(1, 2, 24, 4), torch.randn(1, 2, 24, 24)
+    mask = causal_mask(24) & (torch.rand(24, 24) > 0.2)
+    grads = []
+    for cells in (10 ** 9, 2 * 24 * 5):  # one block, then blocks of 5 rows
+        monkeypatch.setattr(attention, "BLOCK_CELLS", cells)
+        q, bias = q0.clone().requires_grad_(), bias0.clone().requires_grad_()
+        out, w = attend_with_weights(q, q, q, mask, bias=bias)
+        (out.square().sum() + w[..., 3].sum()).backward()
+        grads.append((q.grad, bias.grad))
+    assert torch.allclose(grads[0][0], grads[1][0], atol=1e-5)
+    assert torch.allclose(grads[0][1], grads[1][1], atol=1e-5)
+
+
+def test_cross_attention_blocks_see_only_real_source_keys(monkeypatch):
+    import explorer.model.attention as attention
+    monkeypatch.setattr(attention, "BLOCK_CELLS", 3 * 2 * 4 * 9)
+    x, memory = torch.randn(3, 20, 8), torch.randn(3, 9, 8)
+    mask = padding_mask(torch.tensor([[1] * 9, [1] * 4 + [0] * 5, [0] * 9]), 0)  # the last source is all padding
+    q, kv = x.view(3, 20, 2, 4).transpose(1, 2), memory.view(3, 9, 2, 4).transpose(1, 2)
+    out, w = attend_with_weights(q, kv, kv, mask)
+    ref_out, ref_w = dense_reference(q, kv, kv, mask)
+    assert torch.allclose(w.double(), ref_w, atol=1e-6) and torch.allclose(out.double(), ref_out, atol=1e-5)
+    assert (w[2] == 0).all() and (out[2] == 0).all()
