@@ -2,8 +2,9 @@
 
 Shapes: B sentences, T tokens (the input, plus the tokens a decoder generates), H heads, V vocabulary.
 A request's memory is dominated by attention, which grows with T^2: each run returns every head's (B, H, T, T)
-weights (float16 past runs.FLOAT32_WEIGHTS_LIMIT), a toggled request makes two runs, and one layer's float32 scores
-exist while it is computed. Generation keeps a key/value cache (explorer.model.cache) of every decoder layer; only
+weights (float16 past runs.FLOAT32_WEIGHTS_LIMIT), a toggled request makes two runs, and one block of query rows'
+float32 scores exists while a layer is computed (explorer.model.attention.BLOCK_CELLS), then one layer in float32
+while the figures reduce it. Generation keeps a key/value cache (explorer.model.cache) of every decoder layer; only
 with the causal mask off does each generated token rerun the decoder over its prefix with every layer's weights.
 A language model's logits (B, T, V) come on top. `request_bytes` adds these up; it is an upper
 bound of what benchmarks/app_memory.py measures (1,024 tokens on GPT-2 small: estimated 945 MB without a toggle and
@@ -22,12 +23,13 @@ from contextlib import contextmanager
 
 from ..checkpoints import LoadedModel
 from ..model import TransformerConfig
+from ..model.attention import BLOCK_CELLS
 from .inputs import codec_for, encode_inputs
 from .limits import DEFAULT_REQUEST_MEMORY, MAX_NEW_TOKENS
 from .runs import FLOAT32_WEIGHTS_LIMIT
 from .toggles import Toggles, head_mask
 
-SCORE_COPIES = 3  # float32 (B, H, T, T) tensors alive while one layer's attention is computed: scores, softmax, cast
+SCORE_COPIES = 3  # float32 score blocks alive while a layer's attention is computed: scores, softmax, cast
 ACTIVATION_COPIES = 16  # (B, T, D) float32 activations alive at once in a forward pass (residual, norms, MLP ...)
 
 
@@ -42,7 +44,10 @@ def request_bytes(config: TransformerConfig, batch: int, tokens: int, *, toggled
     cache = 2 * 4 * batch * t * config.resolved_kv_heads * config.resolved_head_dim * config.decoder_layers
     # generation: the key/value cache, or without the causal mask a step's weights of every layer over the prefix
     step = 0 if not generates else cache if causal else kept
-    layer = SCORE_COPIES * 4 * batch * config.n_heads * t * t
+    block = max(batch * config.n_heads * t, min(batch * config.n_heads * t * t, BLOCK_CELLS))  # cells of a block
+    # while a layer is computed, a block of scores; later, one layer of one sentence in float32 while the figures
+    # reduce it (explorer.viz.common.float32_layers, explorer.interpret.roles.as_float32)
+    layer = max(SCORE_COPIES * 4 * block, 4 * config.n_heads * t * t)
     logits = 4 * batch * t * (config.tgt_vocab_size or config.vocab_size) if config.arch == "decoder" else 0
     activations = ACTIVATION_COPIES * 4 * batch * t * max(config.d_model, config.d_ff)
     return (2 if toggled else 1) * kept + step + layer + logits + activations

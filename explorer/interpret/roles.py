@@ -37,7 +37,7 @@ The probe the app generates (random tokens, repeated) is in :mod:`explorer.inter
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import torch
 from torch import Tensor
@@ -51,7 +51,7 @@ DEFAULT_WINDOW = 2  # "local": keys at most this many positions away from the qu
 
 def layer_attentions(attentions: Tensor | Sequence[Tensor]) -> list[Tensor]:
     """Per-layer (B, H, T, T) tensors or one stacked (L, H, T, T) -> L tensors (B, H, T, T), dtype kept (a
-    float16 run stays float16: each layer is read once, never copied as a whole)."""
+    float16 run stays float16; `as_float32` converts one layer at a time)."""
     if isinstance(attentions, Tensor):
         if attentions.dim() != 4:
             raise ValueError(f"stacked attentions must be (L, H, T, T), got {tuple(attentions.shape)}")
@@ -63,6 +63,20 @@ def layer_attentions(attentions: Tensor | Sequence[Tensor]) -> list[Tensor]:
     if len(shapes) != 1 or layers[0].dim() != 4:
         raise ValueError(f"per-layer attentions must all be (B, H, T, T), got {sorted(shapes)}")
     return layers
+
+
+def as_float32(layers: Sequence[Tensor]) -> Iterator[Tensor]:
+    """Each layer as a contiguous float32 tensor: float32 ones as they are, others copied into one buffer reused
+    from layer to layer (a fresh (B, H, T, T) copy per layer costs more in page faults than the conversion, and a
+    whole float16 run is never copied at once). A yielded buffer is overwritten by the next layer."""
+    buffer = None
+    for a in layers:
+        if a.dtype == torch.float32 and a.is_contiguous():
+            yield a
+            continue
+        if buffer is None or buffer.shape != a.shape:
+            buffer = torch.empty(a.shape, dtype=torch.float32, device=a.device)
+        yield buffer.copy_(a)
 
 
 def allowed_keys(ids: Tensor, *, key_mask: Tensor | None = None, causal: bool = True,
@@ -138,19 +152,20 @@ def role_scores(attentions: Tensor | Sequence[Tensor], ids: Tensor, *, key_mask:
         counted.append(rows.float())
         predicted_keys.append(predicted & rows[..., None])
     counted_rows = torch.stack(counted, -1)  # (B, T, R)
-    # The predicted keys are few (about T per role, and each pair of equal tokens): per sequence, their
-    # (query, key) positions and a (N, R) one-hot of their role, so each layer is gathered there, not read whole.
-    where, one_hot = [], []  # per sequence: (N, 2) (query, key) positions, (N, R) their roles
+    # The predicted keys are few (about T per role, and each pair of equal tokens): per sequence, their flat
+    # query * T + key positions and a (N, R) one-hot of their role, so each layer is gathered there, not read whole.
+    where, one_hot = [], []  # per sequence: (N,) flat positions, (N, R) their roles
     for b in range(B):
         found = [torch.nonzero(keys[b]) for keys in predicted_keys]  # per role (N_r, 2)
         role = torch.repeat_interleave(torch.arange(len(roles), device=device),
                                        torch.tensor([len(f) for f in found], device=device))
-        where.append(torch.cat(found))
+        at = torch.cat(found)
+        where.append(at[:, 0] * T + at[:, 1])
         one_hot.append(torch.nn.functional.one_hot(role, len(roles)).float())
     total, on_role = [], []
-    for a in layers:  # one layer at a time, read in its own dtype (a float16 run is never copied to float32)
-        total.append(a.sum(-1, dtype=torch.float32) @ counted_rows)  # (B, H, R) attention of the counted rows
-        on_role.append(torch.stack([a[b][:, w[:, 0], w[:, 1]].float() @ h  # (H, R) ... on their predicted keys
+    for a in as_float32(layers):  # one layer at a time
+        total.append(a.sum(-1) @ counted_rows)  # (B, H, R) attention of the counted rows
+        on_role.append(torch.stack([a[b].reshape(H, T * T).index_select(1, w) @ h  # (H, R) ... on their predicted keys
                                     for b, (w, h) in enumerate(zip(where, one_hot))]))
     total, on_role = torch.stack(total), torch.stack(on_role)  # (L, B, H, R)
     per_sequence = on_role / total.clamp_min(torch.finfo(total.dtype).tiny)

@@ -19,14 +19,15 @@ def test_estimate_of_gpt2_small_at_1024_tokens_by_hand():
     t = 1024 + 40
     kept = 12 * 12 * t * t * 2  # one run's weights, float16
     cache = 2 * 4 * t * 768 * 12  # keys and values of every layer, float32
-    layer = 3 * 4 * 12 * t * t  # one layer's float32 scores / softmax / cast
+    layer = 4 * 12 * t * t  # one layer in float32 while the figures reduce it (more than a block of scores)
     logits = 4 * t * 50257
     activations = 16 * 4 * t * 3072
     assert request_bytes(c, 1, 1024, toggled=False) == kept + cache + layer + logits + activations
     assert request_bytes(c, 1, 1024, toggled=True) == 2 * kept + cache + layer + logits + activations
     # without the causal mask nothing is cached: each generated token reruns the prefix with every layer's weights
     assert request_bytes(c, 1, 1024, toggled=True, causal=False) == 3 * kept + layer + logits + activations
-    assert request_bytes(c, 2, 1024, toggled=True) == 2 * request_bytes(c, 1, 1024, toggled=True)
+    # two sentences: everything twice but the one layer of one sentence the figures reduce at a time
+    assert request_bytes(c, 2, 1024, toggled=True) == 2 * request_bytes(c, 1, 1024, toggled=True) - layer
     # the goal of issue 16 is a peak of at most 1.5 GB above the model: the bound used for the gate is below it
     assert request_bytes(c, 1, 1024 - 40, toggled=True) <= 1.5 * 2**30
 
@@ -47,7 +48,8 @@ def test_estimate_grows_with_the_square_of_the_tokens_and_covers_the_returned_at
     assert analysis_bytes(loaded, text, None, app.toggles(), 1024) == request_bytes(loaded.config, 1, tokens,
                                                                                     toggled=False)
     c = TransformerConfig(**GPT2_SMALL)  # float16 weights at both lengths
-    assert request_bytes(c, 1, 1024, toggled=False) > 2.5 * request_bytes(c, 1, 512, toggled=False)  # T^2 + T terms
+    # T^2 + T terms: more than twice (linear), the logits' T term keeps it from 4
+    assert request_bytes(c, 1, 1024, toggled=False) > 2.2 * request_bytes(c, 1, 512, toggled=False)
 
 
 def test_encoder_needs_no_logits_or_generation():
@@ -55,7 +57,7 @@ def test_encoder_needs_no_logits_or_generation():
                             max_len=512)
     t = 512
     cells = 6 * 12 * t * t
-    assert request_bytes(enc, 1, t, toggled=False) == cells * 2 + 3 * 4 * 12 * t * t + 16 * 4 * t * 1536
+    assert request_bytes(enc, 1, t, toggled=False) == cells * 2 + 4 * 12 * t * t + 16 * 4 * t * 1536
 
 
 def test_gate_runs_at_most_what_fits_at_once():
