@@ -44,8 +44,10 @@ CSS = """
 .intro p {margin: 0; font-size: 13px}
 .examples {margin-top: 2px}
 #status {min-height: 1.2em}
-/* A Run's spinner and timer show on the status line alone (events.run_progress): room for them while it runs. */
+/* A Run's timer shows on the status line alone (events.run_progress): room for it while it runs; Gradio gives the
+   minimal tracker no height, which hid the timer. */
 #status:has([data-testid="status-tracker"].wrap:not(.hide)) {min-height: 56px}
+#status [data-testid="status-tracker"].minimal {height: 100% !important; overflow: visible !important}
 #controls .block {padding: 6px !important}
 .heads .wrap {display: grid !important; grid-template-columns: repeat(auto-fill, minmax(60px, 1fr));
              gap: 2px !important}

@@ -133,10 +133,11 @@ class Events:
         self.analysis_outputs = [self.status, v.tokens_df, v.output_md, v.output_df, v.mask_plot, v.head_plot,
                                  v.baseline_plot, v.diff_plot, v.overview_plot, v.large_plot, v.gen_self,
                                  v.gen_cross, v.rollout_plot, v.surprisal_plot, page.kept]
-        # A Run shows its spinner and timer on the status line only: over every output (15 of them, the plots
-        # large) Chromium spent ~5 CPU seconds repainting the overlays during one 1,024-token Run on 2 cores,
-        # taken from the model's own forward pass (BENCHMARKS.md).
-        self.run_progress = dict(show_progress="full", show_progress_on=[self.status])
+        # A Run shows a timer on the status line only, without the animated spinner: over every output (15 of them,
+        # the plots large) Chromium spent ~5 CPU seconds repainting the overlays during one 1,024-token Run on 2
+        # cores, taken from the model's own forward pass; the spinner alone, redrawn every frame, still took 1.2 of
+        # the first 2.5 s (the timer, redrawn ten times a second: 0.7, as much as with no progress at all).
+        self.run_progress = dict(show_progress="minimal", show_progress_on=[self.status])
         self.pe_inputs = [page.session, v.pe_d, v.pe_len, v.pe_base]
         self.model_outputs += [c.position, c.new_tokens]
         # /positional: the first four figures as before, then the scheme's name and the model's other figures.

@@ -78,18 +78,58 @@ def test_language_model_end_to_end(lm_app, chromium_path, chromium_args):
     assert errors == [], errors
 
 
-def hold_predictions(monkeypatch) -> threading.Event:
-    """From now on each Run's second step (the vocabulary head) waits until the returned event is set."""
-    from explorer import lm
+# The status line's timer: its text, and whether it is drawn: a box of some height that no clipping ancestor cuts.
+TIMER_JS = """() => {
+  const t = document.querySelector('#status [data-testid="status-tracker"] .progress-text');
+  if (!t) return null;
+  const r = t.getBoundingClientRect();
+  let shown = r.height > 0 && getComputedStyle(t).visibility === 'visible';
+  for (let el = t.parentElement; el && shown; el = el.parentElement) {
+    if (getComputedStyle(el).overflow === 'visible') continue;
+    const c = el.getBoundingClientRect();
+    shown = r.top >= c.top - 1 && r.bottom <= c.bottom + 1 && r.left >= c.left - 1 && r.right <= c.right + 1;
+  }
+  return {text: t.innerText, shown};
+}"""
 
-    real, release = lm.predictions, threading.Event()
+
+def hold(monkeypatch, owner, name: str) -> threading.Event:
+    """From now on `owner.name` (a function or method the server calls) waits until the returned event is set."""
+    real, release = getattr(owner, name), threading.Event()
 
     def held(*args, **kwargs):
         assert release.wait(60)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(lm, "predictions", held)
+    monkeypatch.setattr(owner, name, held)
     return release
+
+
+def hold_predictions(monkeypatch) -> threading.Event:
+    """From now on each Run's second step (the vocabulary head) waits until the returned event is set."""
+    from explorer import lm
+
+    return hold(monkeypatch, lm, "predictions")
+
+
+def test_a_run_shows_its_timer_on_the_status_line_alone(lm_app, chromium_path, chromium_args, monkeypatch):
+    """While a Run computes its attention, a timer on the status line (drawn: Gradio gives its minimal tracker no
+    height, which clipped the timer away), and no progress overlay on any output."""
+    from explorer.app.views.analysis import FirstLook
+
+    with opened(lm_app, chromium_path, chromium_args) as (page, errors):
+        page.wait_for_function(f"() => ({TEXT_JS})('output-summary').includes('the model expects')", timeout=60_000)
+        release = hold(monkeypatch, FirstLook, "figures")
+        page.locator("#text1 textarea").fill("A dog ran to the park")
+        page.locator("#run").click()
+        page.wait_for_function(f"() => {{ const t = ({TIMER_JS})(); return t && t.text.includes('processing'); }}",
+                               timeout=30_000)
+        assert page.evaluate(TIMER_JS)["shown"]
+        assert page.evaluate("() => [...document.querySelectorAll('[data-testid=\"status-tracker\"].wrap:not(.hide)')]"
+                             ".every(w => w.closest('#status'))")
+        release.set()
+        page.wait_for_function(f"() => ({TEXT_JS})('output-summary').includes('the model expects')", timeout=60_000)
+        assert not errors
 
 
 def test_a_run_draws_the_attention_before_the_predictions(lm_app, chromium_path, chromium_args, monkeypatch):
