@@ -15,12 +15,20 @@ REFLOW_JS = "() => { setTimeout(() => window.dispatchEvent(new Event('resize')),
 # "layer,head,time" into a hidden textbox whose change event runs on the server (a script-set value fires no
 # input event in Gradio 6; the time stamp makes a second click on the same tile a change). Category names
 # carry the numbers ("layer 2 · query …", "head 5 · key …"); gaps start with a zero-width space and are ignored.
+# The gaps between tiles are cells of the heatmap (so plotly.js draws it as one image, explorer.viz.overview); in
+# its percent form a gap's value is only the code of its transparent colour, so its hover label is hidden.
 TILE_CLICK_JS = """
 () => {
+  const isGap = (point) => String(point.x).startsWith('\u200b') || String(point.y).startsWith('\u200b');
   const bind = () => {
     const plot = document.querySelector('#overview-plot .js-plotly-plot');
     if (!plot || !plot.on || plot.__explorerTileClick) return;
     plot.__explorerTileClick = true;
+    plot.on('plotly_hover', (event) => {  // emitted right after the label is drawn, before the next paint
+      const point = event && event.points && event.points[0];
+      const labels = plot.querySelector('.hoverlayer');
+      if (point && labels) labels.style.visibility = isGap(point) ? 'hidden' : '';
+    });
     plot.on('plotly_click', (event) => {
       const point = event && event.points && event.points[0];
       if (!point) return;

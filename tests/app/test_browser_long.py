@@ -22,6 +22,24 @@ DRAWN_JS = """id => {
 }"""
 
 
+CELL_JS = """([row, col]) => { const gd = document.querySelector('#overview-plot .js-plotly-plot'), L = gd._fullLayout;
+  const r = gd.getBoundingClientRect();
+  return [r.left + L.xaxis._offset + L.xaxis.l2p(col), r.top + L.yaxis._offset + L.yaxis.l2p(row)]; }"""
+LABEL_JS = """() => { const layer = document.querySelector('#overview-plot .hoverlayer');
+  const text = layer && layer.querySelector('.hovertext');
+  return text ? [text.textContent, getComputedStyle(layer).visibility !== 'hidden'] : null; }"""
+
+
+def hover_label(page, row: int, col: int) -> tuple[str, bool] | None:
+    """The overview's hover label over cell (row, col) (axis positions, gaps included) and whether it is shown."""
+    page.locator("#overview-plot").scroll_into_view_if_needed()
+    page.mouse.move(0, 0)
+    x, y = page.evaluate(CELL_JS, [row, col])
+    page.mouse.move(x, y)
+    page.wait_for_timeout(200)
+    return page.evaluate(LABEL_JS)
+
+
 @pytest.fixture(scope="module")
 def long_app(tmp_path_factory, free_port):
     from explorer.app.demo import build_demo
@@ -54,6 +72,16 @@ def test_a_1024_token_input_is_drawn(long_app, chromium_path, chromium_args):
         page.get_by_role("tab", name="All heads").click()
         overview = page.wait_for_function(f"() => ({DRAWN_JS})('overview-plot')", timeout=30_000).json_value()
         assert overview["rows"] > 0 and overview["cols"] > 0, overview  # 2 x 2 tiles, pooled to their pixels
+        # Drawn as one image (its cells evenly spaced, the gaps between tiles included); the page hides the hover
+        # label of a gap cell (its value is only the code of its transparent colour) and shows a tile cell's.
+        assert page.evaluate("() => document.querySelector('#overview-plot .js-plotly-plot')._fullData[0]._islinear")
+        grid = page.evaluate("() => document.querySelector('#overview-plot .js-plotly-plot').layout.meta.overview_grid")
+        tile = len(grid["q_edges"]) - 1
+        for row, col in ((tile + 1, 3), (3, tile + 1)):  # a gap row between layers 0 and 1, a gap column
+            text, shown = hover_label(page, row, col)
+            assert "gap between" in text and not shown, text
+        text, shown = hover_label(page, tile + grid["gap_rows"] + 2, 2)
+        assert shown and text.startswith("layer 1 · quer") and "max weight in block: ≈" in text, text
         large = page.wait_for_function(f"() => ({DRAWN_JS})('large-plot')", timeout=30_000).json_value()
         assert large["y"] == 1024, large
         assert "1,500 tokens" in page.evaluate(TEXT_JS, "status")

@@ -31,8 +31,9 @@ def test_default_analysis_figure_shapes(app):
     S = max(len(r) for r in rows)
     a = app.analyze(loaded, app.DATE1, app.DATE2, view=app.View("encoder", 1, 3, 1))
     assert z(a.attention.head).shape == (S, S) == z(a.attention.mask).shape
-    ov = z(a.overview)
-    assert ov.shape == (2 * S, 4 * S)  # 2 layers x 4 heads tiled (the gaps between tiles are on the axes only)
+    ov, grid = z(a.overview), a.overview.layout.meta["overview_grid"]
+    # 2 layers x 4 heads tiled, with empty cells between the tiles
+    assert ov.shape == (2 * S + grid["gap_rows"], 4 * S + 3 * grid["gap_cols"])
     headers, table = a.tokens
     assert headers == ["sentence", "position", "token", "id"] and len(table) == sum(len(r) for r in rows)
     assert a.output.headers[:3] == ["#", "run", "output"] and len(a.output.rows) == 4  # 2 sentences x 2 runs

@@ -156,17 +156,30 @@ def test_overview_tiles_gaps_and_hover(page):
     m = fig.layout.meta["overview_grid"]
     row, col = (5 + m["gap_rows"]) + 4, 2 * (5 + m["gap_cols"]) + 1
     assert hover(page, row, col) == ["layer 1 · query 4: the·2head 2 · key 1: <b>cat</b>weight: 0.900"]
-    assert hover(page, 5, 0) == [] and hover(page, 0, 5) == []  # gaps: no hover
+    assert hover(page, 5, 0) == [] and hover(page, 0, 5) == []  # gaps (NaN in the exact form): no hover
     bright, gap = pixels(page, [(row, col), (5, 0)])
     assert close(bright, scale_rgb(c.WEIGHT_SCALE, 0.9)) and close(gap, (255, 255, 255), 1)
+    assert page.evaluate("document.getElementById('g')._fullData[0]._islinear")  # drawn as one image
     big = np.random.default_rng(1).random((6, 12, 300, 300)).astype(np.float32) * 0.5
     big[3, 7, 150, 150] = 1.0  # one spike: max pooling keeps it
     fig = viz.attention_overview(big, [f"t{i}" for i in range(300)], [f"t{i}" for i in range(300)])
     draw(page, fig)
+    assert page.evaluate("document.getElementById('g')._fullData[0]._islinear")
     g = fig.layout.meta["overview_grid"]
     r0, k0 = 3 * (len(g["q_edges"]) - 1 + g["gap_rows"]), 7 * (len(g["k_edges"]) - 1 + g["gap_cols"])
     cell = next(i for i, e in enumerate(g["q_edges"]) if e > 150) - 1
-    assert close(pixels(page, [(r0 + cell, k0 + cell)])[0], scale_rgb(c.WEIGHT_SCALE, 1.0))
+    # The spike in its colour, a cell of 0.5 or less in another, the gap cells (percent form: GAP_CODE) white.
+    spike, other, gap_row, gap_col = pixels(page, [(r0 + cell, k0 + cell), (r0 + cell, k0 + cell + 1), (r0 - 1, k0),
+                                                   (r0, k0 - 1)])
+    assert close(spike, scale_rgb(c.WEIGHT_SCALE, 1.0)) and not close(other, spike, 30)
+    assert close(gap_row, (255, 255, 255), 1) and close(gap_col, (255, 255, 255), 1)
+    # The colour bar shows the weights' scale alone: its top is the scale's top colour, not the transparent gap.
+    top = page.evaluate("""() => { const r = document.querySelector('#g .colorbar rect.cbfill').getBoundingClientRect();
+      return [r.left + r.width / 2, r.top + 2]; }""")
+    from PIL import Image
+
+    shot = Image.open(io.BytesIO(page.screenshot())).convert("RGB")
+    assert close(shot.getpixel((int(top[0]), int(top[1]))), scale_rgb(c.WEIGHT_SCALE, 1.0), 12)
     assert page.dialogs == [] and page.errors == []
 
 

@@ -1,4 +1,4 @@
-"""The tiled all-heads overview: one heatmap, gaps on the axes only, labels, downsampling, click mapping."""
+"""The tiled all-heads overview: one heatmap with empty cells between tiles, labels, downsampling, click mapping."""
 
 import json
 
@@ -20,35 +20,64 @@ def grid_of(fig):
     return OverviewGrid(**{**g, "q_edges": tuple(g["q_edges"]), "k_edges": tuple(g["k_edges"])})
 
 
-def test_single_tiled_heatmap_gaps_only_on_the_axes():
+def test_single_tiled_heatmap_with_empty_cells_between_tiles():
     a = attn(2, 3, 5)
     toks = ["the", "cat", "the", "<b>", "$x$"]
     fig = attention_overview(a, toks, toks)
-    assert len(fig.data) == 1 and isinstance(fig.data[0], go.Heatmap)
+    heats = [t for t in fig.data if isinstance(t, go.Heatmap)]
+    assert len(heats) == 1 and len(fig.data) == 2  # the tiles, and the colour bar's trace without points
     g = grid_of(fig)
     tr = fig.data[0]
     z = np.asarray(tr.z)
-    assert z.shape == g.packed_shape == (2 * 5, 3 * 5)  # tiles edge to edge: no gap cells are sent
-    np.testing.assert_allclose(z[5:10, 10:15], a[1, 2], rtol=1e-6)  # 30 x 5 cells: exact float32
-    # The axes list every cell's category with gap categories between tiles, at the grid's positions.
-    x_axis, y_axis = list(fig.layout.xaxis.categoryarray), list(fig.layout.yaxis.categoryarray)
-    assert fig.layout.xaxis.categoryorder == "array" == fig.layout.yaxis.categoryorder
-    assert len(x_axis) == g.shape[1] and len(y_axis) == g.shape[0]
+    assert z.shape == g.shape == (2 * 5 + g.gap_rows, 3 * 5 + 2 * g.gap_cols)  # every cell of the axes
     r, k = g.tile_origin(1, 2)
-    assert y_axis[r:r + 5] == list(tr.y[5:10]) and x_axis[k:k + 5] == list(tr.x[10:15])
-    assert all(n.startswith("\u200b") and "gap" in n for n in x_axis[5:5 + g.gap_cols] + y_axis[5:5 + g.gap_rows])
-    assert set(tr.x) <= set(x_axis) and not any("gap" in n for n in tr.x)
-    assert (tr.zmin, tr.zmax) == (0.0, 1.0) and tr.hoverongaps is False
+    np.testing.assert_allclose(z[r:r + 5, k:k + 5], a[1, 2], rtol=1e-6)  # 30 x 5 cells: exact float32
+    assert np.isnan(z[5:5 + g.gap_rows]).all() and np.isnan(z[:, 5:5 + g.gap_cols]).all()  # gaps: no value
+    assert np.isfinite(z).sum() == a.size
+    # x and y list every category in order, gaps included (the axes need no categoryarray).
+    x_axis, y_axis = list(tr.x), list(tr.y)
+    assert fig.layout.xaxis.categoryarray is None and fig.layout.yaxis.categoryarray is None
+    assert len(x_axis) == g.shape[1] and len(y_axis) == g.shape[0]
+    assert all(n.startswith("\u200b") and "gap between" in n for n in x_axis[5:5 + g.gap_cols] + y_axis[5:5 + g.gap_rows])
+    assert (tr.zmin, tr.zmax) == (0.0, 1.0) and tr.hoverongaps is False and tr.showscale is False
+    bar = fig.data[1]
+    assert bar.type == "scatter" and list(bar.x) == [None] and bar.hoverinfo == "skip" and bar.marker.showscale
+    assert (bar.marker.cmin, bar.marker.cmax) == (0.0, 1.0) and bar.marker.colorbar.title.text == "weight"
     assert list(fig.layout.yaxis.ticktext) == ["L0", "L1"]
     assert list(fig.layout.xaxis.ticktext) == ["H0", "H1", "H2"]
     # Hover names carry layer/query and head/key; repeats separate, tokens escaped.
     assert tr.y[2] == "layer 0 · query 2: the·2" and tr.y[3] == "layer 0 · query 3: &lt;b&gt;"
     assert tr.x[0] == "head 0 · key 0: the"
-    assert tr.x[14] == "head 2 · key 4: &#36;x&#36;"
+    assert tr.x[k + 4] == "head 2 · key 4: &#36;x&#36;"
     assert "%{y}" in tr.hovertemplate and "%{x}" in tr.hovertemplate and "%{z:.3f}" in tr.hovertemplate
     assert len(set(x_axis)) == len(x_axis) and len(set(y_axis)) == len(y_axis)  # categories never merge
     assert "<b>" not in fig.to_json().replace("<b>off</b>", "")
     assert not any("downsampled" in a.text for a in fig.layout.annotations)
+
+
+def test_percent_codes_mark_gaps_with_the_transparent_top_of_a_stretched_scale():
+    """Codes are integers (no NaN): a gap is GAP_CODE, drawn by the colour scale's transparent top; the weights'
+    codes keep their colours, and the colour bar, on its own trace, shows the weights' range only."""
+    from explorer.viz.common import WEIGHT_SCALE
+    from explorer.viz.overview import GAP_CODE
+
+    fig = attention_overview(attn(3, 4, 300), [f"t{i}" for i in range(300)], [f"t{i}" for i in range(300)])
+    tr, bar, g = fig.data[0], fig.data[1], grid_of(fig)
+    z = np.asarray(tr.z)
+    assert z.dtype == np.uint8 and z.shape == g.shape and (tr.zmin, tr.zmax) == (0, GAP_CODE)
+    gaps = np.zeros(g.shape, bool)
+    for layer in range(1, 3):
+        gaps[layer * (g.tile_rows + g.gap_rows) - g.gap_rows:layer * (g.tile_rows + g.gap_rows)] = True
+    for head in range(1, 4):
+        gaps[:, head * (g.tile_cols + g.gap_cols) - g.gap_cols:head * (g.tile_cols + g.gap_cols)] = True
+    assert (z[gaps] == GAP_CODE).all() and (z[~gaps] <= 100).all()
+    scale = [(float(p), col) for p, col in tr.colorscale]
+    assert scale[-1] == (1.0, "rgba(255,255,255,0)")  # only GAP_CODE reaches it
+    for (p, col), (q, ref) in zip(scale, WEIGHT_SCALE):  # code v sits where v / 100 sat on the weights' scale
+        assert p * GAP_CODE == pytest.approx(q * 100) and col == ref
+    assert scale[-2][0] * GAP_CODE == pytest.approx(100)
+    assert (bar.marker.cmin, bar.marker.cmax) == (0, 100) and [tuple(x) for x in bar.marker.colorscale] == [
+        tuple(x) for x in WEIGHT_SCALE]
 
 
 def test_downsampling_notice_and_size_at_512_tokens_6x12_heads():
@@ -59,7 +88,7 @@ def test_downsampling_notice_and_size_at_512_tokens_6x12_heads():
     z = np.asarray(fig.data[0].z)
     g = grid_of(fig)
     assert g.tile_rows < 100  # a tile is at most ~ its on-screen pixels
-    assert z.shape == g.packed_shape and z.size <= MAX_CELLS
+    assert z.shape == g.shape and g.packed_shape[0] * g.packed_shape[1] <= MAX_CELLS
     assert z.dtype == np.uint8  # percent codes: one byte per cell
     # max-pool keeps the largest weight of each block (to the percent)
     r0, c0 = g.q_edges[1], g.k_edges[1]
@@ -81,7 +110,7 @@ def test_the_grid_fits_its_container_and_keeps_its_tiles_shape():
         assert lay.yaxis.scaleanchor == "x" and lay.yaxis.constrain == "domain" and lay.yaxis.constraintoward == "top"
         plot_w = 1100 - lay.margin.l - lay.margin.r  # the width the tiles were planned for
         plot_h = lay.height - lay.margin.t - lay.margin.b
-        cell_w, cell_h = plot_w / len(lay.xaxis.categoryarray), plot_h / len(lay.yaxis.categoryarray)
+        cell_w, cell_h = plot_w / len(fig.data[0].x), plot_h / len(fig.data[0].y)
         assert lay.yaxis.scaleratio == pytest.approx(cell_h / cell_w, rel=0.01)  # the height is whole pixels
         # At the planned width the grid fills the figure: square tiles of square tokens stay square.
         assert cell_h * g.tile_rows == pytest.approx(cell_w * g.tile_cols, rel=0.02)
@@ -130,8 +159,8 @@ def test_click_maps_back_to_layer_and_head():
     assert overview_grid_index(fig, 6, 0) is None  # gap column
     assert overview_grid_index(fig, 99 * step_c, 0) is None
     tr = fig.data[0]
-    assert overview_grid_index(fig, tr.x[6 + 1], tr.y[2 * 6]) == (2, 1)  # category names (z has no gaps)
-    assert overview_grid_index(fig, fig.layout.xaxis.categoryarray[6], "layer 0 · query 0: a") is None  # a gap
+    assert overview_grid_index(fig, tr.x[step_c + 1], tr.y[2 * step_r]) == (2, 1)  # category names
+    assert overview_grid_index(fig, tr.x[6], "layer 0 · query 0: a") is None  # a gap
     assert overview_grid_index(json.loads(fig.to_json()), step_c, step_r) == (1, 1)
 
 
