@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import textwrap
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -86,28 +86,6 @@ def to_numpy(x: Any, dtype: Any | None = None) -> np.ndarray:
         x = t.numpy()
     arr = np.asarray(x)
     return arr.astype(dtype, copy=False) if dtype is not None else arr
-
-
-def float32_layers(layers: Iterable[Any]) -> Iterator[np.ndarray]:
-    """Each layer (tensor or array) as a float32 numpy array. Tensors of another dtype are converted into one buffer
-    reused from layer to layer: a fresh 50 MB array per layer (12 heads x 1,024^2) costs more in page faults than
-    the conversion itself. A yielded buffer is overwritten by the next layer: reduce it before asking for the next."""
-    buffer = None
-    for x in layers:
-        if not hasattr(x, "detach") or x.dtype == _torch().float32:
-            yield to_numpy(x, np.float32)
-            continue
-        t = x.detach().cpu()
-        if buffer is None or tuple(buffer.shape) != tuple(t.shape):
-            buffer = _torch().empty(tuple(t.shape), dtype=_torch().float32)
-        yield buffer.copy_(t).numpy()
-
-
-def _torch():
-    """torch, imported only where a tensor was given (so it is already loaded)."""
-    import torch
-
-    return torch
 
 
 def check_shape(name: str, arr: np.ndarray, expected: Sequence[int | None], meaning: str) -> None:

@@ -9,8 +9,9 @@ block drawn grey) or its mean (the share of a mask block that is allowed).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -60,3 +61,34 @@ def pool(x: np.ndarray, q_edges: Sequence[int], k_edges: Sequence[int], how: Red
 def max_pool(x: np.ndarray, q_edges: Sequence[int], k_edges: Sequence[int]) -> np.ndarray:
     """Max over blocks: (..., Tq, Tk) -> (..., len(q_edges)-1, len(k_edges)-1)."""
     return pool(x, q_edges, k_edges, "max")
+
+
+def max_pool_tensor(x: Any, q_edges: Sequence[int], k_edges: Sequence[int]) -> np.ndarray:
+    """`max_pool` of a torch tensor (..., Tq, Tk) in its own dtype -> float32 array (..., cells, cells).
+
+    The blocks have p or p + 1 tokens: a block of p repeats its last token (the max is unchanged), so every block
+    is p + 1 wide, and one gather plus one max per axis pools it, in torch's threads, with no float32 copy of x
+    (a float16 1,024-token layer of 12 heads: 7 ms, against 22 ms to convert it and reduceat in numpy). Rows
+    first: gathering whole rows copies contiguous memory. The max of float16 values is one of them, so the result
+    equals pooling their float32 conversion.
+    """
+    import torch  # x is a tensor: torch is loaded
+
+    for axis, edges in ((-2, q_edges), (-1, k_edges)):
+        n = len(edges) - 1
+        if n < edges[-1]:
+            index, width = _padded_blocks(tuple(edges))
+            gathered = x.index_select(x.dim() + axis, torch.as_tensor(index, device=x.device))
+            if axis == -2:  # (..., n * width, Tk) -> (..., n, width, Tk)
+                x = gathered.view(*x.shape[:-2], n, width, x.shape[-1]).amax(-2)
+            else:  # (..., Tq, n * width) -> (..., Tq, n, width)
+                x = gathered.view(*x.shape[:-1], n, width).amax(-1)
+    return x.detach().float().cpu().numpy()
+
+
+@functools.lru_cache(maxsize=64)  # the same edges for every layer of a run
+def _padded_blocks(edges: tuple[int, ...]) -> tuple[np.ndarray, int]:
+    """Token index of every block, each padded to the widest block by repeating its last token; that width."""
+    width = max(hi - lo for lo, hi in zip(edges[:-1], edges[1:]))
+    return np.concatenate([np.r_[lo:hi, [hi - 1] * (width - (hi - lo))] for lo, hi in zip(edges[:-1], edges[1:])]
+                          ).astype(np.int64), width

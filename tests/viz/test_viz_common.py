@@ -80,13 +80,3 @@ def test_a_long_message_is_wrapped_and_still_escaped():
     assert "<self" not in fig.layout.annotations[0].text and "&lt;self-attention&gt;" in message_text(fig)
     assert message_text(fig).replace("&lt;", "<").replace("&gt;", ">") == text
 
-
-def test_float32_layers_converts_each_layer_into_one_reused_buffer():
-    layers = [torch.full((2, 3), float(i), dtype=torch.float16) for i in range(3)]
-    seen = [(a.copy(), a.__array_interface__["data"][0]) for a in c.float32_layers(layers)]
-    assert [float(a[0, 0]) for a, _ in seen] == [0.0, 1.0, 2.0] and all(a.dtype == np.float32 for a, _ in seen)
-    assert len({address for _, address in seen}) == 1  # one buffer, overwritten layer by layer
-    f32 = torch.rand(2, 3, requires_grad=True)
-    out = list(c.float32_layers([f32, np.ones((2, 3)), torch.ones(4, dtype=torch.bfloat16)]))
-    assert np.shares_memory(out[0], f32.detach().numpy())  # float32 already: no copy
-    assert out[1].dtype == np.float32 and out[2].shape == (4,) and out[2].dtype == np.float32

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from explorer.viz.pool import block_edges, max_pool, pool
+from explorer.viz.pool import block_edges, max_pool, max_pool_tensor, pool
 
 
 def test_block_edges_and_max_pool_against_reduceat():
@@ -41,3 +41,20 @@ def test_mean_is_the_share_of_each_block():
     m = np.tril(np.ones((5, 5), bool))
     out = pool(m, block_edges(5, 2), block_edges(5, 2), "mean")  # blocks of 2 and 3
     np.testing.assert_allclose(out, [[3 / 4, 0.0], [1.0, 6 / 9]])
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_max_pool_of_a_tensor_equals_max_pool_of_its_float32_values(dtype):
+    """Blocks of p and p + 1 tokens (1,000 -> 37 cells: 27 or 28), leading batch axes, an axis left unpooled."""
+    import torch
+
+    x = torch.rand(2, 3, 1000, 300).to(getattr(torch, dtype))
+    x[1, 2, 999, 0] = 1.0  # a spike in the last token of the last block, the first key
+    q, k = block_edges(1000, 37), block_edges(300, 300)  # keys: one token per cell
+    want = max_pool(x.float().numpy(), q, k)
+    got = max_pool_tensor(x, q, k)
+    assert got.dtype == np.float32 and got.shape == (2, 3, 37, 300)
+    np.testing.assert_array_equal(got, want)
+    assert got[1, 2, -1, 0] == 1.0
+    k = block_edges(300, 41)
+    np.testing.assert_array_equal(max_pool_tensor(x, q, k), max_pool(x.float().numpy(), q, k))
