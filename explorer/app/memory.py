@@ -7,8 +7,8 @@ float32 scores exists while a layer is computed (explorer.model.attention.BLOCK_
 while the figures reduce it. Generation keeps a key/value cache (explorer.model.cache) of every decoder layer; only
 with the causal mask off does each generated token rerun the decoder over its prefix with every layer's weights.
 A language model's logits (B, T, V) come on top. `request_bytes` adds these up; it is an upper
-bound of what benchmarks/app_memory.py measures (1,024 tokens on GPT-2 small: estimated 945 MB without a toggle and
-1,256 MB with a head off; measured 816 MB and 1,018 MB above the loaded model).
+bound of what benchmarks/app_memory.py measures (1,024 tokens on GPT-2 small: estimated 888 MB without a toggle and
+1,245 MB with a head off; measured 712-828 MB and 1,151-1,228 MB above the loaded model in four runs).
 
 `MemoryGate` is a semaphore weighted by those bytes: a request waits until its estimate fits in what the requests
 already running left of `--request-memory`; one that needs more than the whole budget runs alone. Gradio's
