@@ -140,8 +140,8 @@ def attend_with_weights(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dr
 
     Query rows go in blocks of about BLOCK_CELLS scores, each against only the span of keys its mask allows
     anywhere in the block (a causal mask: the keys up to the block's last row): about half the products at long
-    inputs, and a block's scores stay small enough to be reused from the allocator's free memory instead of
-    fresh pages. The weights outside those spans are 0, as the softmax gives masked keys.
+    inputs, and no (B, H, T, S) float32 tensor whose fresh pages cost more than the softmax. The weights outside
+    those spans are 0, as the softmax gives masked keys.
     """
     B, H, T, Dh = q.shape
     S = k.shape[2]

@@ -15,6 +15,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from explorer.viz.common import to_numpy
+
 FULL_SIDE = 1024  # token x token views are sent at full resolution up to this many tokens per side
 
 Reduce = Literal["max", "absmax", "all", "mean"]
@@ -83,7 +85,7 @@ def max_pool_tensor(x: Any, q_edges: Sequence[int], k_edges: Sequence[int]) -> n
                 x = gathered.view(*x.shape[:-2], n, width, x.shape[-1]).amax(-2)
             else:  # (..., Tq, n * width) -> (..., Tq, n, width)
                 x = gathered.view(*x.shape[:-1], n, width).amax(-1)
-    return x.detach().float().cpu().numpy()
+    return to_numpy(x, np.float32)
 
 
 @functools.lru_cache(maxsize=64)  # the same edges for every layer of a run

@@ -37,6 +37,7 @@ from explorer.app.views import View
 from explorer.app.views.analysis import Analysis, analyze
 from explorer.batching import pad_rows
 from explorer.model import masks as M
+from explorer.viz import OverviewGrid
 
 pytestmark = pytest.mark.slow
 
@@ -206,10 +207,10 @@ def numbers(value):
 def tile_cells(overview) -> tuple[np.ndarray, np.ndarray]:
     """Rows and columns of the overview's z that belong to tiles (the others are the gaps between tiles)."""
     g = overview.layout.meta["overview_grid"]
-    r, c = len(g["q_edges"]) - 1, len(g["k_edges"]) - 1
-    rows = [i for i in range(g["n_layers"] * (r + g["gap_rows"])) if i % (r + g["gap_rows"]) < r]
-    cols = [j for j in range(g["n_heads"] * (c + g["gap_cols"])) if j % (c + g["gap_cols"]) < c]
-    return np.array(rows), np.array(cols)
+    grid = OverviewGrid(**{**g, "q_edges": tuple(g["q_edges"]), "k_edges": tuple(g["k_edges"])})
+    rows, cols = grid.shape
+    return (np.array([r for r in range(rows) if grid.locate(r, 0) is not None]),
+            np.array([k for k in range(cols) if grid.locate(0, k) is not None]))
 
 
 def check_analysis(a: Analysis, inputs: Inputs) -> None:

@@ -79,4 +79,3 @@ def test_a_long_message_is_wrapped_and_still_escaped():
     assert len(lines) == 2 and all(len(line) <= MESSAGE_LINE + 8 for line in lines)  # "&lt;" counts 4 for "<"
     assert "<self" not in fig.layout.annotations[0].text and "&lt;self-attention&gt;" in message_text(fig)
     assert message_text(fig).replace("&lt;", "<").replace("&gt;", ">") == text
-
