@@ -14,6 +14,7 @@ import gradio as gr
 
 from ..model import PRESETS
 from .assets import CSS, TILE_CLICK_JS
+from .idle_timers import page_middleware
 from .labels import head_labels
 from .limits import DEFAULT_CONTINUATION, MAX_BUILD_PARAMETERS, MAX_NEW_TOKENS, POSITIONAL_D_MODEL, POSITIONAL_LENGTH
 from .texts import API_TEXT, INTRO, TAB_TEXT
@@ -266,5 +267,6 @@ def launch_kwargs() -> dict[str, Any]:
     # recently used beyond this many, closed or not: ~0.4 MB each here (a copy of the page's config, ~0.2 MB, the
     # components updated for its model, the kept result of its last Run: ~0.16 MB on the date models, up to ~10 MB at
     # 500 tokens for an hour). Gradio's default, 10,000, allows ~4 GB beside the models; 1,000 allows ~0.4 GB.
+    # app_kwargs: the page's HTML starts with a script that stops Gradio's leaked timer loops (idle_timers).
     return dict(css=CSS, theme=gr.themes.Soft(), js=TILE_CLICK_JS, run_history=False, enable_monitoring=False,
-                state_session_capacity=SESSION_CAPACITY)
+                state_session_capacity=SESSION_CAPACITY, app_kwargs=dict(middleware=page_middleware()))

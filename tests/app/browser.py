@@ -25,8 +25,10 @@ def served(demo: Any, port: int) -> Iterator[str]:
 
 
 @contextmanager
-def opened(url: str, chromium_path: str, chromium_args: list[str]) -> Iterator[tuple[Any, list[str]]]:
-    """A 1280x900 page on `url`, once its first heatmap is drawn, and the console / page errors it collects."""
+def opened(url: str, chromium_path: str, chromium_args: list[str], init_script: str | None = None
+           ) -> Iterator[tuple[Any, list[str]]]:
+    """A 1280x900 page on `url`, once its first heatmap is drawn, and the console / page errors it collects.
+    `init_script` runs in the page before any of its own scripts."""
     from playwright.sync_api import sync_playwright
 
     errors: list[str] = []
@@ -35,6 +37,8 @@ def opened(url: str, chromium_path: str, chromium_args: list[str]) -> Iterator[t
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda e: errors.append(str(e)))
+        if init_script:
+            page.add_init_script(init_script)
         page.goto(url)
         page.wait_for_selector("#head-plot .js-plotly-plot", timeout=90_000)
         try:

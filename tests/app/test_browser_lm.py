@@ -3,6 +3,7 @@ heatmap, the next-token top 10 and surprisal; switching heads off changes the to
 
 from __future__ import annotations
 
+import re
 import threading
 
 import pytest
@@ -112,6 +113,34 @@ def hold_predictions(monkeypatch) -> threading.Event:
     return hold(monkeypatch, lm, "predictions")
 
 
+def timer_seconds(page) -> float:
+    """The seconds the status line's timer shows ("processing | 1.3s")."""
+    return float(re.search(r"([\d.]+)s", page.evaluate(TIMER_JS)["text"]).group(1))
+
+
+SHOWN_TRACKER = '[data-testid="status-tracker"]:not(.hide)'
+# Counts the frames Gradio's status trackers ask for (installed before the page's scripts, under idle_timers' own).
+FRAMES_INIT = """window.__frames = 0; const __requestFrame = window.requestAnimationFrame.bind(window);
+window.requestAnimationFrame = (callback) => {
+  if (/statustracker/.test(new Error().stack || '')) window.__frames += 1;
+  return __requestFrame(callback);
+};"""
+
+
+def test_an_idle_page_asks_for_no_timer_frames(lm_app, chromium_path, chromium_args):
+    """Gradio's page-loading tracker is removed while pending and would ask for a frame every vsync forever
+    (explorer.app.idle_timers): once the first Run is shown, no status tracker of an idle page asks for one."""
+    with opened(lm_app, chromium_path, chromium_args, init_script=FRAMES_INIT) as (page, errors):
+        page.wait_for_function(f"() => ({TEXT_JS})('output-summary').includes('the model expects') && "
+                               f"!document.querySelector('{SHOWN_TRACKER}')", timeout=60_000)
+        page.wait_for_timeout(1000)  # the last frame of the last shown tracker done
+        before = page.evaluate("() => window.__frames")
+        page.wait_for_timeout(1000)
+        assert page.evaluate("() => window.__frames") - before == 0
+        assert before > 0  # the counter saw the timers of the page's loading and first Run
+        assert not errors
+
+
 def test_a_run_shows_its_timer_on_the_status_line_alone(lm_app, chromium_path, chromium_args, monkeypatch):
     """While a Run computes its attention, a timer on the status line (drawn: Gradio gives its minimal tracker no
     height, which clipped the timer away), and no progress overlay on any output."""
@@ -125,6 +154,9 @@ def test_a_run_shows_its_timer_on_the_status_line_alone(lm_app, chromium_path, c
         page.wait_for_function(f"() => {{ const t = ({TIMER_JS})(); return t && t.text.includes('processing'); }}",
                                timeout=30_000)
         assert page.evaluate(TIMER_JS)["shown"]
+        seconds = timer_seconds(page)
+        page.wait_for_timeout(1200)
+        assert timer_seconds(page) >= seconds + 1.0  # it counts (its frames are not dropped: idle_timers)
         assert page.evaluate("() => [...document.querySelectorAll('[data-testid=\"status-tracker\"].wrap:not(.hide)')]"
                              ".every(w => w.closest('#status'))")
         release.set()
