@@ -119,12 +119,16 @@ def timer_seconds(page) -> float:
 
 
 SHOWN_TRACKER = '[data-testid="status-tracker"]:not(.hide)'
-# Counts the frames Gradio's status trackers ask for (installed before the page's scripts, under idle_timers' own).
-FRAMES_INIT = """window.__frames = 0; const __requestFrame = window.requestAnimationFrame.bind(window);
-window.requestAnimationFrame = (callback) => {
-  if (/statustracker/.test(new Error().stack || '')) window.__frames += 1;
-  return __requestFrame(callback);
-};"""
+# Counts the frames and timeouts Gradio's status trackers ask for (installed before the page's scripts, so under
+# idle_timers' wrapper, which answers a tracker's timer with a timeout, then a frame).
+FRAMES_INIT = """window.__frames = 0;
+for (const name of ['requestAnimationFrame', 'setTimeout']) {
+  const original = window[name].bind(window);
+  window[name] = (...args) => {
+    if (/statustracker/.test(new Error().stack || '')) window.__frames += 1;
+    return original(...args);
+  };
+}"""
 
 
 def test_an_idle_page_asks_for_no_timer_frames(lm_app, chromium_path, chromium_args):
@@ -143,10 +147,10 @@ def test_an_idle_page_asks_for_no_timer_frames(lm_app, chromium_path, chromium_a
 
 def test_a_run_shows_its_timer_on_the_status_line_alone(lm_app, chromium_path, chromium_args, monkeypatch):
     """While a Run computes its attention, a timer on the status line (drawn: Gradio gives its minimal tracker no
-    height, which clipped the timer away), and no progress overlay on any output."""
+    height, which clipped the timer away), counting at ten frames a second, and no progress overlay on any output."""
     from explorer.app.views.analysis import FirstLook
 
-    with opened(lm_app, chromium_path, chromium_args) as (page, errors):
+    with opened(lm_app, chromium_path, chromium_args, init_script=FRAMES_INIT) as (page, errors):
         page.wait_for_function(f"() => ({TEXT_JS})('output-summary').includes('the model expects')", timeout=60_000)
         release = hold(monkeypatch, FirstLook, "figures")
         page.locator("#text1 textarea").fill("A dog ran to the park")
@@ -154,9 +158,11 @@ def test_a_run_shows_its_timer_on_the_status_line_alone(lm_app, chromium_path, c
         page.wait_for_function(f"() => {{ const t = ({TIMER_JS})(); return t && t.text.includes('processing'); }}",
                                timeout=30_000)
         assert page.evaluate(TIMER_JS)["shown"]
-        seconds = timer_seconds(page)
+        page.wait_for_function(f"() => /\\| 0\\.\\ds/.test(({TIMER_JS})().text)", timeout=5_000)  # this Run's
+        seconds, frames = timer_seconds(page), page.evaluate("() => window.__frames")
         page.wait_for_timeout(1200)
         assert timer_seconds(page) >= seconds + 1.0  # it counts (its frames are not dropped: idle_timers)
+        assert 6 <= page.evaluate("() => window.__frames") - frames <= 18  # ten a second, not one per vsync
         assert page.evaluate("() => [...document.querySelectorAll('[data-testid=\"status-tracker\"].wrap:not(.hide)')]"
                              ".every(w => w.closest('#status'))")
         release.set()
