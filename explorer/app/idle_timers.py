@@ -31,8 +31,9 @@ STOP_HIDDEN_TIMERS_JS = """(() => {
   const requestFrame = window.requestAnimationFrame.bind(window);
   const shown = '[data-testid="status-tracker"]:not(.hide)';
   window.requestAnimationFrame = (callback) => {
-    const stack = (new Error().stack || '').split('\\n');
-    if (!/statustracker/.test(stack[2] || '')) return requestFrame(callback);  // not asked by a tracker's timer
+    // This wrapper's own line, then its caller's (Chromium heads the stack with an "Error" line; Firefox does not).
+    const stack = (new Error().stack || '').split('\\n').filter((line) => line.trim() && line !== 'Error');
+    if (!/statustracker/.test(stack[1] || '')) return requestFrame(callback);  // not asked by a tracker's timer
     const frame = () => requestFrame(function trackerFrame(time) { if (document.querySelector(shown)) callback(time); });
     // A timer's first frame at once (it replaces the last Run's time), the next ones a tenth of a second apart.
     return stack.some((line) => line.includes('trackerFrame')) ? setTimeout(frame, 100) : frame();

@@ -139,8 +139,10 @@ def test_an_idle_page_asks_for_no_timer_frames(lm_app, chromium_path, chromium_a
                                f"!document.querySelector('{SHOWN_TRACKER}')", timeout=60_000)
         page.wait_for_timeout(1000)  # the last frame of the last shown tracker done
         before = page.evaluate("() => window.__frames")
-        page.wait_for_timeout(1000)
-        assert page.evaluate("() => window.__frames") - before == 0
+        page.wait_for_timeout(2000)
+        # No timer loop: one would ask 20 times in 2 s at the fix's pace, 120 without it. Gradio's screen-reader
+        # announcement of the last status (statustracker's live region, sent up to 5 s late) asks 3 times, once.
+        assert page.evaluate("() => window.__frames") - before <= 3
         assert before > 0  # the counter saw the timers of the page's loading and first Run
         assert not errors
 
