@@ -9,12 +9,12 @@ the whole budget is refused with a message naming the budget.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
 from .errors import AppError
 from .limits import DEFAULT_MODEL_MEMORY, format_bytes
+from .lru import ByteLRU
 
 
 def model_bytes(value: Any) -> int:
@@ -31,7 +31,7 @@ def model_bytes(value: Any) -> int:
 
 
 class ModelRegistry:
-    """Thread-safe `key -> model` cache bounded by bytes, least recently used evicted first.
+    """Thread-safe `key -> model` cache bounded by bytes, least recently used evicted first (`lru.ByteLRU`).
 
     `get(key, factory)` returns the cached value or calls `factory()` once, even when several requests ask
     for the same key at the same time (a per-key lock); different keys load in parallel.
@@ -40,57 +40,43 @@ class ModelRegistry:
     def __init__(self, budget_bytes: int = DEFAULT_MODEL_MEMORY, size_of: Callable[[Any], int] = model_bytes):
         if budget_bytes < 1:
             raise ValueError("the model memory budget must be positive")
-        self.budget_bytes = int(budget_bytes)
+        self._models = ByteLRU(budget_bytes)
         self._size_of = size_of
-        self._lock = threading.Lock()
-        self._items: OrderedDict[str, tuple[Any, int]] = OrderedDict()  # key -> (value, bytes), oldest first
+        self._lock = threading.Lock()  # guards _key_locks
         self._key_locks: dict[str, threading.Lock] = {}
+
+    @property
+    def budget_bytes(self) -> int:
+        return self._models.budget_bytes
 
     def budget_text(self) -> str:
         return f"{format_bytes(self.budget_bytes)} (--model-memory)"
 
-    def _cached(self, key: str) -> Any | None:
-        item = self._items.get(key)
-        if item is None:
-            return None
-        self._items.move_to_end(key)
-        return item[0]
-
     def get(self, key: str, factory: Callable[[], Any]) -> Any:
+        value = self._models.get(key)
+        if value is not None:
+            return value
         with self._lock:
-            value = self._cached(key)
-            if value is not None:
-                return value
             key_lock = self._key_locks.setdefault(key, threading.Lock())
         with key_lock:
-            with self._lock:  # another request may have loaded it while we waited
-                value = self._cached(key)
-                if value is not None:
-                    return value
+            value = self._models.get(key)  # another request may have loaded it while we waited
+            if value is not None:
+                return value
             value = factory()
             size = self._size_of(value)
-            if size > self.budget_bytes:
+            if not self._models.put(key, value, size):
                 raise AppError(f"This model takes {format_bytes(size)}, more than the app's whole model memory "
                                f"budget of {self.budget_text()}.")
             with self._lock:
-                self._items[key] = (value, size)
-                while self.used_bytes_locked() > self.budget_bytes:
-                    self._items.popitem(last=False)
                 self._key_locks.pop(key, None)
         return value
 
-    def used_bytes_locked(self) -> int:
-        return sum(size for _, size in self._items.values())
-
     @property
     def used_bytes(self) -> int:
-        with self._lock:
-            return self.used_bytes_locked()
+        return self._models.used_bytes
 
     def keys(self) -> list[str]:
-        with self._lock:
-            return list(self._items)
+        return self._models.keys()  # type: ignore[return-value]
 
     def __contains__(self, key: str) -> bool:
-        with self._lock:
-            return key in self._items
+        return key in self._models
