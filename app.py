@@ -2,7 +2,7 @@
 
     python app.py [--host HOST] [--port PORT] [--share] [--inbrowser] [--device auto|cpu|cuda|mps]
                   [--checkpoint NAME] [--allow-dir DIR ...] [--concurrency N] [--threads N]
-                  [--max-tokens N] [--model-memory GB] [--request-memory GB]
+                  [--max-tokens N] [--model-memory GB] [--request-memory GB] [--kept-memory GB]
 
 On a Space (SPACE_ID is set) the app listens on 0.0.0.0:7860 unless told otherwise.
 """
@@ -37,6 +37,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--request-memory", type=float, default=3.0, metavar="GB",
                    help="memory the requests running at once may take together, in GiB (each request's need is "
                         "estimated from the model's shape and its tokens; the others wait); default 3")
+    p.add_argument("--kept-memory", type=float, default=1.0, metavar="GB",
+                   help="memory the Runs' results kept for the sessions' tabs take together, in GiB (least recently "
+                        "used let go first; a tab whose result was let go is computed again); default 1")
     args = p.parse_args(argv)
     if args.max_tokens < 8:
         p.error("--max-tokens must be at least 8")
@@ -44,10 +47,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error("--model-memory must be a positive number of GiB")
     if not args.request_memory > 0:
         p.error("--request-memory must be a positive number of GiB")
+    if not args.kept_memory > 0:
+        p.error("--kept-memory must be a positive number of GiB")
     return args
 
 
 def main(argv: list[str] | None = None) -> None:
+    from explorer.memory import one_malloc_arena
+
+    one_malloc_arena()  # before any thread allocates (explorer/memory.py)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     args = parse_args(argv)
     import torch
@@ -61,7 +69,8 @@ def main(argv: list[str] | None = None) -> None:
 
     demo = build_demo(allowed_dirs=args.allow_dir, device=args.device, checkpoint=args.checkpoint,
                       max_tokens=args.max_tokens, model_memory=int(args.model_memory * 1024**3),
-                      request_memory=int(args.request_memory * 1024**3), threads=args.threads)
+                      request_memory=int(args.request_memory * 1024**3),
+                      kept_memory=int(args.kept_memory * 1024**3), threads=args.threads)
     queue(demo, args.concurrency)
     demo.launch(server_name=args.host, server_port=args.port, share=args.share, inbrowser=args.inbrowser,
                 prevent_thread_lock=True, **launch_kwargs())

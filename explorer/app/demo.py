@@ -17,7 +17,8 @@ from .catalog import model_choices
 from .cores import CoreShare
 from .events import Events
 from .gradio_fixes import keep_one_entry_per_component
-from .limits import DEFAULT_MODEL_MEMORY, DEFAULT_REQUEST_MEMORY, MAX_TOKENS
+from .kept import KeptResults
+from .limits import DEFAULT_KEPT_MEMORY, DEFAULT_MODEL_MEMORY, DEFAULT_REQUEST_MEMORY, MAX_TOKENS
 from .memory import MemoryGate
 from .registry import ModelRegistry
 from .session import AppContext, Session, default_source, device_choices, get_model
@@ -45,16 +46,18 @@ def starting_point(ctx: AppContext, source: str, device: str) -> Start:
 def build_demo(*, allowed_dirs: Sequence[str] = (), device: str = "auto", checkpoint: str | None = None,
                registry: ModelRegistry | None = None, max_tokens: int = MAX_TOKENS,
                model_memory: int = DEFAULT_MODEL_MEMORY, request_memory: int = DEFAULT_REQUEST_MEMORY,
-               threads: int | None = None) -> gr.Blocks:
+               kept_memory: int = DEFAULT_KEPT_MEMORY, threads: int | None = None) -> gr.Blocks:
     """The app. `checkpoint`: the model sessions start with (default: date-translator). `request_memory`: bytes
-    the /analyze requests running at once may take together (explorer.app.memory). `threads`: torch threads of
+    the /analyze requests running at once may take together (explorer.app.memory). `kept_memory`: bytes the Runs'
+    results kept for the sessions' tabs take together (explorer.app.kept). `threads`: torch threads of
     every request (None: the machine's, shared among the requests running at once, explorer.app.cores)."""
     if device not in device_choices():
         log.warning("device %r is not available here; using auto", device)
         device = "auto"
     keep_one_entry_per_component()  # sessions would otherwise grow with every request (gradio_fixes)
     ctx = AppContext(registry or ModelRegistry(model_memory), tuple(str(d) for d in allowed_dirs), max_tokens,
-                     MemoryGate(request_memory), CoreShare(server_torch_threads(threads), shared=threads is None))
+                     MemoryGate(request_memory), CoreShare(server_torch_threads(threads), shared=threads is None),
+                     KeptResults(kept_memory))
     source = checkpoint or default_source()
     page = layout(starting_point(ctx, source, device), Session(source, device))
     with page.demo:

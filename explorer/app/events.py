@@ -26,12 +26,14 @@ from .build import BuildSpec
 from .errors import AppError, escape_md, user_message
 from .labels import clicked_tile, head_label, head_labels, parse_heads
 from .limits import DEFAULT_CONTINUATION, MAX_NEW_TOKENS
+from .kept import Shown
 from .memory import analysis_bytes
+from .request import RunRequest, toggles_from
 from .session import AppContext, Session, build_session, get_model, load_session
 from .toggles import Toggles
 from .ui import HEAD_GROUPS, Page, example_choices
 from .views import View
-from .views.analysis import FirstLook, Shown, analyze_in_steps, tab_figures
+from .views.analysis import Analysis, FirstLook, analyze_in_steps
 from .views.importance import importance_view
 from .views.model import model_info
 from .views.output import NEXT_TOKEN_HEADERS
@@ -85,27 +87,6 @@ def reporting(handler: Callable) -> Callable:
 def is_skip(value: Any) -> bool:
     """Whether an update leaves its component as it is (gr.skip())."""
     return isinstance(value, dict) and value == gr.skip()
-
-
-def whole_number(value: Any, default: int) -> int:
-    """A page number field's value as an int (empty -> default); AppError for anything else."""
-    if value is None or value == "":
-        return default
-    try:
-        return int(value)
-    except (TypeError, ValueError) as err:
-        raise AppError(f"expected a whole number, got {str(value)[:20]!r}") from err
-
-
-def toggles_from(padding: Any, causal: Any, custom: Any, block_token: Any, window: Any,
-                 heads_on: dict[str, Any] | None = None) -> Toggles:
-    """Component values -> Toggles; `heads_on` maps kind -> checkbox labels that are on (None = all on)."""
-    try:
-        block, win = int(block_token or 0), int(window or 0)
-    except (TypeError, ValueError) as err:
-        raise AppError(f"mask settings must be whole numbers: {err}") from err
-    heads = None if heads_on is None else {k: parse_heads(v) for k, v in heads_on.items()}
-    return Toggles(bool(padding), bool(causal), custom or "none", block, win, heads)
 
 
 class Events:
@@ -198,22 +179,24 @@ class Events:
                 window, encoder_heads_on, decoder_heads_on, cross_heads_on, kind, layer, head, sentence,
                 predict_after=-1, continue_tokens=DEFAULT_CONTINUATION, tab="attention", shown=None):
         """Run the model on the sentences; draw and send the figures of the visible tab (`tab` when it was clicked,
-        the one opened since if any; "all": every tab). `shown`: the page's views.analysis.Shown.
+        the one opened since if any; "all": every tab). `shown`: the page's kept.Shown.
 
         Yields the updates: a language model's first (its attention drawn while its vocabulary head, predictions
         and continuation are computed: half of a 1,024-token Run), then everything; other models', once."""
         loaded = get_model(session, self.ctx)
         heads = {"encoder": encoder_heads_on, "decoder": decoder_heads_on, "cross": cross_heads_on}
-        toggles = toggles_from(padding_mask, causal_mask, custom_mask, blocked_position, window,
-                               {k: heads[k] or [] for k in loaded.config.attention_kinds()})
-        view = View(kind or "", int(layer or 0), int(head or 0), int(sentence or 1), whole_number(predict_after, -1))
-        new_tokens = min(max(whole_number(continue_tokens, DEFAULT_CONTINUATION), 0), MAX_NEW_TOKENS)
-        shown = shown if isinstance(shown, Shown) else Shown()
+        request = RunRequest.from_page(session, loaded.config.attention_kinds(), sentence1, sentence2, padding_mask,
+                                       causal_mask, custom_mask, blocked_position, window, heads, kind, layer, head,
+                                       sentence, predict_after, continue_tokens)
+        yield from self.run(request, loaded, tab, shown if isinstance(shown, Shown) else Shown())
+
+    def run(self, request: RunRequest, loaded: LoadedModel, tab: str, shown: Shown) -> Iterator[dict]:
+        """The Run of `analyze` on its typed request."""
         v, first = self.page.views, None  # first: (the tab the first look drew, its figures, tabs opened by then)
-        with self.ctx.gate.hold(analysis_bytes(loaded, sentence1, sentence2, toggles, self.ctx.max_tokens)):
+        with self.ctx.gate.hold(analysis_bytes(loaded, request, self.ctx.max_tokens)):
             try:
-                for step in analyze_in_steps(loaded, sentence1, sentence2, toggles, view, self.ctx.max_tokens,
-                                             new_tokens):
+                for step in analyze_in_steps(loaded, request.text1, request.text2, request.toggles, request.view,
+                                             self.ctx.max_tokens, request.new_tokens):
                     if isinstance(step, FirstLook):
                         drawn_tab = shown.visible_tab(tab)
                         figures = step.figures(drawn_tab)
@@ -227,11 +210,10 @@ class Events:
                 if first is not None:  # the output panel said its outputs were coming
                     yield {v.output_md: NO_OUTPUTS}
                 raise
-        shown.analysis = a
+        shown.ended(request, a, self.ctx.kept)
         tab_now = shown.visible_tab(tab)
-        figures = tab_figures(a, tab_now)
-        if first is not None and first[0] == tab_now and first[2] == shown.opened:
-            figures = {name: f for name, f in figures.items() if name not in first[1]}  # on the page already
+        on_page = first[1] if first is not None and first[0] == tab_now and first[2] == shown.opened else ()
+        figures = a.figures(tab_now, skip=on_page)
         yield {self.status: a.status, v.tokens_df: frame(*a.tokens), v.output_md: a.output_summary,
                v.output_df: frame(a.output.headers, a.output.rows), self.page.kept: shown, **self.plots_of(figures)}
         # Gradio ends a generator's event by sending its last yield's values once more (process_completed): a last
@@ -249,15 +231,27 @@ class Events:
 
     analyze_at_once.__signature__ = inspect.signature(analyze)  # type: ignore[attr-defined]  # the API's names
 
+    def recompute(self, request: RunRequest) -> Analysis:
+        """A session's last Run made again from its request (its kept result was let go), within the memory gate."""
+        loaded = get_model(request.session, self.ctx)
+        with self.ctx.gate.hold(analysis_bytes(loaded, request, self.ctx.max_tokens)):
+            *_, a = analyze_in_steps(loaded, request.text1, request.text2, request.toggles, request.view,
+                                     self.ctx.max_tokens, request.new_tokens)
+        return a
+
     def plots_of(self, figures: dict[str, Any]) -> dict:
         """{plot component: figure} for figures by name (views.analysis.TAB_FIGURES)."""
         return {self.plots[name]: plot(fig) for name, fig in figures.items()}
 
     @reporting
-    def show_tab(self, tab_id, shown):
-        """A tab was opened: draw its figures from the newest Run (no model run; views.analysis.Shown)."""
-        figures = shown.open(tab_id) if isinstance(shown, Shown) else {}
-        return {self.page.views.tab: tab_id, **self.plots_of(figures)}
+    def show_tab(self, tab, shown):
+        """A tab was opened: draw its figures from the session's last Run (kept, or computed again from its request if
+        the store let it go; kept.Shown.open). /show_tab for API clients: the figures of `tab` (attention, overview,
+        generation, rollout, all) of the client's last /analyze, without running the model when its result is kept."""
+        figures, notice = shown.open(tab, self.ctx.kept, self.recompute) if isinstance(shown, Shown) else ({}, None)
+        # The status line keeps what the Run said (its notices, "No toggle is active") unless the tab was recomputed.
+        return {self.page.views.tab: tab, self.status: "⚠️ " + escape_md(notice) if notice else gr.skip(),
+                **self.plots_of(figures)}
 
     @reporting
     def positional(self, session, d_model, positions, base):
@@ -355,6 +349,7 @@ class Events:
         shown = [v.tab, self.status, *self.plots.values()]
         for tab_id, tab in v.tabs.items():
             tab.select(functools.partial(self.show_tab, tab_id), [self.page.kept], shown, **PRIVATE)
+        i.api_tab.click(self.show_tab, [v.tab, page.kept], shown, api_name="show_tab")
         for reflow in (m.sidebar.expand, m.sidebar.collapse):
             reflow(None, js=REFLOW_JS)
         m.preset.input(self.fill_preset, [m.preset], [m.arch, m.n_layers, m.n_heads, m.d_model, m.d_ff, m.norm,

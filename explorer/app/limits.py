@@ -1,8 +1,8 @@
 """The app's caps, and the one place that words the messages a person sees when an input hits them.
 
 What is capped: characters and tokens of a sentence, generated tokens, the size of a model the page may
-load or build, the memory all loaded models may take together, the positional tab's table, the length of
-a typed model name. The Python API has its own, looser limits (explorer.checkpoints).
+load or build, the memory all loaded models may take together, the memory of the requests running at once and of
+the results kept for the sessions' tabs, the positional tab's table, the length of a typed model name. The Python API has its own, looser limits (explorer.checkpoints).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ MAX_BUILD_LEN = 512  # position table of a built model
 MAX_NAME_CHARS = 300  # a typed model name
 DEFAULT_MODEL_MEMORY = 4 * 1024**3  # bytes all loaded models may take together (a free CPU Space has 16 GB)
 DEFAULT_REQUEST_MEMORY = 3 * 1024**3  # bytes the requests running at once may take together (explorer.app.memory)
+DEFAULT_KEPT_MEMORY = 1024**3  # bytes the Runs' results kept for their tabs take, all sessions together (app.kept)
 POSITIONAL_D_MODEL = (2, 1024)  # positional tab: d_model range
 POSITIONAL_LENGTH = (2, 512)  # positional tab: number of positions
 

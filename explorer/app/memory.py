@@ -20,6 +20,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from ..checkpoints import LoadedModel
 from ..model import TransformerConfig
@@ -27,7 +28,10 @@ from ..model.attention import BLOCK_CELLS
 from .inputs import codec_for, encode_inputs
 from .limits import DEFAULT_REQUEST_MEMORY, MAX_NEW_TOKENS
 from .runs import FLOAT32_WEIGHTS_LIMIT
-from .toggles import Toggles, head_mask
+
+if TYPE_CHECKING:
+    from .request import RunRequest
+from .toggles import head_mask
 
 SCORE_COPIES = 3  # float32 score blocks alive while a layer's attention is computed: scores, softmax, cast
 ACTIVATION_COPIES = 16  # (B, T, D) float32 activations alive at once in a forward pass (residual, norms, MLP ...)
@@ -88,11 +92,11 @@ class MemoryGate:
                 self._cond.notify_all()
 
 
-def analysis_bytes(loaded: LoadedModel, text1: str | None, text2: str | None, toggles: Toggles,
-                   max_tokens: int) -> int:
-    """`request_bytes` of /analyze on these sentences (encoded as the request will encode them: tokenizing is
+def analysis_bytes(loaded: LoadedModel, request: RunRequest, max_tokens: int) -> int:
+    """`request_bytes` of a Run on the request's sentences (encoded as the Run will encode them: tokenizing is
     milliseconds, the run it gates takes seconds)."""
-    inputs = encode_inputs(loaded, codec_for(loaded), text1, text2, max_tokens)
+    toggles = request.toggles
+    inputs = encode_inputs(loaded, codec_for(loaded), request.text1, request.text2, max_tokens)
     toggled = not (toggles.default_masks and head_mask(loaded.config, toggles) is None)
     return request_bytes(loaded.config, len(inputs.rows), max(map(len, inputs.rows)), toggled=toggled,
                          causal=toggles.causal)

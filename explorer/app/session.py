@@ -2,8 +2,8 @@
 
 A `Session` (kept per browser tab or API client in a gr.State) says which model and which device; the
 model itself lives once in the app's `ModelRegistry`, loaded or built on first use and then only read.
-`AppContext` is what every request needs and nobody changes: the registry, the folders the page may load
-from, the caps chosen at launch.
+`AppContext` is what every request needs and nobody changes but through their own locks: the registry, the
+folders the page may load from, the caps chosen at launch, the store of the Runs' results kept for their tabs.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from ..checkpoints import CheckpointError, LoadedModel
 from ..device import available_devices, pick_device
 from .build import BuildSpec, build_config, build_model
 from .cores import CoreShare
+from .kept import KeptResults
 from .errors import AppError
 from .limits import MAX_LOAD_PARAMETERS, MAX_TOKENS, check_model_name
 from .memory import MemoryGate
@@ -58,6 +59,8 @@ class AppContext:
     max_tokens: int = MAX_TOKENS  # tokens of one input, at most (the model's own limit may be lower)
     gate: MemoryGate = field(default_factory=MemoryGate)  # /analyze requests at once, within --request-memory
     cores: CoreShare = field(default_factory=CoreShare)  # torch threads of each request (--threads)
+    kept: KeptResults = field(default_factory=KeptResults)  # the Runs' results kept for the sessions' tabs, within
+    # --kept-memory (kept.KeptResults)
 
 
 def default_source() -> str:

@@ -20,7 +20,7 @@ from .limits import DEFAULT_CONTINUATION, MAX_BUILD_PARAMETERS, MAX_NEW_TOKENS, 
 from .texts import API_TEXT, INTRO, TAB_TEXT
 from .toggles import CUSTOM_MASKS
 from .ui_heads import head_tabs
-from .views.analysis import Shown
+from .kept import Shown
 from .views.model import ModelInfo
 
 SESSION_CAPACITY = 1000  # sessions whose state Gradio keeps (least recently used dropped first; see launch_kwargs)
@@ -106,6 +106,7 @@ def input_rows(start: Start) -> SimpleNamespace:
         run_btn = gr.Button("Run", variant="primary", scale=1, min_width=90, elem_id="run")
         # /analyze for API clients: the whole result in one answer (the page's Run streams it, explorer.app.events)
         api_run = gr.Button(visible=False)
+        api_tab = gr.Button(visible=False)  # /show_tab for API clients: another tab of the last /analyze
     status = gr.Markdown(elem_id="status")
     return named(locals())
 
@@ -242,8 +243,9 @@ class Page:
 def layout(start: Start, session_value: Any) -> Page:
     with gr.Blocks(title="Transformer Explorer") as demo:
         session = gr.State(session_value)
-        # The last Run, reduced to what each tab draws, and the tab opened last (views.analysis.Shown).
-        kept = gr.State(Shown(), time_to_live=3600)
+        # A key to the last Run's result in the app's store of kept results, its request, the tab opened last
+        # (explorer.app.kept.Shown): small, so no time to live; the store bounds the results by bytes.
+        kept = gr.State(Shown())
         model = model_sidebar(start)
         with gr.Row(elem_id="title", equal_height=True):
             gr.Markdown("## Transformer Explorer", elem_id="title-text")

@@ -1,5 +1,5 @@
 """The page's handlers called as Gradio calls them: which tab a Run draws when the person opens another tab while
-it runs (views.analysis.Shown), and a language model's Run in two steps (its attention first, then its outputs)."""
+it runs (kept.Shown), and a language model's Run in two steps (its attention first, then its outputs)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from explorer.app.labels import head_labels
 from explorer.app.session import Session, get_model
 from explorer.app.toggles import Toggles
 from explorer.app.views import analysis as analysis_module
-from explorer.app.views.analysis import Shown
+from explorer.app.kept import Shown
 from explorer.app.views.output import NEXT_TOKEN_HEADERS
 
 MODEL = "date-translator"
@@ -63,7 +63,7 @@ def plot_json(ev, updates, name) -> str:
 def test_a_run_draws_the_tab_it_was_clicked_on_and_keeps_the_result(page_events):
     ev, shown = page_events, Shown()
     out = run(ev, DATE1, "overview", shown)
-    assert drawn(ev, out) == {"overview", "large"} and out[ev.page.kept] is shown and shown.analysis is not None
+    assert drawn(ev, out) == {"overview", "large"} and out[ev.page.kept] is shown and shown.result(ev.ctx.kept) is not None
     opened = ev.show_tab("rollout", shown)
     assert drawn(ev, opened) == {"rollout"} and opened[ev.page.views.tab] == "rollout"
     # The next Run draws the tab opened last, whatever its own (stale) tab input says.
@@ -75,7 +75,7 @@ def test_a_tab_opened_during_a_run_shows_that_run(page_events, monkeypatch):
     first shows Run 1 (the newest result then), and Run 2 ends by drawing "All heads" from its own result."""
     ev, shown = page_events, Shown()
     run(ev, DATE1, "attention", shown)
-    first = shown.analysis
+    first = shown.result(ev.ctx.kept)
     entered, release = threading.Event(), threading.Event()
     real = events_module.analyze_in_steps
 
@@ -92,7 +92,7 @@ def test_a_tab_opened_during_a_run_shows_that_run(page_events, monkeypatch):
     opened = ev.show_tab("overview", shown)  # while Run 2 is under way
     release.set()
     worker.join(60)
-    second = shown.analysis
+    second = shown.result(ev.ctx.kept)
     assert second is not first
     assert drawn(ev, opened) == {"overview", "large"}
     assert drawn(ev, result["out"]) == {"overview", "large"}  # not the attention tab it was clicked on
@@ -104,18 +104,33 @@ def test_a_tab_opened_during_a_run_shows_that_run(page_events, monkeypatch):
 def test_a_tab_drawn_while_a_run_ends_is_drawn_again_from_that_run(page_events, monkeypatch):
     ev, shown = page_events, Shown()
     run(ev, DATE1, "attention", shown)
-    first = shown.analysis
+    first = shown.result(ev.ctx.kept)
     newer = analysis_module.analyze(get_model(Session(MODEL, "cpu"), ev.ctx), DATE2, "", Toggles())
-    real, drawn_from = analysis_module.tab_figures, []
+    real, drawn_from = analysis_module.Analysis.figures, []
 
-    def run_ends_meanwhile(a, tab):
+    def run_ends_meanwhile(a, tab, skip=()):
         drawn_from.append(a)
-        shown.analysis = newer  # a Run ends while this tab is being drawn
-        return real(a, tab)
+        if len(drawn_from) == 1:
+            shown.ended(shown.request, newer, ev.ctx.kept)  # a Run ends while this tab is being drawn
+        return real(a, tab, skip)
 
-    monkeypatch.setattr(analysis_module, "tab_figures", run_ends_meanwhile)
-    figures = shown.open("rollout")
-    assert drawn_from == [first, newer] and set(figures) == {"rollout"}
+    monkeypatch.setattr(analysis_module.Analysis, "figures", run_ends_meanwhile)
+    figures, notice = shown.open("rollout", ev.ctx.kept, ev.recompute)
+    assert drawn_from[0] is first and drawn_from[1] is shown.result(ev.ctx.kept) and len(drawn_from) == 2
+    assert drawn_from[1].output.rows == newer.output.rows and set(figures) == {"rollout"} and notice is None
+
+
+def test_a_tab_whose_result_was_let_go_is_computed_again_and_says_so(page_events):
+    """The store let this session's result go (other sessions needed the room): the tab opened next is computed from
+    the session's own last request, equal to the figures its Run would have drawn, with a one-line notice."""
+    ev, shown = page_events, Shown()
+    run(ev, DATE1, "attention", shown)
+    expected = plot_json(ev, ev.show_tab("rollout", shown), "rollout")
+    assert ev.show_tab("rollout", shown)[ev.status] == gr.skip()  # kept: the status line keeps the Run's notices
+    ev.ctx.kept.drop(shown.id)
+    again = ev.show_tab("rollout", shown)
+    assert plot_json(ev, again, "rollout") == expected and shown.result(ev.ctx.kept) is not None
+    assert again[ev.status].startswith("⚠️") and "computed again" in again[ev.status] and "\n" not in again[ev.status]
 
 
 def test_a_tab_opened_before_the_first_run_ends_draws_nothing_until_it_does(page_events):
@@ -174,13 +189,13 @@ def test_a_language_model_shows_its_attention_before_its_outputs(lm_events):
     v, steps = ev.page.views, lm_run(ev, "overview", shown)
     first = next(steps)
     # The grid of the visible tab, while the vocabulary head, predictions and continuation are computed.
-    assert drawn(ev, first) == {"overview"} and shown.analysis is None
+    assert drawn(ev, first) == {"overview"} and shown.result(ev.ctx.kept) is None
     assert events_module.PREDICTING in first[ev.status] and first[v.output_md] == events_module.PREDICTING
     assert first[v.output_df].empty and list(first[v.output_df].columns) == NEXT_TOKEN_HEADERS  # no stale rows
     assert v.tokens_df not in first
     last, closing = list(steps)
     assert closing == {ev.status: gr.skip()}
-    a = shown.analysis
+    a = shown.result(ev.ctx.kept)
     # The figures on the page already are not sent again; they are the finished result's own.
     assert drawn(ev, last) == {"large"} and last[ev.page.kept] is shown
     assert plot_json(ev, first, "overview") == events_module.plot(a.overview).plot
@@ -232,7 +247,7 @@ def test_an_error_after_the_first_look_becomes_the_status_line(lm_events, monkey
     assert len(updates) == 3 and drawn(ev, updates[0]) == {"overview"}
     # The output panel no longer says its predictions are coming, and the status line says why.
     assert updates[1] == {ev.page.views.output_md: events_module.NO_OUTPUTS}
-    assert updates[2] == {ev.status: "⚠️ the vocabulary head ran out of memory"} and shown.analysis is None
+    assert updates[2] == {ev.status: "⚠️ the vocabulary head ran out of memory"} and shown.result(ev.ctx.kept) is None
 
 
 def test_each_step_of_a_run_computes_with_the_requests_share_of_the_cores(lm_events, monkeypatch):
@@ -257,7 +272,7 @@ def test_each_step_of_a_run_computes_with_the_requests_share_of_the_cores(lm_eve
         worker = threading.Thread(target=lambda: list(steps))  # the rest on another one, which has 1 thread
         worker.start()
         worker.join(60)
-        assert seen == [2, 2] and shown.analysis is not None
+        assert seen == [2, 2] and shown.result(ev.ctx.kept) is not None
     finally:
         torch.set_num_threads(before)
 
@@ -271,7 +286,7 @@ def test_the_api_gets_a_language_models_run_in_one_answer(lm_events):
     v = ev.page.views
     assert drawn(ev, out) == {"overview", "large"} and len(out[v.output_df]) == 10
     assert events_module.PREDICTING not in out[ev.status] and out[v.output_md].startswith("Sentence 1")
-    assert plot_json(ev, out, "overview") == events_module.plot(shown.analysis.overview).plot
+    assert plot_json(ev, out, "overview") == events_module.plot(shown.result(ev.ctx.kept).overview).plot
 
 
 def test_the_positional_tab_redrawn_after_a_run_leaves_its_status(page_events):

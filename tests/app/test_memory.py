@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import threading
 import time
 
 import pytest
 
 from explorer.app.memory import MemoryGate, analysis_bytes, request_bytes
+from explorer.app.request import RunRequest
+from explorer.app.session import Session
+from explorer.app.views import View
 from explorer.model import TransformerConfig
 
 GPT2_SMALL = dict(arch="decoder", vocab_size=50257, d_model=768, n_heads=12, n_layers=12, d_ff=3072, max_len=1064)
@@ -47,9 +52,11 @@ def test_estimate_grows_with_the_square_of_the_tokens_and_covers_the_returned_at
                    for a in layers)
     tokens = len(cmp.inputs.rows[0])
     assert returned <= request_bytes(loaded.config, 1, tokens, toggled=True)
-    assert analysis_bytes(loaded, text, None, heads_off, 1024) == request_bytes(loaded.config, 1, tokens, toggled=True)
-    assert analysis_bytes(loaded, text, None, app.toggles(), 1024) == request_bytes(loaded.config, 1, tokens,
-                                                                                    toggled=False)
+    session = Session("built", "cpu")
+    asked = RunRequest(session, text, "", heads_off, View(), 8)
+    assert analysis_bytes(loaded, asked, 1024) == request_bytes(loaded.config, 1, tokens, toggled=True)
+    assert analysis_bytes(loaded, dataclasses.replace(asked, toggles=app.toggles()), 1024) == request_bytes(
+        loaded.config, 1, tokens, toggled=False)
     c = TransformerConfig(**GPT2_SMALL)  # float16 weights at both lengths
     # T^2 + T terms: more than twice (linear), the logits' T term keeps it from 4
     assert request_bytes(c, 1, 1024, toggled=False) > 2.2 * request_bytes(c, 1, 512, toggled=False)

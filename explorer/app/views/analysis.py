@@ -1,7 +1,8 @@
 """Everything /analyze shows. The runs are reduced to what each tab draws (one head's matrices, the overview's
 pooled tiles, the head-averaged attention for rollout, the generation steps of the chosen head, the output
-table) and the full attention is let go; each tab's figures are drawn on first access. So a result kept for the
-session is small, and switching tab draws from it without running the model again.
+table) and the full attention is let go; each tab's figures are drawn when asked for. So a result kept for the
+session's tabs (explorer.app.kept, without its figures) is small, and switching tab draws from it without running
+the model again.
 
 A language model's outputs come after its attention (`compare_in_steps`): a `FirstLook` draws the visible tab's
 attention figures, and the Analysis reuses its reductions and figures once the outputs are known.
@@ -9,8 +10,10 @@ attention figures, and the Analysis reuses its reductions and figures once the o
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import copy
+from collections.abc import Collection, Iterator
 from functools import cached_property
+from typing import Any
 
 import plotly.graph_objects as go
 
@@ -52,6 +55,16 @@ class Reductions:
         return rollout_inputs(self.cmp, self.view)
 
 
+class drawn_figure(cached_property):
+    """A figure property drawn on first access and cached on a Run's own result; a kept result (`Analysis.kept`)
+    draws it again on each access instead, so it never grows past the bytes the store counted for it."""
+
+    def __get__(self, instance: Any, owner: Any = None) -> Any:
+        if instance is not None and instance.__dict__.get("_kept"):
+            return self.func(instance)
+        return super().__get__(instance, owner)
+
+
 class Analysis:
     def __init__(self, cmp: Comparison, view: View, first: "FirstLook | None" = None):
         """`first`: this comparison's first look, whose reductions and drawn figures are reused, not made again."""
@@ -69,7 +82,8 @@ class Analysis:
         self._generation = generation_inputs(cmp, view)
         self._surprisal = surprisal_inputs(cmp, view)
 
-    @cached_property
+    # The figures, drawn on first access and cached on this object (a Run's own result, while it is sent).
+    @drawn_figure
     def attention(self) -> AttentionFigures:
         return attention_figures(self._attention)
 
@@ -79,21 +93,53 @@ class Analysis:
         return (f"{self.output.summary}\n\nLargest change of any attention weight per layer "
                 f"({self.view.kind}): {change}")
 
-    @cached_property
+    @drawn_figure
     def surprisal(self) -> go.Figure:
         return surprisal_figure(self._surprisal)
 
-    @cached_property
+    @drawn_figure
     def overview(self) -> go.Figure:
         return overview_figure(self._overview)
 
-    @cached_property
+    @drawn_figure
     def generation(self) -> tuple[go.Figure, go.Figure]:
         return generation_figures(self._generation)
 
-    @cached_property
+    @drawn_figure
     def rollout(self) -> go.Figure:
         return rollout_figure(self._rollout)
+
+    def kept(self) -> "Analysis":
+        """This result without its drawn figures: what the store of kept results holds (explorer.app.kept)."""
+        kept = copy.copy(self)
+        for name in DRAWN:
+            kept.__dict__.pop(name, None)
+        kept._kept = True
+        return kept
+
+    def figures(self, tab: str, skip: Collection[str] = ()) -> dict[str, go.Figure]:
+        """The figures of one tab ("all": of every tab) but those named in `skip`, by name (TAB_FIGURES); a figure
+        drawn already is reused, the others are drawn now and not cached (a kept result stays its size)."""
+        tabs = list(TAB_FIGURES) if tab == "all" else [tab] if tab in TAB_FIGURES else []
+        names = [n for t in tabs for n in TAB_FIGURES[t] if n not in skip]
+        cached = self.__dict__
+        figures: dict[str, go.Figure] = {}
+        if {"mask", "head", "baseline", "difference", "large"} & set(names):
+            f = cached.get("attention") or attention_figures(self._attention)
+            figures.update(mask=f.mask, head=f.head, baseline=f.baseline, difference=f.difference, large=f.head)
+        if "surprisal" in names:
+            figures["surprisal"] = cached.get("surprisal") or surprisal_figure(self._surprisal)
+        if "overview" in names:
+            figures["overview"] = cached.get("overview") or overview_figure(self._overview)
+        if {"generation_self", "generation_cross"} & set(names):
+            figures.update(zip(TAB_FIGURES["generation"], cached.get("generation") or
+                               generation_figures(self._generation)))
+        if "rollout" in names:
+            figures["rollout"] = cached.get("rollout") or rollout_figure(self._rollout)
+        return {n: figures[n] for n in names}
+
+
+DRAWN = ("attention", "surprisal", "overview", "generation", "rollout")  # Analysis's cached figure properties
 
 
 def analyze(loaded: LoadedModel, text1: str | None, text2: str | None, toggles: Toggles, view: View | None = None,
@@ -139,47 +185,6 @@ def analyze_in_steps(loaded: LoadedModel, text1: str | None, text2: str | None, 
             yield Analysis(cmp, view, first)
 
 
-class Shown:
-    """What one page shows, kept per session in a gr.State and changed in place by its events: the last Run's
-    Analysis and the tab last opened.
-
-    A Run's `tab` input is the tab visible when it was clicked; the person may open another while it runs. So a
-    Run ends by drawing the tab opened last (`tab`, once any was opened), and a tab opened while a Run is under way
-    draws the newest Analysis, drawing again if a Run finished meanwhile: whichever event answers last, the
-    visible tab shows the newest Run."""
-
-    def __init__(self) -> None:
-        self.analysis: Analysis | None = None
-        self.tab: str | None = None  # None until a tab is opened (the API never opens one)
-        self.opened = 0  # tabs opened so far: a Run's first look stands only if none was opened since
-
-    def visible_tab(self, clicked: str | None) -> str:
-        """The tab a Run draws: the one opened last, else the one it was clicked on (API: "all" for every tab)."""
-        return self.tab or clicked or "attention"
-
-    def open(self, tab: str) -> dict[str, go.Figure]:
-        """`tab` was opened: its figures, from the newest Analysis ({} before the first Run has ended)."""
-        self.tab = tab
-        self.opened += 1
-        while (a := self.analysis) is not None:
-            figures = tab_figures(a, tab)
-            if self.analysis is a:  # no Run ended while drawing, else draw from the newer one
-                return figures
-        return {}
-
-
 def tab_figures(a: Analysis, tab: str) -> dict[str, go.Figure]:
-    """The figures of one tab ("all": of every tab), by name (TAB_FIGURES), drawn now; {} for a tab without any."""
-    tabs = list(TAB_FIGURES) if tab == "all" else [tab] if tab in TAB_FIGURES else []
-    figures = {}
-    for name in tabs:
-        if name == "attention":
-            figures.update(mask=a.attention.mask, head=a.attention.head, baseline=a.attention.baseline,
-                           difference=a.attention.difference, surprisal=a.surprisal)
-        elif name == "overview":
-            figures.update(overview=a.overview, large=a.attention.head)
-        elif name == "generation":
-            figures.update(zip(TAB_FIGURES["generation"], a.generation))
-        else:
-            figures.update(rollout=a.rollout)
-    return figures
+    """The figures of one tab ("all": of every tab), by name (TAB_FIGURES); {} for a tab without any."""
+    return a.figures(tab)

@@ -37,10 +37,17 @@ def row_layers(run: Run, kind: str, row: int) -> list[torch.Tensor]:
     return [a[row] for a in run.attentions[kind]]
 
 
+def kept_dtype(run: Run, kind: str) -> type:
+    """The dtype a kept reduction of `kind` is stored in: float16 where the run returned float16 weights (long inputs:
+    drawn as one-byte colour codes, hover with three decimals), else float32 (exact values for small views)."""
+    return np.float16 if run.attentions[kind][0].dtype == torch.float16 else np.float32
+
+
 def head_means(run: Run, kind: str, row: int, on: np.ndarray | None) -> np.ndarray:
-    """(L, T, T) float32: each layer's attention averaged over the heads that are on, one layer at a time."""
+    """(L, T, T): each layer's attention averaged over the heads that are on, one layer at a time (in float32), kept
+    in `kept_dtype`."""
     return np.stack([viz.head_average(a.float().numpy()[None], None if on is None else on[i:i + 1])[0]
-                     for i, a in enumerate(row_layers(run, kind, row))]).astype(np.float32)
+                     for i, a in enumerate(row_layers(run, kind, row))]).astype(kept_dtype(run, kind))
 
 
 def heads_on(cmp: Comparison, kind: str) -> np.ndarray | None:
@@ -67,10 +74,14 @@ class AttentionInputs:
     change_by_layer: np.ndarray  # (L,) largest change of any weight of the chosen kind and sentence, per layer
 
 
-def head_view(run: Run, view: View) -> HeadView:
+def head_view(run: Run, view: View, mask: np.ndarray | None = None) -> HeadView:
+    """One head's weights and mask as their own arrays (a view into the run would keep its every head alive), in
+    the dtype the run returned; `mask`: an equal mask to share (the baseline's, when the toggles kept the masks)."""
     kind, b = view.kind, view.row
-    weights = run.attentions[kind][view.layer][b, view.head].float().numpy()  # (Tq, Tk)
-    return HeadView(weights, run.masks[kind][b].numpy(), run.queries[kind][b], run.keys[kind][b])
+    weights = run.attentions[kind][view.layer][b, view.head].numpy().copy()  # (Tq, Tk)
+    own = run.masks[kind][b].numpy()
+    return HeadView(weights, mask if mask is not None and np.array_equal(mask, own) else own.copy(),
+                    run.queries[kind][b], run.keys[kind][b])
 
 
 def attention_inputs(cmp: Comparison, view: View) -> AttentionInputs:
@@ -78,8 +89,8 @@ def attention_inputs(cmp: Comparison, view: View) -> AttentionInputs:
     on = cmp.head_mask is None or bool(cmp.head_mask[view.kind][view.layer, view.head])
     change = np.array([float((t[view.row] - s[view.row]).abs().max()) for t, s in
                        zip(toggled.attentions[view.kind], baseline.attentions[view.kind])])
-    return AttentionInputs(view, head_view(toggled, view), None if cmp.no_toggle else head_view(baseline, view), on,
-                           change)
+    shown = head_view(toggled, view)
+    return AttentionInputs(view, shown, None if cmp.no_toggle else head_view(baseline, view, shown.mask), on, change)
 
 
 @dataclass
