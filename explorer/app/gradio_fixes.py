@@ -1,4 +1,4 @@
-"""A fix for Gradio (6.31) behaviour that grows each session's memory with every request and has no setting.
+"""Fixes for Gradio (6.31) behaviour that grows each session's memory and has no setting.
 
 The leak. A handler that updates a component's properties (`gr.update(...)`) or leaves it unchanged
 (`gr.skip()`, or a `{component: value}` dict without it: /analyze leaves the plots of the tabs not shown)
@@ -14,6 +14,12 @@ in the session: ~30 kB per /analyze request, 43 MB over 1,500 requests in one se
 The fix. A replacement stands for the component it replaces, so it takes that component's id when it is
 stored (`SessionState.__setitem__`); the lookup then finds the original id, updates that entry in place,
 and the session keeps one entry per component, as Gradio intends. Applied once, process-wide, by `build_demo`.
+
+The copies. Gradio also keeps, per session, a copy of every component's config with the last value the session
+sent or received (`SessionState._update_value_in_config`), read only to write a deep link (`/gradio_api/deep_link`,
+the `gr.DeepLinkButton`, which this app does not offer): the last Run's figures as JSON, ~1.4 MB a session at 480
+words on MiniLM, kept as long as the session (up to `state_session_capacity` of them, closed or not). The app's
+results are kept once, within a byte budget (explorer.app.kept), so these copies keep no values.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from gradio.blocks import Block
 from gradio.state_holder import SessionState
 
 _original_setitem = SessionState.__setitem__
+_original_update_value = SessionState._update_value_in_config
 
 
 def _setitem(self: SessionState, key: int, value: Any) -> None:
@@ -32,6 +39,11 @@ def _setitem(self: SessionState, key: int, value: Any) -> None:
     _original_setitem(self, key, value)
 
 
+def _keep_no_value(self: SessionState, key: int, value: Any) -> None:
+    return None  # see "The copies" above
+
+
 def keep_one_entry_per_component() -> None:
-    """Install the fix (idempotent)."""
+    """Install the fixes (idempotent)."""
     SessionState.__setitem__ = _setitem  # type: ignore[method-assign]
+    SessionState._update_value_in_config = _keep_no_value  # type: ignore[method-assign]

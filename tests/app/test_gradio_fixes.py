@@ -40,3 +40,25 @@ def test_skip_then_value_keeps_one_entry_per_component(monkeypatch):
     assert session_entries(20) >= 2 * len(demo.blocks) + 10  # Gradio alone: two entries more per skip and value
     gradio_fixes.keep_one_entry_per_component()
     assert session_entries(20) == session_entries(2) == 2 * len(demo.blocks)
+
+
+def session_after(calls: int, text: str) -> SessionState:
+    (fn,) = demo.fns.values()
+    state = SessionState(demo)
+
+    async def run() -> None:
+        for n in range(calls):
+            await demo.process_api(fn, [text, n], state=state)
+
+    asyncio.run(run())
+    return state
+
+
+def test_a_session_keeps_no_copy_of_the_values_it_sent(monkeypatch):
+    """Gradio copies every value a session sends or receives into that session's config (for deep links); the
+    app keeps none: a long text sent through the box is nowhere in the session afterwards."""
+    text = "a value the page sent " * 200
+    monkeypatch.setattr(SessionState, "_update_value_in_config", gradio_fixes._original_update_value)
+    assert text in repr(session_after(2, text).config_values)  # Gradio alone keeps it (the last event sent it)
+    gradio_fixes.keep_one_entry_per_component()
+    assert text not in repr(session_after(2, text).config_values)
