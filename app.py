@@ -56,6 +56,8 @@ def main(argv: list[str] | None = None) -> None:
     from explorer.memory import one_malloc_arena
 
     one_malloc_arena()  # before any thread allocates (explorer/memory.py)
+    import spaces  # noqa: F401 - before torch: on a ZeroGPU Space it patches torch before CUDA is touched
+
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     args = parse_args(argv)
     import torch

@@ -1,6 +1,8 @@
 """What the page carries besides components: its CSS, the Plotly toolbar settings, and the one script
 (clicking an overview tile opens that head)."""
 
+from typing import Any
+
 PLOT_CONFIG = {  # Plotly modebar: the camera button saves a PNG of the figure
     "displaylogo": False,
     "displayModeBar": True,
@@ -8,6 +10,18 @@ PLOT_CONFIG = {  # Plotly modebar: the camera button saves a PNG of the figure
     "modeBarButtonsToRemove": ["select2d", "lasso2d"],
     "responsive": True,  # redraw at the new width when the page reflows (window resize)
 }
+
+
+def plot(fig: Any) -> Any:
+    """A figure for gr.Plot with the toolbar config (PNG download) attached: its JSON, made in one walk without
+    copying the figure (a PlotData: plain data, so it may come from a GPU worker, explorer.app.compute)."""
+    from gradio.components.plot import PlotData
+
+    from .. import viz
+
+    return PlotData(type="plotly", plot=viz.figure_json(fig, PLOT_CONFIG))
+
+
 # Opening or closing the model panel changes the width of the main column without a window resize event:
 # send one after the panel's slide, so responsive plots take their new width.
 REFLOW_JS = "() => { setTimeout(() => window.dispatchEvent(new Event('resize')), 350); }"

@@ -11,6 +11,7 @@ import os
 from collections.abc import Sequence
 
 import gradio as gr
+import spaces
 
 from ..device import server_torch_threads
 from .catalog import model_choices
@@ -55,6 +56,9 @@ def build_demo(*, allowed_dirs: Sequence[str] = (), device: str = "auto", checkp
         log.warning("device %r is not available here; using auto", device)
         device = "auto"
     keep_one_entry_per_component()  # sessions would otherwise grow with every request (gradio_fixes)
+    # On a ZeroGPU Space Gradio would run every event handler through spaces.GPU, in a forked worker whose changes
+    # (the kept results, the sessions' state) are lost; only the model computations go there (explorer.app.compute).
+    spaces.disable_gradio_auto_wrap()
     ctx = AppContext(registry or ModelRegistry(model_memory), tuple(str(d) for d in allowed_dirs), max_tokens,
                      MemoryGate(request_memory), CoreShare(server_torch_threads(threads), shared=threads is None),
                      KeptResults(kept_memory))

@@ -16,16 +16,15 @@ from typing import Any
 
 import gradio as gr
 import pandas as pd
-from gradio.components.plot import PlotData
 
-from .. import viz
 from ..checkpoints import LoadedModel
 from ..model import PRESETS
-from .assets import PLOT_CONFIG, REFLOW_JS
+from .assets import REFLOW_JS, plot
 from .build import BuildSpec
 from .errors import AppError, escape_md, user_message
 from .labels import clicked_tile, head_label, head_labels, parse_heads
 from .limits import DEFAULT_CONTINUATION, MAX_NEW_TOKENS
+from .compute import Compute
 from .kept import Shown
 from .memory import analysis_bytes
 from .request import RunRequest, toggles_from
@@ -33,20 +32,13 @@ from .session import AppContext, Session, build_session, get_model, load_session
 from .toggles import Toggles
 from .ui import HEAD_GROUPS, Page, example_choices
 from .views import View
-from .views.analysis import Analysis, FirstLook, analyze_in_steps
-from .views.importance import importance_view
+from .views.analysis import Analysis, FirstLook
 from .views.model import model_info
 from .views.output import NEXT_TOKEN_HEADERS
-from .views.positional import positional_view
 
 PRIVATE = dict(api_visibility="private")
 PREDICTING = "Attention drawn; computing the next-token predictions and the continuation…"
 NO_OUTPUTS = "The predictions could not be computed: see the message above."
-
-
-def plot(fig: Any) -> PlotData:
-    """A figure for gr.Plot with the toolbar config (PNG download) attached."""
-    return PlotData(type="plotly", plot=viz.figure_json(fig, PLOT_CONFIG))  # one walk, no copy of the figure
 
 
 def frame(headers: list[str], rows: list[list[Any]]) -> pd.DataFrame:
@@ -94,6 +86,7 @@ class Events:
 
     def __init__(self, page: Page, ctx: AppContext):
         self.page, self.ctx = page, ctx
+        self.compute = Compute(ctx)  # every model run, through spaces.GPU
         m, i, c, v = page.model, page.inputs, page.controls, page.views
         self.status = i.status
         self.groups = [c.heads[k] for k, _, _ in HEAD_GROUPS]
@@ -195,8 +188,7 @@ class Events:
         v, first = self.page.views, None  # first: (the tab the first look drew, its figures, tabs opened by then)
         with self.ctx.gate.hold(analysis_bytes(loaded, request, self.ctx.max_tokens)):
             try:
-                for step in analyze_in_steps(loaded, request.text1, request.text2, request.toggles, request.view,
-                                             self.ctx.max_tokens, request.new_tokens):
+                for step in self.compute.analyze(request, shown.visible_tab(tab)):
                     if isinstance(step, FirstLook):
                         drawn_tab = shown.visible_tab(tab)
                         figures = step.figures(drawn_tab)
@@ -235,8 +227,7 @@ class Events:
         """A session's last Run made again from its request (its kept result was let go), within the memory gate."""
         loaded = get_model(request.session, self.ctx)
         with self.ctx.gate.hold(analysis_bytes(loaded, request, self.ctx.max_tokens)):
-            *_, a = analyze_in_steps(loaded, request.text1, request.text2, request.toggles, request.view,
-                                     self.ctx.max_tokens, request.new_tokens)
+            *_, a = self.compute.analyze(request, "")
         return a
 
     def plots_of(self, figures: dict[str, Any]) -> dict:
@@ -255,17 +246,14 @@ class Events:
 
     @reporting
     def positional(self, session, d_model, positions, base):
-        try:
-            loaded = get_model(session, self.ctx)
-        except Exception:  # noqa: BLE001 - the sinusoidal views need no model
-            loaded = None
-        pv, v = positional_view(loaded, d_model, positions, base), self.page.views
-        own = {slot: gr.update(value=plot(fig), visible=True) for slot, fig in
+        pv, v = self.compute.positional(session if isinstance(session, Session) else None, d_model, positions,
+                                        base), self.page.views
+        own = {slot: gr.update(value=fig, visible=True) for slot, fig in
                zip((v.pe_model2, v.pe_model3, v.pe_model4), pv.model[1:])}
         unused = {slot: gr.update(value=None, visible=False) for slot in (v.pe_model2, v.pe_model3, v.pe_model4)
                   if slot not in own}
-        return {self.status: "", v.pe_heat: plot(pv.heat), v.pe_curves: plot(pv.curves), v.pe_sim: plot(pv.similarity),
-                v.pe_model: plot(pv.model[0]), v.pe_scheme: pv.scheme, **own, **unused}
+        return {self.status: "", v.pe_heat: pv.heat, v.pe_curves: pv.curves, v.pe_sim: pv.similarity,
+                v.pe_model: pv.model[0], v.pe_scheme: pv.scheme, **own, **unused}
 
     def positional_after_run(self, session, d_model, positions, base):
         """The positional tab redrawn after a model change and its first Run: the status line keeps what the Run
@@ -279,9 +267,8 @@ class Events:
     def importance(self, session, sentence1, sentence2, padding_mask, causal_mask, custom_mask, blocked_position,
                    window, kind):
         toggles = toggles_from(padding_mask, causal_mask, custom_mask, blocked_position, window)
-        fig, md = importance_view(get_model(session, self.ctx), sentence1, sentence2, toggles, kind or "",
-                                  self.ctx.max_tokens)
-        return {self.status: "", self.page.views.imp_md: md, self.page.views.imp_plot: plot(fig)}
+        fig, md = self.compute.importance(session, sentence1, sentence2, toggles, kind or "")
+        return {self.status: "", self.page.views.imp_md: md, self.page.views.imp_plot: fig}
 
     # ------------------------------------------------------------------ small controls
     @reporting

@@ -19,9 +19,7 @@ from .labels import head_label, head_labels
 from .session import get_model
 from .toggles import head_mask
 from .ui import HEAD_GROUPS
-from .views.lens import lens_view
-from .views.patching import patching_view
-from .views.roles import role_ablation, roles_figures, roles_markdown, score_roles
+from .views.roles import role_ablation, roles_figures, roles_markdown
 
 
 class HeadEvents:
@@ -41,7 +39,7 @@ class HeadEvents:
         loaded = get_model(session, self.ctx)
         heads = {"encoder": encoder_heads_on, "decoder": decoder_heads_on, "cross": cross_heads_on}
         toggles = toggles_from(True, True, "none", 0, 0, {k: heads[k] or [] for k in loaded.config.attention_kinds()})
-        result = score_roles(loaded, sentence1, kind or "", head_mask(loaded.config, toggles), self.ctx.max_tokens)
+        result = self.events.compute.roles(session, sentence1, kind or "", head_mask(loaded.config, toggles))
         probe_fig, text_fig = roles_figures(result)
         v = self.page.views
         return {self.status: "", v.roles_md: roles_markdown(result), v.roles_probe_plot: plot(probe_fig),
@@ -51,7 +49,7 @@ class HeadEvents:
     def switch_off_role(self, session, sentence1, kind, role, k, rank_by):
         """The head switches with the top k heads of `role` off (every other head on)."""
         loaded = get_model(session, self.ctx)
-        result = score_roles(loaded, sentence1, kind or "", None, self.ctx.max_tokens)
+        result = self.events.compute.roles(session, sentence1, kind or "", None)
         off = role_ablation(result, role, int(k or 1), rank_by)
         if not off:
             raise AppError(f"No head has a {role} score on the {rank_by} (the role is defined on none of it).")
@@ -72,15 +70,14 @@ class HeadEvents:
     @reporting
     def patching(self, session, sentence1, sentence2, clean_answer, corrupted_answer):
         """Sentence 1 = clean, sentence 2 = corrupted: the heads and residual maps and a summary."""
-        fig, md = patching_view(get_model(session, self.ctx), sentence1, sentence2, clean_answer, corrupted_answer,
-                                self.ctx.max_tokens)
-        return {self.status: "", self.page.views.patch_md: md, self.page.views.patch_plot: plot(fig)}
+        fig, md = self.events.compute.patching(session, sentence1, sentence2, clean_answer, corrupted_answer)
+        return {self.status: "", self.page.views.patch_md: md, self.page.views.patch_plot: fig}
 
     @reporting
     def lens(self, session, sentence1):
         """Every layer's prediction on sentence 1 (as the model reads it)."""
-        fig, md = lens_view(get_model(session, self.ctx), sentence1, self.ctx.max_tokens)
-        return {self.status: "", self.page.views.lens_md: md, self.page.views.lens_plot: plot(fig)}
+        fig, md = self.events.compute.lens(session, sentence1)
+        return {self.status: "", self.page.views.lens_md: md, self.page.views.lens_plot: fig}
 
     def wire(self) -> None:
         """Named events only here; call before any unnamed event takes a handler's name."""

@@ -77,14 +77,14 @@ def test_a_tab_opened_during_a_run_shows_that_run(page_events, monkeypatch):
     run(ev, DATE1, "attention", shown)
     first = shown.result(ev.ctx.kept)
     entered, release = threading.Event(), threading.Event()
-    real = events_module.analyze_in_steps
+    real = ev.compute.analyze
 
     def slow_analyze(*args, **kwargs):
         entered.set()
         assert release.wait(60)
         yield from real(*args, **kwargs)
 
-    monkeypatch.setattr(events_module, "analyze_in_steps", slow_analyze)
+    monkeypatch.setattr(ev.compute, "analyze", slow_analyze)
     result = {}
     worker = threading.Thread(target=lambda: result.update(out=run(ev, DATE2, "attention", shown)))
     worker.start()
@@ -235,14 +235,14 @@ def test_a_tab_opened_after_the_first_look_is_drawn_whole_at_the_end(lm_events):
 
 def test_an_error_after_the_first_look_becomes_the_status_line(lm_events, monkeypatch):
     ev, shown = lm_events, Shown()
-    real = events_module.analyze_in_steps
+    real = ev.compute.analyze
 
     def fails_after_the_first_look(*args, **kwargs):
         steps = real(*args, **kwargs)
         yield next(steps)
         raise AppError("the vocabulary head ran out of memory")
 
-    monkeypatch.setattr(events_module, "analyze_in_steps", fails_after_the_first_look)
+    monkeypatch.setattr(ev.compute, "analyze", fails_after_the_first_look)
     updates = list(lm_run(ev, "overview", shown))
     assert len(updates) == 3 and drawn(ev, updates[0]) == {"overview"}
     # The output panel no longer says its predictions are coming, and the status line says why.
@@ -255,14 +255,14 @@ def test_each_step_of_a_run_computes_with_the_requests_share_of_the_cores(lm_eve
     from explorer.app.cores import CoreShare
 
     ev, shown, seen = lm_events, Shown(), []
-    real = events_module.analyze_in_steps
+    real = ev.compute.analyze
 
     def recording(*args, **kwargs):
         for step in real(*args, **kwargs):
             seen.append(torch.get_num_threads())
             yield step
 
-    monkeypatch.setattr(events_module, "analyze_in_steps", recording)
+    monkeypatch.setattr(ev.compute, "analyze", recording)
     monkeypatch.setattr(ev, "ctx", dataclasses.replace(ev.ctx, cores=CoreShare(2, shared=True)))
     before = torch.get_num_threads()
     try:

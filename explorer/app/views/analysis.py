@@ -4,8 +4,9 @@ table) and the full attention is let go; each tab's figures are drawn when asked
 session's tabs (explorer.app.kept, without its figures) is small, and switching tab draws from it without running
 the model again.
 
-A language model's outputs come after its attention (`compare_in_steps`): a `FirstLook` draws the visible tab's
-attention figures, and the Analysis reuses its reductions and figures once the outputs are known.
+A language model's outputs come after its attention (`compare_in_steps`): a `FirstLook` holds the visible tab's
+reductions, drawn at once, and the Analysis reuses them once the outputs are known. Both are plain data (arrays,
+labels, tables), so they may come from another process (explorer.app.compute).
 """
 
 from __future__ import annotations
@@ -66,11 +67,9 @@ class drawn_figure(cached_property):
 
 
 class Analysis:
-    def __init__(self, cmp: Comparison, view: View, first: "FirstLook | None" = None):
-        """`first`: this comparison's first look, whose reductions and drawn figures are reused, not made again."""
-        reduced = first.reduced if first is not None else Reductions(cmp, view)
-        if first is not None:
-            self.__dict__.update(first.drawn)  # the cached figures below (attention, overview, rollout) it drew
+    def __init__(self, cmp: Comparison, view: View, reduced: Reductions | None = None):
+        """`reduced`: this comparison's reductions made already (for its first look), reused, not made again."""
+        reduced = reduced if reduced is not None else Reductions(cmp, view)
         self.view = view = reduced.view
         notes = ["⚠️ " + escape_md(n) for n in cmp.notices] + ([NO_TOGGLE] if cmp.no_toggle else [])
         self.status = "\n\n".join(notes)  # Markdown: notices about the input and masks, whether anything is toggled
@@ -148,41 +147,43 @@ def analyze(loaded: LoadedModel, text1: str | None, text2: str | None, toggles: 
 
 
 class FirstLook:
-    """A comparison whose attention is known and outputs are not yet: what the page can show already."""
+    """A Run whose attention is known and outputs are not yet: its notices and the reductions of the one tab it was
+    asked for (plain arrays and labels: it may cross spaces.GPU's process boundary, explorer.app.compute)."""
 
-    def __init__(self, cmp: Comparison, view: View):
-        self.reduced = Reductions(cmp, view)
+    def __init__(self, reduced: Reductions, cmp: Comparison, tab: str):
+        self.tab = tab
         self.status = "\n\n".join("⚠️ " + escape_md(n) for n in cmp.notices)
-        self.drawn: dict[str, object] = {}  # figures drawn, under the names of Analysis's cached properties
+        self.attention = reduced.attention if tab == "attention" else None
+        self.overview = reduced.overview if tab == "overview" else None
+        self.rollout = reduced.rollout if tab == "rollout" else None
 
     def figures(self, tab: str) -> dict[str, go.Figure]:
-        """The figures of `tab` (a TAB_FIGURES name) that need only the attention, by name (none for "all": the API
-        waits for the whole result)."""
-        r, drawn = self.reduced, self.drawn
+        """The figures of `tab` that need only the attention, by name (TAB_FIGURES); none for a tab other than its own
+        (opened meanwhile) or "all" (the API waits for the whole result)."""
+        if tab != self.tab:
+            return {}
         if tab == "attention":
-            f = drawn["attention"] = attention_figures(r.attention)
+            f = attention_figures(self.attention)
             return dict(mask=f.mask, head=f.head, baseline=f.baseline, difference=f.difference)
         if tab == "overview":  # the grid alone: the chosen head's 1,024 x 1,024 view below it would delay it by ~2 s
-            drawn["overview"] = overview_figure(r.overview)
-            return dict(overview=drawn["overview"])
+            return dict(overview=overview_figure(self.overview))
         if tab == "rollout":
-            drawn["rollout"] = rollout_figure(r.rollout)
-            return dict(rollout=drawn["rollout"])
+            return dict(rollout=rollout_figure(self.rollout))
         return {}
 
 
 def analyze_in_steps(loaded: LoadedModel, text1: str | None, text2: str | None, toggles: Toggles,
-                     view: View | None = None, max_tokens: int = MAX_TOKENS,
-                     new_tokens: int | None = None) -> Iterator[FirstLook | Analysis]:
-    """`analyze`, handing over a FirstLook before a language model's outputs are computed; ends with the
-    Analysis, which reuses the first look's reductions and figures."""
-    view, first = view or View(), None
+                     view: View | None = None, max_tokens: int = MAX_TOKENS, new_tokens: int | None = None,
+                     first_tab: str = "attention") -> Iterator[FirstLook | Analysis]:
+    """`analyze`, handing over a FirstLook (the reductions of `first_tab`) before a language model's outputs are
+    computed; ends with the Analysis, which reuses the reductions made for the first look."""
+    view, reduced = view or View(), None
     for cmp in compare_in_steps(loaded, text1, text2, toggles, max_tokens, new_tokens):
         if not cmp.complete:
-            first = FirstLook(cmp, view)
-            yield first
+            reduced = Reductions(cmp, view)
+            yield FirstLook(reduced, cmp, first_tab)
         else:
-            yield Analysis(cmp, view, first)
+            yield Analysis(cmp, view, reduced)
 
 
 def tab_figures(a: Analysis, tab: str) -> dict[str, go.Figure]:
