@@ -88,9 +88,10 @@ class MultiHeadAttention(nn.Module):
         if rotary is not None:
             q, k = apply_rotary(q, rotary), apply_rotary(k, rotary)
         if cache is not None:
-            if memory is None and cache.filled:  # the new tokens' keys follow the cached ones
-                k, v = torch.cat([cache.keys, k], dim=2), torch.cat([cache.values, v], dim=2)
-            cache.keys, cache.values = k, v
+            if memory is None:  # the new tokens' keys follow the cached ones
+                k, v = cache.append(k, v)
+            else:
+                cache.keys, cache.values = k, v
         return q, k, v
 
     def forward(self, x: Tensor, memory: Tensor | None = None, *, mask: Tensor | None = None,

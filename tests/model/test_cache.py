@@ -202,3 +202,28 @@ def test_a_batch_run_once_with_weights_continues_each_prompt_as_if_alone(name):
         model(batch, cache=cache)
     with pytest.raises(ValueError, match="empty cache"):
         model(batch, causal=False, cache=DecoderCache(2))
+
+
+def test_a_slot_appends_in_place_and_leaves_earlier_views_alone():
+    """A decoding step writes its one new row into the slot's buffer instead of copying the whole prefix; keys
+    handed out before keep their values."""
+    from explorer.model.cache import KVSlot
+
+    slot, torch_ = KVSlot(), torch
+    prompt = torch_.randn(1, 2, 5, 4)
+    slot.append(prompt, -prompt)  # the prompt's run: kept as it is
+    first, _ = slot.append(torch_.ones(1, 2, 1, 4), torch_.ones(1, 2, 1, 4))  # the first step: a buffer with room
+    buffer = first.untyped_storage().data_ptr()
+    before = first.clone()
+    rows = [first]
+    for step in range(3):
+        keys, values = slot.append(torch_.full((1, 2, 1, 4), float(step)), torch_.full((1, 2, 1, 4), -float(step)))
+        rows.append(keys)
+        assert keys.untyped_storage().data_ptr() == buffer  # no copy: the buffer (room for 12) has room
+    assert torch_.equal(rows[0], before) and keys.shape == (1, 2, 9, 4)
+    assert torch_.equal(keys[:, :, :5], prompt) and torch_.equal(values[:, :, 5], torch_.ones(1, 2, 4))
+    assert torch_.equal(keys[:, :, 8], torch_.full((1, 2, 4), 2.0))
+    for step in range(4):  # past its room the buffer doubles, once
+        keys, _ = slot.append(torch_.zeros(1, 2, 1, 4), torch_.zeros(1, 2, 1, 4))
+    assert keys.shape[2] == 13 and keys.untyped_storage().data_ptr() != buffer
+    assert torch_.equal(keys[:, :, :5], prompt) and torch_.equal(rows[-1], keys[:, :, :9])
