@@ -33,9 +33,10 @@ def key_mask_to_attention(key_mask: Tensor) -> Tensor:
     return key_mask[:, None, None, :]
 
 
-def causal_mask(size: int, device: torch.device | str | None = None) -> Tensor:
-    """(T, T) boolean lower triangle: query t may attend to keys 0..t (the look-ahead mask)."""
-    return torch.ones(size, size, dtype=torch.bool, device=device).tril()
+def causal_mask(size: int, device: torch.device | str | None = None, first_row: int = 0) -> Tensor:
+    """(T, T) boolean lower triangle: query t may attend to keys 0..t (the look-ahead mask); from `first_row` on
+    only, (T - first_row, T), for the queries of the tokens a cached decoding step runs."""
+    return torch.ones(size - first_row, size, dtype=torch.bool, device=device).tril(first_row)
 
 
 def local_window_mask(size: int, width: int, device: torch.device | str | None = None) -> Tensor:

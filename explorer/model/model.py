@@ -36,7 +36,7 @@ from torch import Tensor, nn
 from .cache import DecoderCache
 from .config import TransformerConfig
 from .heads import ClassifierHead, Generator, MaskedLMHead
-from .masks import causal_mask, combine_masks
+from .masks import causal_mask, combine_masks, normalize_mask
 from .outputs import AttentionMasks, Attentions, DecoderResult, EncoderResult, HiddenStates, TransformerOutput
 from .positional import Embeddings, position_ids
 from .stacks import Decoder, Encoder, StackHeadHook
@@ -146,9 +146,12 @@ class Transformer(nn.Module):
             raise ValueError(f"sequence of {T} tokens is longer than max_len={self.config.max_len}")
         if past >= T:
             raise ValueError(f"the cache already holds {past} tokens: tgt must be longer ({T}) to decode any")
-        self_mask = combine_masks(causal_mask(T, tgt.device) if causal else None, attn_mask)
-        if self_mask is not None:
-            self_mask = self_mask[:, :, past:]  # (B|1, 1, T - past, T): the rows of the tokens run now
+        # (B|1, 1, T - past, T): the rows of the tokens run now (only those are built: a decoding step has one)
+        rows = causal_mask(T, tgt.device, first_row=past) if causal else None
+        given = normalize_mask(attn_mask)
+        if given is not None and given.shape[-2] > 1:
+            given = given[:, :, past:]
+        self_mask = combine_masks(rows, given)
         key_mask = self.key_mask(tgt, padding, key_mask)
         positions = position_ids(key_mask, T, tgt.device)[:, past:]
         x = self.tgt_embed(tgt[:, past:], positions=positions)
