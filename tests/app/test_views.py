@@ -257,3 +257,23 @@ def test_output_table_headers_are_unique():
 
     with pytest.raises(ValueError, match="unique"):
         OutputTable(["#", "p", "p"], [], "", False)
+
+
+def test_rollout_means_equal_the_head_average_of_the_figures_module(app):
+    """The kept head means (summed in the run's dtype, no float32 copy) equal viz.head_average of the run's weights,
+    with heads switched off (a layer with all its heads off too) and with every head on."""
+    import torch
+
+    from explorer.app.compare import compare
+    from explorer.app.views.attention import head_means
+    from explorer.viz import head_average
+
+    _, loaded = app.build("decoder")
+    off = app.toggles({"decoder": ["L0 H1", "L0 H2"]})  # layer 1: every head off
+    for toggles in (off, app.toggles()):
+        cmp = compare(loaded, app.DATE1, None, toggles, 1024)
+        on = None if cmp.head_mask is None else cmp.head_mask["decoder"].numpy()
+        layers = torch.stack([a[0] for a in cmp.toggled.attentions["decoder"]]).float().numpy()  # (L, H, T, T)
+        expected = head_average(layers, on)
+        np.testing.assert_allclose(head_means(cmp.toggled, "decoder", 0, on), expected, atol=1e-6)
+        assert on is None or not head_means(cmp.toggled, "decoder", 0, on)[1].any()

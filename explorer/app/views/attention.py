@@ -44,10 +44,18 @@ def kept_dtype(run: Run, kind: str) -> type:
 
 
 def head_means(run: Run, kind: str, row: int, on: np.ndarray | None) -> np.ndarray:
-    """(L, T, T): each layer's attention averaged over the heads that are on, one layer at a time (in float32), kept
-    in `kept_dtype`."""
-    return np.stack([viz.head_average(a.float().numpy()[None], None if on is None else on[i:i + 1])[0]
-                     for i, a in enumerate(row_layers(run, kind, row))]).astype(kept_dtype(run, kind))
+    """(L, T, T): each layer's attention averaged over the heads that are on (`viz.head_average`: a layer with every
+    head off gives 0), summed in float32 from the run's own dtype one layer at a time (no float32 copy of a float16
+    layer), kept in `kept_dtype`."""
+    means = []
+    for i, a in enumerate(row_layers(run, kind, row)):  # (H, T, T)
+        if on is None:
+            total, n = a.sum(0, dtype=torch.float32), a.shape[0]
+        else:
+            gate = torch.as_tensor(on[i], dtype=a.dtype)  # 0 / 1: exact in any dtype
+            total, n = (a * gate[:, None, None]).sum(0, dtype=torch.float32), float(on[i].sum())
+        means.append((total / (n or 1.0)).numpy().astype(kept_dtype(run, kind)))
+    return np.stack(means)
 
 
 def heads_on(cmp: Comparison, kind: str) -> np.ndarray | None:
