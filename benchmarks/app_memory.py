@@ -21,11 +21,19 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 GPT2_SMALL_APP = dict(vocab_size=50257, n_embd=768, n_head=12, n_layer=12, n_positions=1024 + 40)
+# The largest model the page offers (explorer/app/catalog.py): Qwen2.5-0.5B's shape, random weights (494M parameters,
+# 1.98 GB in float32, a 151,936-token vocabulary tied to the embeddings, 2 key/value heads for 14 query heads).
+QWEN25_05B = dict(vocab_size=151936, hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
+                  num_attention_heads=14, num_key_value_heads=2, max_position_embeddings=32768, tie_word_embeddings=True,
+                  bos_token_id=0, eos_token_id=0)
+TINY_QWEN = dict(QWEN25_05B, vocab_size=300, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                 num_attention_heads=4, num_key_value_heads=2)  # --quick
 TINY_APP = dict(vocab_size=260, n_embd=32, n_head=2, n_layer=2, n_positions=64 + 40)  # --quick
 CASES = ("no toggle", "head off")
 
@@ -56,6 +64,19 @@ def text_of(tokens: int) -> str:
     return text[:tokens].rstrip() + "x" * (tokens - len(text[:tokens].rstrip()))
 
 
+def write_qwen2(folder: Path, shape: dict[str, Any]) -> Path:
+    """A random Qwen2 of `shape` saved as transformers does, with the byte-level tokenizer beside it."""
+    import torch
+    import transformers
+
+    from benchmarks.hub_lm import byte_tokenizer
+
+    torch.manual_seed(0)
+    transformers.Qwen2ForCausalLM(transformers.Qwen2Config(**shape)).save_pretrained(folder)
+    byte_tokenizer().save(str(folder / "tokenizer.json"))
+    return folder
+
+
 def one_request(loaded: Any, tokens: int, case: str) -> dict[str, Any]:
     """What /analyze does on the server for one click (tab 'attention'), with every figure serialised."""
     from explorer.app.limits import DEFAULT_CONTINUATION
@@ -68,9 +89,10 @@ def one_request(loaded: Any, tokens: int, case: str) -> dict[str, Any]:
     heads = None
     if case == "head off":
         heads = {"decoder": frozenset((la, h) for la in range(n_layers) for h in range(n_heads) if (la, h) != (0, 0))}
+    t0 = time.perf_counter()
     a = analyze(loaded, text_of(tokens), "", Toggles(heads_on=heads), View(), tokens, DEFAULT_CONTINUATION)
     sent = sum(len(figure_json(f)) for f in tab_figures(a, "attention").values())
-    return {"tokens": len(a.tokens[1]), "figure_bytes_attention_tab": sent}
+    return {"tokens": len(a.tokens[1]), "figure_bytes_attention_tab": sent, "seconds": round(time.perf_counter() - t0, 2)}
 
 
 def child(folder: Path, tokens: int, case: str, threads: int) -> dict[str, Any]:
@@ -95,23 +117,28 @@ def child(folder: Path, tokens: int, case: str, threads: int) -> dict[str, Any]:
             "estimate_mb": round(estimate / 2**20, 1), "peak_reset": exact}
 
 
-def run(tokens: int = 1024, shape: dict[str, int] | None = None) -> dict[str, Any]:
+def run(tokens: int = 1024, shape: dict[str, int] | None = None, family: str = "gpt2") -> dict[str, Any]:
+    """`family` "gpt2" (shape: GPT2_SMALL_APP) or "qwen2" (shape: QWEN25_05B)."""
     import torch
 
     from benchmarks.hub_lm import write_folder
 
-    shape = shape or GPT2_SMALL_APP
+    shape = shape or (GPT2_SMALL_APP if family == "gpt2" else QWEN25_05B)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        folder = write_folder(Path(tmp) / "gpt2", {**shape, "bos_token_id": 0, "eos_token_id": 0})
+        if family == "gpt2":
+            folder = write_folder(Path(tmp) / "gpt2", {**shape, "bos_token_id": 0, "eos_token_id": 0})
+        else:
+            folder = write_qwen2(Path(tmp) / "qwen2", shape)
         for case in CASES:
             cmd = [sys.executable, "-m", "benchmarks.app_memory", "--child", case, "--folder", str(folder),
                    "--tokens", str(tokens), "--threads", str(torch.get_num_threads())]
             out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=True,
                                  env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_VERBOSITY": "error"})
             rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
-    return {"what": __doc__.split("\n\n")[0], "model": f"GPT-2 shape {shape} (random weights)", "goal_mb": 1536,
-            "by_case": rows}
+    name = "GPT-2" if family == "gpt2" else "Qwen2.5-0.5B"
+    return {"what": __doc__.split("\n\n")[0], "model": f"{name} shape {shape} (random weights)",
+            "goal_mb": 1536 if family == "gpt2" else 3072, "by_case": rows}
 
 
 def main(argv: list[str] | None = None) -> None:

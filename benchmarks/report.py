@@ -21,8 +21,15 @@ TARGETS = [
     ("figures_1024", "Largest tab at 1,024 tokens, GPT-2-small shape, MB", "<= 4"),
     ("draw_1024", "Our views drawn at 1,024 tokens, GPT-2-small shape (overview and one head, update)", "< 3000 ms"),
     ("app_1024", "Real app at 1,024 tokens, GPT-2-small shape: click -> overview redrawn in Chromium", "< 3000 ms"),
+    ("app_1024_whole", "Real app at 1,024 tokens, GPT-2-small shape: click -> outputs shown (the whole Run)",
+     "<= 3000 ms"),
     ("memory_1024", "One 1,024-token /analyze request, GPT-2-small shape, head off: peak above the loaded model, MB",
      "<= 1536"),
+    ("largest_1024", "One 1,024-token /analyze request, Qwen2.5-0.5B shape, head off: peak above the loaded model, MB",
+     "<= 3072"),
+    ("sessions_growth", "Sessions with a 480-word MiniLM text and a head off: server growth beyond --kept-memory, MB",
+     "<= 300"),
+    ("load_failures", "50 sessions at once for 5 minutes on MiniLM: errors + cross-talk", "<= 0"),
     ("sweep", "Exact head sweep / one pass per head (worst of 32, 128 tokens)", "<= 0.5"),
     ("gradient", "One pass per head / gradient estimate (worst of 32, 128 tokens)", ">= 15"),
     ("training", "Training steps/s, seed 001's comparison: explorer preset / torch.nn.TransformerEncoder", ">= 1.2"),
@@ -80,9 +87,19 @@ def measured_values(res: dict[str, Any]) -> dict[str, float | None]:
     app_long = _row([r for r in res.get("app_long", {}).get("by_tokens", []) if r.get("threads_flag") is None], 1024)
     if app_long:
         v["app_1024"] = app_long["click_to_overview_drawn_ms"]
+        v["app_1024_whole"] = app_long.get("click_to_outputs_shown_ms")
     mem = [r for r in res.get("memory", {}).get("by_case", []) if r.get("case") == "head off"]
     if mem and mem[0].get("tokens") == 1024:
         v["memory_1024"] = mem[0]["peak_above_loaded_mb"]
+    big = [r for r in res.get("largest", {}).get("by_case", []) if r.get("case") == "head off"]
+    if big and big[0].get("tokens") == 1024:
+        v["largest_1024"] = big[0]["peak_above_loaded_mb"]
+    sess = res.get("sessions", {})
+    if sess.get("growth_mb") is not None:
+        v["sessions_growth"] = round(sess["growth_mb"] - sess["kept_memory_mb"], 1)
+    load = res.get("load", {})
+    if load.get("errors") is not None:
+        v["load_failures"] = load["errors"] + load["crosstalk"]
     imp = res.get("importance", {}).get("by_length", {})
     if imp:
         v["sweep"] = max(r["sweep_over_per_head"] for r in imp.values())
@@ -197,6 +214,43 @@ def long_inputs_section(res: dict[str, Any]) -> list[str]:
                           f"{r['peak_above_loaded_mb']:,.0f} MB", f"{r['estimate_mb']:,.0f} MB",
                           _mb(r["figure_bytes_attention_tab"])]
                          for r in mem.get("by_case", [])])
+    return L
+
+
+def many_users_section(res: dict[str, Any]) -> list[str]:
+    """Section 10: the largest model's request, many sessions within --kept-memory, many sessions at once."""
+    big, sess, load = res.get("largest"), res.get("sessions"), res.get("load")
+    if not (big or sess or load):
+        return []
+    L = ["## 10. Many people on one Space", ""]
+    if big and not _skip(big):
+        L += [f"*The largest model the page offers*: one 1,024-token request as /analyze makes it, {big.get('model')}; "
+              f"goal {big.get('goal_mb')} MB above the loaded model.", ""]
+        L += _table(["case", "tokens", "loaded model RSS", "peak above it", "app's estimate", "time"],
+                    [[r["case"], r["tokens"], f"{r['loaded_rss_mb']:,.0f} MB", f"{r['peak_above_loaded_mb']:,.0f} MB",
+                      f"{r['estimate_mb']:,.0f} MB", f"{r['seconds']:.1f} s" if "seconds" in r else "–"]
+                     for r in big.get("by_case", [])])
+    if sess and not _skip(sess):
+        L += [f"*Kept results within a byte budget*: `python app.py --kept-memory {sess['kept_memory_mb'] / 1024:g}` on "
+              f"{sess['model']}; {sess['sessions']} sessions ({sess['workers']} at a time), each one /analyze of a "
+              f"{sess['words']}-word text with a head off, then, once all had run, /show_tab of another tab in each. "
+              "RSS of the server (VmRSS).", ""]
+        L += _table(["sessions", "--kept-memory", "RSS before", "after the Runs", "after the tabs", "growth",
+                     "growth beyond the budget", "tabs computed again", "own Run / own tab"],
+                    [[sess["sessions"], f"{sess['kept_memory_mb']:,} MB", f"{sess['rss_before_mb']:,.0f} MB",
+                      f"{sess['rss_after_runs_mb']:,.0f} MB", f"{sess['rss_after_tabs_mb']:,.0f} MB",
+                      f"{sess['growth_mb']:,.0f} MB", f"{sess['growth_mb'] - sess['kept_memory_mb']:,.0f} MB",
+                      sess["tabs_recomputed"], f"{sess['own_runs']} / {sess['own_tabs']}"]])
+    if load and not _skip(load):
+        L += [f"*Sessions at once*: {load['clients']} gradio_client sessions for {load['seconds']:.0f} s on "
+              f"{load['model']} (the app's defaults), each in a loop: /analyze of a short sentence or of a "
+              f"{load['long_tokens']}-token text, 0-3 heads off, sometimes a custom mask, and now and then /show_tab. "
+              "Every answer is checked against its own session's text.", ""]
+        rows = [[kind, load[kind]["requests"], _f(load[kind]["p50_s"]), _f(load[kind]["p95_s"])]
+                for kind in ("short", "long", "tab") if kind in load]
+        L += _table(["request", "answered", "p50 (s)", "p95 (s)"], rows)
+        L += [f"Errors {load['errors']}, cross-talk {load['crosstalk']}; server RSS {load['rss_before_mb']:,.0f} MB "
+              f"before, {load['rss_peak_mb']:,.0f} MB at most, {load['rss_after_mb']:,.0f} MB after.", ""]
     return L
 
 
@@ -401,6 +455,7 @@ def markdown(res: dict[str, Any]) -> str:
 
     L += hub_lm_section(res.get("hub_lm"))
     L += long_inputs_section(res)
+    L += many_users_section(res)
     prof = res.get("profiles") or {}
     if prof:
         L += ["## Where the time goes (targets missed)", ""]
