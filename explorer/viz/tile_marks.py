@@ -6,17 +6,15 @@ axis coordinates (`OverviewGrid.tile_origin`; a cell spans its position +- 0.5).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from explorer.viz import common as c
-
-if TYPE_CHECKING:
-    from explorer.viz.overview import OverviewGrid
+from explorer.viz.grid import OverviewGrid
 
 
-def off_markers(grid: "OverviewGrid", head_on: np.ndarray) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def off_markers(grid: OverviewGrid, head_on: np.ndarray) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(annotations, shapes): a dotted white-washed frame and "off" on each switched-off head's tile."""
     annotations: list[dict[str, Any]] = []
     shapes: list[dict[str, Any]] = []
@@ -33,7 +31,7 @@ def off_markers(grid: "OverviewGrid", head_on: np.ndarray) -> tuple[list[dict[st
     return annotations, shapes
 
 
-def tile_notes(grid: "OverviewGrid", notes: Sequence[Sequence[str]] | None) -> list[dict[str, Any]]:
+def tile_notes(grid: OverviewGrid, notes: Sequence[Sequence[str]] | None) -> list[dict[str, Any]]:
     """One small boxed text in the top-left corner of each tile with a note (text, escaped, never HTML)."""
     if notes is None:
         return []
