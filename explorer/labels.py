@@ -28,14 +28,21 @@ import json
 import re
 from collections import Counter
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
 if TYPE_CHECKING:
     import tokenizers
 
-    from .tokenizer import Encoding
-
 Scheme = Literal["byte-level", "metaspace", "text"]
+
+
+class Encoded(Protocol):
+    """What labelling reads of an encoded text (explorer.tokenizer.Encoding is one)."""
+
+    tokens: Sequence[str]
+    offsets: Sequence[tuple[int, int]]  # (start, end) into the text; (0, 0) for added specials
+    special: Sequence[bool]
+    scheme: Scheme
 # Whitespace made visible in plot labels (a plain space is an invisible tick label).
 # Marks common fonts have (DejaVu draws U+2423 and the arrows, but not the other Control Pictures).
 _VISIBLE_WS = {" ": "␣", "\n": "↵", "\t": "⇥"}
@@ -129,7 +136,7 @@ def label_token(token: str, scheme: Scheme, special: bool = False, span: str | N
     return visible(span) if span.isspace() else span
 
 
-def token_labels(encoding: Encoding, text: str) -> list[str]:
+def token_labels(encoding: Encoded, text: str) -> list[str]:
     """Label per token of an encoded text (see the module docstring); labels may repeat (a word used
     twice): :func:`unique_labels` makes them distinct if needed."""
     return [label_token(tok, encoding.scheme, special, text[start:end] if end > start else None)
