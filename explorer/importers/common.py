@@ -1,5 +1,5 @@
-"""What every importer shares: reading a Hugging Face config.json, the activation and rotary
-settings in transformers' spellings, and turning a checkpoint into our state dict from a plan.
+"""What every importer shares: the rotary settings in transformers' spellings (config.json itself is read by
+`hf_config.HFConfig`), and turning a checkpoint into our state dict from a plan.
 
 A family describes its weights as a plan: for each of our tensors, the checkpoint tensors it is
 made of and how they combine (a copy, a transpose, a concatenation, a de-interleave). `assemble`
@@ -13,7 +13,7 @@ Shapes: D model width, H heads, Dh head width; Linear weights are (out, in) as i
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -22,91 +22,13 @@ import torch
 from torch import Tensor
 
 from ..checkpoints import CheckpointError, describe
-from ..lm import causal_lm_task
+from ..task_descriptors import causal_lm_task
 from ..model import TransformerConfig
 from ..model.config import ROPE_SCALINGS
 from ..tokenizer import Tokenizer
 from .files import WeightFiles
+from .hf_config import HF_ACTIVATIONS, HFConfig  # noqa: F401 (re-exported for the families)
 from .tokens import load_hf_tokenizer
-
-# transformers' ACT2FN names -> ours (only those computing the same function)
-HF_ACTIVATIONS = {"gelu": "gelu", "gelu_python": "gelu", "relu": "relu", "gelu_new": "gelu_tanh",
-                  "gelu_pytorch_tanh": "gelu_tanh", "gelu_fast": "gelu_tanh", "silu": "silu", "swish": "silu"}
-
-
-class HFConfig:
-    """config.json of a Hugging Face model, with errors that name the file and the family."""
-
-    def __init__(self, data: Mapping[str, Any], path: Path, family: str, folder: Path | None = None):
-        self.data, self.path, self.family = dict(data), path, family
-        self.folder = folder  # where the weights are, for families whose config depends on the heads present
-        self._weights: WeightFiles | None = None
-
-    def weights(self) -> WeightFiles:
-        """The folder's weight files (headers read once, on first use)."""
-        if self._weights is None:
-            if self.folder is None:
-                raise self.error("no folder given to read the weights from")
-            self._weights = WeightFiles(self.folder)
-        return self._weights
-
-    def has_tensors(self, *names: str) -> bool:
-        """True when the checkpoint holds every one of `names` (full names: heads sit outside the body prefix)."""
-        if self.folder is None:
-            return False
-        try:
-            present = set(self.weights().names)
-        except CheckpointError:  # missing or broken weights are reported later, after the parameter limit
-            return False
-        return all(name in present for name in names)
-
-    def int_field(self, name: str, default: int | None = None) -> int | None:
-        value = self.get(name, default)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-            raise self.error(f"{name}={value!r} must be an integer")
-        return value
-
-    def error(self, message: str) -> CheckpointError:
-        return CheckpointError(f"{describe(self.path)}: {message}")
-
-    def get(self, name: str, default: Any = None) -> Any:
-        value = self.data.get(name)
-        return default if value is None else value
-
-    def require(self, *names: str) -> Any:
-        """The first of `names` present (transformers renamed some fields over the years)."""
-        for name in names:
-            if self.data.get(name) is not None:
-                return self.data[name]
-        raise CheckpointError(f"{describe(self.path)} has no \"{names[0]}\"; it is not a complete {self.family} "
-                              f"configuration")
-
-    def activation(self, name: str, default: str) -> str:
-        """The activation under `name` (transformers' default for the family when absent), in our spelling."""
-        act = self.get(name, default)
-        if act not in HF_ACTIVATIONS:
-            raise self.error(f"{name}={act!r} is not supported; the explorer computes "
-                             f"{', '.join(sorted(HF_ACTIVATIONS))}")
-        return HF_ACTIVATIONS[act]
-
-    def token_id(self, name: str) -> int | None:
-        value = self.data.get(name)
-        if isinstance(value, list):  # eos_token_id may list several ids; the first is the usual one
-            value = value[0] if value else None
-        return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-    def pad_id(self) -> int | None:
-        """pad_token_id, unless it is the BOS or EOS token (masking those as padding would hide real tokens)."""
-        pad = self.token_id("pad_token_id")
-        return None if pad in (self.token_id("bos_token_id"), self.token_id("eos_token_id")) else pad
-
-    def build(self, **fields: Any) -> TransformerConfig:
-        """TransformerConfig(**fields); its ValueError (naming the field) becomes a CheckpointError."""
-        try:
-            return TransformerConfig(**fields)
-        except (ValueError, TypeError) as err:
-            raise self.error(f"invalid {self.family} configuration: {err}") from err
-
 
 def rope_settings(cfg: HFConfig, default_fraction: float = 1.0) -> dict[str, Any]:
     """pos_base, rotary_fraction and rope_scaling from either spelling transformers has saved:

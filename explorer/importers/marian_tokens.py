@@ -29,16 +29,15 @@ from __future__ import annotations
 
 import struct
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, NamedTuple
+from typing import Iterator, NamedTuple
 
 import tokenizers
 from tokenizers import AddedToken, Regex, decoders, models, normalizers, pre_tokenizers, processors
 
 from ..checkpoints import CheckpointError, describe, read_json, require_file
 from ..tokenizer import Tokenizer
+from .hf_config import HFConfig
 
-if TYPE_CHECKING:
-    from .common import HFConfig
 
 SPM_FILES = {"source": "source.spm", "target": "target.spm"}
 VOCAB_FILE = "vocab.json"

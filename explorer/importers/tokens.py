@@ -12,15 +12,14 @@ special tokens and the BOS rule of its tokenizer_config.json.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import tokenizers
 
 from ..checkpoints import CheckpointError, describe, read_json, require_file
 from ..tokenizer import Tokenizer
+from .hf_config import HFConfig
 
-if TYPE_CHECKING:
-    from .common import HFConfig
 
 TOKENIZER_FILE = "tokenizer.json"
 TOKENIZER_CONFIG = "tokenizer_config.json"
