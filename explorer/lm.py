@@ -23,30 +23,10 @@ import torch
 from torch import Tensor
 
 from .generate import Generation, generate
-from .model import Transformer, TransformerConfig
+from .model import Transformer
 from .tokenizer import Tokenizer
 
-EXAMPLES = [
-    "The capital of France is",
-    "Once upon a time, there was a little",
-    "The quick brown fox jumps over the lazy",
-    "1, 2, 3, 4, 5,",
-    "def fibonacci(n):",
-]
 
-
-def causal_lm_task(name: str, tokenizer: Tokenizer, config: TransformerConfig, family: str) -> dict[str, Any]:
-    """The task dict of a loaded language model (what the app offers for it)."""
-    return {
-        "name": "causal-lm",
-        "description": f"{family} language model ({name}): type a text to see each layer's and head's causal "
-                       f"attention, the next token's top 10, the surprisal of every token, and a greedy "
-                       f"continuation; switch heads off to see what changes.",
-        "examples": list(EXAMPLES),
-        "bos_id": tokenizer.bos_id,
-        "eos_id": tokenizer.eos_id,
-        "pad_id": config.pad_id,
-    }
 
 
 @dataclass

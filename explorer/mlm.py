@@ -15,47 +15,13 @@ top-k of its own row. Every number comes from the logits the model computed; lab
 
 from __future__ import annotations
 
-from typing import Any
 
 from torch import Tensor
 
 from .lm import NextTokenChange, NextTokens, compare_next_tokens, next_tokens
-from .model import TransformerConfig
 from .tokenizer import Tokenizer
 
-MASK_TOKENS = ("[MASK]", "<mask>")
-EXAMPLES = [
-    "The capital of France is {mask}.",
-    "I love to eat {mask} for breakfast.",
-    "The {mask} barked at the mailman all morning.",
-    "She put the milk back in the {mask} after breakfast.",
-    "Paris is the {mask} of France, and Berlin is the {mask} of Germany.",
-]
 
-
-def mask_token(tokenizer: Tokenizer, configured: str | None = None) -> str | None:
-    """The tokenizer's mask token: `configured` (tokenizer_config.json's mask_token) or [MASK] / <mask>."""
-    for token in (configured, *MASK_TOKENS):
-        if token and tokenizer.token_to_id(token) is not None:
-            return token
-    return None
-
-
-def masked_lm_task(name: str, tokenizer: Tokenizer, config: TransformerConfig, family: str,
-                   mask: str) -> dict[str, Any]:
-    """The task dict of an encoder with a masked-LM head (what the app offers for it)."""
-    return {
-        "name": "masked-lm",
-        "description": f"{family} masked language model ({name}): write {mask} where a word is missing to see the "
-                       f"model's 10 most probable fillers, and each layer's and head's attention; switch heads off "
-                       f"to see how the fillers change.",
-        "examples": [e.format(mask=mask) for e in EXAMPLES],
-        "mask_token": mask,
-        "mask_id": tokenizer.token_to_id(mask),
-        "pad_id": config.pad_id,
-        "cls_id": tokenizer.cls_id if tokenizer.cls_id is not None else tokenizer.bos_id,
-        "sep_id": tokenizer.sep_id if tokenizer.sep_id is not None else tokenizer.eos_id,
-    }
 
 
 def mask_positions(ids: Tensor | list[int], mask_id: int) -> list[int]:

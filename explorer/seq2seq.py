@@ -4,8 +4,6 @@ self-attention and cross-attention, and the same with heads switched off, side b
 
 Shapes: S source tokens, N generated tokens, H heads, L layers.
 
-    seq2seq_task(name, folder, tokenizer, config, family) -> task dict {"name": "seq2seq", "bos_id": the
-        decoder start token, "eos_id", "suppress_ids", "examples", ...}
     translate(loaded, text, max_new_tokens, head_mask)  -> Output (source ids, ids, labels, text, probs,
         generation: generation.steps[n].cross[l] (1, H, S), .decoder[l] (1, H, n + 1))
     compare_outputs(loaded, text, head_mask, ...)       -> OutputChange (baseline, toggled, first position
@@ -19,83 +17,17 @@ the padding id, BART with </s>) until EOS or `max_new_tokens`; it equals transfo
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 import torch
 
-from .checkpoints import read_json
 from .generate import Generation, generate
-from .model import TransformerConfig
-from .tokenizer import Tokenizer
+from .task_descriptors import DEFAULT_MAX_NEW_TOKENS
 
 if TYPE_CHECKING:
     from .checkpoints import LoadedModel
 
-TRANSLATION_EXAMPLES = [
-    "The weather is lovely today, so we are going for a walk in the park.",
-    "I would like to book a table for two people at eight o'clock.",
-    "The cat is sleeping on the sofa.",
-    "Where is the nearest train station?",
-    "Machine translation has improved a lot in recent years.",
-]
-T5_EXAMPLES = [
-    "translate English to German: The house is wonderful.",
-    "translate English to French: Where is the nearest train station?",
-    "summarize: The quick brown fox jumped over the lazy dog in the garden, while the cat watched from the "
-    "window and the birds sang in the old oak tree until the sun went down.",
-    "cola sentence: The course is jumping well.",
-    "question: What is the capital of France? context: Paris is the capital and largest city of France.",
-]
-BART_EXAMPLES = [
-    "The cat sat on the <mask> and looked out of the window.",
-    "UN Chief Says There Is No <mask> in Syria",
-    "The weather is lovely today, so we are going for a walk in the park.",
-    "My friends are <mask> but they eat too many carbs.",
-]
-DEFAULT_MAX_NEW_TOKENS = 40
 
-
-def start_token(hf: Mapping[str, Any], tokenizer: Tokenizer) -> int | None:
-    """The decoder start token: decoder_start_token_id, else the padding id (T5's convention), else BOS."""
-    for key in ("decoder_start_token_id", "pad_token_id", "bos_token_id"):
-        value = hf.get(key)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    return tokenizer.pad_id if tokenizer.pad_id is not None else tokenizer.bos_id
-
-
-def suppressed_ids(hf: Mapping[str, Any]) -> list[int]:
-    """Single-token `bad_words_ids` of config.json (Marian never generates its padding token)."""
-    bad = hf.get("bad_words_ids") or []
-    return sorted({int(w[0]) for w in bad if isinstance(w, list) and len(w) == 1 and isinstance(w[0], int)})
-
-
-def examples_for(family: str, name: str) -> list[str]:
-    if family == "T5":
-        return list(T5_EXAMPLES)
-    if family == "BART":
-        return list(BART_EXAMPLES)
-    return list(TRANSLATION_EXAMPLES)
-
-
-def seq2seq_task(name: str, folder: Path, tokenizer: Tokenizer, config: TransformerConfig, family: str) -> dict:
-    """The task dict of a loaded encoder-decoder (`tokenizer` is its target side)."""
-    hf = read_json(folder / "config.json")
-    eos = hf.get("eos_token_id")
-    eos = eos[0] if isinstance(eos, list) and eos else eos
-    return {
-        "name": "seq2seq",
-        "description": f"{family} encoder-decoder ({name}): type a text to see the encoder's attention, and the "
-                       f"decoder's self-attention and cross-attention for every token it generates (greedy); "
-                       f"switch heads off, a cross-attention head say, to see the output change.",
-        "examples": examples_for(family, name),
-        "bos_id": start_token(hf, tokenizer),
-        "eos_id": eos if isinstance(eos, int) and not isinstance(eos, bool) else tokenizer.eos_id,
-        "pad_id": config.pad_id,
-        "suppress_ids": suppressed_ids(hf),
-        "max_new_tokens": DEFAULT_MAX_NEW_TOKENS,
-    }
 
 
 @dataclass

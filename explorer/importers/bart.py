@@ -23,7 +23,7 @@ import re
 from pathlib import Path
 
 from ..model import TransformerConfig
-from ..seq2seq import seq2seq_task
+from ..task_descriptors import seq2seq_task
 from ..tokenizer import Tokenizer
 from .common import Family, HFConfig, Target, stack_rows
 from .files import WeightFiles

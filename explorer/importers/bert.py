@@ -19,7 +19,7 @@ import re
 from pathlib import Path
 
 from ..checkpoints import CheckpointError, describe, load_tokenizer_file, read_json
-from ..mlm import mask_token, masked_lm_task
+from ..task_descriptors import mask_token, masked_lm_task
 from ..model import TransformerConfig
 from ..tokenizer import Tokenizer
 from .common import Family, HFConfig, Target, stack_rows

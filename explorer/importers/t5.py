@@ -24,7 +24,7 @@ import re
 import torch
 
 from ..model import TransformerConfig
-from ..seq2seq import seq2seq_task
+from ..task_descriptors import seq2seq_task
 from .common import HF_ACTIVATIONS, Family, HFConfig, Target, stack_rows
 from .files import WeightFiles
 
