@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import gradio as gr
@@ -21,59 +21,27 @@ from ..checkpoints import LoadedModel
 from ..model import PRESETS
 from .assets import REFLOW_JS, plot
 from .build import BuildSpec
-from .errors import AppError, escape_md, user_message
-from .labels import clicked_tile, head_label, head_labels, parse_heads
-from .limits import DEFAULT_CONTINUATION, MAX_NEW_TOKENS
 from .compute import Compute
+from .errors import escape_md
+from .events_heads import HeadEvents
+from .handlers import PRIVATE, reporting
+from .labels import clicked_tile, head_label, head_labels
+from .limits import DEFAULT_CONTINUATION
 from .kept import Shown
 from .memory import analysis_bytes
 from .request import RunRequest, toggles_from
 from .session import AppContext, Session, build_session, get_model, load_session
-from .toggles import Toggles
 from .ui import HEAD_GROUPS, Page, example_choices
-from .views import View
 from .views.analysis import Analysis, FirstLook
 from .views.model import model_info
 from .views.output import NEXT_TOKEN_HEADERS
 
-PRIVATE = dict(api_visibility="private")
 PREDICTING = "Attention drawn; computing the next-token predictions and the continuation…"
 NO_OUTPUTS = "The predictions could not be computed: see the message above."
 
 
 def frame(headers: list[str], rows: list[list[Any]]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=headers)
-
-
-def reporting(handler: Callable) -> Callable:
-    """An `Events` handler computes with its share of the cores (explorer.app.cores), and an exception in it
-    becomes a warning and a message in the status line; nothing else changes (a handler that yields updates keeps
-    those it yielded before the error)."""
-    def failed(self: Any, err: Exception) -> dict:
-        message = user_message(err)
-        gr.Warning(message)
-        return {self.status: "⚠️ " + escape_md(message)}
-
-    if inspect.isgeneratorfunction(handler):
-        @functools.wraps(handler)
-        def steps(self: Any, *args: Any, **kwargs: Any) -> Iterator[dict]:
-            with self.ctx.cores.share() as use:
-                try:
-                    for update in handler(self, *args, **kwargs):
-                        yield update
-                        use()  # resumed, perhaps on another worker thread: its torch threads are its own
-                except Exception as err:  # noqa: BLE001 - every error becomes a message
-                    yield failed(self, err)
-        return steps
-
-    @functools.wraps(handler)
-    def run(self: Any, *args: Any, **kwargs: Any) -> dict:
-        with self.ctx.cores.share():
-            try:
-                return handler(self, *args, **kwargs)
-            except Exception as err:  # noqa: BLE001 - every error becomes a message
-                return failed(self, err)
-    return run
 
 
 def is_skip(value: Any) -> bool:
@@ -93,9 +61,7 @@ class Events:
         self.model_outputs = [self.status, page.session, m.model_md, page.headline, i.ex1, i.ex2, i.text1, i.text2,
                               *self.groups, c.kind, c.layer, c.head, c.lm_controls, v.surprisal_plot,
                               v.gen_cross]
-        from .events_heads import HeadEvents  # it imports this module's helpers
-
-        self.heads = HeadEvents(self)
+        self.heads = HeadEvents(page, ctx, self.compute, self.groups, self.then_analyze)
         self.model_outputs += list(self.heads.model_updates(True))
         self.analysis_inputs = [page.session, i.text1, i.text2, c.padding, c.causal, c.custom, c.block_token,
                                 c.window, *self.groups, c.kind, c.layer, c.head, c.sentence, c.position, c.new_tokens,

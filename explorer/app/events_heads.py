@@ -8,26 +8,31 @@ input lists in `HeadEvents.wire` (names from the handler signatures), their resu
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import gradio as gr
 
-# events imports this module when it builds its handlers (inside Events.__init__), so no import cycle here.
-from .events import PRIVATE, Events, plot, reporting, toggles_from
+from .assets import plot
+from .compute import Compute
+from .handlers import PRIVATE, reporting
 from .errors import AppError, escape_md
 from .labels import head_label, head_labels
-from .session import get_model
+from .request import toggles_from
+from .session import AppContext, get_model
 from .toggles import head_mask
-from .ui import HEAD_GROUPS
+from .ui import HEAD_GROUPS, Page
 from .views.roles import role_ablation, roles_figures, roles_markdown
 
 
 class HeadEvents:
-    """Handlers of the three tabs; `events` is the page's `Events` (context, components, the analyze chain)."""
+    """Handlers of the three tabs of one page: its components, context and model computations, its head switches
+    (`groups`), and `then_analyze`, which chains a Run after an event (the page's Events)."""
 
-    def __init__(self, events: Events):
-        self.events, self.ctx, self.page = events, events.ctx, events.page
-        self.status = events.status
+    def __init__(self, page: Page, ctx: AppContext, compute: Compute, groups: list[Any],
+                 then_analyze: Callable[[Any], Any]):
+        self.page, self.ctx, self.compute, self.groups, self.then_analyze = page, ctx, compute, groups, then_analyze
+        self.status = page.inputs.status
         v = self.page.views
         self.roles_outputs = [self.status, v.roles_md, v.roles_probe_plot, v.roles_text_plot]
         self.cleared = {v.roles_md: "", v.role_off_md: "", v.roles_probe_plot: None, v.roles_text_plot: None,
@@ -39,7 +44,7 @@ class HeadEvents:
         loaded = get_model(session, self.ctx)
         heads = {"encoder": encoder_heads_on, "decoder": decoder_heads_on, "cross": cross_heads_on}
         toggles = toggles_from(True, True, "none", 0, 0, {k: heads[k] or [] for k in loaded.config.attention_kinds()})
-        result = self.events.compute.roles(session, sentence1, kind or "", head_mask(loaded.config, toggles))
+        result = self.compute.roles(session, sentence1, kind or "", head_mask(loaded.config, toggles))
         probe_fig, text_fig = roles_figures(result)
         v = self.page.views
         return {self.status: "", v.roles_md: roles_markdown(result), v.roles_probe_plot: plot(probe_fig),
@@ -49,7 +54,7 @@ class HeadEvents:
     def switch_off_role(self, session, sentence1, kind, role, k, rank_by):
         """The head switches with the top k heads of `role` off (every other head on)."""
         loaded = get_model(session, self.ctx)
-        result = self.events.compute.roles(session, sentence1, kind or "", None)
+        result = self.compute.roles(session, sentence1, kind or "", None)
         off = role_ablation(result, role, int(k or 1), rank_by)
         if not off:
             raise AppError(f"No head has a {role} score on the {rank_by} (the role is defined on none of it).")
@@ -70,26 +75,26 @@ class HeadEvents:
     @reporting
     def patching(self, session, sentence1, sentence2, clean_answer, corrupted_answer):
         """Sentence 1 = clean, sentence 2 = corrupted: the heads and residual maps and a summary."""
-        fig, md = self.events.compute.patching(session, sentence1, sentence2, clean_answer, corrupted_answer)
+        fig, md = self.compute.patching(session, sentence1, sentence2, clean_answer, corrupted_answer)
         return {self.status: "", self.page.views.patch_md: md, self.page.views.patch_plot: fig}
 
     @reporting
     def lens(self, session, sentence1):
         """Every layer's prediction on sentence 1 (as the model reads it)."""
-        fig, md = self.events.compute.lens(session, sentence1)
+        fig, md = self.compute.lens(session, sentence1)
         return {self.status: "", self.page.views.lens_md: md, self.page.views.lens_plot: fig}
 
     def wire(self) -> None:
         """Named events only here; call before any unnamed event takes a handler's name."""
         page, i, c, v = self.page, self.page.inputs, self.page.controls, self.page.views
-        groups = self.events.groups
+        groups = self.groups
         roles_inputs = [page.session, i.text1, c.kind, *groups]
         v.roles_btn.click(self.roles, roles_inputs, self.roles_outputs, api_name="roles")
         switched = v.role_off_btn.click(self.switch_off_role, [page.session, i.text1, c.kind, v.role, v.role_k,
                                                                v.rank_by], [self.status, v.role_off_md, *groups],
                                         api_name="switch_off_role")
         # The page then runs with those heads off, and the roles tab shows the probe's loss with them off.
-        self.events.then_analyze(switched).then(self.roles, roles_inputs, self.roles_outputs, **PRIVATE)
+        self.then_analyze(switched).then(self.roles, roles_inputs, self.roles_outputs, **PRIVATE)
         v.patch_btn.click(self.patching, [page.session, i.text1, i.text2, v.clean_answer, v.corrupted_answer],
                           [self.status, v.patch_md, v.patch_plot], api_name="patching")
         v.lens_btn.click(self.lens, [page.session, i.text1], [self.status, v.lens_md, v.lens_plot], api_name="lens")

@@ -1,5 +1,6 @@
-"""One Run as the page asks for it, typed once at the Gradio boundary: which model, the sentences, the masks and
-head switches, the view, and how many tokens a language model continues with.
+"""What the page asks for, typed once at the Gradio boundary: `Session`, which model a session looks at, and
+`RunRequest`, one Run: that session, the sentences, the masks and head switches, the view, and how many tokens a
+language model continues with.
 
 The page's /analyze event has many inputs (their names and order are the HTTP API); `RunRequest.from_page` turns
 them into this object, and everything after the boundary (the memory gate, the runs, the kept result and a tab
@@ -10,16 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+import json
+from typing import Any
 
+from .build import BuildSpec
 from .errors import AppError
 from .labels import parse_heads
 from .limits import DEFAULT_CONTINUATION, MAX_NEW_TOKENS
 from .toggles import Toggles
 from .views import View
 
-if TYPE_CHECKING:
-    from .session import Session
 
 
 def whole_number(value: Any, default: int) -> int:
@@ -41,6 +42,22 @@ def toggles_from(padding: Any, causal: Any, custom: Any, block_token: Any, windo
         raise AppError(f"mask settings must be whole numbers: {err}") from err
     heads = None if heads_on is None else {k: parse_heads(v) for k, v in heads_on.items()}
     return Toggles(bool(padding), bool(causal), custom or "none", block, win, heads)
+
+
+@dataclass(frozen=True)
+class Session:
+    """Which model a session looks at: a loaded `source`, or a `build` spec; and on which device."""
+
+    source: str = ""  # shipped name, Hub id or allowed folder ("" for a built model)
+    device: str = "auto"
+    build: BuildSpec | None = None
+
+    @property
+    def key(self) -> str:
+        """The registry key: equal sessions share one model."""
+        if self.build is not None:
+            return f"build:{json.dumps(self.build.to_dict(), sort_keys=True)}@{self.device}"
+        return f"load:{self.source}@{self.device}"
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,6 @@ folders the page may load from, the caps chosen at launch, the store of the Runs
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +23,7 @@ from .errors import AppError
 from .limits import MAX_LOAD_PARAMETERS, MAX_TOKENS, check_model_name
 from .memory import MemoryGate
 from .registry import ModelRegistry
+from .request import Session  # noqa: F401 (where the app reads it from)
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 BYTES_PER_PARAMETER = 4  # float32 on the CPU
@@ -32,22 +32,6 @@ Progress = Callable[..., Any]
 
 def no_progress(fraction: float, desc: str = "") -> None:
     return None
-
-
-@dataclass(frozen=True)
-class Session:
-    """Which model a session looks at: a loaded `source`, or a `build` spec; and on which device."""
-
-    source: str = ""  # shipped name, Hub id or allowed folder ("" for a built model)
-    device: str = "auto"
-    build: BuildSpec | None = None
-
-    @property
-    def key(self) -> str:
-        """The registry key: equal sessions share one model."""
-        if self.build is not None:
-            return f"build:{json.dumps(self.build.to_dict(), sort_keys=True)}@{self.device}"
-        return f"load:{self.source}@{self.device}"
 
 
 @dataclass(frozen=True)
