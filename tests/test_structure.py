@@ -1,0 +1,137 @@
+"""The package's shape, read from its source: no import loops, and the layering the design keeps (the core imports no
+page, figure or file reader; figures never run a model and know no Gradio; interpretation and loading know no page).
+
+Every import statement counts, wherever it is (module level, inside a function, under TYPE_CHECKING): a loop closed
+by a lazy import is still two modules that need each other."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "explorer"
+
+
+def module_names() -> dict[str, Path]:
+    names = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        names[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return names
+
+
+MODULES = module_names()
+
+
+def imported(module: str) -> set[str]:
+    """Every module `module` imports: explorer modules by their full name (a submodule named in `from pkg import x`
+    counts as that submodule), others by their top-level name."""
+    path = MODULES[module]
+    base = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = base.split(".")
+                target = ".".join(parts[:len(parts) - node.level + 1] + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            for alias in node.names:
+                sub = f"{target}.{alias.name}"
+                out.add(sub if sub in MODULES else target)
+    return out - {module}
+
+
+GRAPH = {m: {t for t in imported(m) if t in MODULES} for m in MODULES}
+
+
+def loops() -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in GRAPH[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for v in sorted(GRAPH):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_graph_is_read():
+    assert "explorer.model.attention" in GRAPH["explorer.model.layers"]
+    assert "explorer.app.views.analysis" in GRAPH["explorer.app.compute"]  # a relative import two levels down
+    assert "gradio" in imported("explorer.app.events")
+
+
+def test_no_module_of_the_package_imports_one_that_imports_it_back():
+    assert loops() == []
+
+
+def reaches(module: str) -> set[str]:
+    """Everything `module` imports, directly or through other explorer modules (outside names included)."""
+    seen, todo = set(), [module]
+    while todo:
+        m = todo.pop()
+        for t in imported(m):
+            if t not in seen:
+                seen.add(t)
+                if t in MODULES:
+                    todo.append(t)
+    return seen
+
+
+def under(prefix: str) -> list[str]:
+    return sorted(m for m in MODULES if m == prefix or m.startswith(prefix + "."))
+
+
+PAGE = ("explorer.app", "gradio")
+FIGURES = ("explorer.viz", "plotly")
+FILE_READERS = ("explorer.checkpoints", "explorer.importers", "explorer.loading", "safetensors", "huggingface_hub",
+                "tokenizers", "explorer.tokenizer")
+RUNS_A_MODEL = ("explorer.model", "explorer.generate", "explorer.interpret", "explorer.loading", "explorer.lm",
+                "explorer.seq2seq", "explorer.mlm")
+
+
+def forbidden(module: str, names: tuple[str, ...]) -> list[str]:
+    return sorted(t for t in reaches(module) if any(t == n or t.startswith(n + ".") for n in names))
+
+
+@pytest.mark.parametrize("module", under("explorer.model"))
+def test_the_core_imports_no_page_figure_or_file_reader(module):
+    assert forbidden(module, PAGE + FIGURES + FILE_READERS) == []
+
+
+@pytest.mark.parametrize("module", under("explorer.viz"))
+def test_figures_never_run_a_model_and_know_no_gradio(module):
+    assert forbidden(module, RUNS_A_MODEL + ("gradio", "explorer.app")) == []
+
+
+@pytest.mark.parametrize("module", [*under("explorer.interpret"), *under("explorer.importers"), "explorer.loading",
+                                    "explorer.checkpoints"])
+def test_interpretation_and_loading_know_no_page(module):
+    assert forbidden(module, PAGE) == []
