@@ -14,10 +14,12 @@ from .lens import LogitLens, lens_logits, logit_lens, unembed
 from .patching import Patching, activation_patching
 from .probe import CopyLosses, RepeatedTokens, copy_losses, probe_vocabulary, repeated_tokens
 from .roles import DEFAULT_WINDOW, ROLES, head_mask_without, head_roles, role_patterns, role_scores, top_heads
+from .value_weighted import head_value_norms, value_norms, value_weighted, value_weighted_attention
 
 __all__ = [
     "CopyLosses", "DEFAULT_WINDOW", "HeadTokens", "LogitAttribution", "LogitLens", "Patching", "ROLES",
     "RepeatedTokens", "ResidualParts", "activation_patching", "copy_losses", "direct_logit_attribution",
-    "head_mask_without", "head_roles", "head_tokens", "lens_logits", "logit_lens",
+    "head_mask_without", "head_roles", "head_tokens", "head_value_norms", "lens_logits", "logit_lens",
     "probe_vocabulary", "repeated_tokens", "residual_parts", "role_patterns", "role_scores", "top_heads", "unembed",
+    "value_norms", "value_weighted", "value_weighted_attention",
 ]
