@@ -51,6 +51,26 @@ def test_hub_lm_quick(tmp_path):
     assert "## 8. A Hub language model" in out_md.read_text()
 
 
+def test_attribution_quick(tmp_path):
+    """The attribution section runs on a tiny GPT-2 shape; its decomposition is exact; TransformerLens is compared
+    when installed, else skipped with a message."""
+    import importlib.util
+
+    out_json, out_md = tmp_path / "r.json", tmp_path / "B.md"
+    assert main(["--quick", "--only", "dla", "--json", str(out_json), "--md", str(out_md)]) == 0
+    res = json.loads(out_json.read_text())
+    dla = res["attribution"]
+    row = dla["by_tokens"][0]
+    assert row["tokens"] == 16 and row["forward_with_attention_ms"] > 0 and row["dla_and_head_tokens_ms"] > 0
+    assert row["identity_abs_error"] < 1e-4 and row["heads_with_tokens"] == 2 * 4
+    if importlib.util.find_spec("transformer_lens") is None:
+        assert "not installed" in dla["transformer_lens_skipped"]
+    else:
+        assert row["same_token"] and row["heads_max_abs_diff_vs_transformer_lens"] < 1e-4
+    assert any(t["key"] == "attribution_128" and t["measured"] is None for t in res["targets"])  # 16 tokens only
+    assert "## 10. Where a prediction comes from" in out_md.read_text()
+
+
 def test_memory_quick(tmp_path):
     """The peak-memory section runs one request per case in a fresh process, on a tiny GPT-2 shape."""
     out_json, out_md = tmp_path / "r.json", tmp_path / "B.md"
