@@ -124,8 +124,9 @@ def runners() -> dict[str, Callable[..., dict[str, Any]]]:
         quick = kw.pop("quick", False)
         return dla.run(**kw, shape=TINY if quick else None)
 
-    return dict(attribution=attribution, app_long=app_long, memory=memory, latency=latency, figures=figures, draw=draw, app=app, importance=importance, training=training,
-                capture=capture, cold_start=cold_start, hub_lm=hub_lm)
+    return dict(attribution=attribution, app_long=app_long, memory=memory, latency=latency, figures=figures, draw=draw,
+                app=app, importance=importance, training=training, capture=capture, cold_start=cold_start,
+                hub_lm=hub_lm)
 
 
 def parse_only(values: list[str] | None) -> list[str]:

@@ -113,8 +113,10 @@ class ResidualParts:
         try:
             index = operator.index(token)
         except TypeError:
-            raise ValueError(f"{name} must be a token id (an integer), got {token!r}") from None
-        if isinstance(token, bool) or not 0 <= index < V:
+            index = None
+        if index is None or isinstance(token, bool):
+            raise ValueError(f"{name} must be a token id (an integer), got {token!r}")
+        if not 0 <= index < V:
             raise ValueError(f"{name} {token!r} is outside the vocabulary: ids are 0..{V - 1}")
         return index
 
@@ -124,18 +126,19 @@ class ResidualParts:
         token = int(self.logits.argmax()) if token is None else self.check_token(token)
         minus = None if minus is None else self.check_token(minus, "minus")
         direction = self.unembedding[token].double().cpu()  # (Du,)
-        logit = self.logits[token].double()
+        logit = float(self.logits[token])  # Python floats: float64 on any device
         offset = 0.0 if self.bias is None else float(self.bias[token])
         if minus is not None:
             direction = direction - self.unembedding[minus].double().cpu()
-            logit = logit - self.logits[minus].double()
+            logit -= float(self.logits[minus])
             offset -= 0.0 if self.bias is None else float(self.bias[minus])
         shares = self.parts @ direction  # (N,)
-        heads = {kind: shares[self.rows[kind]].view(*self.shapes[kind]).float() for kind in self.shapes}
+        heads = {kind: shares[self.rows[kind]].view(*self.shapes[kind]).float()  # (L*H,) -> (L, H)
+                 for kind in self.shapes}
         return LogitAttribution(
             heads=heads[self.kind], cross=heads.get("cross"), mlps=shares[self.rows["mlps"]].float(),
             embeddings=float(shares[self.rows["embeddings"]].sum()),
-            rest=float(shares[self.rows["rest"]].sum()) + offset, logit=float(logit), token=token, minus=minus,
+            rest=float(shares[self.rows["rest"]].sum()) + offset, logit=logit, token=token, minus=minus,
             position=self.position, kind=self.kind)
 
     def head_rows(self, kind: str) -> slice:

@@ -22,7 +22,8 @@ from .stacks import Decoder, Encoder, EncoderDecoderStacks, StackAttentions, Sta
 __all__ = [
     "AttentionMasks", "Attentions", "ClassifierHead", "Decoder", "DecoderLayer", "DecoderResult", "Embeddings", "Encoder",
     "EncoderDecoderStacks", "EncoderLayer", "EncoderResult", "FeedForward", "Generator", "HiddenStates", "MaskedLMHead", "RelativePositionBias",
-    "MultiHeadAttention", "PRESETS", "Record", "RecordSlot", "StackAttentions", "StackHeadHook", "StackOutput", "SublayerConnection", "Transformer",
+    "MultiHeadAttention", "PRESETS", "Record", "RecordSlot",
+    "StackAttentions", "StackHeadHook", "StackOutput", "SublayerConnection", "Transformer",
     "TransformerConfig", "TransformerOutput", "block_keys_mask", "causal_mask", "combine_masks",
     "local_window_mask", "no_self_mask", "padding_mask", "sinusoidal_table", "sliding_window_mask", "position_ids",
     "RotaryTables", "apply_rotary", "rotary_tables", "relative_buckets",
