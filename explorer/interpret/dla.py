@@ -156,7 +156,7 @@ class ResidualParts:
         kinds = list(self.shapes)
         rows = torch.cat([self.parts[self.rows[kind]] for kind in kinds])  # (n heads, Du)
         logits = self._token_logits(rows)  # (n heads, V)
-        k = min(k, logits.shape[-1])
+        k = min(self._check_k(k), logits.shape[-1])
         top, bottom = logits.topk(k, dim=-1), logits.topk(k, dim=-1, largest=False)
         out, start = {}, 0
         for kind in kinds:
@@ -177,9 +177,15 @@ class ResidualParts:
                              f"heads 0..{H - 1}")
         row = self.parts[rows.start + layer * H + head][None]  # (1, Du)
         logits = self._token_logits(row)[0]  # (V,)
-        k = min(k, logits.shape[-1])
+        k = min(self._check_k(k), logits.shape[-1])
         top, bottom = logits.topk(k), logits.topk(k, largest=False)
         return HeadTokens(top.indices, top.values, bottom.indices, bottom.values)
+
+    @staticmethod
+    def _check_k(k: Any) -> int:
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise ValueError(f"k must be a positive number of tokens, got {k!r}")
+        return k
 
     def _token_logits(self, rows: Tensor) -> Tensor:
         """(n, Du) parts -> (n, V) their shares of every token's logit, in the model's dtype on its device."""

@@ -234,6 +234,7 @@ def gpt2(tmp_path_factory) -> Family:
     return build("gpt2", tmp_path_factory.mktemp("gpt2-hand"))
 
 
+@torch.no_grad()  # the hand computations
 def test_head_tokens_by_hand(gpt2):
     """Head (decoder, 1, 3)'s output at the last position through the frozen final LayerNorm (no beta) and the
     unembedding, computed here from its z and the final norm's input."""
@@ -257,6 +258,7 @@ def test_head_tokens_by_hand(gpt2):
     assert abs(float(share) - float(top.values[0])) < 1e-5
 
 
+@torch.no_grad()  # the hand computations
 def test_embeddings_and_rest_by_hand(gpt2):
     """GPT-2 (pre-norm): embeddings = wte + wpe through the frozen final norm; rest = attention output biases and
     MLP-free biases through it, plus the final norm's beta (GPT-2's head has no bias)."""
@@ -376,6 +378,8 @@ def test_bad_input(gpt2):
         direct_logit_attribution(model, ids, token="cat")
     with pytest.raises(ValueError, match="one sequence"):
         direct_logit_attribution(model, torch.stack([ids, ids]))
+    with pytest.raises(ValueError, match="k must be a positive number of tokens"):
+        head_tokens(model, ids, "decoder", 0, 0, k=0)
     with pytest.raises(ValueError, match="not a head of this model"):
         head_tokens(model, ids, "decoder", 2, 0)
     with pytest.raises(ValueError, match="no direct logit attribution for 'cross' heads"):
