@@ -99,11 +99,6 @@ class RecordSlot:
         self[name] = norm_scale(norm, x)
 
 
-def slot(record: Record | None, kind: str, layer: int) -> RecordSlot | None:
-    """record.at("kind.layer"), or None without a record (no string is built then)."""
-    return None if record is None else record.at(f"{kind}.{layer}")
-
-
 def norm_scale(norm: nn.Module, x: Tensor) -> Tensor:
     """(..., D) -> (..., 1): the divisor of a LayerNorm (sqrt(biased var + eps)) or RMSNorm (sqrt(mean x^2 + eps)),
     in float32 at least (as torch's kernels compute it for float16 inputs)."""

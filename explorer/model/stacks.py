@@ -45,7 +45,7 @@ from .layers import DecoderLayer, EncoderLayer
 from .masks import combine_masks, key_mask_to_attention, sliding_window_mask
 from .norms import make_norm
 from .outputs import Attentions
-from .record import Record, slot
+from .record import Record
 from .positional import position_ids
 from .relative import RelativePositionBias
 from .rotary import RotaryTables, rotary_tables
@@ -191,7 +191,8 @@ class Encoder(Stack):
             raise ValueError("an encoder stack takes no memory")
         x, weights = self.layers[i](x, inputs.self_mask, head_mask, inputs.need_weights, inputs.rotary,
                                     inputs.score_bias, bind_hook(inputs.head_hook, "encoder", i),
-                                    weights_dtype=inputs.weights_dtype, record=slot(inputs.record, "encoder", i))
+                                    weights_dtype=inputs.weights_dtype,
+                                    record=None if inputs.record is None else inputs.record.at(f"encoder.{i}"))
         return x, weights, None
 
     @classmethod
@@ -213,13 +214,14 @@ class Decoder(Stack):
         self.sliding_window = config.sliding_window
 
     def run_layer(self, i, x, memory, inputs, head_mask, cross_head_mask):
-        cache = inputs.cache
+        cache, record = inputs.cache, inputs.record
         return self.layers[i](x, memory, inputs.self_mask, inputs.memory_mask, head_mask, cross_head_mask,
                               inputs.need_weights, inputs.rotary, inputs.score_bias,
                               bind_hook(inputs.head_hook, "decoder", i), bind_hook(inputs.head_hook, "cross", i),
                               None if cache is None else cache.self_attn[i], None if cache is None else cache.cross[i],
-                              weights_dtype=inputs.weights_dtype, record=slot(inputs.record, "decoder", i),
-                              cross_record=slot(inputs.record, "cross", i))
+                              weights_dtype=inputs.weights_dtype,
+                              record=None if record is None else record.at(f"decoder.{i}"),
+                              cross_record=None if record is None else record.at(f"cross.{i}"))
 
     @classmethod
     def from_torch(cls, module: nn.TransformerDecoder) -> "Decoder":
