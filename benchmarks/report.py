@@ -36,6 +36,8 @@ TARGETS = [
     ("hub_lm_128", "GPT-2 small forward with every attention, 128 tokens: explorer / transformers eager", "<= 1.0"),
     ("hub_lm_1024", "GPT-2 small forward with every attention, 1,024 tokens: explorer / transformers eager",
      "<= 1.0"),
+    ("attribution_128", "GPT-2 small, 128 tokens: direct logit attribution + every head's promoted / suppressed "
+     "tokens / one forward with every attention", "<= 1.2"),
 ]
 
 
@@ -111,6 +113,9 @@ def measured_values(res: dict[str, Any]) -> dict[str, float | None]:
         row = _row(res.get("hub_lm", {}).get("by_tokens", []), n)
         if row:
             v[f"hub_lm_{n}"] = row.get("ratio_explorer_over_transformers")
+    row = _row(res.get("dla", {}).get("by_tokens", []), 128)
+    if row:
+        v["attribution_128"] = row.get("ratio_dla_over_forward")
     return v
 
 
@@ -172,6 +177,40 @@ def hub_lm_section(lm: dict[str, Any] | None) -> list[str]:
                        "forward peak MB, transformers", "load peak MB, ours", "load peak MB, transformers",
                        "max diff logits / attention"], rows)
 
+
+
+def attribution_section(dla: dict[str, Any] | None) -> list[str]:
+    """Section 11: direct logit attribution and every head's tokens vs one forward pass (and TransformerLens)."""
+    if not dla:
+        return []
+    L = ["## 11. Where a prediction comes from: direct logit attribution", ""]
+    if _skip(dla):
+        return L + [f"Skipped: {_skip(dla)}", ""]
+    L += [f"{dla['model']}, loaded with `explorer.load`. *Ours*: `residual_parts` (one forward pass with a record, "
+          "fast attention path) -> `.attribute()` (top token, last position) -> `.all_head_tokens(10)` (10 promoted "
+          "and 10 suppressed tokens of every head), against one forward with every attention returned. "
+          "*TransformerLens*: its TransformerBridge around transformers' GPT-2 of the same folder, `run_with_cache`, "
+          "`cache.stack_head_results(layer=-1, pos_slice=-1, apply_ln=True) @ W_U[:, t]` (heads only, no "
+          "tokens per head), against transformers' eager forward with `output_attentions=True`. "
+          f"{dla['threads']} torch threads, interleaved, median of {dla['repeats']}.", ""]
+    tl = "transformer_lens_skipped" not in dla
+    rows = []
+    for r in dla.get("by_tokens", []):
+        row = [r["tokens"], f"{r['forward_with_attention_ms']:.0f} ms", f"{r['dla_and_head_tokens_ms']:.0f} ms",
+               r["ratio_dla_over_forward"], f"{r['identity_abs_error']:.1e}"]
+        if tl:
+            row += [f"{r['transformers_forward_with_attention_ms']:.0f} ms", f"{r['transformer_lens_dla_ms']:.0f} ms",
+                    r["ratio_transformer_lens_over_transformers"], _f(r.get("heads_max_abs_diff_vs_transformer_lens"))]
+        rows.append(row)
+    head = ["tokens", "forward with attention", "ours: DLA + every head's tokens", "ours / forward",
+            "|total - logit|"]
+    if tl:
+        head += ["transformers forward with attention", "TransformerLens DLA", "TransformerLens / transformers",
+                 "max diff of head shares, ours vs TransformerLens"]
+    L += _table(head, rows)
+    if not tl:
+        L += [f"TransformerLens: {dla['transformer_lens_skipped']}", ""]
+    return L
 
 
 def threads_label(row: dict[str, Any]) -> str:
@@ -456,6 +495,7 @@ def markdown(res: dict[str, Any]) -> str:
     L += hub_lm_section(res.get("hub_lm"))
     L += long_inputs_section(res)
     L += many_users_section(res)
+    L += attribution_section(res.get("dla"))
     prof = res.get("profiles") or {}
     if prof:
         L += ["## Where the time goes (targets missed)", ""]

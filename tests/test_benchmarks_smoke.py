@@ -7,6 +7,7 @@ parts without chromium (ours draws with Gradio's own plotly.js; tests touch no n
 from __future__ import annotations
 
 import json
+import math
 import shutil
 
 import numpy as np
@@ -49,6 +50,28 @@ def test_hub_lm_quick(tmp_path):
     assert row["tokens"] == 16 and row["explorer_ms"] > 0 and row["transformers_ms"] > 0
     assert row["logits_max_abs_diff"] < 1e-4 and row["attention_max_abs_diff"] < 1e-4
     assert "## 8. A Hub language model" in out_md.read_text()
+
+
+def test_attribution_quick(tmp_path):
+    """The attribution section runs on a tiny GPT-2 shape; its decomposition is exact; TransformerLens is compared
+    when installed, else skipped with a message."""
+    import importlib.util
+
+    out_json, out_md = tmp_path / "r.json", tmp_path / "B.md"
+    assert main(["--quick", "--only", "dla", "--json", str(out_json), "--md", str(out_md)]) == 0
+    res = json.loads(out_json.read_text())
+    dla = res["dla"]
+    row = dla["by_tokens"][0]
+    # times only as finite, non-negative numbers: rounded, they can be 0.0 on a fast machine
+    assert row["tokens"] == 16 and all(math.isfinite(row[k]) and row[k] >= 0 for k in
+                                       ("forward_with_attention_ms", "dla_and_head_tokens_ms"))
+    assert row["identity_abs_error"] < 1e-4 and row["heads_with_tokens"] == 2 * 4
+    if importlib.util.find_spec("transformer_lens") is None:
+        assert "not installed" in dla["transformer_lens_skipped"]
+    else:
+        assert row["same_token"] and row["heads_max_abs_diff_vs_transformer_lens"] < 1e-4
+    assert any(t["key"] == "attribution_128" and t["measured"] is None for t in res["targets"])  # 16 tokens only
+    assert "## 11. Where a prediction comes from" in out_md.read_text()
 
 
 def test_memory_quick(tmp_path):

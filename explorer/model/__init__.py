@@ -14,6 +14,7 @@ from .model import Transformer
 from .outputs import AttentionMasks, Attentions, DecoderResult, EncoderResult, HiddenStates, TransformerOutput
 from ..sinusoid import sinusoidal_table
 from .positional import Embeddings, position_ids
+from .record import Record, RecordSlot
 from .relative import RelativePositionBias, relative_buckets
 from .rotary import RotaryTables, apply_rotary, rotary_tables
 from .stacks import Decoder, Encoder, EncoderDecoderStacks, StackAttentions, StackHeadHook, StackOutput
@@ -21,7 +22,8 @@ from .stacks import Decoder, Encoder, EncoderDecoderStacks, StackAttentions, Sta
 __all__ = [
     "AttentionMasks", "Attentions", "ClassifierHead", "Decoder", "DecoderLayer", "DecoderResult", "Embeddings", "Encoder",
     "EncoderDecoderStacks", "EncoderLayer", "EncoderResult", "FeedForward", "Generator", "HiddenStates", "MaskedLMHead", "RelativePositionBias",
-    "MultiHeadAttention", "PRESETS", "StackAttentions", "StackHeadHook", "StackOutput", "SublayerConnection", "Transformer",
+    "MultiHeadAttention", "PRESETS", "Record", "RecordSlot",
+    "StackAttentions", "StackHeadHook", "StackOutput", "SublayerConnection", "Transformer",
     "TransformerConfig", "TransformerOutput", "block_keys_mask", "causal_mask", "combine_masks",
     "local_window_mask", "no_self_mask", "padding_mask", "sinusoidal_table", "sliding_window_mask", "position_ids",
     "RotaryTables", "apply_rotary", "rotary_tables", "relative_buckets",

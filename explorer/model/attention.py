@@ -13,6 +13,8 @@ Dh head width, G = H / Hkv query heads per key/value head.
     bias        additive score bias broadcastable to (B, H, T, S) (T5's relative positions), or None
     cache       KVSlot of this call or None: self-attention appends the new keys and values (after rotary)
                 to the tokens before, so S = tokens cached + T; cross-attention projects the memory once
+    record      RecordSlot of this call or None: receives "v" (B, Hkv, S, Dh) and "z" (B, H, T, Dh), the head
+                outputs as W_o reads them (after head_hook and the head mask); the same on both paths
     returns     output (B, T, D), weights (B, H, T, S) or None on the fast path
 
 Query head h reads key/value head h // G. Weights and head toggles are per query head: a key/value
@@ -32,6 +34,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .cache import KVSlot
+from .record import RecordSlot
 from .rotary import RotaryTables, apply_rotary
 
 HeadHook = Callable[[Tensor], Tensor]  # z (B, H, T, Dh) -> z (B, H, T, Dh)
@@ -98,7 +101,8 @@ class MultiHeadAttention(nn.Module):
                 head_mask: Tensor | None = None, rotary: RotaryTables | None = None,
                 need_weights: bool = True, bias: Tensor | None = None,
                 head_hook: HeadHook | None = None, cache: KVSlot | None = None,
-                weights_dtype: torch.dtype | None = None) -> tuple[Tensor, Tensor | None]:
+                weights_dtype: torch.dtype | None = None,
+                record: RecordSlot | None = None) -> tuple[Tensor, Tensor | None]:
         q, k, v = self.keys_and_query(x, memory, rotary, cache)
         dropout = self.dropout if self.training else 0.0
         if need_weights:
@@ -112,6 +116,8 @@ class MultiHeadAttention(nn.Module):
             heads = hooked
         if head_mask is not None:
             heads = heads * head_gate(head_mask, heads)
+        if record is not None:
+            record["v"], record["z"] = v, heads
         B, H, T, Dh = heads.shape
         merged = heads.transpose(1, 2).reshape(B, T, H * Dh)  # (B, T, H*Dh) concatenated heads
         return self.out_proj(merged), weights

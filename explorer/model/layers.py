@@ -10,6 +10,8 @@ Shapes: B batch, H heads, T target length, S source length, D model width, F = d
     rotary and score_bias (1, H, T, T) act on self-attention only (rotary positions, T5's relative bias);
     head_hook / cross_head_hook reach the self- / cross-attention (see MultiHeadAttention);
     self_cache / cross_cache are this call's KVSlots of the two (decoding with a cache, see cache.py).
+    record / cross_record: this call's RecordSlots (see record.py) of the layer ("scale", "v", "z", "mlp",
+    "mlp.scale") and of its cross-attention ("scale", "v", "z"), or None.
 
     sequential (default): x = x + attn(norm1 x); x = x + ff(norm2 x)       (pre-norm; post-norm likewise)
     parallel_residual:    x = x + attn(norm1 x) + ff(norm2 x)              (GPT-NeoX)
@@ -29,6 +31,7 @@ from .attention import HeadHook, MultiHeadAttention
 from .cache import KVSlot
 from .config import TransformerConfig
 from .norms import make_norm
+from .record import RecordSlot
 from .rotary import RotaryTables
 
 
@@ -68,6 +71,7 @@ class SublayerConnection(nn.Module):
     pre-norm:  x + dropout(sublayer(norm(x)))      (`enter` normalises, `exit` adds)
     post-norm: norm(x + dropout(sublayer(x)))      (`enter` is the identity, `exit` adds and normalises)
     Split in two calls so attention can hand back its weights without any state on the module.
+    With a RecordSlot, the call that normalises records the norm's divisor as `name` (one check per call).
     """
 
     def __init__(self, d_model: int, dropout: float, norm_first: bool, eps: float, norm: str = "layernorm"):
@@ -76,12 +80,20 @@ class SublayerConnection(nn.Module):
         self.dropout = nn.Dropout(dropout)
         self.norm_first = norm_first
 
-    def enter(self, x: Tensor) -> Tensor:
-        return self.norm(x) if self.norm_first else x
+    def enter(self, x: Tensor, record: RecordSlot | None = None, name: str = "scale") -> Tensor:
+        if not self.norm_first:
+            return x
+        if record is not None:
+            record.put_scale(name, self.norm, x)
+        return self.norm(x)
 
-    def exit(self, x: Tensor, sublayer_out: Tensor) -> Tensor:
+    def exit(self, x: Tensor, sublayer_out: Tensor, record: RecordSlot | None = None, name: str = "scale") -> Tensor:
         y = x + self.dropout(sublayer_out)
-        return y if self.norm_first else self.norm(y)
+        if self.norm_first:
+            return y
+        if record is not None:
+            record.put_scale(name, self.norm, y)
+        return self.norm(y)
 
 
 def make_attention(config: TransformerConfig) -> MultiHeadAttention:
@@ -112,13 +124,17 @@ class EncoderLayer(nn.Module):
     def forward(self, x: Tensor, mask: Tensor | None = None, head_mask: Tensor | None = None,
                 need_weights: bool = True, rotary: RotaryTables | None = None,
                 score_bias: Tensor | None = None, head_hook: HeadHook | None = None,
-                weights_dtype: torch.dtype | None = None) -> tuple[Tensor, Tensor | None]:
-        attn_out, weights = self.self_attn(self.attn_sublayer.enter(x), mask=mask, head_mask=head_mask,
+                weights_dtype: torch.dtype | None = None,
+                record: RecordSlot | None = None) -> tuple[Tensor, Tensor | None]:
+        attn_out, weights = self.self_attn(self.attn_sublayer.enter(x, record), mask=mask, head_mask=head_mask,
                                            rotary=rotary, need_weights=need_weights, bias=score_bias,
-                                           head_hook=head_hook, weights_dtype=weights_dtype)
-        y = self.attn_sublayer.exit(x, attn_out)
+                                           head_hook=head_hook, weights_dtype=weights_dtype, record=record)
+        y = self.attn_sublayer.exit(x, attn_out, record)
         ff_in = x if self.parallel_residual else y  # parallel: both sublayers read the layer's input
-        return self.ff_sublayer.exit(y, self.feed_forward(self.ff_sublayer.enter(ff_in))), weights
+        ff_out = self.feed_forward(self.ff_sublayer.enter(ff_in, record, "mlp.scale"))
+        if record is not None:
+            record["mlp"] = ff_out
+        return self.ff_sublayer.exit(y, ff_out, record, "mlp.scale"), weights
 
 
 class DecoderLayer(nn.Module):
@@ -141,19 +157,25 @@ class DecoderLayer(nn.Module):
                 score_bias: Tensor | None = None, head_hook: HeadHook | None = None,
                 cross_head_hook: HeadHook | None = None, self_cache: KVSlot | None = None,
                 cross_cache: KVSlot | None = None,
-                weights_dtype: torch.dtype | None = None) -> tuple[Tensor, Tensor | None, Tensor | None]:
-        attn_out, self_weights = self.self_attn(self.self_sublayer.enter(x), mask=self_mask, head_mask=head_mask,
-                                                rotary=rotary, need_weights=need_weights, bias=score_bias,
-                                                head_hook=head_hook, cache=self_cache, weights_dtype=weights_dtype)
-        y = self.self_sublayer.exit(x, attn_out)
+                weights_dtype: torch.dtype | None = None, record: RecordSlot | None = None,
+                cross_record: RecordSlot | None = None) -> tuple[Tensor, Tensor | None, Tensor | None]:
+        attn_out, self_weights = self.self_attn(self.self_sublayer.enter(x, record), mask=self_mask,
+                                                head_mask=head_mask, rotary=rotary, need_weights=need_weights,
+                                                bias=score_bias, head_hook=head_hook, cache=self_cache,
+                                                weights_dtype=weights_dtype, record=record)
+        y = self.self_sublayer.exit(x, attn_out, record)
         cross_weights = None
         if self.cross_attn is not None:
             if memory is None:
                 raise ValueError("this decoder layer has cross-attention and needs the encoder memory")
-            cross_out, cross_weights = self.cross_attn(self.cross_sublayer.enter(y), memory, mask=memory_mask,
-                                                       head_mask=cross_head_mask, need_weights=need_weights,
-                                                       head_hook=cross_head_hook, cache=cross_cache,
-                                                       weights_dtype=weights_dtype)
-            y = self.cross_sublayer.exit(y, cross_out)
+            cross_out, cross_weights = self.cross_attn(self.cross_sublayer.enter(y, cross_record), memory,
+                                                       mask=memory_mask, head_mask=cross_head_mask,
+                                                       need_weights=need_weights, head_hook=cross_head_hook,
+                                                       cache=cross_cache, weights_dtype=weights_dtype,
+                                                       record=cross_record)
+            y = self.cross_sublayer.exit(y, cross_out, cross_record)
         ff_in = x if self.parallel_residual else y
-        return self.ff_sublayer.exit(y, self.feed_forward(self.ff_sublayer.enter(ff_in))), self_weights, cross_weights
+        ff_out = self.feed_forward(self.ff_sublayer.enter(ff_in, record, "mlp.scale"))
+        if record is not None:
+            record["mlp"] = ff_out
+        return self.ff_sublayer.exit(y, ff_out, record, "mlp.scale"), self_weights, cross_weights

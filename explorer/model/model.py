@@ -22,8 +22,10 @@ Marian). `head_hook`, per call like head_mask and never stored, is a callable (k
 called with every attention block's head outputs z (B, H, T, Dh) (H = query heads, before the
 head mask and W_o; kind "encoder", "decoder" or "cross", layer from 0) on both attention paths: it
 may read z (capture a run's head outputs) or return a replacement of the same shape (activation
-patching, explorer.interpret.patching). Token positions count from each row's first real token
-(`position_ids`), so a left-padded row computes what the unpadded one does.
+patching, explorer.interpret.patching). `record`, per call too, is a Record (record.py) that the run fills
+with every layer's head outputs, values, feed-forward outputs and norm divisors (direct logit attribution
+reads it). Token positions count from each row's first real token (`position_ids`), so a left-padded row
+computes what the unpadded one does.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from .heads import ClassifierHead, Generator, MaskedLMHead
 from .masks import causal_mask, combine_masks, normalize_mask
 from .outputs import AttentionMasks, Attentions, DecoderResult, EncoderResult, HiddenStates, TransformerOutput
 from .positional import Embeddings, position_ids
+from .record import Record
 from .stacks import Decoder, Encoder, StackHeadHook
 
 HEAD_MASK_KINDS = ("encoder", "decoder", "cross")
@@ -111,20 +114,30 @@ class Transformer(nn.Module):
             return given.to(ids.device)
         return None if self.config.pad_id is None else ids != self.config.pad_id
 
+    def target_key_mask(self, tgt: Tensor, padding: bool, given: Tensor | None = None) -> Tensor | None:
+        """An encoder-decoder's target key mask (B, T) as forward builds it: `given`, else tgt != pad_id except the
+        first column, the decoder start token (T5 and Marian start with the padding id), always real."""
+        if given is not None or not padding or self.config.pad_id is None:
+            return given
+        mask = tgt != self.config.pad_id
+        mask[:, 0] = True
+        return mask
+
     # ------------------------------------------------------------------ the Annotated Transformer's API
     def encode(self, src: Tensor, *, padding: bool = True, attn_mask: Tensor | None = None,
                head_mask: Tensor | None = None, token_type_ids: Tensor | None = None,
                need_weights: bool = True, key_mask: Tensor | None = None,
-               weights_dtype: torch.dtype | None = None, head_hook: StackHeadHook | None = None) -> EncoderResult:
+               weights_dtype: torch.dtype | None = None, head_hook: StackHeadHook | None = None,
+               record: Record | None = None) -> EncoderResult:
         """src (B, S) -> memory (B, S, D) and the encoder's attention."""
         if self.encoder is None:
             raise ValueError("a decoder-only model has no encoder")
         key_mask = self.key_mask(src, padding, key_mask)
         positions = position_ids(key_mask, src.shape[1], src.device)
-        x = self.src_embed(src, token_type_ids, positions)
+        x = self.src_embed(src, token_type_ids, positions, None if record is None else record.at("encoder"))
         run = self.encoder.run(x, key_mask=key_mask, attn_mask=attn_mask, head_mask=head_mask,
                                need_weights=need_weights, positions=positions, weights_dtype=weights_dtype,
-                               head_hook=head_hook)
+                               head_hook=head_hook, record=record)
         return EncoderResult(run.output, key_mask, run.attentions.self_attn, run.hidden_states, run.self_mask)
 
     def decode(self, tgt: Tensor, memory: Tensor | None = None, memory_key_mask: Tensor | None = None, *,
@@ -132,7 +145,7 @@ class Transformer(nn.Module):
                head_mask: Tensor | None = None, cross_head_mask: Tensor | None = None,
                need_weights: bool = True, key_mask: Tensor | None = None,
                weights_dtype: torch.dtype | None = None, head_hook: StackHeadHook | None = None,
-               cache: DecoderCache | None = None) -> DecoderResult:
+               cache: DecoderCache | None = None, record: Record | None = None) -> DecoderResult:
         """tgt (B, T) (+ memory (B, S, D)) -> decoder output (B, T, D) and its attention.
 
         With a `cache` holding the first K tokens' keys and values, only tgt[:, K:] is run: the masks are those
@@ -154,11 +167,11 @@ class Transformer(nn.Module):
         self_mask = combine_masks(rows, given)
         key_mask = self.key_mask(tgt, padding, key_mask)
         positions = position_ids(key_mask, T, tgt.device)[:, past:]
-        x = self.tgt_embed(tgt[:, past:], positions=positions)
+        x = self.tgt_embed(tgt[:, past:], positions=positions, record=None if record is None else record.at("decoder"))
         run = self.decoder.run(x, memory, key_mask=key_mask, memory_key_mask=memory_key_mask,
                                attn_mask=self_mask, head_mask=head_mask, cross_head_mask=cross_head_mask,
                                need_weights=need_weights, positions=positions, weights_dtype=weights_dtype,
-                               head_hook=head_hook, cache=cache)
+                               head_hook=head_hook, cache=cache, record=record)
         return DecoderResult(run.output, run.attentions.self_attn, run.attentions.cross, run.hidden_states,
                              run.self_mask, run.memory_mask)
 
@@ -168,12 +181,12 @@ class Transformer(nn.Module):
                 token_type_ids: Tensor | None = None, need_weights: bool = True,
                 key_mask: Tensor | None = None, tgt_key_mask: Tensor | None = None,
                 weights_dtype: torch.dtype | None = None, head_hook: StackHeadHook | None = None,
-                cache: DecoderCache | None = None) -> TransformerOutput:
+                cache: DecoderCache | None = None, record: Record | None = None) -> TransformerOutput:
         """See the module docstring; weights_dtype: the returned attention in this dtype, cast layer by layer
         (float16 halves what a long input keeps; None = the compute dtype). cache (decoder-only, causal): an empty
         DecoderCache the run fills with every token's keys and values, so a continuation need not run them again."""
         masks = self.head_masks(head_mask)
-        weights = dict(need_weights=need_weights, weights_dtype=weights_dtype, head_hook=head_hook)
+        weights = dict(need_weights=need_weights, weights_dtype=weights_dtype, head_hook=head_hook, record=record)
         arch = self.config.arch
         if cache is not None and (arch != "decoder" or not causal or cache.length):
             raise ValueError("forward fills an empty cache, for a causal decoder-only model only")
@@ -194,12 +207,9 @@ class Transformer(nn.Module):
                                      enc.memory, enc.memory, AttentionMasks(encoder=enc.mask))
         if tgt is None:
             raise ValueError("an encoder-decoder model needs a target sequence tgt")
-        if tgt_key_mask is None and padding and self.config.pad_id is not None:
-            tgt_key_mask = tgt != self.config.pad_id
-            tgt_key_mask[:, 0] = True  # the decoder start token (T5 and Marian start with the padding id)
         dec = self.decode(tgt, enc.memory, enc.key_mask, padding=padding, causal=causal,
                           head_mask=masks.get("decoder"), cross_head_mask=masks.get("cross"),
-                          key_mask=tgt_key_mask, **weights)
+                          key_mask=self.target_key_mask(tgt, padding, tgt_key_mask), **weights)
         return TransformerOutput(self.generator.logits(dec.output),
                                  Attentions(enc.attentions, dec.self_attentions, dec.cross_attentions),
                                  HiddenStates(enc.hidden_states, dec.hidden_states), dec.output, enc.memory,

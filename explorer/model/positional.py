@@ -18,6 +18,7 @@ from torch import Tensor, nn
 
 from ..sinusoid import sinusoidal_table
 from .norms import make_norm
+from .record import RecordSlot
 
 
 def position_ids(key_mask: Tensor | None, length: int, device: torch.device | str | None = None) -> Tensor:
@@ -68,8 +69,10 @@ class Embeddings(nn.Module):
             return self.position_table
         return torch.zeros(self.max_len, self.d_model, device=self.token.weight.device)
 
-    def forward(self, ids: Tensor, token_type_ids: Tensor | None = None, positions: Tensor | None = None) -> Tensor:
-        """ids (B, T), positions (B|1, T) (default 0..T-1) -> (B, T, D)."""
+    def forward(self, ids: Tensor, token_type_ids: Tensor | None = None, positions: Tensor | None = None,
+                record: RecordSlot | None = None) -> Tensor:
+        """ids (B, T), positions (B|1, T) (default 0..T-1) -> (B, T, D). A RecordSlot of the stack receives
+        "embed" (the result before dropout) and "embed.scale" (the embedding norm's divisor, if it has one)."""
         length = ids.shape[1]
         if length > self.max_len:
             raise ValueError(f"sequence of {length} tokens is longer than max_len={self.max_len}")
@@ -83,5 +86,9 @@ class Embeddings(nn.Module):
             types = torch.zeros_like(ids) if token_type_ids is None else token_type_ids
             x = x + self.token_type(types)
         if self.norm is not None:
+            if record is not None:
+                record.put_scale("embed.scale", self.norm, x)
             x = self.norm(x)
+        if record is not None:
+            record["embed"] = x
         return self.dropout(x)

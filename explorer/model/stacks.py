@@ -14,6 +14,9 @@ Shapes: B batch, H heads, L layers, T length of x, S memory length, D model widt
           cache     DecoderCache of this call (decoder only): x holds only the T tokens after the
                     K cached ones; key_mask is then (B, K + T), attn_mask covers the new query rows
                     (T, K + T), positions are the new tokens' (B|1, T), and weights are (B, H, T, K + T)
+          record    Record of this call (record.py), per call like head_hook: each layer writes its sites
+                    under "{kind}.{layer}." ("encoder" / "decoder", and "cross" for cross-attention), the
+                    final norm its divisor as "{kind}.final.scale"
       -> StackOutput(output (B, T, D), attentions=StackAttentions(self_attn, cross))
          with one (B, H, T, T) / (B, H, T, S) tensor per layer ( () where there is none).
 
@@ -42,6 +45,7 @@ from .layers import DecoderLayer, EncoderLayer
 from .masks import combine_masks, key_mask_to_attention, sliding_window_mask
 from .norms import make_norm
 from .outputs import Attentions
+from .record import Record
 from .positional import position_ids
 from .relative import RelativePositionBias
 from .rotary import RotaryTables, rotary_tables
@@ -70,6 +74,7 @@ class LayerInputs(NamedTuple):
     head_hook: StackHeadHook | None = None  # per-call reader / replacer of head outputs z
     cache: DecoderCache | None = None  # keys and values of the tokens before x (decoding one token at a time)
     weights_dtype: torch.dtype | None = None  # the returned weights' dtype (None: the compute dtype)
+    record: Record | None = None  # per-call record of the layers' activations (record.py)
 
 
 def bind_hook(hook: StackHeadHook | None, kind: str, layer: int):
@@ -98,6 +103,8 @@ def layer_head_mask(head_mask: Tensor | None, layer: int, n_layers: int, n_heads
 class Stack(nn.Module):
     """N identical layers and an optional final norm; shared by Encoder and Decoder."""
 
+    kind = "stack"  # "encoder" / "decoder": the head_hook kind and record prefix of its self-attention
+
     def __init__(self, config: TransformerConfig, layers: list[nn.Module], bidirectional: bool):
         super().__init__()
         self.config = config
@@ -121,7 +128,8 @@ class Stack(nn.Module):
             head_mask: Tensor | None = None, cross_head_mask: Tensor | None = None,
             need_weights: bool = True, first_layer: int = 0, positions: Tensor | None = None,
             weights_dtype: torch.dtype | None = None,
-            head_hook: StackHeadHook | None = None, cache: DecoderCache | None = None) -> StackRun:
+            head_hook: StackHeadHook | None = None, cache: DecoderCache | None = None,
+            record: Record | None = None) -> StackRun:
         """Run layers[first_layer:]; the head-importance sweep restarts above an unchanged prefix.
         weights_dtype: each layer's returned weights are made in it, block by block (float16 halves what a long
         input keeps); None keeps the compute dtype. cache: see the module docstring."""
@@ -129,7 +137,7 @@ class Stack(nn.Module):
             raise ValueError("only a decoder stack run from its first layer decodes with a cache")
         past = 0 if cache is None else cache.length
         inputs = self.layer_inputs(x, key_mask, memory_key_mask, attn_mask, positions, need_weights, past)
-        inputs = inputs._replace(head_hook=head_hook, cache=cache, weights_dtype=weights_dtype)
+        inputs = inputs._replace(head_hook=head_hook, cache=cache, weights_dtype=weights_dtype, record=record)
         L = len(self.layers)
         self_weights, cross_weights, hidden = [], [], [x]
         for i in range(first_layer, L):
@@ -143,6 +151,8 @@ class Stack(nn.Module):
         if cache is not None:
             cache.length = past + x.shape[1]
         if self.norm is not None:
+            if record is not None:
+                record.at(f"{self.kind}.final").put_scale("scale", self.norm, x)
             x = self.norm(x)
         return StackRun(x, StackAttentions(tuple(self_weights), tuple(cross_weights)), tuple(hidden),
                         inputs.self_mask, inputs.memory_mask)
@@ -170,6 +180,8 @@ class Stack(nn.Module):
 
 
 class Encoder(Stack):
+    kind = "encoder"
+
     def __init__(self, config: TransformerConfig, n_layers: int | None = None):
         n = config.encoder_layers if n_layers is None else n_layers
         super().__init__(config, [EncoderLayer(config) for _ in range(n)], bidirectional=True)
@@ -179,7 +191,8 @@ class Encoder(Stack):
             raise ValueError("an encoder stack takes no memory")
         x, weights = self.layers[i](x, inputs.self_mask, head_mask, inputs.need_weights, inputs.rotary,
                                     inputs.score_bias, bind_hook(inputs.head_hook, "encoder", i),
-                                    weights_dtype=inputs.weights_dtype)
+                                    weights_dtype=inputs.weights_dtype,
+                                    record=None if inputs.record is None else inputs.record.at(f"encoder.{i}"))
         return x, weights, None
 
     @classmethod
@@ -192,6 +205,8 @@ class Encoder(Stack):
 
 
 class Decoder(Stack):
+    kind = "decoder"
+
     def __init__(self, config: TransformerConfig, n_layers: int | None = None, cross_attention: bool | None = None):
         n = config.decoder_layers if n_layers is None else n_layers
         cross = config.arch == "encoder-decoder" if cross_attention is None else cross_attention
@@ -199,12 +214,14 @@ class Decoder(Stack):
         self.sliding_window = config.sliding_window
 
     def run_layer(self, i, x, memory, inputs, head_mask, cross_head_mask):
-        cache = inputs.cache
+        cache, record = inputs.cache, inputs.record
         return self.layers[i](x, memory, inputs.self_mask, inputs.memory_mask, head_mask, cross_head_mask,
                               inputs.need_weights, inputs.rotary, inputs.score_bias,
                               bind_hook(inputs.head_hook, "decoder", i), bind_hook(inputs.head_hook, "cross", i),
                               None if cache is None else cache.self_attn[i], None if cache is None else cache.cross[i],
-                              weights_dtype=inputs.weights_dtype)
+                              weights_dtype=inputs.weights_dtype,
+                              record=None if record is None else record.at(f"decoder.{i}"),
+                              cross_record=None if record is None else record.at(f"cross.{i}"))
 
     @classmethod
     def from_torch(cls, module: nn.TransformerDecoder) -> "Decoder":
