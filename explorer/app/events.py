@@ -65,7 +65,7 @@ class Events:
         self.model_outputs += list(self.heads.model_updates(True))
         self.analysis_inputs = [page.session, i.text1, i.text2, c.padding, c.causal, c.custom, c.block_token,
                                 c.window, *self.groups, c.kind, c.layer, c.head, c.sentence, c.position, c.new_tokens,
-                                v.tab, page.kept]
+                                v.tab, c.measure, page.kept]
         # The plot of each figure /analyze draws (views.analysis.TAB_FIGURES).
         self.plots = dict(mask=v.mask_plot, head=v.head_plot, baseline=v.baseline_plot, difference=v.diff_plot,
                           surprisal=v.surprisal_plot, overview=v.overview_plot, large=v.large_plot,
@@ -136,7 +136,8 @@ class Events:
     @reporting
     def analyze(self, session, sentence1, sentence2, padding_mask, causal_mask, custom_mask, blocked_position,
                 window, encoder_heads_on, decoder_heads_on, cross_heads_on, kind, layer, head, sentence,
-                predict_after=-1, continue_tokens=DEFAULT_CONTINUATION, tab="attention", shown=None):
+                predict_after=-1, continue_tokens=DEFAULT_CONTINUATION, tab="attention", measure="weights",
+                shown=None):
         """Run the model on the sentences; draw and send the figures of the visible tab (`tab` when it was clicked,
         the one opened since if any; "all": every tab). `shown`: the page's kept.Shown.
 
@@ -146,7 +147,7 @@ class Events:
         heads = {"encoder": encoder_heads_on, "decoder": decoder_heads_on, "cross": cross_heads_on}
         request = RunRequest.from_page(session, loaded.config.attention_kinds(), sentence1, sentence2, padding_mask,
                                        causal_mask, custom_mask, blocked_position, window, heads, kind, layer, head,
-                                       sentence, predict_after, continue_tokens)
+                                       sentence, predict_after, continue_tokens, measure)
         yield from self.run(request, loaded, tab, shown if isinstance(shown, Shown) else Shown())
 
     def run(self, request: RunRequest, loaded: LoadedModel, tab: str, shown: Shown) -> Iterator[dict]:
@@ -288,7 +289,8 @@ class Events:
             self.then_analyze(event).then(self.positional_after_run, self.pe_inputs, self.pe_outputs, **PRIVATE)
         for trigger in (i.text1.submit, i.text2.submit, c.padding.input, c.causal.input, c.custom.input,
                         c.block_token.submit, c.window.release, *(g.input for g in self.groups), c.kind.input,
-                        c.layer.input, c.head.input, c.sentence.input, c.position.submit, c.new_tokens.release):
+                        c.layer.input, c.head.input, c.sentence.input, c.position.submit, c.new_tokens.release,
+                        c.measure.input):
             trigger(self.analyze, self.analysis_inputs, self.analysis_outputs, trigger_mode="always_last",
                     **self.run_progress, **PRIVATE)
         for box, text in ((i.ex1, i.text1), (i.ex2, i.text2)):

@@ -73,12 +73,12 @@ class RunRequest:
     def from_page(cls, session: Session, kinds: Mapping[str, Any], sentence1: Any, sentence2: Any, padding: Any,
                   causal: Any, custom: Any, blocked_position: Any, window: Any, heads_on: Mapping[str, Any],
                   kind: Any, layer: Any, head: Any, sentence: Any, predict_after: Any,
-                  continue_tokens: Any) -> "RunRequest":
+                  continue_tokens: Any, measure: Any = "weights") -> "RunRequest":
         """The page's values (`heads_on`: kind -> the labels of the heads switched on) for a model whose attention
         kinds are `kinds`; AppError naming a value that is not a number."""
         toggles = toggles_from(padding, causal, custom, blocked_position, window,
                                {k: heads_on.get(k) or [] for k in kinds})
         view = View(str(kind or ""), whole_number(layer, 0), whole_number(head, 0), whole_number(sentence, 1),
-                    whole_number(predict_after, -1))
+                    whole_number(predict_after, -1), str(measure or "weights"))
         new_tokens = min(max(whole_number(continue_tokens, DEFAULT_CONTINUATION), 0), MAX_NEW_TOKENS)
         return cls(session, str(sentence1 or ""), str(sentence2 or ""), toggles, view, new_tokens)

@@ -23,6 +23,8 @@ from ..batching import pad_rows
 from ..checkpoints import LoadedModel
 from ..generate import Generation, generate
 from ..model.cache import DecoderCache
+from ..interpret.value_weighted import value_norms
+from ..model import Record
 from ..model.outputs import AttentionMasks
 from .errors import AppError
 from .inputs import PAD_LABEL, Inputs, TextCodec, answer_length, pad_id_of, row_mask
@@ -86,6 +88,8 @@ class Run:
     # its queries (= keys) read, unpadded: what head roles are scored on (explorer.interpret.roles)
     rest: Callable[["Run | None"], None] | None = None  # what still fills `outputs` and `generations` (a language
     # model read before its vocabulary head, see run_language_model); None once the run is complete
+    value_norms: dict[str, tuple[Tensor, ...]] = field(default_factory=dict)  # kind -> per layer (B, H, S): the
+    # length of what each key adds through each head (explorer.interpret.value_weighted), for value-weighted views
 
     @property
     def complete(self) -> bool:
@@ -120,6 +124,17 @@ def full_masks(out_masks: Any, attentions: dict[str, tuple[Tensor, ...]]) -> dic
     return result
 
 
+def values_record() -> Record:
+    """A record of the values alone: what value-weighted attention needs (the heads' outputs and the norms' divisors
+    are neither kept nor computed)."""
+    return Record(only={"v"})
+
+
+def norms_of(loaded: LoadedModel, record: Record, kinds) -> dict[str, tuple[Tensor, ...]]:
+    """kind -> per layer (B, H, S) value norms on the CPU (float32), for each attention kind of the run."""
+    return {kind: tuple(n.float().cpu() for n in value_norms(loaded.model, record, kind)) for kind in kinds}
+
+
 def on_cpu(attentions: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
     """The weights on the CPU, in the dtype they came back in (float16 for long inputs, see weights_dtype)."""
     return tuple(a.cpu() for a in attentions)
@@ -144,8 +159,9 @@ def run_encoder(loaded: LoadedModel, inputs: Inputs, toggles: Toggles, head_mask
     model, c = loaded.model, loaded.config
     src, real = inputs.padded(pad_id_of(loaded), model.device), inputs.key_mask(model.device)
     mask, notice = custom_mask(toggles, src.shape[1], model.device)
+    record = values_record()
     out = model(src, padding=toggles.padding, attn_mask=mask, head_mask=head_mask, key_mask=real,
-                weights_dtype=weights_dtype(loaded, *src.shape))
+                weights_dtype=weights_dtype(loaded, *src.shape), record=record)
     attentions = {"encoder": on_cpu(out.attentions.encoder)}
     labels = inputs.padded_labels()
     if out.logits is not None and c.num_classes:
@@ -160,7 +176,8 @@ def run_encoder(loaded: LoadedModel, inputs: Inputs, toggles: Toggles, head_mask
         pooled = pool(out.last_hidden_state.float(), real).cpu()
         outputs = [Embedding(v) for v in pooled]
     return Run(attentions, full_masks(out.masks, attentions), {"encoder": labels}, {"encoder": labels}, outputs,
-               notices=[notice] if notice else [], ids={"encoder": inputs.rows})
+               notices=[notice] if notice else [], ids={"encoder": inputs.rows},
+               value_norms=norms_of(loaded, record, attentions))
 
 
 def generate_rows(loaded: LoadedModel, inputs: Inputs, toggles: Toggles, head_mask: dict | None,
@@ -210,13 +227,15 @@ def run_language_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, to
     mask, notice = custom_mask(toggles, src.shape[1], model.device)
     # With the causal mask, the keys and values of this run are the continuation's too (the prompts are not rerun).
     prompts = DecoderCache(len(model.decoder.layers)) if toggles.causal and new_tokens > 0 else None
+    record = values_record()
     dec = model.decode(src, padding=toggles.padding, causal=toggles.causal, attn_mask=mask,
                        head_mask=model.head_masks(head_mask).get("decoder"), key_mask=real,
-                       weights_dtype=weights_dtype(loaded, *src.shape), cache=prompts)
+                       weights_dtype=weights_dtype(loaded, *src.shape), cache=prompts, record=record)
     attentions = {"decoder": on_cpu(dec.self_attentions)}
     labels = inputs.padded_labels()
     run = Run(attentions, full_masks(AttentionMasks(decoder=dec.self_mask), attentions), {"decoder": labels},
-              {"decoder": labels}, [], notices=[notice] if notice else [], ids={"decoder": inputs.rows})
+              {"decoder": labels}, [], notices=[notice] if notice else [], ids={"decoder": inputs.rows},
+              value_norms=norms_of(loaded, record, attentions))
     hidden = dec.output  # (B, T, D) the last layer's output, before the vocabulary head
     del dec
 
@@ -254,6 +273,7 @@ def run_sequence_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, to
     gens = generate_rows(loaded, inputs, toggles, head_mask, new_tokens)
     outputs = [answer(loaded, codec, g, b) for g, b in gens]
     teacher = teacher if teacher is not None else [o.ids for o in outputs]
+    record = values_record()
     if c.arch == "encoder-decoder":
         bos = loaded.task.get("bos_id", loaded.target_tokenizer.bos_id)
         src = inputs.padded(pad_id_of(loaded), model.device)
@@ -263,7 +283,7 @@ def run_sequence_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, to
         # The answers' own tokens are real even where one is the padding id (T5 and Marian start with it).
         out = model(src, tgt, padding=toggles.padding, causal=toggles.causal, attn_mask=mask, head_mask=head_mask,
                     key_mask=inputs.key_mask(model.device), tgt_key_mask=row_mask(dec_rows, model.device),
-                    weights_dtype=weights_dtype(loaded, *src.shape))
+                    weights_dtype=weights_dtype(loaded, *src.shape), record=record)
         attentions = {k: on_cpu(getattr(out.attentions, k)) for k in ("encoder", "decoder", "cross")}
         src_labels, tgt_labels = inputs.padded_labels(), padded_labels(codec, dec_rows)
         queries = {"encoder": src_labels, "decoder": tgt_labels, "cross": tgt_labels}
@@ -274,12 +294,13 @@ def run_sequence_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, to
         seq = pad_rows(seqs, pad_id_of(loaded), model.device)
         mask, notice = custom_mask(toggles, seq.shape[1], model.device)
         out = model(seq, padding=toggles.padding, causal=toggles.causal, attn_mask=mask, head_mask=head_mask,
-                    key_mask=row_mask(seqs, model.device), weights_dtype=weights_dtype(loaded, *seq.shape))
+                    key_mask=row_mask(seqs, model.device), weights_dtype=weights_dtype(loaded, *seq.shape),
+                    record=record)
         attentions = {"decoder": on_cpu(out.attentions.decoder)}
         queries = keys = {"decoder": padded_labels(codec, seqs, inputs.labels)}
         ids = {"decoder": seqs}
     return Run(attentions, full_masks(out.masks, attentions), queries, keys, outputs, gens, teacher,
-               [notice] if notice else [], ids)
+               [notice] if notice else [], ids, value_norms=norms_of(loaded, record, attentions))
 
 
 def padded_labels(codec: TextCodec, rows: list[list[int]], prompt_labels: list[list[str]] | None = None

@@ -123,6 +123,10 @@ def controls(start: Start) -> SimpleNamespace:
             head = gr.Dropdown(list(range(first[1])), value=0, label="Head", elem_id="head", allow_custom_value=True,
                                min_width=70)
             sentence = gr.Dropdown([1, 2], value=1, label="Sentence", min_width=70, elem_id="sentence")
+        # What the head and all-heads maps show (explorer.app.views.MEASURES; the value is /analyze's `measure`).
+        measure = gr.Radio([("weights", "weights"), ("weight × |value written|", "values")], value="weights",
+                           label="Heatmaps show", elem_id="measure",
+                           info="how much each key is attended to, or that times the length of what it writes")
         language = start.info is not None and start.info.language_model
         with gr.Accordion("Language model", open=True, visible=language, elem_id="lm-controls") as lm_controls:
             with gr.Row():

@@ -43,17 +43,21 @@ positions you need (explorer.interpret.dla does).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 
 import torch
 from torch import Tensor, nn
 
 
 class Record:
-    """The tensors of one call, by site name (see the module docstring). A mapping you fill by passing it."""
+    """The tensors of one call, by site name (see the module docstring). A mapping you fill by passing it.
 
-    def __init__(self) -> None:
+    `only`: the sites to keep, by their name within their block ("v", "z", "scale", "mlp", "mlp.scale", "embed",
+    "embed.scale"); the others are neither kept nor computed (a norm's divisor is computed only when wanted)."""
+
+    def __init__(self, only: Collection[str] | None = None) -> None:
         self.tensors: dict[str, Tensor] = {}
+        self.only = None if only is None else frozenset(only)
 
     def __getitem__(self, name: str) -> Tensor:
         try:
@@ -92,11 +96,13 @@ class RecordSlot:
         self.prefix = prefix
 
     def __setitem__(self, name: str, value: Tensor) -> None:
-        self.record.tensors[f"{self.prefix}.{name}"] = value
+        if self.record.only is None or name in self.record.only:
+            self.record.tensors[f"{self.prefix}.{name}"] = value
 
     def put_scale(self, name: str, norm: nn.Module, x: Tensor) -> None:
         """Record what `norm` divides `x` (..., D) by, as `prefix.name` (..., 1)."""
-        self[name] = norm_scale(norm, x)
+        if self.record.only is None or name in self.record.only:
+            self.record.tensors[f"{self.prefix}.{name}"] = norm_scale(norm, x)
 
 
 def norm_scale(norm: nn.Module, x: Tensor) -> Tensor:

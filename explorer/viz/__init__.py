@@ -9,7 +9,7 @@ one byte per cell beyond (encode.py); a view never has more cells than it has sc
 
 from explorer.sinusoid import sinusoidal_table
 from explorer.viz.attention import cross_attention_heatmap, decoder_self_attention_heatmap, head_heatmap
-from explorer.viz.common import display_labels, escape, message_figure, unique_labels
+from explorer.viz.common import VALUE_WEIGHTED, WEIGHT, display_labels, escape, message_figure, unique_labels
 from explorer.viz.compare import difference_heatmap
 from explorer.viz.interpret import lens_figure, patching_figure, role_figure
 from explorer.viz.mask import mask_heatmap
@@ -22,6 +22,7 @@ from explorer.viz.summary import (attention_rollout, head_average, head_importan
 from explorer.viz.tokens import surprisal_chart
 
 __all__ = [
+    "VALUE_WEIGHTED", "WEIGHT",
     "OverviewGrid",
     "OverviewTiles",
     "attention_overview",

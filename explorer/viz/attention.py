@@ -38,8 +38,10 @@ def head_heatmap(
     y_title: str = QUERY_AXIS,
     width: int | None = None,
     max_side: int = FULL_SIDE,
+    value_name: str = c.WEIGHT,
 ) -> go.Figure:
-    """Heatmap of one head's weights (Tq, Tk) with a fixed 0-1 colour bar.
+    """Heatmap of one head's weights (Tq, Tk) with a fixed 0-1 colour bar; or of another per-cell value named
+    `value_name` (value-weighted attention, `c.VALUE_WEIGHTED`) on a 0..max bar, named in the hover and on the bar.
 
     Masked cells (mask False) are covered in grey (their hover still shows the weight, which the
     model set to 0). A switched-off head (head_off) keeps its weights but is faded, framed and
@@ -53,10 +55,12 @@ def head_heatmap(
         m = c.to_numpy(mask).astype(bool)
         ax.check("mask", m)
 
-    enc = encode(ax.pool(w), 0.0, 1.0, name="weights")
-    traces = [enc.trace(ax.k_names, ax.q_names, c.WEIGHT_SCALE, "weight",
-                        "%{y} → %{x}: {value}" + ax.pooled_note("max"), opacity=0.45 if head_off else 1.0,
-                        name="weights")]
+    cells = ax.pool(w)
+    name = c.escape(value_name)
+    enc = encode(cells, 0.0, c.value_range(cells, value_name), name="weights")
+    traces = [enc.trace(ax.k_names, ax.q_names, c.WEIGHT_SCALE, name,
+                        "%{y} → %{x}: " + ("" if value_name == c.WEIGHT else name + " ") + "{value}"
+                        + ax.pooled_note("max"), opacity=0.45 if head_off else 1.0, name="weights")]
     shapes: list[dict[str, Any]] = []
     annotations: list[dict[str, Any]] = []
     if m is not None and not m.all():

@@ -177,6 +177,18 @@ def base_layout(title: str, height: int, width: int | None = None, **margins: in
     return layout
 
 
+WEIGHT = "weight"  # what an attention heatmap shows by default: the softmax weight, on a fixed 0..1 scale
+VALUE_WEIGHTED = "weight × |value written|"  # Kobayashi et al.'s norm-based attention: its own 0..max scale
+
+
+def value_range(values: np.ndarray, name: str) -> float:
+    """The top of an attention heatmap's colour scale: 1 for weights, else the values' largest (1 if all are 0)."""
+    if name == WEIGHT:
+        return 1.0
+    top = float(np.max(values)) if np.size(values) else 0.0
+    return top if top > 0 else 1.0
+
+
 def caption(text: str, x: float = 0.0, xanchor: str = "left") -> dict[str, Any]:
     """A small caption line just above the plot area (an annotation)."""
     return dict(text=text, x=x, xanchor=xanchor, y=1.0, yanchor="bottom", xref="paper", yref="paper",

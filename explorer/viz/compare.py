@@ -30,8 +30,10 @@ def difference_heatmap(
     b_name: str = "B",
     width: int | None = None,
     max_side: int = FULL_SIDE,
+    value_name: str = "attention",
 ) -> go.Figure:
-    """Heatmap of a - b (red: more attention in a, blue: more in b), zmid = 0."""
+    """Heatmap of a - b (red: more attention in a, blue: more in b), zmid = 0; `value_name` names what a and b
+    hold (e.g. `common.VALUE_WEIGHTED`) in the caption and hover."""
     x, y = c.to_numpy(a, np.float32), c.to_numpy(b, np.float32)
     ax = TokenAxes(query_labels, key_labels, x_title=KEY_AXIS, y_title=QUERY_AXIS, width=width, max_side=max_side)
     ax.check("a", x)
@@ -40,7 +42,10 @@ def difference_heatmap(
     m = symmetric_range(d)  # identical maps: a valid, symmetric range of ±1
     an, bn = c.escape(a_name), c.escape(b_name)
     enc = encode(d, -m, m, name="a - b")
+    what = c.escape(value_name)
+    measured = "" if value_name == "attention" else f" of {what}"
     heat = enc.trace(ax.k_names, ax.q_names, c.DIVERGING_SCALE, f"{an} − {bn}",
-                     "%{y} → %{x}: {value}" + f" ({an} − {bn})" + ax.pooled_note("largest change"), fmt="+.3f")
+                     "%{y} → %{x}: {value}" + f" ({an} − {bn}{measured})" + ax.pooled_note("largest change"),
+                     fmt="+.3f")
     return c.figure([heat], ax.layout(title, annotations=[
-        c.caption(f"red: more attention in {an}; blue: more in {bn}; white: no change")]))
+        c.caption(f"red: more {what} in {an}; blue: more in {bn}; white: no change")]))

@@ -77,10 +77,10 @@ def tile_pixels(width: int, n_heads: int) -> float:
 
 
 def overview_tiles(attn: Any, max_pixels: int | None = None, *, width: int = 1100) -> OverviewTiles:
-    """attn (L, H, Tq, Tk), or a list of L (H, Tq, Tk) layers -> the tiles of its overview (see
-    `attention_overview`). A list is pooled one layer at a time, tensors in their own dtype (`max_pool_tensor`: a
+    """attn (L, H, Tq, Tk), or a sequence of L (H, Tq, Tk) layers -> the tiles of its overview (see
+    `attention_overview`). A sequence is read and pooled one layer at a time, tensors in their own dtype (`max_pool_tensor`: a
     float16 run is never copied to float32); the tiles are the same."""
-    layers = list(attn) if isinstance(attn, (list, tuple)) else None
+    layers = attn if isinstance(attn, Sequence) else None  # a list, or layers made one at a time when read
     shape = tuple(np.shape(attn[0])) if layers is not None else tuple(np.shape(attn))[1:]
     if len(shape) != 3:
         raise ValueError(f"attn must have shape (L, H, Tq, Tk); got {(len(attn), *shape)}")
@@ -119,11 +119,12 @@ def attention_overview(
 
 def draw_overview(tiles: OverviewTiles, query_labels: Sequence[str], key_labels: Sequence[str],
                   head_mask: Any | None = None, *, title: str = "Attention, all layers x heads",
-                  tile_notes: Sequence[Sequence[str]] | None = None) -> go.Figure:
+                  tile_notes: Sequence[Sequence[str]] | None = None, value_name: str = c.WEIGHT) -> go.Figure:
     """The overview figure from its tiles (`overview_tiles`): nothing here looks at the full attention.
 
     tile_notes: (L, H) short texts ("" for none), e.g. each head's role ("ind .92"), written in the top-left
-    corner of its tile.
+    corner of its tile. value_name: what the tiles hold (weights on 0..1; value-weighted attention,
+    `common.VALUE_WEIGHTED`, on 0..its largest), named in the hover and on the colour bar.
     """
     grid, width = tiles.grid, tiles.width
     n_layers, n_heads, tq, tk = grid.n_layers, grid.n_heads, tiles.tq, tiles.tk
@@ -142,8 +143,9 @@ def draw_overview(tiles: OverviewTiles, query_labels: Sequence[str], key_labels:
     y_axis, y_centres = _axis_names(grid.q_edges, grid.gap_rows, n_layers, q_tok, "layer", "query")
     x_axis, x_centres = _axis_names(grid.k_edges, grid.gap_cols, n_heads, k_tok, "head", "key")
 
-    value = "max weight in block" if grid.downsampled else "weight"
-    enc = encode(tiles.z, 0.0, 1.0, name="attn")
+    name = c.escape(value_name)
+    value = f"max {name} in block" if grid.downsampled else name
+    enc = encode(tiles.z, 0.0, c.value_range(tiles.z, value_name), name="attn")
     traces = gapped_heatmap(enc, grid, c.WEIGHT_SCALE, x_axis, y_axis, value,
                             "%{y}<br>%{x}<br>" + value + ": " + enc.hover() + "<extra></extra>")
     annotations, shapes = tile_marks.off_markers(grid, hm)

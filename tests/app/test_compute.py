@@ -80,7 +80,7 @@ def values(ev, updates) -> dict:
 
 def analyze(ev, shown, tab="attention", text=DATE1, enc=HEADS[1:]):
     return ev.analyze_at_once(Session(MODEL, "cpu"), text, DATE2, True, True, "none", 0, 2, enc, HEADS, HEADS,
-                              "cross", 1, 0, 1, -1, 8, tab, shown)
+                              "cross", 1, 0, 1, -1, 8, tab, shown=shown)
 
 
 def test_a_run_and_its_tabs_are_computed_in_a_forked_worker_and_kept_in_the_server(pages):
@@ -144,7 +144,7 @@ def test_a_language_models_run_comes_in_two_steps_from_the_worker(tmp_path):
     shown, labels = Shown(), head_labels(2, 6)
     with server_runs_no_model():
         steps = list(ev.analyze(Session("tiny-gpt2", "cpu"), "The cat sat on the mat", "", True, True, "none", 0, 2,
-                                [], labels[1:], [], "decoder", 1, 2, 1, -1, 3, "overview", shown))
+                                [], labels[1:], [], "decoder", 1, 2, 1, -1, 3, "overview", shown=shown))
     first, last = steps[0], steps[1]
     assert "overview-plot" in values(ev, first) and "computing the next-token" in first[ev.status]
     assert len(last[ev.page.views.output_df]) == 10 and len(forked.pids) == 1

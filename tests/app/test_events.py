@@ -41,7 +41,7 @@ def run(ev, text, tab, shown):
     kinds = get_model(Session(MODEL, "cpu"), ev.ctx).config.attention_kinds()
     enc, dec, cross = (head_labels(*kinds[k]) for k in ("encoder", "decoder", "cross"))
     steps = list(ev.analyze(Session(MODEL, "cpu"), text, "", True, True, "none", 0, 2, enc, dec, cross, "cross", 0,
-                            0, 1, -1, 8, tab, shown))
+                            0, 1, -1, 8, tab, shown=shown))
     # A translation model's Run is answered at once; the empty update after it keeps Gradio's closing message
     # (which repeats the last update's values) from sending and drawing everything twice.
     assert len(steps) == 2 and steps[1] == {ev.status: gr.skip()}
@@ -62,12 +62,12 @@ def plot_json(ev, updates, name) -> str:
 
 def test_a_run_draws_the_tab_it_was_clicked_on_and_keeps_the_result(page_events):
     ev, shown = page_events, Shown()
-    out = run(ev, DATE1, "overview", shown)
+    out = run(ev, DATE1, "overview", shown=shown)
     assert drawn(ev, out) == {"overview", "large"} and out[ev.page.kept] is shown and shown.result(ev.ctx.kept) is not None
     opened = ev.show_tab("rollout", shown)
     assert drawn(ev, opened) == {"rollout"} and opened[ev.page.views.tab] == "rollout"
     # The next Run draws the tab opened last, whatever its own (stale) tab input says.
-    assert drawn(ev, run(ev, DATE2, "overview", shown)) == {"rollout"}
+    assert drawn(ev, run(ev, DATE2, "overview", shown=shown)) == {"rollout"}
 
 
 def test_a_tab_opened_during_a_run_shows_that_run(page_events, monkeypatch):
@@ -89,7 +89,7 @@ def test_a_tab_opened_during_a_run_shows_that_run(page_events, monkeypatch):
     worker = threading.Thread(target=lambda: result.update(out=run(ev, DATE2, "attention", shown)))
     worker.start()
     assert entered.wait(60)
-    opened = ev.show_tab("overview", shown)  # while Run 2 is under way
+    opened = ev.show_tab("overview", shown=shown)  # while Run 2 is under way
     release.set()
     worker.join(60)
     second = shown.result(ev.ctx.kept)
@@ -181,12 +181,12 @@ def lm_run(ev, tab, shown, heads_on=None):
     """/analyze of the tiny GPT-2 as Gradio calls it: the handler's generator of updates, not yet started."""
     labels = head_labels(2, 6)
     return ev.analyze(Session("tiny-gpt2", "cpu"), LM_TEXT, "", True, True, "none", 0, 2, [],
-                      labels if heads_on is None else heads_on, [], "decoder", 1, 2, 1, -1, 3, tab, shown)
+                      labels if heads_on is None else heads_on, [], "decoder", 1, 2, 1, -1, 3, tab, shown=shown)
 
 
 def test_a_language_model_shows_its_attention_before_its_outputs(lm_events):
     ev, shown = lm_events, Shown()
-    v, steps = ev.page.views, lm_run(ev, "overview", shown)
+    v, steps = ev.page.views, lm_run(ev, "overview", shown=shown)
     first = next(steps)
     # The grid of the visible tab, while the vocabulary head, predictions and continuation are computed.
     assert drawn(ev, first) == {"overview"} and shown.result(ev.ctx.kept) is None
@@ -227,7 +227,7 @@ def test_a_tab_opened_after_the_first_look_is_drawn_whole_at_the_end(lm_events):
     ev, shown = lm_events, Shown()
     steps = lm_run(ev, "attention", shown)
     assert drawn(ev, next(steps)) == {"mask", "head", "baseline", "difference"}
-    ev.show_tab("overview", shown)
+    ev.show_tab("overview", shown=shown)
     ev.show_tab("attention", shown)
     last, _ = list(steps)
     assert drawn(ev, last) == {"mask", "head", "baseline", "difference", "surprisal"}
@@ -243,7 +243,7 @@ def test_an_error_after_the_first_look_becomes_the_status_line(lm_events, monkey
         raise AppError("the vocabulary head ran out of memory")
 
     monkeypatch.setattr(ev.compute, "analyze", fails_after_the_first_look)
-    updates = list(lm_run(ev, "overview", shown))
+    updates = list(lm_run(ev, "overview", shown=shown))
     assert len(updates) == 3 and drawn(ev, updates[0]) == {"overview"}
     # The output panel no longer says its predictions are coming, and the status line says why.
     assert updates[1] == {ev.page.views.output_md: events_module.NO_OUTPUTS}
@@ -267,7 +267,7 @@ def test_each_step_of_a_run_computes_with_the_requests_share_of_the_cores(lm_eve
     before = torch.get_num_threads()
     try:
         torch.set_num_threads(1)
-        steps = lm_run(ev, "overview", shown)
+        steps = lm_run(ev, "overview", shown=shown)
         next(steps)  # on this thread
         worker = threading.Thread(target=lambda: list(steps))  # the rest on another one, which has 1 thread
         worker.start()
@@ -282,7 +282,7 @@ def test_the_api_gets_a_language_models_run_in_one_answer(lm_events):
     ev, shown = lm_events, Shown()
     labels = head_labels(2, 6)
     out = ev.analyze_at_once(Session("tiny-gpt2", "cpu"), LM_TEXT, "", True, True, "none", 0, 2, [], labels, [],
-                             "decoder", 1, 2, 1, -1, 3, "overview", shown)
+                             "decoder", 1, 2, 1, -1, 3, "overview", shown=shown)
     v = ev.page.views
     assert drawn(ev, out) == {"overview", "large"} and len(out[v.output_df]) == 10
     assert events_module.PREDICTING not in out[ev.status] and out[v.output_md].startswith("Sentence 1")

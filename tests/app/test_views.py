@@ -277,3 +277,33 @@ def test_rollout_means_equal_the_head_average_of_the_figures_module(app):
         expected = head_average(layers, on)
         np.testing.assert_allclose(head_means(cmp.toggled, "decoder", 0, on), expected, atol=1e-6)
         assert on is None or not head_means(cmp.toggled, "decoder", 0, on)[1].any()
+
+
+def test_value_weighted_views_equal_a_hand_computation(app):
+    """The "weight × |value written|" switch: the chosen head's map and the All heads tiles hold a_ij * ||v_j W_o^h||
+    as tests/interpret's loop over heads computes it from the model's own values, hover and colour bar say so, and
+    the weights view is unchanged; an unknown measure is refused with a message."""
+    import torch
+
+    from tests.interpret.test_value_weighted import by_hand
+
+    for arch, kind in (("encoder", "encoder"), ("encoder-decoder", "encoder")):
+        _, loaded = app.build(arch)
+        ids = torch.tensor(rows_of(loaded, app.DATE1))  # one sentence: no padding
+        hand = by_hand(loaded.model, kind, ids, ids[:, :3] if arch == "encoder-decoder" else None)
+        for layer, head in ((1, 2), (0, 3)):
+            values = app.analyze(loaded, app.DATE1, view=app.View(kind, layer, head, 1, measure="values"))
+            weights = app.analyze(loaded, app.DATE1, view=app.View(kind, layer, head, 1))
+            want = hand[layer][0, head].detach().numpy()
+            assert np.allclose(z(values.attention.head), want, rtol=1e-4, atol=1e-6)
+            assert not np.allclose(z(values.attention.head), z(weights.attention.head))
+            label = "weight × |value written|"
+            assert label in values.attention.head.data[0].hovertemplate
+            assert label not in weights.attention.head.data[0].hovertemplate
+            # The tiles are sent in hundredths of the largest value of all (explorer.viz.encode): within half of one.
+            tiles, grid = z(values.overview), values.overview.layout.meta["overview_grid"]
+            top, T = max(float(h.max()) for h in hand), want.shape[0]
+            row, col = layer * (T + grid["gap_rows"]), head * (T + grid["gap_cols"])
+            assert np.allclose(tiles[row:row + T, col:col + T] * top / 100, want, rtol=0, atol=top / 200 + 1e-6)
+    with pytest.raises(AppError, match="unknown measure"):
+        app.View("encoder", measure="norms")

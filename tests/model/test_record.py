@@ -232,3 +232,22 @@ def test_missing_site_names_what_was_recorded():
     record = Record()
     with pytest.raises(KeyError, match="not recorded; recorded sites: none"):
         record["decoder.0.z"]
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_a_record_keeps_only_the_sites_asked_for(layout, monkeypatch):
+    """Record(only=...) keeps those sites, the same tensors as a full record, and computes no norm divisor it does
+    not keep (the app records the values alone)."""
+    import explorer.model.record as record_module
+
+    model = perturbed(LAYOUTS[layout])
+    src, tgt = inputs(model)
+    full, values = Record(), Record(only={"v"})
+    with torch.no_grad():
+        model(src, tgt, record=full)
+        computed = []
+        real = record_module.norm_scale
+        monkeypatch.setattr(record_module, "norm_scale", lambda *a: computed.append(1) or real(*a))
+        model(src, tgt, record=values)
+    assert set(values) == {name for name in full if name.endswith(".v")} and len(values) > 0
+    assert all(torch.equal(values[name], full[name]) for name in values) and computed == []

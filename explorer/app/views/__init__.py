@@ -8,28 +8,40 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import AppError
+
 KIND_TITLES = {"encoder": "encoder self-attention", "decoder": "decoder self-attention",
                "cross": "cross-attention (decoder → encoder)"}
 KIND_SHORT = {"encoder": "encoder self-attn.", "decoder": "decoder self-attn.", "cross": "cross-attention"}
 
 
+MEASURES = {"weights": "attention weights", "values": "weight × |value written| (Kobayashi et al. 2020)"}
+
+
 @dataclass(frozen=True)
 class View:
-    """Which attention the figures show: kind ("" = the model's first), layer, head, sentence (1 or 2); and, for a
-    language model, after which position the next-token list is read (negative: from the end; -1 = last token)."""
+    """Which attention the figures show: kind ("" = the model's first), layer, head, sentence (1 or 2); for a
+    language model, after which position the next-token list is read (negative: from the end; -1 = last token);
+    and what the head and all-heads maps measure: "weights", or "values" (each weight times the length of what its
+    key writes through that head, explorer.interpret.value_weighted)."""
 
     kind: str = ""
     layer: int = 0
     head: int = 0
     sentence: int = 1
     position: int = -1
+    measure: str = "weights"
+
+    def __post_init__(self) -> None:
+        if self.measure not in MEASURES:
+            raise AppError(f"unknown measure {self.measure!r}; choose from {', '.join(MEASURES)}")
 
     def fitted(self, kinds: dict[str, tuple[int, int]], n_sentences: int) -> "View":
         """This view with every field clamped to what exists (kind -> (layers, heads))."""
         kind = self.kind if self.kind in kinds else next(iter(kinds))
         n_layers, n_heads = kinds[kind]
         return View(kind, min(max(int(self.layer), 0), n_layers - 1), min(max(int(self.head), 0), n_heads - 1),
-                    min(max(int(self.sentence), 1), n_sentences), int(self.position))
+                    min(max(int(self.sentence), 1), n_sentences), int(self.position), self.measure)
 
     def position_in(self, length: int) -> int:
         """The next-token position for a sentence of `length` tokens, clamped into it."""

@@ -9,6 +9,7 @@ small whatever the runs were; the values are the model's, and the masks the ones
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -82,11 +83,39 @@ class AttentionInputs:
     change_by_layer: np.ndarray  # (L,) largest change of any weight of the chosen kind and sentence, per layer
 
 
+def measured(run: Run, view: View, layer: int) -> torch.Tensor:
+    """One layer of `view.kind` for the view's sentence, (H, Tq, Tk), as the view measures it: the weights as the run
+    returned them, or each weight times the length of what its key writes through that head (value-weighted), in
+    float32, made now for this layer alone."""
+    weights = run.attentions[view.kind][layer][view.row]  # (H, Tq, Tk)
+    if view.measure == "weights":
+        return weights
+    norms = run.value_norms[view.kind][layer][view.row]  # (H, Tk)
+    return weights.float() * norms[:, None, :]  # (H, Tk) -> (H, 1, Tk)
+
+
+class MeasuredLayers(Sequence):
+    """The layers of one sentence's attention of one kind as the view measures them, each made when read (the
+    overview pools them one at a time: no second copy of a long run's every layer)."""
+
+    def __init__(self, run: Run, view: View):
+        self.run, self.view = run, view
+
+    def __len__(self) -> int:
+        return len(self.run.attentions[self.view.kind])
+
+    def __getitem__(self, layer: int) -> torch.Tensor:  # type: ignore[override]
+        if not -len(self) <= layer < len(self):
+            raise IndexError(layer)
+        return measured(self.run, self.view, layer % len(self))
+
+
 def head_view(run: Run, view: View, mask: np.ndarray | None = None) -> HeadView:
-    """One head's weights and mask as their own arrays (a view into the run would keep its every head alive), in
-    the dtype the run returned; `mask`: an equal mask to share (the baseline's, when the toggles kept the masks)."""
+    """One head's weights (or value-weighted attention, `view.measure`) and mask as their own arrays (a view into the
+    run would keep its every head alive), in the dtype the run returned (float32 when value-weighted); `mask`: an
+    equal mask to share (the baseline's, when the toggles kept the masks)."""
     kind, b = view.kind, view.row
-    weights = run.attentions[kind][view.layer][b, view.head].numpy().copy()  # (Tq, Tk)
+    weights = measured(run, view, view.layer)[view.head].numpy().copy()  # (Tq, Tk)
     own = run.masks[kind][b].numpy()
     return HeadView(weights, mask if mask is not None and np.array_equal(mask, own) else own.copy(),
                     run.queries[kind][b], run.keys[kind][b])
@@ -96,7 +125,7 @@ def attention_inputs(cmp: Comparison, view: View) -> AttentionInputs:
     toggled, baseline = cmp.toggled, cmp.baseline
     on = cmp.head_mask is None or bool(cmp.head_mask[view.kind][view.layer, view.head])
     change = np.array([float((t[view.row] - s[view.row]).abs().max()) for t, s in
-                       zip(toggled.attentions[view.kind], baseline.attentions[view.kind])])
+                       zip(toggled.attentions[view.kind], baseline.attentions[view.kind])])  # of the weights
     shown = head_view(toggled, view)
     return AttentionInputs(view, shown, None if cmp.no_toggle else head_view(baseline, view, shown.mask), on, change)
 
@@ -110,20 +139,26 @@ class AttentionFigures:
     change_by_layer: np.ndarray  # (L,)
 
 
+def value_name(view: View) -> str:
+    """What the head and all-heads maps hold, as the figures name it."""
+    return viz.WEIGHT if view.measure == "weights" else viz.VALUE_WEIGHTED
+
+
 def attention_figures(inp: AttentionInputs) -> AttentionFigures:
     view, tog, base = inp.view, inp.toggled, inp.baseline
+    name = value_name(view)
     mask_fig = viz.mask_heatmap(tog.mask, tog.queries, tog.keys,
                                 title=f"Mask: {KIND_SHORT[view.kind]} · sentence {view.sentence}")
     head_fig = viz.head_heatmap(tog.weights, tog.queries, tog.keys, mask=tog.mask, head_off=not inp.head_on,
-                                title=f"With toggles: {view.where()}")
+                                title=f"With toggles: {view.where()}", value_name=name)
     if base is None:  # the baseline would repeat the view above and the difference would be blank
         return AttentionFigures(mask_fig, head_fig, viz.message_figure(NO_TOGGLE_BASELINE),
                                 viz.message_figure(NO_TOGGLE_DIFFERENCE), inp.change_by_layer)
     baseline_fig = viz.head_heatmap(base.weights, base.queries, base.keys, mask=base.mask,
-                                    title=f"Without toggles: {view.where()}")
+                                    title=f"Without toggles: {view.where()}", value_name=name)
     diff_fig = viz.difference_heatmap(tog.weights, base.weights, tog.queries, tog.keys,
                                       title=f"With − without toggles: {view.where()}", a_name="toggled",
-                                      b_name="baseline")
+                                      b_name="baseline", value_name="attention" if name == viz.WEIGHT else name)
     return AttentionFigures(mask_fig, head_fig, baseline_fig, diff_fig, inp.change_by_layer)
 
 
@@ -135,19 +170,23 @@ class OverviewInputs:
     heads_on: np.ndarray | None  # (L, H)
     title: str
     roles: list[list[str]] | None  # (L, H) each head's strongest role on this sentence ("ind .92"), baseline run
+    value_name: str = viz.WEIGHT  # what the tiles hold (weights, or value-weighted attention)
 
 
 def overview_inputs(cmp: Comparison, view: View) -> OverviewInputs:
     """The toggled run's tiles, labelled with each head's role in the baseline (every head on, default masks)."""
     run, b = cmp.toggled, view.row
-    return OverviewInputs(viz.overview_tiles(row_layers(run, view.kind, b)), run.queries[view.kind][b],
+    layers = row_layers(run, view.kind, b) if view.measure == "weights" else MeasuredLayers(run, view)
+    what = "" if view.measure == "weights" else ", weight × |value written|"
+    return OverviewInputs(viz.overview_tiles(layers), run.queries[view.kind][b],
                           run.keys[view.kind][b], heads_on(cmp, view.kind),
-                          f"All heads: {KIND_TITLES[view.kind]} (sentence {view.sentence}, toggled)",
-                          tile_notes(text_scores(cmp.baseline, view.kind, b)))
+                          f"All heads: {KIND_TITLES[view.kind]} (sentence {view.sentence}, toggled{what})",
+                          tile_notes(text_scores(cmp.baseline, view.kind, b)), value_name(view))
 
 
 def overview_figure(inp: OverviewInputs) -> go.Figure:
-    return viz.draw_overview(inp.tiles, inp.queries, inp.keys, inp.heads_on, title=inp.title, tile_notes=inp.roles)
+    return viz.draw_overview(inp.tiles, inp.queries, inp.keys, inp.heads_on, title=inp.title, tile_notes=inp.roles,
+                             value_name=inp.value_name)
 
 
 @dataclass(frozen=True)
