@@ -74,10 +74,10 @@ def opened(url: str, chromium_path: str, chromium_args: list[str], init_script: 
 
 class Runs:
     """The Runs (/analyze of a page or a client) the server has finished computing, in order: each a
-    SimpleNamespace(text1, text2, toggles, view, source) (source: the model's, as LoadedModel.source). A Run is recorded before its last update is sent, and the Runs one
-    control of a page starts run one after another (the page sends the next once the last has ended: trigger_mode
-    "always_last"); so once such a Run is recorded, the next time its page is seen IDLE (IDLE_JS) it has applied the
-    last update of that Run or of a later one."""
+    SimpleNamespace(text1, text2, toggles, view, source) (source: the model's, as LoadedModel.source). A Run is
+    recorded before its last update is sent, and the Runs one control of a page starts run one after another (the
+    page sends the next once the last has ended: trigger_mode "always_last"); so once such a Run is recorded, the next
+    time its page is seen IDLE (IDLE_JS) it has applied the last update of that Run or of a later one."""
 
     def __init__(self) -> None:
         self.done: list[SimpleNamespace] = []
@@ -110,7 +110,8 @@ def record_runs(monkeypatch: Any) -> Runs:
 
     def recorded(loaded: Any, text1: Any, text2: Any, toggles: Any, *args: Any, **kwargs: Any) -> Iterator[Any]:
         yield from real(loaded, text1, text2, toggles, *args, **kwargs)
-        runs.add(SimpleNamespace(text1=text1, text2=text2, toggles=toggles, view=args[0] if args else kwargs.get("view"),
+        view = args[0] if args else kwargs.get("view")
+        runs.add(SimpleNamespace(text1=text1, text2=text2, toggles=toggles, view=view,
                                  source=getattr(loaded, "source", "")))
 
     monkeypatch.setattr(events, "analyze_in_steps", recorded)

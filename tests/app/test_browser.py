@@ -96,7 +96,8 @@ def test_toggles_change_heatmaps_and_output(app_url, chromium_args, monkeypatch)
                             page.get_by_role("option", name=option, exact=True).click())
 
         def enter(box: str, text: str) -> Callable[[], None]:
-            return lambda: (page.locator(f"#{box} textarea").fill(text), page.locator(f"#{box} textarea").press("Enter"))
+            field = page.locator(f"#{box} textarea")
+            return lambda: (field.fill(text), field.press("Enter"))
 
         # A small encoder-decoder, so the test does not depend on which checkpoints are shipped.
         page.get_by_role("button", name="Toggle Sidebar").click()

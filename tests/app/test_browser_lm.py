@@ -45,7 +45,8 @@ ANSWERED_JS = f"() => ({TEXT_JS})('output-summary').includes('the model expects'
 # The same for one sentence, with its whole table (the table fills in two passes): its rows, else null.
 ANSWER_JS = f"""() => {{
   const rows = ({ROWS_JS})('output-table');
-  return ({ANSWERED_JS})() && ({TEXT_JS})('output-summary').includes('Continuation') && rows.length === 10 ? rows : null;
+  const whole = ({TEXT_JS})('output-summary').includes('Continuation') && rows.length === 10;
+  return ({ANSWERED_JS})() && whole ? rows : null;
 }}"""
 
 
@@ -207,8 +208,8 @@ def test_a_run_shows_its_timer_on_the_status_line_alone(lm_app, chromium_path, c
             # one-off timeouts a tracker sets as the Run starts (its screen-reader announcement and their clean-up).
             # A loop at each vsync asks about elapsed / 16.7 times.
             assert 1 <= counted["frames"] <= counted["elapsed"] / 100 + 4, counted
-            assert page.evaluate("() => [...document.querySelectorAll('[data-testid=\"status-tracker\"].wrap:not(.hide)')]"
-                                 ".every(w => w.closest('#status'))")
+            shown = "[...document.querySelectorAll('[data-testid=\"status-tracker\"].wrap:not(.hide)')]"
+            assert page.evaluate(f"() => {shown}.every(w => w.closest('#status'))")  # no progress overlay on outputs
         finally:
             release.set()
         page.wait_for_function(ANSWERED_JS)
