@@ -39,9 +39,13 @@ def test_roles_ablation_and_patching_draw(app_url, chromium_path, chromium_args)
             page.wait_for_function(f"() => ({HEATMAP_CELLS})('{plot}') > 0")
         page.wait_for_function(f"() => ({TEXT})('roles-summary').includes('Strongest head per role')")
         assert page.evaluate(CHECKED, "dec-heads") == 8
-        page.locator("#role input").fill("self")
-        page.keyboard.press("Enter")
+        # Choose the role by clicking its option and wait until the box shows it: typing "self" and pressing Enter
+        # once left the default role (induction) chosen, the Enter apparently handled before the typed filter.
+        page.locator("#role input").click()
+        page.get_by_role("option", name="self", exact=True).click()
+        page.wait_for_function("() => document.querySelector('#role input').value === 'self'")
         page.locator("#role-k input").fill("2")
+        page.wait_for_function("() => document.querySelector('#role-k input').value === '2'")
         page.locator("#role-off").click()
         page.wait_for_function(f"() => ({CHECKED})('dec-heads') === 6")
         assert page.evaluate(CHECKED, "enc-heads") == 8 and page.evaluate(CHECKED, "cross-heads") == 8
