@@ -100,7 +100,8 @@ def chromium() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        # A launch limit of minutes, like the pages' waits below: Playwright's 30 s default is only a hang guard.
+        browser = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS, timeout=120_000)
         try:
             yield browser
         finally:
@@ -175,7 +176,7 @@ def draw_swap(browser: Any, site: Site, name: str, fig_a: str, fig_b: str, repea
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     try:
-        page.goto(url)
+        page.goto(url, timeout=120_000)
         page.wait_for_function("window.ready === true", timeout=120_000)
         for k in range(repeats + 1):  # the first swap is a warm-up
             page.click("#next")

@@ -1,6 +1,7 @@
 """Smoke tests of `python -m benchmarks`: the code runs at tiny sizes and writes what it promises.
 
-No timing assertions (the machine is shared). BertViz parts are skipped without bertviz, browser
+No timing assertions (the machine is shared): a measured time or rate is only checked to be a number that is not
+negative, since rounded it can be 0.0 on a fast machine. BertViz parts are skipped without bertviz, browser
 parts without chromium (ours draws with Gradio's own plotly.js; tests touch no network).
 """
 
@@ -17,6 +18,20 @@ from benchmarks import assets, report
 from benchmarks.__main__ import main, parse_only
 
 
+def measured(*values) -> bool:
+    """Times and rates as a benchmark writes them: numbers, finite and not negative (0.0 allowed: rounded)."""
+    return all(isinstance(v, (int, float)) and np.isfinite(v) and v >= 0 for v in values)
+
+
+def rounded_ratio_ok(ratio: float, num: float, den: float, places: int = 2, ratio_places: int = 3) -> bool:
+    """`ratio` = round(N / D, ratio_places) for some N, D that round to `num`, `den` (at `places`): holds at any
+    speed, where a relative tolerance fails once the rates are small enough for their rounding to matter."""
+    half, half_ratio = 0.5 * 10**-places, 0.5 * 10**-ratio_places
+    low = (num - half) / (den + half) - half_ratio
+    high = (num + half) / (den - half) + half_ratio if den > half else float("inf")
+    return low - 1e-9 <= ratio <= high + 1e-9
+
+
 def test_main_quick_writes_json_and_markdown(tmp_path):
     out_json, out_md = tmp_path / "r.json", tmp_path / "B.md"
     code = main(["--quick", "--only", "training,capture", "--only", "importance",
@@ -26,11 +41,10 @@ def test_main_quick_writes_json_and_markdown(tmp_path):
     assert res["quick"] is True and res["errors"] == {}
     assert res["machine"]["cores"] >= 1 and res["machine"]["torch"]
     tr = res["training"]
-    assert tr["explorer_steps_per_s"] > 0 and tr["torch_nn_steps_per_s"] > 0
-    assert tr["ratio_explorer_over_torch"] == pytest.approx(
-        tr["explorer_steps_per_s"] / tr["torch_nn_steps_per_s"], rel=0.02)
-    assert tr["ratio_same_dropout_over_torch"] == pytest.approx(
-        tr["explorer_torch_dropout_steps_per_s"] / tr["torch_nn_steps_per_s"], rel=0.02)
+    assert measured(tr["explorer_steps_per_s"], tr["explorer_torch_dropout_steps_per_s"], tr["torch_nn_steps_per_s"])
+    assert rounded_ratio_ok(tr["ratio_explorer_over_torch"], tr["explorer_steps_per_s"], tr["torch_nn_steps_per_s"])
+    assert rounded_ratio_ok(tr["ratio_same_dropout_over_torch"], tr["explorer_torch_dropout_steps_per_s"],
+                            tr["torch_nn_steps_per_s"])
     assert set(res["capture"]) == {"seed001-classifier @ 16 tokens", "minilm-sized encoder (6x12, d384) @ 16 tokens"}
     imp = res["importance"]["by_length"]["8"]
     assert imp["sweep_matches_per_head_max_abs"] < 1e-4  # the exact sweep is exact
@@ -47,7 +61,7 @@ def test_hub_lm_quick(tmp_path):
     out_json, out_md = tmp_path / "r.json", tmp_path / "B.md"
     assert main(["--quick", "--only", "gpt2", "--json", str(out_json), "--md", str(out_md)]) == 0
     row = json.loads(out_json.read_text())["hub_lm"]["by_tokens"][0]
-    assert row["tokens"] == 16 and row["explorer_ms"] > 0 and row["transformers_ms"] > 0
+    assert row["tokens"] == 16 and measured(row["explorer_ms"], row["transformers_ms"])
     assert row["logits_max_abs_diff"] < 1e-4 and row["attention_max_abs_diff"] < 1e-4
     assert "## 8. A Hub language model" in out_md.read_text()
 
@@ -124,7 +138,7 @@ def test_update_latency_tiny():
 
     has_bv = ul.bertviz_available() is None
     row = ul.measure_size(16, repeats=1, bertviz_max=16 if has_bv else 0, app=False)
-    assert row["tokens"] == 16 and row["ours_s"] > 0
+    assert row["tokens"] == 16 and measured(row["ours_s"])
     assert row["ours_bytes"]["total"] == row["ours_bytes"]["overview"] + row["ours_bytes"]["head"] > 1000
     assert "app_handler_s" not in row
     if has_bv:
@@ -141,7 +155,7 @@ def test_update_latency_app_rows_tiny():
     from benchmarks import update_latency as ul
 
     row = ul.measure_size(16, repeats=1, bertviz_max=0, app=True)
-    assert row["app_handler_s"] > 0 and row["app_head_off_s"] > 0
+    assert measured(row["app_handler_s"], row["app_head_off_s"])
     assert len(row["app_handler_plot_bytes"]) == len(row["app_head_off_plot_bytes"]) == row["app_handler_figures"]
     assert row["app_head_off_bytes"] > row["app_handler_bytes"] == sum(row["app_handler_plot_bytes"])
     on = ul.app_settings(head_off=True).heads_on["encoder"]
@@ -179,7 +193,7 @@ def test_browser_draw_swap_tiny():
     with browser.Site() as site, browser.chromium() as chrome:
         assert browser._serve_js(site) == "the plotly.js bundled with Gradio (3.3.1)"
         got = browser.draw_swap(chrome, site, "t", a[1], b[1], repeats=1)
-    assert got["drawn_ms"] > 0 and got["drawn_ms"] >= got["json_parse_ms"]
+    assert measured(got["json_parse_ms"]) and got["drawn_ms"] >= got["json_parse_ms"]  # drawn after parsed
 
 
 def test_figure_bytes_tiny():

@@ -39,5 +39,8 @@ def test_single_thread_numpy_blas_in_a_fresh_process():
             "single_thread_numpy_blas(); "
             "print(json.dumps([[i['user_api'] for i in threadpool_info() if i['user_api'] == 'blas' "
             "and i['num_threads'] != 1], t == torch.get_num_threads()]))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    from tests.hang import SUBPROCESS_S
+
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         timeout=SUBPROCESS_S)  # a hang guard only: a fresh process importing torch
     assert json.loads(out.stdout.strip().splitlines()[-1]) == [[], True]

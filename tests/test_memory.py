@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.hang import SUBPROCESS_S
+
 ROOT = Path(__file__).resolve().parents[1]
 ROUNDS, WINDOW = 100_000, 400
 SCRIPT = f"""
@@ -45,7 +47,7 @@ print(json.dumps({{"frozen": frozen, "dead": alive[0] - len(window)}}))
 
 def run(mode: str) -> dict[str, int]:
     out = subprocess.run([sys.executable, "-c", SCRIPT, mode], cwd=ROOT, capture_output=True, text=True,
-                         timeout=120, check=True)
+                         timeout=SUBPROCESS_S, check=True)  # a hang guard only (a run takes seconds)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

@@ -70,6 +70,7 @@ class MemoryGate:
             raise ValueError("the request memory budget must be positive")
         self.budget_bytes = int(budget_bytes)
         self._free = self.budget_bytes
+        self._waiting = 0  # requests waiting for their bytes to fit
         self._cond = threading.Condition()
 
     @property
@@ -77,12 +78,22 @@ class MemoryGate:
         with self._cond:
             return self.budget_bytes - self._free
 
+    @property
+    def waiting(self) -> int:
+        """Requests waiting in `hold` until their bytes fit (tests wait for this instead of for a time)."""
+        with self._cond:
+            return self._waiting
+
     @contextmanager
     def hold(self, n_bytes: int) -> Iterator[int]:
         """Reserve min(n_bytes, budget) for the duration of the block (a larger request runs alone)."""
         n = min(max(int(n_bytes), 0), self.budget_bytes)
         with self._cond:
-            self._cond.wait_for(lambda: self._free >= n)
+            self._waiting += 1
+            try:
+                self._cond.wait_for(lambda: self._free >= n)
+            finally:
+                self._waiting -= 1
             self._free -= n
         try:
             yield n

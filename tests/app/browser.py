@@ -1,14 +1,31 @@
-"""Shared plumbing of the app's browser tests: serve a demo on a free port, open it in Debian's chromium.
+"""Shared plumbing of the app's browser tests: serve a demo on a free port, open it in Debian's chromium, and know
+when a Run has ended (an event, never a time).
 
     with served(build_demo(...), free_port()) as url: ...
     with opened(url, chromium_path, chromium_args) as (page, errors): ...   # page shows a drawn heatmap
+    runs = record_runs(monkeypatch)   # before the action; then runs.wait_for(lambda run: ..., "what")
+    page.wait_for_function(IDLE_JS)   # no Run of this page under way
+
+Every Playwright wait of a page opened here (and the launch) has the hang guard tests/hang.HANG_MS, not Playwright's
+30 s default: a wait ends when its event happens, the limit only fails a stuck test.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from types import SimpleNamespace
 from typing import Any
+
+from tests.hang import HANG_MS, HANG_S
+
+# No Run of the page under way: a Run shows its timer on the status line (events.run_progress) from the click until
+# its last update has been applied, between its two steps too.
+IDLE_JS = "() => !document.querySelector('#status [data-testid=\"status-tracker\"].wrap:not(.hide)')"
+# The page's own first Run (run on load) has ended: the output summary is empty until a Run writes it.
+FIRST_RUN_JS = f"""() => {{ const el = document.querySelector('#output-summary');
+  return !!el && el.innerText.trim() !== '' && ({IDLE_JS})(); }}"""
 
 
 @contextmanager
@@ -24,24 +41,84 @@ def served(demo: Any, port: int) -> Iterator[str]:
         demo.close()
 
 
+def new_page(playwright: Any, chromium_path: str, chromium_args: list[str], **page_kwargs: Any) -> tuple[Any, Any]:
+    """(browser, page) of Debian's chromium, every wait of the page limited by the hang guard only."""
+    browser = playwright.chromium.launch(executable_path=chromium_path, args=chromium_args, timeout=HANG_MS)
+    page = browser.new_page(**page_kwargs)
+    page.set_default_timeout(HANG_MS)
+    return browser, page
+
+
 @contextmanager
 def opened(url: str, chromium_path: str, chromium_args: list[str], init_script: str | None = None
            ) -> Iterator[tuple[Any, list[str]]]:
-    """A 1280x900 page on `url`, once its first heatmap is drawn, and the console / page errors it collects.
-    `init_script` runs in the page before any of its own scripts."""
+    """A 1280x900 page on `url`, once its first heatmap is drawn and the Run it makes on load has ended, and the
+    console / page errors it collects. `init_script` runs in the page before any of its own scripts."""
     from playwright.sync_api import sync_playwright
 
     errors: list[str] = []
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium_path, args=chromium_args)
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        browser, page = new_page(p, chromium_path, chromium_args, viewport={"width": 1280, "height": 900})
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda e: errors.append(str(e)))
         if init_script:
             page.add_init_script(init_script)
         page.goto(url)
-        page.wait_for_selector("#head-plot .js-plotly-plot", timeout=90_000)
+        page.wait_for_selector("#head-plot .js-plotly-plot")
+        page.wait_for_function(FIRST_RUN_JS)
         try:
             yield page, errors
         finally:
             browser.close()
+
+
+class Runs:
+    """The Runs (/analyze of a page or a client) the server has finished computing, in order: each a
+    SimpleNamespace(text1, text2, toggles, view, source) (source: the model's, as LoadedModel.source). A Run is
+    recorded before its last update is sent, and the Runs one control of a page starts run one after another (the
+    page sends the next once the last has ended: trigger_mode "always_last"); so once such a Run is recorded, the next
+    time its page is seen IDLE (IDLE_JS) it has applied the last update of that Run or of a later one."""
+
+    def __init__(self) -> None:
+        self.done: list[SimpleNamespace] = []
+        self._cond = threading.Condition()
+
+    def add(self, run: SimpleNamespace) -> None:
+        with self._cond:
+            self.done.append(run)
+            self._cond.notify_all()
+
+    def mark(self) -> int:
+        """How many Runs have finished so far (for `wait_for(..., since=)`)."""
+        with self._cond:
+            return len(self.done)
+
+    def wait_for(self, finished: Callable[[SimpleNamespace], bool], what: str, since: int = 0) -> SimpleNamespace:
+        """The first Run (after the first `since`) for which `finished(run)` holds, once there is one (HANG_S: a hang
+        guard)."""
+        with self._cond:
+            found = self._cond.wait_for(lambda: next((r for r in self.done[since:] if finished(r)), None), HANG_S)
+        assert found is not None, f"no Run {what} finished"
+        return found
+
+
+def record_runs(monkeypatch: Any) -> Runs:
+    """From now on, each Run the server computes to its end is recorded (explorer.app.events.analyze_in_steps)."""
+    from explorer.app import events
+
+    runs, real = Runs(), events.analyze_in_steps
+
+    def recorded(loaded: Any, text1: Any, text2: Any, toggles: Any, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        yield from real(loaded, text1, text2, toggles, *args, **kwargs)
+        view = args[0] if args else kwargs.get("view")
+        runs.add(SimpleNamespace(text1=text1, text2=text2, toggles=toggles, view=view,
+                                 source=getattr(loaded, "source", "")))
+
+    monkeypatch.setattr(events, "analyze_in_steps", recorded)
+    return runs
+
+
+def heads_on(run: SimpleNamespace, kind: str) -> frozenset[tuple[int, int]] | None:
+    """The (layer, head) pairs of `kind` that were on in a recorded Run (None: all)."""
+    on = run.toggles.heads_on
+    return None if on is None else on.get(kind)

@@ -6,9 +6,12 @@ import json
 
 import pytest
 
-gradio_client = pytest.importorskip("gradio_client")
+pytest.importorskip("gradio_client")
 
-from explorer.app.demo import build_demo, launch_kwargs, queue
+from gradio_client import exceptions as client_errors  # noqa: E402
+
+from explorer.app.demo import build_demo, launch_kwargs, queue  # noqa: E402
+from tests.hang import HANG_S, gradio_client  # noqa: E402
 
 BUILD = ["custom", "encoder-decoder", 2, 4, 32, 64, "pre-norm", "sinusoidal", 0, "cpu"]
 DATE1, DATE2 = "samedi 21 novembre 2026", "3 May 2024"
@@ -20,7 +23,7 @@ def client(free_port):
     demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
                 **launch_kwargs())
     try:
-        yield gradio_client.Client(demo.local_url, verbose=False)
+        yield gradio_client(demo.local_url)
     finally:
         demo.close()
 
@@ -38,7 +41,7 @@ def test_named_endpoints_exist(client):
 
 def test_analyze_in_a_fresh_session(client):
     """A client that never loaded a model analyses with the starting model (its heads are the defaults)."""
-    fresh = gradio_client.Client(client.src, verbose=False)
+    fresh = gradio_client(client.src)
     info = fresh.view_api(print_info=False, return_format="dict")["named_endpoints"]["/analyze"]["parameters"]
     defaults = {p["parameter_name"]: p.get("parameter_default") for p in info}
     heads = defaults["encoder_heads_on"] or []
@@ -76,7 +79,7 @@ def test_positional(client):
     assert "This model uses" in scheme and figure(model_fig)["data"] and len(more) == 3  # the model's own scheme
     z = figure(heat)["data"][0]["z"]  # plotly.py 7 sends arrays as base64 typed arrays
     assert (z["shape"].replace(" ", "") if isinstance(z, dict) else f"{len(z)},{len(z[0])}") == "20,32"
-    with pytest.raises(gradio_client.exceptions.AppError, match="greater than maximum"):  # the field's bounds
+    with pytest.raises(client_errors.AppError, match="greater than maximum"):  # the field's bounds
         client.predict(5000, 20, 10000, api_name="/positional")
 
 
@@ -102,7 +105,8 @@ def test_the_readme_example_runs_as_written(client, capsys):
 
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     block = next(b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "api_name=\"/analyze\"" in b)
-    code = block.replace('Client("http://127.0.0.1:7860/")', f"Client({client.src!r}, verbose=False)")
+    code = block.replace('Client("http://127.0.0.1:7860/")',
+                         f"Client({client.src!r}, verbose=False, httpx_kwargs={{'timeout': {HANG_S}}})")
     scope: dict = {}
     exec(compile(code, "README.md", "exec"), scope)
     status, output = scope["status"], scope["output"]
@@ -113,7 +117,7 @@ def test_the_readme_example_runs_as_written(client, capsys):
 
 def test_roles_switch_off_role_lens_and_patching(client):
     """The head-role, patching and lens endpoints on the starting model (date-translator), in a fresh session."""
-    fresh = gradio_client.Client(client.src, verbose=False)
+    fresh = gradio_client(client.src)
     names = set(fresh.view_api(print_info=False, return_format="dict")["named_endpoints"])
     assert {"/roles", "/switch_off_role", "/patching", "/lens"} <= names
     heads = [f"L{l} H{h}" for l in range(2) for h in range(4)]

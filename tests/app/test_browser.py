@@ -3,10 +3,12 @@ causal masks; the heatmaps' data and the output must change, with no console err
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import pytest
+
+from tests.app.browser import FIRST_RUN_JS, IDLE_JS, heads_on, new_page, record_runs
 
 pytestmark = pytest.mark.browser
 
@@ -34,18 +36,19 @@ def app_url(chromium_path, free_port):
 
 @contextmanager
 def app_page(app_url, chromium_args, height: int = 900) -> Iterator:
-    """The app open in headless Chromium, first heatmap drawn; no console or page error may occur."""
+    """The app open in headless Chromium, first heatmap drawn and its first Run ended; no console or page error may
+    occur."""
     from playwright.sync_api import sync_playwright
 
     url, path = app_url
     errors: list[str] = []
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=path, args=chromium_args)
-        page = browser.new_page(viewport={"width": 1280, "height": height})
+        browser, page = new_page(p, path, chromium_args, viewport={"width": 1280, "height": height})  # hang guards
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda e: errors.append(str(e)))
         page.goto(url)
-        page.wait_for_selector("#head-plot .js-plotly-plot", timeout=90_000)
+        page.wait_for_selector("#head-plot .js-plotly-plot")
+        page.wait_for_function(FIRST_RUN_JS)  # the Run the page makes on load has ended
         yield page
         browser.close()
     assert errors == [], errors
@@ -55,7 +58,7 @@ def test_first_screen_shows_the_sentence_run_and_a_drawn_heatmap(app_url, chromi
     """At 1280 x 800, without scrolling: the sentence box, Run, and the chosen head's heatmap, drawn."""
     with app_page(app_url, chromium_args, height=800) as page:
         page.wait_for_selector("#head-plot .js-plotly-plot .heatmaplayer image, #head-plot .js-plotly-plot "
-                               ".heatmaplayer .hm", timeout=30_000)
+                               ".heatmaplayer .hm")
         assert page.evaluate("() => window.scrollY") == 0
         cells = page.locator("#head-plot .js-plotly-plot .nsewdrag").first.bounding_box()
         assert cells["y"] < 650 and cells["height"] > 100, cells  # the heatmap's cells start above 650 px
@@ -67,72 +70,89 @@ def test_first_screen_shows_the_sentence_run_and_a_drawn_heatmap(app_url, chromi
             page.locator("#model-sidebar").bounding_box()["x"] < 0  # the model panel starts folded
 
 
-def test_toggles_change_heatmaps_and_output(app_url, chromium_args):
+def test_toggles_change_heatmaps_and_output(app_url, chromium_args, monkeypatch):
+    runs = record_runs(monkeypatch)
     with app_page(app_url, chromium_args) as page:
 
         def snap(plot_id: str):
             return page.evaluate(SNAPSHOT, plot_id)
 
-        def wait_change(plot_id: str, before, timeout: float = 45_000):
-            page.wait_for_function(f"([id, before]) => ({SNAPSHOT})(id) !== null && ({SNAPSHOT})(id) !== before",
-                                   arg=[plot_id, before], timeout=timeout)
-            return snap(plot_id)
+        def wait_change(plot_id: str, before):
+            """The plot's snapshot once it differs from `before`."""
+            return page.wait_for_function(f"([id, before]) => {{ const s = ({SNAPSHOT})(id); "
+                                          "return s !== null && s !== before ? s : null; }",
+                                          arg=[plot_id, before]).json_value()
+
+        def step(action, finished, what: str) -> None:
+            """`action` starts a Run: wait until the server has finished one for which `finished(run)` holds and the
+            page has applied it (no Run under way), so the next snapshots are of that Run."""
+            since = runs.mark()
+            action()
+            runs.wait_for(finished, what, since)
+            page.wait_for_function(IDLE_JS)
+
+        def choose(dropdown: str, option: str) -> Callable[[], None]:
+            return lambda: (page.locator(f"#{dropdown} input").click(),
+                            page.get_by_role("option", name=option, exact=True).click())
+
+        def enter(box: str, text: str) -> Callable[[], None]:
+            field = page.locator(f"#{box} textarea")
+            return lambda: (field.fill(text), field.press("Enter"))
 
         # A small encoder-decoder, so the test does not depend on which checkpoints are shipped.
         page.get_by_role("button", name="Toggle Sidebar").click()
         page.locator("#model-sidebar").get_by_role("tab", name="Build").click()
         before = snap("head-plot")
-        page.get_by_role("button", name="Build model").click()
-        page.wait_for_function("() => document.querySelector('#model-info').innerText.includes('built in the app')",
-                               timeout=60_000)
+        step(lambda: page.get_by_role("button", name="Build model").click(),
+             lambda run: "built in the app" in run.source, "of the built model")
+        assert "built in the app" in page.evaluate(TABLE_TEXT, "model-info")
         wait_change("head-plot", before)
 
         # Type a sentence (Enter runs the analysis).
         before = snap("head-plot")
-        page.locator("#text1 textarea").fill("<b>lundi 3 mars 2025</b>")
-        page.locator("#text1 textarea").press("Enter")
+        step(enter("text1", "<b>lundi 3 mars 2025</b>"), lambda run: run.text1 == "<b>lundi 3 mars 2025</b>",
+             "of the typed sentence")
         wait_change("head-plot", before)
-        # HTML in the input stays text: no <b> element anywhere in the page, tokens listed as plain cells.
+        # HTML in the input stays text: no <b> element anywhere in the page, tokens listed as plain cells ('<' is
+        # not in the date tokenizer's alphabet).
+        page.wait_for_function(f"() => ({TABLE_TEXT})('tokens').includes('[UNK]')")
         assert page.evaluate("() => document.querySelectorAll('.gradio-container b').length") == 0
-        assert "[UNK]" in page.evaluate(TABLE_TEXT, "tokens")  # '<' is not in the date tokenizer's alphabet
-        page.locator("#text2 textarea").fill("3 May 2024")
         # The output table lists each sentence's answer (the token table shows only its first rows: it scrolls).
         outputs_before = page.evaluate(TABLE_TEXT, "output-table")
-        page.locator("#text2 textarea").press("Enter")
+        step(enter("text2", "3 May 2024"), lambda run: run.text2 == "3 May 2024", "with a second sentence")
         page.wait_for_function("([id, before]) => document.querySelector('#' + id).innerText !== before",
-                               arg=["output-table", outputs_before], timeout=30_000)
+                               arg=["output-table", outputs_before])
         head_before = snap("head-plot")
-        diff_before, out_before = snap("diff-plot"), page.evaluate(TABLE_TEXT, "output-table")
+        out_before = page.evaluate(TABLE_TEXT, "output-table")
 
         # Look at layer 1, then switch head 0 of layer 0 off: layer 1's attention and the output change.
-        page.locator("#layer input").click()
-        page.get_by_role("option", name="1", exact=True).click()
+        step(choose("layer", "1"), lambda run: run.view.layer == 1, "on layer 1")
         head_before = wait_change("head-plot", head_before)
         diff_before = snap("diff-plot")
-        page.locator("#enc-heads").get_by_label("L0 H0").uncheck()
+        step(lambda: page.locator("#enc-heads").get_by_label("L0 H0").uncheck(),
+             lambda run: (0, 0) not in heads_on(run, "encoder"), "with L0 H0 off")
         head_after = wait_change("head-plot", head_before)
         assert head_after != head_before
-        assert snap("diff-plot") != diff_before
+        wait_change("diff-plot", diff_before)
         page.wait_for_function("([id, before]) => document.querySelector('#' + id).innerText !== before",
-                               arg=["output-table", out_before], timeout=30_000)
+                               arg=["output-table", out_before])
 
         # Padding mask, seen on sentence 2 (the shorter one is padded).
         mask_before = snap("mask-plot")
-        page.locator("#sentence input").click()
-        page.get_by_role("option", name="2", exact=True).click()
+        step(choose("sentence", "2"), lambda run: run.view.sentence == 2, "on sentence 2")
         mask_before = wait_change("mask-plot", mask_before)
-        page.locator("#padding input").uncheck()
+        step(lambda: page.locator("#padding input").uncheck(), lambda run: not run.toggles.padding,
+             "without the padding mask")
         assert wait_change("mask-plot", mask_before) != mask_before
 
         # Causal mask of decoder self-attention.
-        mask_before = snap("mask-plot")
-        page.locator("#kind input").click()
-        page.get_by_role("option", name="decoder", exact=True).click()
-        mask_before = wait_change("mask-plot", mask_before)
-        head_before = snap("head-plot")
-        page.locator("#causal input").uncheck()
+        mask_before, head_before = snap("mask-plot"), snap("head-plot")
+        step(choose("kind", "decoder"), lambda run: run.view.kind == "decoder", "on the decoder")
+        mask_before, head_before = wait_change("mask-plot", mask_before), wait_change("head-plot", head_before)
+        step(lambda: page.locator("#causal input").uncheck(), lambda run: not run.toggles.causal,
+             "without the causal mask")
         assert wait_change("mask-plot", mask_before) != mask_before
-        assert snap("head-plot") != head_before
+        assert wait_change("head-plot", head_before) != head_before
 
         # No run history in the browser: Gradio would keep every run's plots in localStorage.
         assert page.evaluate("() => Object.keys(localStorage).filter(k => k.includes('run-history'))") == []
@@ -140,7 +160,7 @@ def test_toggles_change_heatmaps_and_output(app_url, chromium_args):
         # Whitespace-only input: a message in the page, no traceback.
         page.locator("#text1 textarea").fill("   ")
         page.locator("#text1 textarea").press("Enter")
-        page.wait_for_function("() => document.querySelector('#status').innerText.includes('empty')", timeout=30_000)
+        page.wait_for_function("() => document.querySelector('#status').innerText.includes('empty')")
         assert "Traceback" not in page.content()
 
 
@@ -159,38 +179,37 @@ TILE_POINT = """([layer, head]) => {
 def test_clicking_an_overview_tile_opens_that_head(app_url, chromium_args):
     with app_page(app_url, chromium_args) as page:
         page.get_by_role("tab", name="All heads").click()
-        page.wait_for_selector("#overview-plot .js-plotly-plot .nsewdrag", timeout=30_000)
+        page.wait_for_selector("#overview-plot .js-plotly-plot .nsewdrag")
         page.locator("#overview-plot").scroll_into_view_if_needed()
         x, y = page.evaluate(TILE_POINT, [1, 2])
         page.mouse.click(x, y)
         page.wait_for_function(
             "() => document.querySelector('#layer input').value === '1' && "
-            "document.querySelector('#head input').value === '2'", timeout=30_000)
+            "document.querySelector('#head input').value === '2'")
         page.wait_for_function(
             "() => { const gd = document.querySelector('#large-plot .js-plotly-plot');"
-            " return gd && gd.layout.title.text.includes('L1 H2'); }", timeout=30_000)
+            " return gd && gd.layout.title.text.includes('L1 H2'); }")
 
 
 def test_switching_tab_draws_it_without_running_the_model(app_url, chromium_args, monkeypatch):
     """Run draws only the visible tab; opening another tab draws its figures from the kept result."""
     import explorer.app.views.analysis as analysis
 
-    runs = []
+    text = "lundi 3 mars 2025"  # no other test of this module runs it: the model runs counted are this page's
+    started = []  # text1 of each model run begun (compare_in_steps)
     real = analysis.compare_in_steps
-    monkeypatch.setattr(analysis, "compare_in_steps", lambda *a, **k: runs.append(1) or real(*a, **k))
+    monkeypatch.setattr(analysis, "compare_in_steps", lambda *a, **k: started.append(a[1]) or real(*a, **k))
+    finished = record_runs(monkeypatch)
     with app_page(app_url, chromium_args) as page:
-        page.locator("#text1 textarea").fill("lundi 3 mars 2025")
-        before = len(runs)
+        page.locator("#text1 textarea").fill(text)
         page.locator("#run").click()
-        page.wait_for_function(
-            "() => document.querySelector('#head-plot .js-plotly-plot') && "
-            "document.querySelector('#head-plot .js-plotly-plot').layout.title.text.includes('With toggles')",
-            timeout=30_000)
-        page.wait_for_timeout(500)
-        assert len(runs) == before + 1
+        finished.wait_for(lambda run: run.text1 == text, "of the typed text")
+        page.wait_for_function(IDLE_JS)  # its last update applied
+        assert started.count(text) == 1
         assert page.evaluate("() => !!document.querySelector('#overview-plot .js-plotly-plot .heatmaplayer')") is False
         page.get_by_role("tab", name="All heads").click()
-        page.wait_for_selector("#overview-plot .js-plotly-plot .heatmaplayer", timeout=30_000)
+        page.wait_for_selector("#overview-plot .js-plotly-plot .heatmaplayer")
         page.get_by_role("tab", name="Rollout").click()
-        page.wait_for_selector("#rollout-plot .js-plotly-plot .heatmaplayer", timeout=30_000)
-        assert len(runs) == before + 1  # both tabs were drawn from the kept result
+        page.wait_for_selector("#rollout-plot .js-plotly-plot .heatmaplayer")
+        page.wait_for_function(IDLE_JS)
+        assert started.count(text) == 1  # both tabs were drawn from the kept result

@@ -36,16 +36,20 @@ def test_roles_ablation_and_patching_draw(app_url, chromium_path, chromium_args)
         views.get_by_role("tab", name="Roles").click()
         page.locator("#roles-run").click()
         for plot in ("roles-probe-plot", "roles-text-plot"):
-            page.wait_for_function(f"() => ({HEATMAP_CELLS})('{plot}') > 0", timeout=60_000)
-        assert "Strongest head per role" in page.evaluate(TEXT, "roles-summary")
+            page.wait_for_function(f"() => ({HEATMAP_CELLS})('{plot}') > 0")
+        page.wait_for_function(f"() => ({TEXT})('roles-summary').includes('Strongest head per role')")
         assert page.evaluate(CHECKED, "dec-heads") == 8
-        page.locator("#role input").fill("self")
-        page.keyboard.press("Enter")
+        # Choose the role by clicking its option and wait until the box shows it: typing "self" and pressing Enter
+        # once left the default role (induction) chosen, the Enter apparently handled before the typed filter.
+        page.locator("#role input").click()
+        page.get_by_role("option", name="self", exact=True).click()
+        page.wait_for_function("() => document.querySelector('#role input').value === 'self'")
         page.locator("#role-k input").fill("2")
+        page.wait_for_function("() => document.querySelector('#role-k input').value === '2'")
         page.locator("#role-off").click()
-        page.wait_for_function(f"() => ({CHECKED})('dec-heads') === 6", timeout=60_000)
+        page.wait_for_function(f"() => ({CHECKED})('dec-heads') === 6")
         assert page.evaluate(CHECKED, "enc-heads") == 8 and page.evaluate(CHECKED, "cross-heads") == 8
-        page.wait_for_function(f"() => ({TEXT})('role-off-summary').includes('Switched off')", timeout=30_000)
+        page.wait_for_function(f"() => ({TEXT})('role-off-summary').includes('Switched off')")
         status = page.evaluate(TEXT, "role-off-summary")
         assert "Switched off the top 2 self heads of the decoder" in status, status
         off = [b for b in page.locator("#dec-heads label").all_inner_texts()]
@@ -58,7 +62,7 @@ def test_roles_ablation_and_patching_draw(app_url, chromium_path, chromium_args)
         # The example pair means the same date (one answer, nothing to patch): a different date as sentence 2.
         page.locator("#text2 textarea").fill("3 May 2024")
         page.locator("#patch-run").click()
-        page.wait_for_function(f"() => ({HEATMAP_CELLS})('patching-plot') > 0", timeout=60_000)
-        assert "Metric: logit" in page.evaluate(TEXT, "patching-summary")
+        page.wait_for_function(f"() => ({HEATMAP_CELLS})('patching-plot') > 0")
+        page.wait_for_function(f"() => ({TEXT})('patching-summary').includes('Metric: logit')")
         assert "Traceback" not in page.content()
     assert errors == [], errors

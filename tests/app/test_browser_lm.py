@@ -11,7 +11,8 @@ import pytest
 pytestmark = pytest.mark.browser
 transformers = pytest.importorskip("transformers")
 
-from tests.app.browser import opened, served
+from tests.app.browser import IDLE_JS, heads_on, opened, record_runs, served
+from tests.hang import HANG_S
 from tests.importers.harness import VOCAB, byte_level_tokenizer, make_case
 
 TEXT_JS = "id => { const el = document.querySelector('#' + id); return el ? el.innerText : ''; }"
@@ -39,37 +40,45 @@ def lm_app(tmp_path_factory, free_port):
         yield url
 
 
-def test_language_model_end_to_end(lm_app, chromium_path, chromium_args):
+# A Run's answer on the page (its predictions, after its attention) and no Run under way.
+ANSWERED_JS = f"() => ({TEXT_JS})('output-summary').includes('the model expects') && ({IDLE_JS})()"
+# The same for one sentence, with its whole table (the table fills in two passes): its rows, else null.
+ANSWER_JS = f"""() => {{
+  const rows = ({ROWS_JS})('output-table');
+  const whole = ({TEXT_JS})('output-summary').includes('Continuation') && rows.length === 10;
+  return ({ANSWERED_JS})() && whole ? rows : null;
+}}"""
+
+
+def test_language_model_end_to_end(lm_app, chromium_path, chromium_args, monkeypatch):
+    text = "The cat sat on the mat"
+    runs = record_runs(monkeypatch)
     with opened(lm_app, chromium_path, chromium_args) as (page, errors):
+        page.wait_for_function(ANSWERED_JS)  # the page's own first Run (its two example sentences) has ended
         page.locator("#text2 textarea").fill("")
-        page.locator("#text1 textarea").fill("The cat sat on the mat")
+        page.locator("#text1 textarea").fill(text)
         page.locator("#text1 textarea").press("Enter")
-        page.wait_for_function(f"() => ({TEXT_JS})('tokens').includes('␣the')", timeout=60_000)  # readable Ġthe
-        page.wait_for_function("() => document.querySelector('#head-plot .js-plotly-plot .heatmaplayer')",
-                               timeout=30_000)
-        page.wait_for_selector("#surprisal-plot .js-plotly-plot .bars", timeout=30_000)
-        assert "next token (baseline)" in page.evaluate(TEXT_JS, "output-table")
-        before = page.evaluate(ROWS_JS, "output-table")
+        runs.wait_for(lambda run: run.text1 == text, "on the typed text")
+        before = page.wait_for_function(ANSWER_JS).json_value()  # that Run's answer (the page's first one is older)
         assert [r[1] for r in before] == [str(k) for k in range(1, 11)], before  # ranks 1..10: #, rank, token, p, ...
+        assert "␣the" in page.evaluate(TEXT_JS, "tokens")  # readable Ġthe
+        assert page.evaluate("() => !!document.querySelector('#head-plot .js-plotly-plot .heatmaplayer')")
+        page.wait_for_selector("#surprisal-plot .js-plotly-plot .bars")  # drawn after the answer's table
+        assert "next token (baseline)" in page.evaluate(TEXT_JS, "output-table")
         summary = page.evaluate(TEXT_JS, "output-summary")
         assert "the model expects" in summary and "Continuation" in summary
 
         for label in ("L0 H0", "L0 H1", "L0 H2", "L0 H3", "L0 H4", "L0 H5"):  # every head of layer 0 off
             page.locator("#dec-heads").get_by_label(label).uncheck()
-        # Each switch starts a Run, whose first step empties the output table until its predictions come: wait
-        # until the last one has answered (the same answer twice, a second apart, with no Run under way).
-        answered = (f"() => ({TEXT_JS})('output-summary').includes('with the toggles p =') && "
-                    f"({ROWS_JS})('output-table').length === 10 && "
-                    "!document.querySelector('#status [data-testid=\"status-tracker\"].wrap:not(.hide)')")
-        for _ in range(2):
-            page.wait_for_function(answered, timeout=60_000)
-            page.wait_for_timeout(1000)
-        page.wait_for_function(answered, timeout=60_000)
-        after = page.evaluate(ROWS_JS, "output-table")
+        # Each switch starts a Run (one after another; a switch made during a Run is answered once it ends): wait
+        # until the server has finished a Run with all six off, then for the page's answer once no Run is under way.
+        runs.wait_for(lambda run: not any(layer == 0 for layer, _ in heads_on(run, "decoder")), "with layer 0 off")
+        after = page.wait_for_function(ANSWER_JS).json_value()
+        assert "with the toggles p =" in page.evaluate(TEXT_JS, "output-summary")
         assert len(after) == 10 and any(r[2:4] != r[4:6] for r in after), after  # toggled top 10 differs
         # No cross-attention: the Generation tab's self-attention plot has the whole row.
         page.get_by_role("tab", name="Generation").click()
-        page.wait_for_selector("#gen-self .js-plotly-plot .heatmaplayer", timeout=30_000)
+        page.wait_for_selector("#gen-self .js-plotly-plot .heatmaplayer")
         assert page.locator("#gen-cross").is_hidden()
         self_width = page.evaluate("() => document.querySelector('#gen-self').getBoundingClientRect().width")
         row_width = page.evaluate("() => document.querySelector('#gen-self').parentElement.getBoundingClientRect()"
@@ -95,11 +104,12 @@ TIMER_JS = """() => {
 
 
 def hold(monkeypatch, owner, name: str) -> threading.Event:
-    """From now on `owner.name` (a function or method the server calls) waits until the returned event is set."""
+    """From now on `owner.name` (a function or method the server calls) waits until the returned event is set (the
+    test sets it; HANG_S is a hang guard)."""
     real, release = getattr(owner, name), threading.Event()
 
     def held(*args, **kwargs):
-        assert release.wait(60)
+        assert release.wait(HANG_S)
         return real(*args, **kwargs)
 
     monkeypatch.setattr(owner, name, held)
@@ -119,32 +129,62 @@ def timer_seconds(page) -> float:
 
 
 SHOWN_TRACKER = '[data-testid="status-tracker"]:not(.hide)'
-# Counts the frames and timeouts Gradio's status trackers ask for (installed before the page's scripts, so under
-# idle_timers' wrapper, which answers a tracker's timer with a timeout, then a frame).
-FRAMES_INIT = """window.__frames = 0;
-for (const name of ['requestAnimationFrame', 'setTimeout']) {
-  const original = window[name].bind(window);
-  window[name] = (...args) => {
-    if (/statustracker/.test(new Error().stack || '')) window.__frames += 1;
-    return original(...args);
-  };
-}"""
+# Counts the frames and timeouts Gradio's status trackers ask for (__frames: a status tracker's code in the stack;
+# installed before the page's scripts, so under idle_timers' wrapper, which answers a tracker's timer with a timeout,
+# then a frame), and the requests still to come that they started (__pending: asked for by a tracker, or by a callback
+# of such a request, and neither run nor cancelled yet). A loop that never ends always has one pending; once
+# __pending is 0, nothing a tracker started is still to run.
+FRAMES_INIT = """window.__frames = 0; window.__pending = 0;
+(() => {
+  let inTracker = 0;
+  for (const [ask, cancel] of [['requestAnimationFrame', 'cancelAnimationFrame'], ['setTimeout', 'clearTimeout']]) {
+    const askOriginal = window[ask].bind(window), cancelOriginal = window[cancel].bind(window), pending = new Set();
+    window[ask] = (callback, ...rest) => {
+      const byTracker = /statustracker/.test(new Error().stack || '');
+      if (byTracker) window.__frames += 1;
+      if (typeof callback !== 'function' || !(byTracker || inTracker)) return askOriginal(callback, ...rest);
+      window.__pending += 1;
+      const handle = askOriginal((...args) => {
+        pending.delete(handle); window.__pending -= 1; inTracker += 1;
+        try { return callback(...args); } finally { inTracker -= 1; }
+      }, ...rest);
+      pending.add(handle);
+      return handle;
+    };
+    window[cancel] = (handle) => {
+      if (pending.delete(handle)) window.__pending -= 1;
+      return cancelOriginal(handle);
+    };
+  }
+})();"""
 
 
 def test_an_idle_page_asks_for_no_timer_frames(lm_app, chromium_path, chromium_args):
     """Gradio's page-loading tracker is removed while pending and would ask for a frame every vsync forever
-    (explorer.app.idle_timers): once the first Run is shown, no status tracker of an idle page asks for one."""
+    (explorer.app.idle_timers): once the first Run is shown, the trackers' requests come to an end: none is pending
+    while no tracker is shown. (A timer loop keeps one pending for good: this wait would then reach its hang guard.
+    What ends the loops takes a few seconds: Gradio's screen-reader announcement of the last status waits up to 5 s.)"""
     with opened(lm_app, chromium_path, chromium_args, init_script=FRAMES_INIT) as (page, errors):
-        page.wait_for_function(f"() => ({TEXT_JS})('output-summary').includes('the model expects') && "
-                               f"!document.querySelector('{SHOWN_TRACKER}')", timeout=60_000)
-        page.wait_for_timeout(1000)  # the last frame of the last shown tracker done
-        before = page.evaluate("() => window.__frames")
-        page.wait_for_timeout(2000)
-        # No timer loop: one would ask 20 times in 2 s at the fix's pace, 120 without it. Gradio's screen-reader
-        # announcement of the last status (statustracker's live region, sent up to 5 s late) asks 3 times, once.
-        assert page.evaluate("() => window.__frames") - before <= 3
-        assert before > 0  # the counter saw the timers of the page's loading and first Run
+        page.wait_for_function(f"() => ({ANSWERED_JS})() && !document.querySelector('{SHOWN_TRACKER}') && "
+                               "window.__pending === 0")
+        assert page.evaluate("() => window.__frames") > 0  # the counter saw the timers of the page's loading and Run
         assert not errors
+
+
+# Watches the status line's timer until it has counted a second of this Run: its lowest reading so far (the timer
+# shows the last Run's time until its first frame) and the page's clock and the trackers' requests from then on;
+# returns {elapsed: ms, frames} once it reads a second more than that lowest reading.
+COUNTED_JS = f"""() => {{
+  const t = ({TIMER_JS})(), m = t && /([\\d.]+)s/.exec(t.text);
+  if (!m) return null;
+  const seconds = parseFloat(m[1]), w = window.__watch;
+  if (!w || seconds < w.low) {{
+    window.__watch = {{low: seconds, start: performance.now(), frames: window.__frames}};
+    return null;
+  }}
+  return seconds >= w.low + 1.0 ? {{elapsed: performance.now() - w.start, frames: window.__frames - w.frames}}
+                                : null;
+}}"""
 
 
 def test_a_run_shows_its_timer_on_the_status_line_alone(lm_app, chromium_path, chromium_args, monkeypatch):
@@ -153,22 +193,26 @@ def test_a_run_shows_its_timer_on_the_status_line_alone(lm_app, chromium_path, c
     from explorer.app.views.analysis import FirstLook
 
     with opened(lm_app, chromium_path, chromium_args, init_script=FRAMES_INIT) as (page, errors):
-        page.wait_for_function(f"() => ({TEXT_JS})('output-summary').includes('the model expects')", timeout=60_000)
+        page.wait_for_function(ANSWERED_JS)
         release = hold(monkeypatch, FirstLook, "figures")
-        page.locator("#text1 textarea").fill("A dog ran to the park")
-        page.locator("#run").click()
-        page.wait_for_function(f"() => {{ const t = ({TIMER_JS})(); return t && t.text.includes('processing'); }}",
-                               timeout=30_000)
-        assert page.evaluate(TIMER_JS)["shown"]
-        page.wait_for_function(f"() => /\\| 0\\.\\ds/.test(({TIMER_JS})().text)", timeout=5_000)  # this Run's
-        seconds, frames = timer_seconds(page), page.evaluate("() => window.__frames")
-        page.wait_for_timeout(1200)
-        assert timer_seconds(page) >= seconds + 1.0  # it counts (its frames are not dropped: idle_timers)
-        assert 6 <= page.evaluate("() => window.__frames") - frames <= 18  # ten a second, not one per vsync
-        assert page.evaluate("() => [...document.querySelectorAll('[data-testid=\"status-tracker\"].wrap:not(.hide)')]"
-                             ".every(w => w.closest('#status'))")
-        release.set()
-        page.wait_for_function(f"() => ({TEXT_JS})('output-summary').includes('the model expects')", timeout=60_000)
+        try:
+            page.locator("#text1 textarea").fill("A dog ran to the park")
+            page.locator("#run").click()
+            page.wait_for_function(f"() => {{ const t = ({TIMER_JS})(); return t && t.text.includes('processing'); }}")
+            assert page.evaluate(TIMER_JS)["shown"]
+            # It counts (its frames are not dropped: idle_timers): a second more on the timer, however long it takes.
+            counted = page.wait_for_function(COUNTED_JS).json_value()
+            # Ten frames a second, not one per vsync: the timer asks for its next frame in its frame, which idle_timers
+            # runs a tenth of a second after the ask; so its asks are at least 100 ms apart and a span of `elapsed` ms
+            # holds at most elapsed / 100 + 1 of them, on any machine (a slower one only has fewer). Up to 3 more: the
+            # one-off timeouts a tracker sets as the Run starts (its screen-reader announcement and their clean-up).
+            # A loop at each vsync asks about elapsed / 16.7 times.
+            assert 1 <= counted["frames"] <= counted["elapsed"] / 100 + 4, counted
+            shown = "[...document.querySelectorAll('[data-testid=\"status-tracker\"].wrap:not(.hide)')]"
+            assert page.evaluate(f"() => {shown}.every(w => w.closest('#status'))")  # no progress overlay on outputs
+        finally:
+            release.set()
+        page.wait_for_function(ANSWERED_JS)
         assert not errors
 
 
@@ -177,21 +221,24 @@ def test_a_run_draws_the_attention_before_the_predictions(lm_app, chromium_path,
     heatmap is on the page while the output panel says the predictions are coming (no stale table), then they
     arrive."""
     with opened(lm_app, chromium_path, chromium_args) as (page, errors):
-        page.wait_for_function(f"() => ({TEXT_JS})('output-summary').includes('the model expects')", timeout=60_000)
+        page.wait_for_function(ANSWERED_JS)
         release = hold_predictions(monkeypatch)
-        page.locator("#text2 textarea").fill("")
-        page.locator("#text1 textarea").fill("A dog ran to the park")
-        page.evaluate("() => { window.oldHead = document.querySelector('#head-plot .js-plotly-plot').data[0]; }")
-        page.locator("#run").click()
-        page.wait_for_function("() => { const gd = document.querySelector('#head-plot .js-plotly-plot');"
-                               " return gd && gd.data && gd.data[0] !== window.oldHead; }", timeout=60_000)
-        head = page.evaluate("() => JSON.stringify(document.querySelector('#head-plot .js-plotly-plot').layout)")
-        assert '"ran"' in head and '"par"' in head  # this Run's tokens
-        assert "computing the next-token predictions" in page.evaluate(TEXT_JS, "output-summary")
-        assert page.evaluate(ROWS_JS, "output-table") == []
-        release.set()
-        page.wait_for_function(f"() => ({TEXT_JS})('output-summary').includes('the model expects')", timeout=60_000)
-        assert len(page.evaluate(ROWS_JS, "output-table")) == 10
+        try:
+            page.locator("#text2 textarea").fill("")
+            page.locator("#text1 textarea").fill("A dog ran to the park")
+            page.evaluate("() => { window.oldHead = document.querySelector('#head-plot .js-plotly-plot').data[0]; }")
+            page.locator("#run").click()
+            page.wait_for_function("() => { const gd = document.querySelector('#head-plot .js-plotly-plot');"
+                                   " return gd && gd.data && gd.data[0] !== window.oldHead; }")
+            head = page.evaluate("() => JSON.stringify(document.querySelector('#head-plot .js-plotly-plot').layout)")
+            assert '"ran"' in head and '"par"' in head  # this Run's tokens
+            # The second step is held: the panel says the predictions are coming, with no stale rows, until it ends.
+            page.wait_for_function(f"() => ({TEXT_JS})('output-summary').includes('computing the next-token "
+                                   f"predictions') && ({ROWS_JS})('output-table').length === 0")
+        finally:
+            release.set()
+        page.wait_for_function(ANSWER_JS)  # then they arrive: the ten rows, no Run under way
+        assert "the model expects" in page.evaluate(TEXT_JS, "output-summary")
         assert not errors
 
 
@@ -200,20 +247,21 @@ def test_run_clicked_again_while_the_predictions_are_computed_is_answered(lm_app
     """A person sees the attention, edits the text and clicks Run again before the first Run's predictions
     arrive: the second click is not lost, the page ends showing the second text's Run."""
     with opened(lm_app, chromium_path, chromium_args) as (page, errors):
-        page.wait_for_function(f"() => ({TEXT_JS})('output-summary').includes('the model expects')", timeout=60_000)
+        page.wait_for_function(ANSWERED_JS)
         release = hold_predictions(monkeypatch)
-        page.locator("#text2 textarea").fill("")
-        page.locator("#text1 textarea").fill("A dog ran to the park")
-        page.locator("#run").click()
-        page.wait_for_function(f"() => ({TEXT_JS})('output-summary').includes('computing the next-token')",
-                               timeout=60_000)
-        page.locator("#text1 textarea").fill("Birds sing in spring")
-        page.locator("#run").click()
-        page.wait_for_timeout(500)
-        release.set()
+        try:
+            page.locator("#text2 textarea").fill("")
+            page.locator("#text1 textarea").fill("A dog ran to the park")
+            page.locator("#run").click()
+            page.wait_for_function(f"() => ({TEXT_JS})('output-summary').includes('computing the next-token')")
+            page.locator("#text1 textarea").fill("Birds sing in spring")
+            # The click is dispatched to the page before click() returns, and the first Run cannot end before its
+            # held step is released: so this click comes while that Run is under way, whatever the machine's speed.
+            page.locator("#run").click()
+        finally:
+            release.set()
         # The first Run's answer ends "after “k” (position 11)" (…park); the second one reads the new text.
         page.wait_for_function(f"() => {{ const t = ({TEXT_JS})('output-summary');"
-                               " return t.includes('Continuation') && !t.includes('(position 11)'); }",
-                               timeout=60_000)
+                               " return t.includes('Continuation') && !t.includes('(position 11)'); }")
         assert "(position 11)" not in page.evaluate(TEXT_JS, "output-summary")
         assert not errors

@@ -9,7 +9,7 @@ import pytest
 pytestmark = pytest.mark.browser
 transformers = pytest.importorskip("transformers")
 
-from tests.app.browser import served
+from tests.app.browser import new_page, served
 from tests.app.long_model import long_text, save_long_gpt2  # noqa: E402
 
 TEXT_JS = "id => { const el = document.querySelector('#' + id); return el ? el.innerText : ''; }"
@@ -31,13 +31,15 @@ LABEL_JS = """() => { const layer = document.querySelector('#overview-plot .hove
 
 
 def hover_label(page, row: int, col: int) -> tuple[str, bool] | None:
-    """The overview's hover label over cell (row, col) (axis positions, gaps included) and whether it is shown."""
+    """The overview's hover label over cell (row, col) (axis positions, gaps included) and whether it is shown: once
+    the label of the mouse's last position is drawn (the one before is gone first). Its visibility is set by the page
+    script's plotly_hover handler, which plotly.js calls right after drawing the label, in the same task."""
     page.locator("#overview-plot").scroll_into_view_if_needed()
     page.mouse.move(0, 0)
+    page.wait_for_function(f"() => ({LABEL_JS})() === null")
     x, y = page.evaluate(CELL_JS, [row, col])
     page.mouse.move(x, y)
-    page.wait_for_timeout(200)
-    return page.evaluate(LABEL_JS)
+    return page.wait_for_function(LABEL_JS).json_value()
 
 
 @pytest.fixture(scope="module")
@@ -55,22 +57,20 @@ def test_a_1024_token_input_is_drawn(long_app, chromium_path, chromium_args):
 
     errors: list[str] = []
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium_path, args=chromium_args)
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        browser, page = new_page(p, chromium_path, chromium_args, viewport={"width": 1280, "height": 900})
         page.on("pageerror", lambda e: errors.append(str(e)))
         page.goto(long_app)
-        page.wait_for_selector("#head-plot .js-plotly-plot", timeout=90_000)
+        page.wait_for_selector("#head-plot .js-plotly-plot")
         page.locator("#text2 textarea").fill("")
         page.locator("#text1 textarea").fill(long_text(1500))
         page.locator("#run").click()
-        page.wait_for_function(f"() => ({TEXT_JS})('status').includes('only the first 1,024 are used')",
-                               timeout=60_000)
+        page.wait_for_function(f"() => ({TEXT_JS})('status').includes('only the first 1,024 are used')")
         head = page.wait_for_function(f"() => {{ const d = ({DRAWN_JS})('head-plot'); "
-                                      "return d && d.y === 1024 ? d : null; }", timeout=30_000).json_value()
+                                      "return d && d.y === 1024 ? d : null; }").json_value()
         assert head["rows"] == 1024 and head["cols"] > 0, head  # every query a row; keys pooled to the pixels
 
         page.get_by_role("tab", name="All heads").click()
-        overview = page.wait_for_function(f"() => ({DRAWN_JS})('overview-plot')", timeout=30_000).json_value()
+        overview = page.wait_for_function(f"() => ({DRAWN_JS})('overview-plot')").json_value()
         assert overview["rows"] > 0 and overview["cols"] > 0, overview  # 2 x 2 tiles, pooled to their pixels
         # Drawn as one image (its cells evenly spaced, the gaps between tiles included); the page hides the hover
         # label of a gap cell (its value is only the code of its transparent colour) and shows a tile cell's.
@@ -82,7 +82,7 @@ def test_a_1024_token_input_is_drawn(long_app, chromium_path, chromium_args):
             assert "gap between" in text and not shown, text
         text, shown = hover_label(page, tile + grid["gap_rows"] + 2, 2)
         assert shown and text.startswith("layer 1 · quer") and "max weight in block: ≈" in text, text
-        large = page.wait_for_function(f"() => ({DRAWN_JS})('large-plot')", timeout=30_000).json_value()
+        large = page.wait_for_function(f"() => ({DRAWN_JS})('large-plot')").json_value()
         assert large["y"] == 1024, large
         assert "1,500 tokens" in page.evaluate(TEXT_JS, "status")
         browser.close()

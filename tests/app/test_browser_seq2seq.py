@@ -10,7 +10,7 @@ pytestmark = pytest.mark.browser
 transformers = pytest.importorskip("transformers")
 pytest.importorskip("sentencepiece")
 
-from tests.app.browser import opened, served
+from tests.app.browser import IDLE_JS, heads_on, opened, record_runs, served
 from tests.app.test_browser_lm import ROWS_JS, TEXT_JS
 from tests.app.tiny_models import MARIAN_HEAD, MARIAN_TEXT, tiny_marian
 
@@ -25,36 +25,46 @@ def marian_app(tmp_path_factory, free_port):
         yield url
 
 
-def outputs(page) -> dict[str, str]:
-    """run ("baseline" / "toggled") -> output text of sentence 1, from the output table."""
-    return {row[1]: row[2] for row in page.evaluate(ROWS_JS, "output-table") if row[0] == "1"}
+def outputs(rows: list[list[str]]) -> dict[str, str]:
+    """run ("baseline" / "toggled") -> output text of sentence 1, from the output table's rows."""
+    return {row[1]: row[2] for row in rows if row[0] == "1"}
 
 
-def test_translation_end_to_end(marian_app, chromium_path, chromium_args):
+# The page's answer once no Run is under way and the output table has both runs of sentence 1: its rows, else null.
+ANSWER_JS = f"""() => {{
+  const rows = ({ROWS_JS})('output-table');
+  return ({IDLE_JS})() && ({TEXT_JS})('output-summary').includes('Sentence 1: “') &&
+         rows.filter(r => r[0] === '1').length >= 2 ? rows : null;
+}}"""
+
+
+def test_translation_end_to_end(marian_app, chromium_path, chromium_args, monkeypatch):
+    runs = record_runs(monkeypatch)
     with opened(marian_app, chromium_path, chromium_args) as (page, errors):
         assert page.locator("#new-tokens").get_by_text("Generate at most (tokens)").is_visible()
+        page.wait_for_function(ANSWER_JS)  # the page's own first Run (its example sentences) has ended
         page.locator("#text2 textarea").fill("")
         page.locator("#text1 textarea").fill(MARIAN_TEXT)
         page.locator("#text1 textarea").press("Enter")
-        page.wait_for_function(f"() => ({TEXT_JS})('tokens').includes('␣the')", timeout=60_000)  # source spm
-        page.wait_for_function(f"() => ({TEXT_JS})('output-summary').includes('Sentence 1: “')", timeout=60_000)
-        before = outputs(page)
+        runs.wait_for(lambda run: run.text1 == MARIAN_TEXT and not run.text2, "of the typed text")
+        before = outputs(page.wait_for_function(ANSWER_JS).json_value())  # that Run's answer, not the example's
+        assert "␣the" in page.evaluate(TEXT_JS, "tokens")  # source spm
         assert set(before) == {"baseline", "toggled"} and before["baseline"] == before["toggled"] != ""
 
         page.locator("#views").get_by_role("tab", name="Generation").click()
-        page.wait_for_function("() => document.querySelector('#gen-cross .js-plotly-plot .heatmaplayer')",
-                               timeout=30_000)
+        page.wait_for_function("() => document.querySelector('#gen-cross .js-plotly-plot .heatmaplayer')")
         assert "Cross-attention per generated token" in page.evaluate(TEXT_JS, "gen-cross")
         assert "→" in page.evaluate(TEXT_JS, "gen-cross")  # one row per generated token
 
         page.locator("#cross-heads").get_by_label(MARIAN_HEAD).uncheck()
-        page.wait_for_function(f"() => ({TEXT_JS})('output-summary').includes('changed the generated output')",
-                               timeout=60_000)
+        layer, head = (int(n[1:]) for n in MARIAN_HEAD.split())
+        runs.wait_for(lambda run: (layer, head) not in heads_on(run, "cross"), f"with {MARIAN_HEAD} off")
+        page.wait_for_function(f"() => ({IDLE_JS})() && "
+                               f"({TEXT_JS})('output-summary').includes('changed the generated output')")
         assert "→" in page.evaluate(TEXT_JS, "gen-cross")  # redrawn for the toggled run
         page.locator("#views").get_by_role("tab", name="Attention & output").click()  # the table's tab
-        page.wait_for_function(f"() => ({ROWS_JS})('output-table').length >= 2", timeout=30_000)
-        after = outputs(page)
-        assert set(after) == {"baseline", "toggled"}, page.evaluate(ROWS_JS, "output-table")
+        after = outputs(page.wait_for_function(ANSWER_JS).json_value())
+        assert set(after) == {"baseline", "toggled"}, after
         assert after["baseline"] == before["baseline"] and after["toggled"] != after["baseline"], after
         assert "Traceback" not in page.content()
     assert errors == [], errors

@@ -9,13 +9,15 @@ import numpy as np
 import torch
 
 from explorer.app.cores import CoreShare
+from tests.hang import HANG_S
 
 
 def in_thread(fn):
     result = {}
     worker = threading.Thread(target=lambda: result.update(value=fn()))
     worker.start()
-    worker.join(30)
+    worker.join(HANG_S)
+    assert not worker.is_alive()
     return result["value"]
 
 

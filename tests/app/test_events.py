@@ -19,6 +19,7 @@ from explorer.app.toggles import Toggles
 from explorer.app.views import analysis as analysis_module
 from explorer.app.kept import Shown
 from explorer.app.views.output import NEXT_TOKEN_HEADERS
+from tests.hang import HANG_S
 
 MODEL = "date-translator"
 DATE1, DATE2 = "samedi 21 novembre 2026", "3 May 2024"
@@ -81,17 +82,18 @@ def test_a_tab_opened_during_a_run_shows_that_run(page_events, monkeypatch):
 
     def slow_analyze(*args, **kwargs):
         entered.set()
-        assert release.wait(60)
+        assert release.wait(HANG_S)
         yield from real(*args, **kwargs)
 
     monkeypatch.setattr(ev.compute, "analyze", slow_analyze)
     result = {}
     worker = threading.Thread(target=lambda: result.update(out=run(ev, DATE2, "attention", shown)))
     worker.start()
-    assert entered.wait(60)
+    assert entered.wait(HANG_S)
     opened = ev.show_tab("overview", shown=shown)  # while Run 2 is under way
     release.set()
-    worker.join(60)
+    worker.join(HANG_S)
+    assert not worker.is_alive()
     second = shown.result(ev.ctx.kept)
     assert second is not first
     assert drawn(ev, opened) == {"overview", "large"}
@@ -271,8 +273,8 @@ def test_each_step_of_a_run_computes_with_the_requests_share_of_the_cores(lm_eve
         next(steps)  # on this thread
         worker = threading.Thread(target=lambda: list(steps))  # the rest on another one, which has 1 thread
         worker.start()
-        worker.join(60)
-        assert seen == [2, 2] and shown.result(ev.ctx.kept) is not None
+        worker.join(HANG_S)
+        assert not worker.is_alive() and seen == [2, 2] and shown.result(ev.ctx.kept) is not None
     finally:
         torch.set_num_threads(before)
 

@@ -14,6 +14,7 @@ from explorer.app.request import RunRequest
 from explorer.app.session import Session
 from explorer.app.views import View
 from explorer.model import TransformerConfig
+from tests.hang import HANG_S
 
 GPT2_SMALL = dict(arch="decoder", vocab_size=50257, d_model=768, n_heads=12, n_layers=12, d_ff=3072, max_len=1064)
 
@@ -70,26 +71,40 @@ def test_encoder_needs_no_logits_or_generation():
     assert request_bytes(enc, 1, t, toggled=False) == cells * 2 + int(0.15 * cells * 2) + 4 * 12 * t * t + 16 * 4 * t * 1536
 
 
+def until(condition, what: str) -> None:
+    """Wait until `condition()` holds; HANG_S is only a hang guard."""
+    deadline = time.monotonic() + HANG_S
+    while not condition():
+        assert time.monotonic() < deadline, f"stuck waiting for {what}"
+        time.sleep(0.001)
+
+
 def test_gate_runs_at_most_what_fits_at_once():
+    """Six requests of 4 bytes in a gate of 10: the ones inside stay until released, so the test sees the moment two
+    are inside and the four others wait in the gate (not merely not started yet), whatever the machine's speed."""
     gate = MemoryGate(10)
     running, most = [0], [0]
-    lock = threading.Lock()
+    lock, release = threading.Lock(), threading.Event()
 
     def request(n_bytes):
         with gate.hold(n_bytes):
             with lock:
                 running[0] += 1
                 most[0] = max(most[0], running[0])
-            time.sleep(0.05)
+            assert release.wait(HANG_S)
             with lock:
                 running[0] -= 1
 
     threads = [threading.Thread(target=request, args=(4,)) for _ in range(6)]
     for th in threads:
         th.start()
+    until(lambda: running[0] == 2 and gate.waiting == 4, "two requests inside, four waiting")
+    assert most[0] == 2 and gate.in_use == 8  # 4 + 4 fit in 10, a third does not
+    release.set()
     for th in threads:
-        th.join(5)
-    assert most[0] == 2 and gate.in_use == 0  # 4 + 4 fit in 10, a third does not
+        th.join(HANG_S)
+    assert not any(th.is_alive() for th in threads)
+    assert most[0] == 2 and gate.in_use == 0 and gate.waiting == 0
 
 
 def test_a_request_larger_than_the_budget_runs_alone():
@@ -98,9 +113,9 @@ def test_a_request_larger_than_the_budget_runs_alone():
         assert held == 10 and gate.in_use == 10
         waiter = threading.Thread(target=lambda: gate.hold(1).__enter__())
         waiter.start()
-        waiter.join(0.1)
-        assert waiter.is_alive()  # waits while the large request runs
-    waiter.join(2)
-    assert not waiter.is_alive()
+        until(lambda: gate.waiting == 1, "the small request waiting")  # it waits while the large request runs
+        assert waiter.is_alive() and gate.in_use == 10
+    waiter.join(HANG_S)
+    assert not waiter.is_alive() and gate.waiting == 0  # it got its byte once the large request ended
     with pytest.raises(ValueError, match="request memory budget"):
         MemoryGate(0)

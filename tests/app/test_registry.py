@@ -3,27 +3,58 @@
 from __future__ import annotations
 
 import threading
-import time
 from types import SimpleNamespace
 
 import pytest
 
 from explorer.app.errors import AppError
 from explorer.app.registry import ModelRegistry, model_bytes
+from tests.hang import HANG_S
 
 
 def sized(n: int):
     return SimpleNamespace(size=n)
 
 
+class CountingLock:
+    """A lock that counts the threads that have come to it (holding it or waiting for it)."""
+
+    def __init__(self, arrived: threading.Semaphore):
+        self.lock, self.arrived = threading.Lock(), arrived
+
+    def __enter__(self):
+        self.arrived.release()
+        self.lock.acquire()
+
+    def __exit__(self, *exc):
+        self.lock.release()
+
+
+class CountingLocks(dict):
+    """The registry's per-key locks (`_key_locks`), each a CountingLock."""
+
+    def __init__(self, arrived: threading.Semaphore):
+        super().__init__()
+        self.arrived = arrived
+
+    def setdefault(self, key, default=None):
+        return super().setdefault(key, CountingLock(self.arrived))
+
+
 def test_loads_once_under_concurrency_and_evicts_least_recently_used():
     reg = ModelRegistry(budget_bytes=2, size_of=lambda v: 1)
     calls = []
+    arrived = threading.Semaphore(0)
+    reg._key_locks = CountingLocks(arrived)  # white box: see the five requests reach the key's lock
 
     def factory(key):
         def make():
             calls.append(key)
-            time.sleep(0.05)
+            # The first load goes on until the four other requests wait for it at the key's lock (the event itself,
+            # not a time), so all five ask for "a" while it loads.
+            if key == "a" and len(calls) == 1:
+                for _ in range(5):
+                    assert arrived.acquire(timeout=HANG_S)
             return object()
         return make
 
@@ -32,8 +63,8 @@ def test_loads_once_under_concurrency_and_evicts_least_recently_used():
     for t in threads:
         t.start()
     for t in threads:
-        t.join()
-    assert calls == ["a"] and len({id(r) for r in results}) == 1
+        t.join(HANG_S)
+    assert calls == ["a"] and len(results) == 5 and len({id(r) for r in results}) == 1
     reg.get("b", factory("b"))
     reg.get("a", factory("a"))  # a is now most recent
     reg.get("c", factory("c"))  # evicts b

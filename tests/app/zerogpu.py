@@ -13,7 +13,7 @@ import pickle
 from collections.abc import Callable, Iterator
 from typing import Any
 
-HANG_S = 600  # a hang guard: a call that sends nothing for this long is stuck, whatever the machine
+from tests.hang import HANG_S
 
 
 def _serve(fn: Callable, conn: Any, payload: bytes) -> None:

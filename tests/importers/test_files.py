@@ -5,7 +5,6 @@ config.json before anything is allocated or read."""
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 import torch
@@ -112,10 +111,9 @@ def test_too_large_config_refused_before_reading_anything(tmp_path, llama, monke
                 num_key_value_heads=8, head_dim=128, vocab_size=128256)  # Llama-3-70B shapes
     import explorer.importers as importers
     monkeypatch.setattr(importers, "build_empty", lambda config: pytest.fail("allocated before the check"))
-    start = time.perf_counter()
+    # No weights file and no model built (build_empty fails the test): the refusal reads config.json alone.
     with pytest.raises(CheckpointError, match=r"config.json.*70,553,706,496 parameters.*above the limit"):
         explorer.load(folder, "cpu")
-    assert time.perf_counter() - start < 1.0
 
 
 def test_qwen25_05b_is_within_the_default_limit():

@@ -16,9 +16,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -335,8 +332,11 @@ def test_lone_surrogates_handlers(tiny, default_bundle, text):
     """JSON can carry "\\ud800" (a lone surrogate, not valid Unicode text); the app must not fail on it."""
     for bundle in (tiny, default_bundle):
         a = analyze(bundle, text, "ok", Toggles())
-        assert "\ufffd" in "".join(r[2] for r in a.tokens[1]) or "[UNK]" in "".join(r[2] for r in a.tokens[1]) \
-            or a.tokens[1], a.tokens
+        first = [r[2] for r in a.tokens[1] if r[0] == 1]
+        # The surrogate shows as a replacement: "\ufffd" (byte-level BPE reads its bytes as U+FFFD) or [UNK] (the
+        # date tokenizer's alphabet), in the first sentence's tokens; the second sentence is untouched.
+        assert any("\ufffd" in label or label == "[UNK]" for label in first), a.tokens
+        assert "".join(r[2] for r in a.tokens[1] if r[0] == 2).replace("␣", "").startswith("ok"), a.tokens
 
 
 def test_lone_surrogates_python_api(python_api):
@@ -345,23 +345,10 @@ def test_lone_surrogates_python_api(python_api):
         python_api.tokenizer.encode("a\ud800b")
 
 
-LONG_ENCODE = """
-import sys, time
-sys.path.insert(0, {repo!r})
-from explorer.loading import load
-from pathlib import Path
-tok = load(Path({folder!r}), "cpu").tokenizer
-start = time.perf_counter()
-enc = tok.encode("a b " * 25_000, max_length=160)
-print(len(enc.ids), enc.truncated, round(time.perf_counter() - start, 2))
-"""
-
-
-def test_python_api_long_input(model_root):
-    """Tokenizer.encode on 100,000 characters (truncated to 160 tokens) finishes in seconds."""
-    code = LONG_ENCODE.format(repo=str(Path(__file__).resolve().parents[2]), folder=str(model_root / "bpe-encoder"))
-    # The limit is on the encode itself: importing torch in a fresh process took 26 s on a loaded 2-core machine.
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180, check=False)
-    assert out.returncode == 0, out.stderr[-2000:]
-    n, truncated, seconds = out.stdout.split()
-    assert n == "160" and truncated == "True" and float(seconds) < 10
+def test_python_api_long_input(python_api):
+    """Tokenizer.encode on 100,000 characters is truncated to the 160 tokens asked for. (How fast is not
+    asserted: a time depends on the machine; the suite's per-test hang guard, pyproject.toml, catches one that never
+    ends.)"""
+    enc = python_api.tokenizer.encode("a b " * 25_000, max_length=160)
+    assert len(enc.ids) == 160 and enc.truncated
+    assert python_api.tokenizer.decode(enc.ids).replace(" ", "").startswith("abab")

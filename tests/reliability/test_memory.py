@@ -23,7 +23,9 @@ from pathlib import Path
 
 import pytest
 
-gradio_client = pytest.importorskip("gradio_client")
+pytest.importorskip("gradio_client")
+
+from tests.hang import HANG_S, SUBPROCESS_S, gradio_client  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -54,18 +56,20 @@ def server(model_root, free_port):
         cwd=REPO, env={**os.environ, "HF_HUB_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False"},
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}/"
-    deadline = time.time() + 120
+    # Polls until the server answers; the deadline is a hang guard (a fresh app.py imports torch and Gradio and
+    # loads its model: seconds on the idle machine, 26 s for torch alone was seen on a loaded one).
+    deadline = time.monotonic() + SUBPROCESS_S
     client = None
-    while time.time() < deadline and client is None:
+    while time.monotonic() < deadline and client is None:
         if proc.poll() is not None:
             pytest.fail(f"app.py exited: {proc.stderr.read()[-3000:]}")
         try:
-            client = gradio_client.Client(url, verbose=False)
+            client = gradio_client(url)
         except Exception:  # noqa: BLE001 - not up yet
             time.sleep(0.5)
     if client is None:
         proc.kill()
-        pytest.fail("app.py did not start within 120 s")
+        pytest.fail(f"app.py did not start within {SUBPROCESS_S} s")
     try:
         yield proc, client
     finally:
@@ -99,7 +103,7 @@ def test_memory_steady_over_many_requests(server, model_root):
         request(client, n, model)
     before = rss_mb(proc.pid)
     url = client.src
-    clients = [client] + [gradio_client.Client(url, verbose=False) for _ in range(THREADS - 1)]
+    clients = [client] + [gradio_client(url) for _ in range(THREADS - 1)]
     samples: list[float] = []
     errors: list[str] = []
     done = [0]
@@ -121,7 +125,8 @@ def test_memory_steady_over_many_requests(server, model_root):
     for th in threads:
         th.start()
     for th in threads:
-        th.join(timeout=900)
+        th.join(timeout=3 * HANG_S)  # a hang guard (1,000 requests take ~50 s on the idle machine)
+    assert not any(th.is_alive() for th in threads), "requests still under way"
     took = time.perf_counter() - start
     after = rss_mb(proc.pid)
     print(f"\n{REQUESTS} requests in {took:.1f} s ({REQUESTS / took:.1f}/s): server RSS {before:.1f} MB after "
@@ -144,7 +149,7 @@ def test_a_session_does_not_grow_per_request(launch, model_root):
     import gradio as gr
 
     demo, url = launch(checkpoint=str(model_root / "bpe-encoder"), allowed_dirs=[str(model_root)])
-    client = gradio_client.Client(url, verbose=False)
+    client = gradio_client(url)
 
     def analyze(n: int) -> None:
         out = client.predict(f"hello world {n}", "" if n % 2 else "quick brown fox", True, True, MASKS[n % 3], 0, 1,

@@ -23,8 +23,9 @@ def page(request, plotly_bundles, chromium_path, chromium_args, tmp_path_factory
     """A page with one plotly.js bundle loaded and an empty <div id="g">; page.bundle names it."""
     sync_api = pytest.importorskip("playwright.sync_api")
     with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium_path, args=chromium_args)
-        pg = browser.new_page(viewport={"width": 1200, "height": 1000})
+        from tests.app.browser import new_page
+
+        browser, pg = new_page(p, chromium_path, chromium_args, viewport={"width": 1200, "height": 1000})
         pg.bundle = request.param
         pg.dialogs, pg.errors = [], []
         pg.on("dialog", lambda d: (pg.dialogs.append(d.message), d.dismiss()))

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from explorer.viz import cross_attention_heatmap, decoder_self_attention_heatmap, head_heatmap
+from tests.viz.strings import containing
 
 TOKS = ["the", "<b>cat</b>", "the", "<img src=x onerror=alert(1)>"]
 
@@ -38,10 +39,11 @@ def test_fixed_colour_range_and_hover_text():
 
 
 def test_no_raw_html_anywhere_in_figure_json():
-    js = head_heatmap(rows(4), TOKS, TOKS, mask=np.tril(np.ones((4, 4), bool)), head_off=True).to_json()
+    """Every string of the figure (its JSON decoded: the JSON text itself writes "<" as "\\u003c")."""
+    fig = head_heatmap(rows(4), TOKS, TOKS, mask=np.tril(np.ones((4, 4), bool)), head_off=True)
     for raw in ["<b>cat", "<img", "onerror=alert(1)>"]:
-        assert raw not in js
-    assert "&lt;img src=x onerror=alert(1)&gt;" in js
+        assert not containing(fig, raw), raw
+    assert containing(fig, "&lt;img src=x onerror=alert(1)&gt;") and containing(fig, "&lt;b&gt;cat&lt;/b&gt;")
 
 
 def covered(fig, shape):

@@ -4,7 +4,8 @@ What is proven here: which typed-array dtypes the bundles decode (float16 is not
 one-byte figures are drawn in the colours of their values (pixels sampled at known cells: weights
 on Viridis, masked cells grey, a switched-off head faded, differences on RdBu, overview gaps white),
 that token HTML shows literally, that the hover names the cell, and that a 1,024 x 1,024 head view
-draws in reasonable time. The figures travel as `figure_json` text, as gr.Plot sends them.
+draws with its thin features (its drawing time is printed, not asserted: benchmarks measure speed). The figures
+travel as `figure_json` text, as gr.Plot sends them.
 Skipped without Playwright/Chromium (tests/conftest.py), failed in CI.
 """
 
@@ -12,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import io
-import time
 
 import numpy as np
 import plotly.colors as pc
@@ -38,12 +38,26 @@ def draw(page, fig) -> float:
     return page.evaluate(DRAW, viz.figure_json(fig))
 
 
+# plotly.js runs a hover (possibly a moment after the mouse event: it throttles hovers) in one task: it triggers
+# plotly_beforehover with the mouse event, then draws the label, if any. Hearing that event for the mouse's new
+# position, the next task reads the label of that position, or its absence (a gap cell: no label).
+HOVER_WATCH = """() => { const gd = document.getElementById('g'); window.__hoveredAt = null;
+  if (window.__hoverWatch) gd.removeListener('plotly_beforehover', window.__hoverWatch);
+  window.__hoverWatch = e => { window.__hoveredAt = [e.clientX, e.clientY]; };
+  gd.on('plotly_beforehover', window.__hoverWatch); }"""
+HOVERED = """([x, y]) => { const at = window.__hoveredAt;
+  return !!at && Math.abs(at[0] - x) <= 1 && Math.abs(at[1] - y) <= 1; }"""
+
+
 def hover(page, row, col):
-    """Move the mouse over cell (row, col) of the heatmap (axis positions) and read the hover label."""
-    page.mouse.move(0, 0)
+    """Move the mouse over cell (row, col) of the heatmap (axis positions) and read the hover label, once plotly.js
+    has run the hover for that position."""
+    page.mouse.move(0, 0)  # off the plot: no label
+    page.wait_for_function("() => !document.querySelector('#g .hovertext')")
     x, y = page.evaluate(CELL, [row, col, None, None])
+    page.evaluate(HOVER_WATCH)
     page.mouse.move(x, y)
-    page.wait_for_timeout(150)
+    page.wait_for_function(HOVERED, arg=[x, y])
     return page.evaluate("Array.from(document.querySelectorAll('.hovertext')).map(e => e.textContent)")
 
 
@@ -52,7 +66,7 @@ def pixels(page, cells, xa=None, ya=None):
     from PIL import Image
 
     page.mouse.move(0, 0)  # no hover label over the plot
-    page.wait_for_timeout(50)
+    page.wait_for_function("() => !document.querySelector('#g .hovertext')")
     shot = Image.open(io.BytesIO(page.screenshot(full_page=True))).convert("RGB")
     out = []
     for row, col in cells:
@@ -183,7 +197,7 @@ def test_overview_tiles_gaps_and_hover(page):
     assert page.dialogs == [] and page.errors == []
 
 
-def test_a_1024_token_head_view_draws_in_reasonable_time_and_keeps_thin_features(page):
+def test_a_1024_token_head_view_draws_and_keeps_thin_features(page):
     t = 1024
     labels = [f"t{i}" for i in range(t)]
     causal = np.tril(np.ones((t, t), bool))
@@ -192,9 +206,7 @@ def test_a_1024_token_head_view_draws_in_reasonable_time_and_keeps_thin_features
     w[500:520, 100:120] = 0.8
     fig = viz.head_heatmap(w, labels, labels, mask=causal, width=1300)  # room for every key: full resolution
     assert np.asarray(fig.data[0].z).shape == (t, t)
-    t0 = time.perf_counter()
-    ms = draw(page, fig)
-    assert time.perf_counter() - t0 < 30  # generous: a shared 2-core machine draws it in 1-2 s
+    ms = draw(page, fig)  # how fast: printed only (a shared 2-core machine draws it in 1-2 s)
     print(f"\n1024 x 1024 head view drawn with {page.bundle}'s plotly.js in {ms:.0f} ms")
     block, low, masked, first = pixels(page, [(510, 110), (700, 300), (300, 700), (800, 0)])
     assert close(block, scale_rgb(c.WEIGHT_SCALE, 0.8)) and close(low, scale_rgb(c.WEIGHT_SCALE, 0.02))

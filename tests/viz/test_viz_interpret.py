@@ -8,6 +8,7 @@ import torch
 from explorer.interpret import LogitLens, Patching
 from explorer.viz import common as c
 from explorer.viz import lens_figure, patching_figure, role_figure
+from tests.viz.strings import containing
 
 TOKS = ["<b>a</b>", "cat", "a", "$x$"]
 
@@ -25,7 +26,7 @@ def test_role_figure_one_panel_per_role_on_a_zero_to_one_scale():
     assert sum(t.showscale is not False for t in fig.data) == 1  # one shared colour bar
     titles = [a.text for a in fig.layout.annotations]
     assert "induction (best L1 H1: 0.93)" in titles and "previous token (best L0 H0: 1.00)" in titles
-    assert any("&lt;role&gt;" in t for t in titles) and "<role>" not in fig.to_json()
+    assert any("&lt;role&gt;" in t for t in titles) and not containing(fig, "<role>")
     assert fig.data[1].text[1][1] == "0.93"
     with pytest.raises(ValueError, match="like the other roles"):
         role_figure({"a": torch.zeros(2, 3), "b": torch.zeros(3, 2)})
@@ -69,7 +70,8 @@ def test_lens_figure_top_tokens_probabilities_and_ranks():
     assert list(cells.y) == ["embeddings", "after L0"]
     np.testing.assert_allclose(np.asarray(rank.z), np.log10(ranks[:, 0].numpy() + 1.0), rtol=1e-6)
     assert [list(map(list, r)) for r in rank.customdata][0][2] == [120, "y"]  # rank and the final prediction
-    assert "<s>" not in fig.to_json()
+    assert containing(fig, "&lt;s&gt;") and not containing(fig, "<s>")  # the vocabulary's "<s>", as text
+    assert containing(fig, "&lt;b&gt;a&lt;/b&gt;") and not containing(fig, "<b>a")  # the input token "<b>a</b>"
     assert "#3" in lens_figure(lens, TOKS).to_json()  # no vocabulary: ids
     with pytest.raises(ValueError, match="labels"):
         lens_figure(lens, TOKS[:2])
