@@ -4,7 +4,9 @@ Sections (--only, comma-separated or repeated): latency (update latency and byte
 every figure kind and app tab at 128 / 512 / 1,024 tokens), draw (browser), app (click to redraw in the
 real app), importance, training, cold_start, capture, hub_lm (a GPT-2-small forward with every attention
 returned vs transformers' eager forward), app_long (click to redraw at 1,024 tokens on a GPT-2-small-shaped model
-in the real app), memory (peak memory of one 1,024-token /analyze request on that model).
+in the real app), memory (peak memory of one 1,024-token /analyze request on that model), attribution (integrated
+gradients on the token embeddings of a GPT-2-small-shaped model at 128 tokens, 32 steps, vs input x gradient and one
+forward).
 Writes benchmarks/results.json and BENCHMARKS.md (a --quick run writes to a temp folder unless
 --json/--md are given). With --only, sections already in the JSON file are kept and the others updated.
 """
@@ -31,10 +33,10 @@ from benchmarks.common import machine  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SECTIONS = ("latency", "figures", "draw", "app", "app_long", "memory", "importance", "training", "cold_start",
-            "capture", "hub_lm")
+            "capture", "hub_lm", "attribution")
 ALIASES = {"bytes": "latency", "update": "latency", "figure_bytes": "figures", "browser": "draw", "cold": "cold_start",
            "head_importance": "importance", "throughput": "training", "overhead": "capture", "gpt2": "hub_lm",
-           "lm": "hub_lm"}
+           "lm": "hub_lm", "ig": "attribution", "attribution_ig": "attribution"}
 
 
 def sizes(quick: bool, full: bool) -> dict[str, Any]:
@@ -46,7 +48,8 @@ def sizes(quick: bool, full: bool) -> dict[str, Any]:
                     app=dict(sizes=(16,), repeats=1), importance=dict(tokens=(8,), repeats=1),
                     training=dict(steps=2, repeats=1, batch=4, length=16), capture=dict(repeats=1, forward_lengths=(16,)),
                     cold_start=dict(repeats=1), hub_lm=dict(tokens=(16,), repeats=1, quick=True),
-                    app_long=dict(tokens=64, repeats=1, quick=True), memory=dict(tokens=64, quick=True))
+                    app_long=dict(tokens=64, repeats=1, quick=True), memory=dict(tokens=64, quick=True),
+                    attribution=dict(tokens=16, repeats=1, batches=(8,), quick=True))
     return dict(latency=dict(sizes=(32, 128, 512), repeats=5),
                 figures=dict(sizes=(128, 512, 1024), bertviz_max=1024),  # skipped where memory is short
                 draw=dict(sizes=(32, 128, 512), repeats=5, bertviz_repeats=3, bertviz_max=512 if full else 128,
@@ -55,7 +58,7 @@ def sizes(quick: bool, full: bool) -> dict[str, Any]:
                 training=dict(steps=20, repeats=5, batch=32, length=256),
                 capture=dict(repeats=5, forward_lengths=(32, 128, 512)), cold_start=dict(repeats=3),
                 hub_lm=dict(tokens=(128, 1024), repeats=5), app_long=dict(tokens=1024, repeats=3),
-                memory=dict(tokens=1024))
+                memory=dict(tokens=1024), attribution=dict(tokens=128, repeats=3, batches=(16, 32)))
 
 
 def runners() -> dict[str, Callable[..., dict[str, Any]]]:
@@ -115,8 +118,13 @@ def runners() -> dict[str, Callable[..., dict[str, Any]]]:
         shape = TINY_APP if kw.pop("quick", False) else None
         return app_memory.run(**kw, shape=shape)
 
+    def attribution(**kw: Any) -> dict[str, Any]:
+        from benchmarks import attribution_ig
+        quick = kw.pop("quick", False)
+        return attribution_ig.run(**kw, shape=attribution_ig.TINY if quick else None)
+
     return dict(app_long=app_long, memory=memory, latency=latency, figures=figures, draw=draw, app=app, importance=importance, training=training,
-                capture=capture, cold_start=cold_start, hub_lm=hub_lm)
+                capture=capture, cold_start=cold_start, hub_lm=hub_lm, attribution=attribution)
 
 
 def parse_only(values: list[str] | None) -> list[str]:

@@ -29,6 +29,8 @@ TARGETS = [
     ("hub_lm_128", "GPT-2 small forward with every attention, 128 tokens: explorer / transformers eager", "<= 1.0"),
     ("hub_lm_1024", "GPT-2 small forward with every attention, 1,024 tokens: explorer / transformers eager",
      "<= 1.0"),
+    ("attribution_128", "Integrated gradients (32 steps) on the token embeddings, 128 tokens, GPT-2-small shape",
+     "<= 3000 ms"),
 ]
 
 
@@ -94,6 +96,10 @@ def measured_values(res: dict[str, Any]) -> dict[str, float | None]:
         row = _row(res.get("hub_lm", {}).get("by_tokens", []), n)
         if row:
             v[f"hub_lm_{n}"] = row.get("ratio_explorer_over_transformers")
+    attr = res.get("attribution") or {}
+    ig = next((r for r in attr.get("by_case", []) if r["case"] == "integrated_gradients"), None)
+    if ig and attr.get("tokens") == 128:
+        v["attribution_128"] = ig["ms"]
     return v
 
 
@@ -155,6 +161,24 @@ def hub_lm_section(lm: dict[str, Any] | None) -> list[str]:
                        "forward peak MB, transformers", "load peak MB, ours", "load peak MB, transformers",
                        "max diff logits / attention"], rows)
 
+
+
+def attribution_section(attr: dict[str, Any] | None) -> list[str]:
+    """Section 10: integrated gradients on the token embeddings (explorer.interpret.token_attribution)."""
+    if not attr:
+        return []
+    L = ["## 10. Token attribution: integrated gradients on the token embeddings", ""]
+    if _skip(attr):
+        return L + [f"Skipped: {_skip(attr)}", ""]
+    L += [f"{attr['model']}, {attr['tokens']} tokens, the logit of the top token at the last position; "
+          f"`token_attribution` with Captum's IntegratedGradients ({attr['steps']} Gauss-Legendre points, "
+          f"padding-token baseline; by default {attr['default_internal_batch']} points per forward + backward) and "
+          "InputXGradient (one gradient), against one ordinary forward (`need_weights=False`, inference mode). "
+          f"{attr['threads']} torch threads, median of {attr['repeats']}. Peak: each case in a fresh process, the "
+          "rise of its RSS high-water mark during one call above the built model.", ""]
+    rows = [[r["case"].replace("_", " "), f"{r['ms']:.0f} ms", r["over_one_forward"], _f(r.get("peak_above_model_mb")),
+             _f(r.get("relative_delta"), 4) if "relative_delta" in r else "–"] for r in attr.get("by_case", [])]
+    return L + _table(["case", "time", "/ one forward", "peak MB above the model", "|delta| / |f(x) - f(b)|"], rows)
 
 
 def threads_label(row: dict[str, Any]) -> str:
@@ -401,6 +425,7 @@ def markdown(res: dict[str, Any]) -> str:
 
     L += hub_lm_section(res.get("hub_lm"))
     L += long_inputs_section(res)
+    L += attribution_section(res.get("attribution"))
     prof = res.get("profiles") or {}
     if prof:
         L += ["## Where the time goes (targets missed)", ""]
