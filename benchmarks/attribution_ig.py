@@ -5,8 +5,9 @@ GPT-2-small-shaped model (12 layers x 12 heads, d_model 768, vocabulary 50,257, 
 (one gradient) and one ordinary forward pass (`model(ids, need_weights=False)`, inference mode). Goal: integrated
 gradients <= 3 s. Also each `internal_batch_size` (integration points per forward + backward) given.
 
-Peak memory: each case in a fresh process, the rise of the RSS high-water mark (VmHWM) during one call above the
-built model (its 124M float32 parameters are 498 MB).
+Peak memory: each case in a fresh process, the rise of the RSS high-water mark (VmHWM, reset just before) during
+one call above the resident size with the model built (its 124M float32 parameters are 498 MB). cpu_s: the
+process's CPU time per call (all threads), which other jobs on the machine change less than the wall time.
 
 Run alone: python -m benchmarks.attribution_ig [--tokens 128] [--repeats 3] [--batches 8 16 32]
 """
@@ -18,6 +19,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -58,25 +60,35 @@ def cases(model, ids: torch.Tensor, batches: tuple[int, ...]) -> dict[str, Any]:
     return out
 
 
-def peak_rss_mb() -> float:
+def status_mb(key: str) -> float:
+    """VmHWM (the RSS high-water mark) or VmRSS of this process, in MB."""
     for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
+        if line.startswith(f"{key}:"):
             return int(line.split()[1]) / 1024
-    raise RuntimeError("no VmHWM in /proc/self/status")
+    raise RuntimeError(f"no {key} in /proc/self/status")
+
+
+def reset_peak() -> float:
+    """Reset the high-water mark to the current RSS (Linux: "5" into /proc/self/clear_refs); -> the RSS in MB."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        pass  # then the peak counts from the highest point so far (the model's build): an underestimate
+    return status_mb("VmRSS")
 
 
 def peak_child(case: str, shape: dict[str, int], tokens: int, threads: int) -> dict[str, float]:
-    """In a fresh process: the high-water mark's rise during one call of `case`, after a warm-up on 8 tokens
-    (imports, Captum, allocator pools of small sizes belong to the baseline)."""
+    """In a fresh process: the high-water mark's rise above the resident size during one call of `case`, after a
+    warm-up on 8 tokens (imports, Captum, allocator pools of small sizes belong to the baseline)."""
     torch.set_num_threads(threads)
     model = build(shape)
     ids = torch.randint(1, shape["vocab_size"], (tokens,), generator=torch.Generator().manual_seed(tokens))
     small = ids[:8]
     cases(model, small, (8,))[case if not case.startswith("integrated_gradients_batch") else
                               "integrated_gradients_batch_8"]()
-    start = peak_rss_mb()
+    start = reset_peak()
     cases(model, ids, _batch_of(case))[case]()
-    return {"peak_above_model_mb": round(peak_rss_mb() - start, 1)}
+    return {"peak_above_model_mb": round(status_mb("VmHWM") - start, 1)}
 
 
 def _batch_of(case: str) -> tuple[int, ...]:
@@ -101,8 +113,10 @@ def run(tokens: int = 128, repeats: int = 3, batches: tuple[int, ...] = (16, 32)
     ids = torch.randint(1, shape["vocab_size"], (tokens,), generator=torch.Generator().manual_seed(tokens))
     rows = []
     for name, fn in cases(model, ids, batches).items():
+        cpu = time.process_time()
         seconds, result = median_time(fn, repeats)
-        row: dict[str, Any] = {"case": name, "ms": round(seconds * 1e3, 1)}
+        cpu = (time.process_time() - cpu) / (repeats + 1)  # the warm-up included: a mean, not a median
+        row: dict[str, Any] = {"case": name, "ms": round(seconds * 1e3, 1), "cpu_s": round(cpu, 2)}
         if name.startswith("integrated_gradients"):
             row.update(relative_delta=round(result.relative_delta, 6), logit=round(result.logit, 4))
         if peak:

@@ -175,10 +175,13 @@ def attribution_section(attr: dict[str, Any] | None) -> list[str]:
           f"padding-token baseline; by default {attr['default_internal_batch']} points per forward + backward) and "
           "InputXGradient (one gradient), against one ordinary forward (`need_weights=False`, inference mode). "
           f"{attr['threads']} torch threads, median of {attr['repeats']}. Peak: each case in a fresh process, the "
-          "rise of its RSS high-water mark during one call above the built model.", ""]
-    rows = [[r["case"].replace("_", " "), f"{r['ms']:.0f} ms", r["over_one_forward"], _f(r.get("peak_above_model_mb")),
-             _f(r.get("relative_delta"), 4) if "relative_delta" in r else "–"] for r in attr.get("by_case", [])]
-    return L + _table(["case", "time", "/ one forward", "peak MB above the model", "|delta| / |f(x) - f(b)|"], rows)
+          "rise of its RSS high-water mark during one call above the built model. CPU s: the process's CPU time per "
+          "call, less changed by other jobs than the time.", ""]
+    rows = [[r["case"].replace("_", " "), f"{r['ms']:.0f} ms", _f(r.get("cpu_s")), r["over_one_forward"],
+             _f(r.get("peak_above_model_mb")), _f(r.get("relative_delta"), 4) if "relative_delta" in r else "–"]
+            for r in attr.get("by_case", [])]
+    return L + _table(["case", "time", "CPU s (all threads)", "/ one forward", "peak MB above the model",
+                       "|delta| / |f(x) - f(b)|"], rows)
 
 
 def threads_label(row: dict[str, Any]) -> str:

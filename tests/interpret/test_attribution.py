@@ -182,6 +182,24 @@ def test_integrated_gradients_equal_a_riemann_sum_by_hand(arch, baseline):
     assert a.relative_delta < 1e-3
 
 
+def test_equals_captums_layer_integrated_gradients_on_the_embedding_module():
+    """What the design card names (Captum's LayerIntegratedGradients on the token-embedding module, with hooks, on
+    the test's own model; baseline ids all padding) gives what token_attribution gives without any hook."""
+    from captum.attr import LayerIntegratedGradients
+
+    model = built()
+    token = top_token(model, IDS, None, -1)
+    # Its delta runs the model on the baseline *ids*, whose padding masks differ (all padding): compared with the
+    # padding masks off. (Ours keeps the input's ids, masks and positions at both ends of the path.)
+    lig = LayerIntegratedGradients(lambda ids: model(ids, padding=False).logits[:, -1, token], model.tgt_embed.token)
+    theirs, delta = lig.attribute(IDS[None], baselines=torch.zeros_like(IDS)[None], n_steps=32,
+                                  return_convergence_delta=True)
+    ours = token_attribution(model, IDS, baseline="pad", padding=False, token=token)
+    assert torch.allclose(ours.attributions.double(), theirs[0].sum(-1), atol=1e-6)
+    assert ours.delta == pytest.approx(float(delta), abs=1e-6)
+    assert all_hooks(model) == []  # Captum removed its own hooks (a concurrent caller would have seen them)
+
+
 def test_more_steps_converge_and_the_step_limits():
     model = built()
     deltas = [abs(token_attribution(model, IDS, steps=n, integration="riemann_middle").delta) for n in (4, 32, 256)]
