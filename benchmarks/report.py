@@ -38,6 +38,8 @@ TARGETS = [
      "<= 1.0"),
     ("attribution_128", "GPT-2 small, 128 tokens: direct logit attribution + every head's promoted / suppressed "
      "tokens / one forward with every attention", "<= 1.2"),
+    ("token_attribution_128", "Integrated gradients (32 steps) on the token embeddings, 128 tokens, GPT-2-small shape",
+     "<= 3000 ms"),
 ]
 
 
@@ -116,6 +118,10 @@ def measured_values(res: dict[str, Any]) -> dict[str, float | None]:
     row = _row(res.get("dla", {}).get("by_tokens", []), 128)
     if row:
         v["attribution_128"] = row.get("ratio_dla_over_forward")
+    attr = res.get("token_attribution") or {}
+    ig = next((r for r in attr.get("by_case", []) if r["case"] == "integrated_gradients"), None)
+    if ig and attr.get("tokens") == 128:
+        v["token_attribution_128"] = ig["ms"]
     return v
 
 
@@ -211,6 +217,27 @@ def attribution_section(dla: dict[str, Any] | None) -> list[str]:
     if not tl:
         L += [f"TransformerLens: {dla['transformer_lens_skipped']}", ""]
     return L
+
+
+def token_attribution_section(attr: dict[str, Any] | None) -> list[str]:
+    """Section 12: integrated gradients on the token embeddings (explorer.interpret.token_attribution)."""
+    if not attr:
+        return []
+    L = ["## 12. Token attribution: integrated gradients on the token embeddings", ""]
+    if _skip(attr):
+        return L + [f"Skipped: {_skip(attr)}", ""]
+    L += [f"{attr['model']}, {attr['tokens']} tokens, the logit of the top token at the last position; "
+          f"`token_attribution` with Captum's IntegratedGradients ({attr['steps']} Gauss-Legendre points, "
+          f"padding-token baseline; by default {attr['default_internal_batch']} points per forward + backward) and "
+          "InputXGradient (one gradient), against one ordinary forward (`need_weights=False`, inference mode). "
+          f"{attr['threads']} torch threads, median of {attr['repeats']}. Peak: each case in a fresh process, the "
+          "rise of its RSS high-water mark during one call above the built model. CPU s: the process's CPU time per "
+          "call, less changed by other jobs than the time.", ""]
+    rows = [[r["case"].replace("_", " "), f"{r['ms']:.0f} ms", _f(r.get("cpu_s")), r["over_one_forward"],
+             _f(r.get("peak_above_model_mb")), _f(r.get("relative_delta"), 4) if "relative_delta" in r else "–"]
+            for r in attr.get("by_case", [])]
+    return L + _table(["case", "time", "CPU s (all threads)", "/ one forward", "peak MB above the model",
+                       "|delta| / |f(x) - f(b)|"], rows)
 
 
 def threads_label(row: dict[str, Any]) -> str:
@@ -496,6 +523,7 @@ def markdown(res: dict[str, Any]) -> str:
     L += long_inputs_section(res)
     L += many_users_section(res)
     L += attribution_section(res.get("dla"))
+    L += token_attribution_section(res.get("token_attribution"))
     prof = res.get("profiles") or {}
     if prof:
         L += ["## Where the time goes (targets missed)", ""]

@@ -92,6 +92,11 @@ class Tokenizer:
         self.scheme: Scheme = label_scheme(tokenizer)
         self._special_ids = {i for i, t in tokenizer.get_added_tokens_decoder().items() if t.special}
 
+    @property
+    def special_ids(self) -> frozenset[int]:
+        """Ids of the tokens registered as special ([PAD], [BOS], [SEP], [CLS], [MASK], <|endoftext|>, ...)."""
+        return frozenset(self._special_ids)
+
     def _infer_specials(self, pad_token: str | None) -> dict[str, str]:
         found: dict[str, str] = {}
         for role, candidates in _ROLE_CANDIDATES.items():

@@ -100,6 +100,23 @@ def test_memory_quick(tmp_path):
     assert "## 9. 1,024-token inputs" in out_md.read_text()
 
 
+def test_token_attribution_quick(tmp_path):
+    """The token-attribution section runs on a tiny GPT-2 shape: every case timed, IG complete, peaks measured."""
+    out_json, out_md = tmp_path / "r.json", tmp_path / "B.md"
+    assert main(["--quick", "--only", "ig", "--json", str(out_json), "--md", str(out_md)]) == 0
+    res = json.loads(out_json.read_text())
+    attr = res["token_attribution"]
+    assert attr["tokens"] == 16 and attr["steps"] == 32
+    assert [r["case"] for r in attr["by_case"]] == ["forward", "input_x_gradient", "integrated_gradients",
+                                                    "integrated_gradients_batch_8"]
+    for r in attr["by_case"]:
+        assert measured(r["ms"], r["peak_above_model_mb"])
+        if r["case"].startswith("integrated"):
+            assert r["relative_delta"] < 0.02
+    assert next(t for t in res["targets"] if t["key"] == "token_attribution_128")["measured"] is None  # 16 tokens only
+    assert "## 12. Token attribution" in out_md.read_text()
+
+
 def test_parse_only_aliases_and_errors():
     assert parse_only(["bytes,cold", "draw"]) == ["latency", "cold_start", "draw"]
     assert parse_only(None)[0] == "latency"

@@ -39,6 +39,8 @@ def test_train_special_ids_and_round_trip(trained, kind):
     assert tok.unk_id not in enc.ids
     assert tok.decode(enc.ids) == text
     assert tok.encode(text, add_special_tokens=False).ids == enc.ids[1:-1]
+    assert tok.special_ids >= {tok.pad_id, tok.unk_id, tok.bos_id, tok.eos_id}
+    assert not tok.special_ids & set(enc.ids[1:-1])  # what the template adds, never a text token
 
 
 def test_char_level_splits_every_character(trained):

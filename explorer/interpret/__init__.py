@@ -2,7 +2,7 @@
 (explorer.interpret.probe), the logit lens (explorer.interpret.lens) and activation patching
 (explorer.interpret.patching); where a prediction comes from: direct logit attribution and each head's
 promoted / suppressed tokens (explorer.interpret.dla), value-weighted attention
-(explorer.interpret.value_weighted).
+(explorer.interpret.value_weighted), token attribution (explorer.interpret.attribution).
 
 Functions on a model's returned attention and hidden states; they run the model only through its
 forward pass and store nothing on it.
@@ -10,6 +10,7 @@ forward pass and store nothing on it.
 
 from .dla import (HeadTokens, LogitAttribution, ResidualParts, direct_logit_attribution, head_tokens,
                   residual_parts)
+from .attribution import TokenAttribution, token_attribution
 from .lens import LogitLens, lens_logits, logit_lens, unembed
 from .patching import Patching, activation_patching
 from .probe import CopyLosses, RepeatedTokens, copy_losses, probe_vocabulary, repeated_tokens
@@ -18,8 +19,8 @@ from .value_weighted import head_value_norms, value_norms, value_weighted, value
 
 __all__ = [
     "CopyLosses", "DEFAULT_WINDOW", "HeadTokens", "LogitAttribution", "LogitLens", "Patching", "ROLES",
-    "RepeatedTokens", "ResidualParts", "activation_patching", "copy_losses", "direct_logit_attribution",
-    "head_mask_without", "head_roles", "head_tokens", "head_value_norms", "lens_logits", "logit_lens",
-    "probe_vocabulary", "repeated_tokens", "residual_parts", "role_patterns", "role_scores", "top_heads", "unembed",
-    "value_norms", "value_weighted", "value_weighted_attention",
+    "RepeatedTokens", "ResidualParts", "TokenAttribution", "activation_patching", "copy_losses",
+    "direct_logit_attribution", "head_mask_without", "head_roles", "head_tokens", "head_value_norms", "lens_logits",
+    "logit_lens", "probe_vocabulary", "repeated_tokens", "residual_parts", "role_patterns", "role_scores",
+    "token_attribution", "top_heads", "unembed", "value_norms", "value_weighted", "value_weighted_attention",
 ]

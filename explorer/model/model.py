@@ -24,8 +24,10 @@ head mask and W_o; kind "encoder", "decoder" or "cross", layer from 0) on both a
 may read z (capture a run's head outputs) or return a replacement of the same shape (activation
 patching, explorer.interpret.patching). `record`, per call too, is a Record (record.py) that the run fills
 with every layer's head outputs, values, feed-forward outputs and norm divisors (direct logit attribution
-reads it). Token positions count from each row's first real token (`position_ids`), so a left-padded row
-computes what the unpadded one does.
+reads it). `encode` and `decode` take `token_embeds` (B, T, D), also per call: the token embeddings to use
+instead of looking the ids up (before the x sqrt(D) scale and positions), so gradients with respect to the
+tokens need no hook on a shared module (explorer.interpret.attribution). Token positions count from each
+row's first real token (`position_ids`), so a left-padded row computes what the unpadded one does.
 """
 
 from __future__ import annotations
@@ -128,13 +130,18 @@ class Transformer(nn.Module):
                head_mask: Tensor | None = None, token_type_ids: Tensor | None = None,
                need_weights: bool = True, key_mask: Tensor | None = None,
                weights_dtype: torch.dtype | None = None, head_hook: StackHeadHook | None = None,
-               record: Record | None = None) -> EncoderResult:
-        """src (B, S) -> memory (B, S, D) and the encoder's attention."""
+               record: Record | None = None, token_embeds: Tensor | None = None) -> EncoderResult:
+        """src (B, S) -> memory (B, S, D) and the encoder's attention.
+
+        token_embeds (B, S, D), per call like head_hook: the token embeddings of src (what `src_embed.token`
+        gives, before scale and positions) to use instead of looking them up; src still gives the padding
+        and the positions. Gradients with respect to tokens go through it (explorer.interpret.attribution)."""
         if self.encoder is None:
             raise ValueError("a decoder-only model has no encoder")
         key_mask = self.key_mask(src, padding, key_mask)
         positions = position_ids(key_mask, src.shape[1], src.device)
-        x = self.src_embed(src, token_type_ids, positions, None if record is None else record.at("encoder"))
+        x = self.src_embed(src, token_type_ids, positions, None if record is None else record.at("encoder"),
+                           token_embeds=token_embeds)
         run = self.encoder.run(x, key_mask=key_mask, attn_mask=attn_mask, head_mask=head_mask,
                                need_weights=need_weights, positions=positions, weights_dtype=weights_dtype,
                                head_hook=head_hook, record=record)
@@ -145,12 +152,15 @@ class Transformer(nn.Module):
                head_mask: Tensor | None = None, cross_head_mask: Tensor | None = None,
                need_weights: bool = True, key_mask: Tensor | None = None,
                weights_dtype: torch.dtype | None = None, head_hook: StackHeadHook | None = None,
-               cache: DecoderCache | None = None, record: Record | None = None) -> DecoderResult:
+               cache: DecoderCache | None = None, record: Record | None = None,
+               token_embeds: Tensor | None = None) -> DecoderResult:
         """tgt (B, T) (+ memory (B, S, D)) -> decoder output (B, T, D) and its attention.
 
         With a `cache` holding the first K tokens' keys and values, only tgt[:, K:] is run: the masks are those
         of the whole tgt, cut to the new query rows, and output, weights (B, H, T - K, T) and hidden states cover
-        the new tokens alone. Exact for a causal decoder (generate() uses it only then)."""
+        the new tokens alone. Exact for a causal decoder (generate() uses it only then).
+        token_embeds (B, T, D): the token embeddings of the whole tgt, used instead of looking them up (see
+        encode)."""
         if self.decoder is None:
             raise ValueError("an encoder-only model has no decoder")
         T = tgt.shape[1]
@@ -167,7 +177,8 @@ class Transformer(nn.Module):
         self_mask = combine_masks(rows, given)
         key_mask = self.key_mask(tgt, padding, key_mask)
         positions = position_ids(key_mask, T, tgt.device)[:, past:]
-        x = self.tgt_embed(tgt[:, past:], positions=positions, record=None if record is None else record.at("decoder"))
+        x = self.tgt_embed(tgt[:, past:], positions=positions, record=None if record is None else record.at("decoder"),
+                           token_embeds=None if token_embeds is None else token_embeds[:, past:])
         run = self.decoder.run(x, memory, key_mask=key_mask, memory_key_mask=memory_key_mask,
                                attn_mask=self_mask, head_mask=head_mask, cross_head_mask=cross_head_mask,
                                need_weights=need_weights, positions=positions, weights_dtype=weights_dtype,

@@ -7,6 +7,7 @@ Shapes: B batch, T length, D model width.
                                             the figures); Embeddings keeps it as a float32 buffer
     position_ids(key_mask, T)   -> (B|1, T) position of each token; left padding shifts the real tokens to 0
     Embeddings(ids (B, T), positions (B|1, T)) -> (B, T, D)
+    Embeddings(ids, token_embeds=(B, T, D))      the same with the token embedding given (before the scale)
 """
 
 from __future__ import annotations
@@ -70,13 +71,23 @@ class Embeddings(nn.Module):
         return torch.zeros(self.max_len, self.d_model, device=self.token.weight.device)
 
     def forward(self, ids: Tensor, token_type_ids: Tensor | None = None, positions: Tensor | None = None,
-                record: RecordSlot | None = None) -> Tensor:
+                record: RecordSlot | None = None, token_embeds: Tensor | None = None) -> Tensor:
         """ids (B, T), positions (B|1, T) (default 0..T-1) -> (B, T, D). A RecordSlot of the stack receives
-        "embed" (the result before dropout) and "embed.scale" (the embedding norm's divisor, if it has one)."""
+        "embed" (the result before dropout) and "embed.scale" (the embedding norm's divisor, if it has one).
+
+        token_embeds (B, T, D), per call: used in place of `self.token(ids)` (what the token table gives,
+        before the x sqrt(D) scale, positions and token types), so gradients can be taken with respect to
+        the token embeddings without a hook on this module (explorer.interpret.attribution)."""
         length = ids.shape[1]
         if length > self.max_len:
             raise ValueError(f"sequence of {length} tokens is longer than max_len={self.max_len}")
-        x = self.token(ids)  # (B, T, D)
+        if token_embeds is None:
+            x = self.token(ids)  # (B, T, D)
+        elif tuple(token_embeds.shape) != (*ids.shape, self.d_model):
+            raise ValueError(f"token_embeds must be (B, T, D)={(*ids.shape, self.d_model)} like the ids, got "
+                             f"{tuple(token_embeds.shape)}")
+        else:
+            x = token_embeds  # (B, T, D)
         if self.scale != 1.0:
             x = x * self.scale
         if self.positional in ("learned", "sinusoidal"):

@@ -179,3 +179,21 @@ def test_weights_can_come_back_in_float16(arch):
         for w32, w16 in zip(a, b):
             assert w16.dtype == torch.float16 and torch.allclose(w16.float(), w32, atol=1e-3)
     assert torch.equal(full.last_hidden_state, half.last_hidden_state)
+
+
+@pytest.mark.parametrize("scale", [False, True])
+def test_token_embeds_stand_in_for_the_lookup(scale):
+    """encode / decode with the token embeddings given compute what the ids' lookup computes (the scale, positions
+    and padding still apply); a wrongly shaped token_embeds is refused."""
+    model = small("encoder-decoder", scale_embeddings=scale, positional="learned")
+    src, tgt = torch.tensor([[5, 6, 7, 0]]), torch.tensor([[1, 8, 9]])
+    enc = model.encode(src)
+    given = model.encode(src, token_embeds=model.src_embed.token(src))
+    assert torch.equal(enc.memory, given.memory) and torch.equal(enc.key_mask, given.key_mask)
+    dec = model.decode(tgt, enc.memory, enc.key_mask)
+    given = model.decode(tgt, enc.memory, enc.key_mask, token_embeds=model.tgt_embed.token(tgt))
+    assert torch.equal(dec.output, given.output)
+    other = model.encode(src, token_embeds=torch.zeros(1, 4, 16))
+    assert not torch.allclose(other.memory, enc.memory)
+    with pytest.raises(ValueError, match="token_embeds must be"):
+        model.encode(src, token_embeds=torch.zeros(1, 3, 16))

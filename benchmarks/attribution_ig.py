@@ -1,0 +1,153 @@
+"""Token attribution benchmark (issue 27): integrated gradients on the token embeddings of one prediction
+(`explorer.interpret.token_attribution`: Captum, 32 Gauss-Legendre points, the padding-token baseline) on a
+GPT-2-small-shaped model (12 layers x 12 heads, d_model 768, vocabulary 50,257, random weights, built with
+`TransformerConfig`) at 128 tokens, the logit of the top token at the last position; against input x gradient
+(one gradient) and one ordinary forward pass (`model(ids, need_weights=False)`, inference mode). Goal: integrated
+gradients <= 3 s. Also each `internal_batch_size` (integration points per forward + backward) given.
+
+Peak memory: each case in a fresh process, the rise of the RSS high-water mark (VmHWM, reset just before) during
+one call above the resident size with the model built (its 124M float32 parameters are 498 MB). cpu_s: the
+process's CPU time per call (all threads), which other jobs on the machine change less than the wall time.
+
+Run alone: python -m benchmarks.attribution_ig [--tokens 128] [--repeats 3] [--batches 8 16 32]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from benchmarks.common import median_time
+
+ROOT = Path(__file__).resolve().parent.parent
+GPT2_SMALL = dict(vocab_size=50257, d_model=768, n_heads=12, n_layers=12, d_ff=3072, max_len=1024)
+TINY = dict(vocab_size=512, d_model=64, n_heads=4, n_layers=2, d_ff=256, max_len=64)  # --quick
+STEPS = 32
+
+
+def build(shape: dict[str, int]):
+    """GPT-2's options (pre-norm, final norm, learned positions, tanh GELU, tied head) at `shape`, random weights;
+    padding id 0 (GPT-2 has none: the benchmark keeps the default baseline's path)."""
+    from explorer.model import Transformer, TransformerConfig
+
+    torch.manual_seed(0)
+    config = TransformerConfig(arch="decoder", **shape, norm_first=True, final_norm=True, positional="learned",
+                               activation="gelu_tanh", dropout=0.0, tie_embeddings=True, lm_head_bias=False, pad_id=0)
+    return Transformer(config).eval()
+
+
+def cases(model, ids: torch.Tensor, batches: tuple[int, ...]) -> dict[str, Any]:
+    from explorer.interpret import token_attribution
+
+    def forward():
+        with torch.inference_mode():
+            return model(ids[None], need_weights=False).logits
+
+    out = {"forward": forward,
+           "input_x_gradient": lambda: token_attribution(model, ids, method="input_x_gradient"),
+           "integrated_gradients": lambda: token_attribution(model, ids, steps=STEPS)}
+    for b in batches:
+        out[f"integrated_gradients_batch_{b}"] = (
+            lambda b=b: token_attribution(model, ids, steps=STEPS, internal_batch_size=b))
+    return out
+
+
+def status_mb(key: str) -> float:
+    """VmHWM (the RSS high-water mark) or VmRSS of this process, in MB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(f"{key}:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no {key} in /proc/self/status")
+
+
+def reset_peak() -> float:
+    """Reset the high-water mark to the current RSS (Linux: "5" into /proc/self/clear_refs); -> the RSS in MB."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        pass  # then the peak counts from the highest point so far (the model's build): an underestimate
+    return status_mb("VmRSS")
+
+
+def peak_child(case: str, shape: dict[str, int], tokens: int, threads: int) -> dict[str, float]:
+    """In a fresh process: the high-water mark's rise above the resident size during one call of `case`, after a
+    warm-up on 8 tokens (imports, Captum, allocator pools of small sizes belong to the baseline)."""
+    torch.set_num_threads(threads)
+    model = build(shape)
+    ids = torch.randint(1, shape["vocab_size"], (tokens,), generator=torch.Generator().manual_seed(tokens))
+    small = ids[:8]
+    cases(model, small, (8,))[case if not case.startswith("integrated_gradients_batch") else
+                              "integrated_gradients_batch_8"]()
+    start = reset_peak()
+    cases(model, ids, _batch_of(case))[case]()
+    return {"peak_above_model_mb": round(status_mb("VmHWM") - start, 1)}
+
+
+def _batch_of(case: str) -> tuple[int, ...]:
+    return (int(case.rsplit("_", 1)[1]),) if case.startswith("integrated_gradients_batch_") else ()
+
+
+def peak_in_subprocess(case: str, shape: dict[str, int], tokens: int) -> float:
+    cmd = [sys.executable, "-m", "benchmarks.attribution_ig", "--peak", case, "--shape", json.dumps(shape),
+           "--tokens", str(tokens), "--threads", str(torch.get_num_threads())]
+    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=True, env=dict(os.environ))
+    return json.loads(out.stdout.strip().splitlines()[-1])["peak_above_model_mb"]
+
+
+def run(tokens: int = 128, repeats: int = 3, batches: tuple[int, ...] = (16, 32),
+        shape: dict[str, int] | None = None, peak: bool = True) -> dict[str, Any]:
+    """Median seconds of each case (one warm-up), IG's completeness, and (peak) each case's peak memory."""
+    from explorer.interpret.attribution import default_batch
+
+    shape = shape or GPT2_SMALL
+    model = build(shape)
+    params = sum(p.numel() for p in model.parameters())
+    ids = torch.randint(1, shape["vocab_size"], (tokens,), generator=torch.Generator().manual_seed(tokens))
+    rows = []
+    for name, fn in cases(model, ids, batches).items():
+        cpu = time.process_time()
+        seconds, result = median_time(fn, repeats)
+        cpu = (time.process_time() - cpu) / (repeats + 1)  # the warm-up included: a mean, not a median
+        row: dict[str, Any] = {"case": name, "ms": round(seconds * 1e3, 1), "cpu_s": round(cpu, 2)}
+        if name.startswith("integrated_gradients"):
+            row.update(relative_delta=round(result.relative_delta, 6), logit=round(result.logit, 4))
+        if peak:
+            row["peak_above_model_mb"] = peak_in_subprocess(name, shape, tokens)
+        rows.append(row)
+    forward_ms = rows[0]["ms"]
+    for row in rows:
+        row["over_one_forward"] = round(row["ms"] / forward_ms, 1)
+    return {"model": f"GPT-2-small shape {shape} ({params:,} parameters, random weights)",
+            "tokens": tokens, "steps": STEPS, "threads": torch.get_num_threads(), "repeats": repeats,
+            "default_internal_batch": default_batch(model, tokens, None, STEPS), "by_case": rows,
+            "load_average_1min_after": round(os.getloadavg()[0], 2)}
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tokens", type=int, default=128)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--batches", type=int, nargs="*", default=[16, 32])
+    ap.add_argument("--quick", action="store_true", help="a tiny model shape (smoke test)")
+    ap.add_argument("--no-peak", action="store_true", help="skip the peak-memory subprocesses")
+    ap.add_argument("--peak", help=argparse.SUPPRESS)  # child process: one case
+    ap.add_argument("--shape", help=argparse.SUPPRESS)
+    ap.add_argument("--threads", type=int, default=torch.get_num_threads(), help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.peak:
+        print(json.dumps(peak_child(args.peak, json.loads(args.shape), args.tokens, args.threads)))
+        return
+    shape = TINY if args.quick else GPT2_SMALL
+    print(json.dumps(run(args.tokens, args.repeats, tuple(args.batches), shape, not args.no_peak), indent=1))
+
+
+if __name__ == "__main__":
+    main()
