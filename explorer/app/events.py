@@ -183,6 +183,9 @@ class Events:
     def analyze_at_once(self, *args: Any, **kwargs: Any) -> dict:
         """/analyze for API clients: the page's Run (`analyze`) with its updates merged into one answer. A client
         reads the event's closing message, which the page's Run leaves empty (see there)."""
+        shown = inspect.signature(self.analyze).bind(*args, **kwargs).arguments.get("shown")
+        if isinstance(shown, Shown):  # an API client's `tab` argument decides, not a tab it opened with /show_tab
+            shown.tab = None
         merged: dict = {}
         for update in self.analyze(*args, **kwargs):
             merged.update((c, value) for c, value in update.items() if not is_skip(value))
