@@ -187,8 +187,9 @@ class _Stack:
 
 
 def _frozen_norm(norm: nn.Module, scale: Tensor):
-    """A post-norm sublayer's norm frozen at divisor `scale` (r, 1): (..., r?, D) -> linear map, and the part of it
-    that is per vector (centre for LayerNorm) without the 1/s (for head vectors scaled per row later)."""
+    """A post-norm sublayer's norm frozen at its divisors `scale` (r, 1) -> (shape, scale): `shape` maps (..., D)
+    to gamma * (c - mean c) (LayerNorm; RMSNorm gamma * c), the part of the frozen map that is the same for every
+    row; dividing by the row's scale completes it (head vectors are shaped once and divided per row)."""
     gamma = norm.weight.float() if getattr(norm, "weight", None) is not None else None
     centre = isinstance(norm, nn.LayerNorm)
 
@@ -416,7 +417,8 @@ def contribution_graph(model: Transformer, ids: Tensor, *, position: int = -1, t
     device = model.device
     ids = _as_row(ids, "ids").to(device)
     masks = model.head_masks(head_mask)
-    record = Record(only=("v", "z", "scale", "mlp", "mlp.scale"))
+    # a norm's divisor is computed only when recorded: only post-norm sublayers need it (their frozen norm)
+    record = Record(only=("v", "z", "mlp") + (() if model.config.norm_first else ("scale", "mlp.scale")))
     stacks: dict[str, _Stack] = {}
     lengths: dict[str, int] = {}
     if arch != "decoder":
