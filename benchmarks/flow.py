@@ -77,7 +77,7 @@ def run(tokens=(128, 1024), repeats: int = 3, shape: dict[str, int] | None = Non
         for n in tokens:
             ids = ids_of(shape, n)
             cpu = time.process_time()
-            seconds, g = median_time(lambda: graph(model, ids), repeats)
+            seconds, g = median_time(lambda ids=ids: graph(model, ids), repeats)
             cpu = (time.process_time() - cpu) / (repeats + 1)  # the warm-up included: a mean, not a median
             row: dict[str, Any] = {
                 "tokens": n, "ms": round(seconds * 1e3, 1), "cpu_s": round(cpu, 2), "nodes": len(g.nodes),

@@ -244,7 +244,7 @@ class _Tracer:
             parts.append(_proximity(whole, mlp))
         head_prox = None
         if heads is not None:
-            attention, layer, coef, vectors, source = heads
+            _, _, coef, vectors, source = heads
             head_prox = _head_proximity(whole, coef, vectors)  # (r, H, S)
         total = sum(p for p in parts)
         if head_prox is not None:
@@ -320,14 +320,14 @@ class _Tracer:
             weights, gate, record_kind = stack.cross_weights[layer], stack.gates.get("cross"), "cross"
             enc = self.stacks["encoder"]
             top = len(enc.module.layers) - 1
-            source = lambda j: FlowNode("encoder", top, j, "out")  # noqa: E731
+            source = lambda j: FlowNode("encoder", top, j, "out")
             residual_source = [n._replace(sublayer="attn") for n in targets]
         else:
             attention = block.self_attn
             sublayer = block.attn_sublayer if stack.name == "encoder" else block.self_sublayer
             x_in = stack.hidden[layer][rows].float()
             weights, gate, record_kind = stack.self_weights[layer], stack.gates.get(stack.name), stack.name
-            source = lambda j: self._below(stack, layer, j)  # noqa: E731
+            source = lambda j: self._below(stack, layer, j)
             residual_source = [self._below(stack, layer, n.position) for n in targets]
         gate = None if gate is None else gate[layer]
         added = x_in + self.attn_out(record_kind, layer, attention, rows)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import plotly.graph_objects as go  # noqa: F401  (return type)
+import plotly.graph_objects as go
 
 from explorer.labels import unique_labels
 from explorer.viz import common as c
@@ -58,6 +58,11 @@ def _token(node: Any, labels: Sequence[str], source: Sequence[str] | None) -> st
     names = source if node.stack == "encoder" and source is not None else labels
     text = names[node.position] if node.position < len(names) else f"#{node.position}"
     return f"{c.escape(c.short(text, 24))} ({node.position})"
+
+
+def _where(node: Any) -> str:
+    name = SUBLAYER_NAMES[node.sublayer]
+    return name if node.sublayer == "embed" else f"layer {node.layer}, {name}"
 
 
 def _check(graph: Any, labels: Sequence[str], source_labels: Sequence[str] | None) -> None:
@@ -118,9 +123,7 @@ def _traces(graph: Any, labels: Sequence[str], source_labels: Sequence[str] | No
         x=[_x(n, graph) for n in nodes], y=[_y(n, graph) for n in nodes],
         marker=dict(color=["#d62728" if n == graph.root else "#222" for n in nodes],
                     size=[13 if n == graph.root else 8 for n in nodes], symbol="circle"),
-        text=[f"{n.stack} {_token(n, labels, source_labels)}<br>"
-              + (SUBLAYER_NAMES[n.sublayer] if n.sublayer == "embed" else f"layer {n.layer}, {SUBLAYER_NAMES[n.sublayer]}")
-              for n in nodes],
+        text=[f"{n.stack} {_token(n, labels, source_labels)}<br>" + _where(n) for n in nodes],
         hovertemplate="%{text}<extra></extra>"))
     return traces
 

@@ -17,7 +17,6 @@ import explorer
 from explorer.interpret import contribution_graph, head_roles, proximity_shares, top_heads
 from explorer.interpret.flow import FlowNode
 from explorer.model import Record
-
 from tests.interpret.test_dla import build, random_head_mask
 
 FAMILIES = ["gpt2", "llama-gqa", "neox-parallel", "t5", "bart", "bert-mlm"]
@@ -217,7 +216,8 @@ def test_cross_heads_by_hand(tmp_path):
     parts = [_norm_frozen(block.cross_sublayer.norm, scale, x_self)]
     for h in range(H):
         for j in range(S):
-            parts.append(_norm_frozen(block.cross_sublayer.norm, scale, a[h, t, j] * (v[h, j] @ Wo[:, h * Dh:(h + 1) * Dh].T)))
+            vector = a[h, t, j] * (v[h, j] @ Wo[:, h * Dh:(h + 1) * Dh].T)
+            parts.append(_norm_frozen(block.cross_sublayer.norm, scale, vector))
     want = proximity_shares(whole[None], torch.stack(parts)[None])[0]
     g = contribution_graph(model, f.ids, tgt=f.tgt, threshold=1e-6)
     table = g.shares[FlowNode("decoder", layer, t, "cross")]

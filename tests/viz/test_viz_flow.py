@@ -26,10 +26,13 @@ def sample_graph(cross: bool = False) -> ContributionGraph:
     a1 = node(1, 3, "attn")
     o0_3, o0_1 = node(0, 3, "out"), node(0, 1, "out")
     a0 = node(0, 3, "attn")
-    edges = [FlowEdge(a1, root, "residual", 1, None, None, 0.7, 0.7), FlowEdge(a1, root, "mlp", 1, None, None, 0.3, 0.3),
-             FlowEdge(o0_1, a1, "head", 1, 0, "decoder", 0.5, 0.625), FlowEdge(o0_1, a1, "head", 1, 2, "decoder", 0.2, 0.25),
+    edges = [FlowEdge(a1, root, "residual", 1, None, None, 0.7, 0.7),
+             FlowEdge(a1, root, "mlp", 1, None, None, 0.3, 0.3),
+             FlowEdge(o0_1, a1, "head", 1, 0, "decoder", 0.5, 0.625),
+             FlowEdge(o0_1, a1, "head", 1, 2, "decoder", 0.2, 0.25),
              FlowEdge(o0_3, a1, "residual", 1, None, None, 0.1, 0.125),
-             FlowEdge(a0, o0_3, "mlp", 0, None, None, 0.6, 0.6), FlowEdge(a0, o0_3, "residual", 0, None, None, 0.4, 0.4),
+             FlowEdge(a0, o0_3, "mlp", 0, None, None, 0.6, 0.6),
+             FlowEdge(a0, o0_3, "residual", 0, None, None, 0.4, 0.4),
              FlowEdge(node(0, 3, "embed"), a0, "residual", 0, None, None, 1.0, 1.0)]
     lengths = {"decoder": 4}
     layers = {"decoder": 2}
