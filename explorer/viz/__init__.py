@@ -11,6 +11,7 @@ from explorer.sinusoid import sinusoidal_table
 from explorer.viz.attention import cross_attention_heatmap, decoder_self_attention_heatmap, head_heatmap
 from explorer.viz.common import VALUE_WEIGHTED, WEIGHT, display_labels, escape, message_figure, unique_labels
 from explorer.viz.compare import difference_heatmap
+from explorer.viz.flow import flow_figure, flow_pair_figure
 from explorer.viz.interpret import lens_figure, patching_figure, role_figure
 from explorer.viz.mask import mask_heatmap
 from explorer.viz.overview import (OverviewGrid, OverviewTiles, attention_overview, draw_overview,
@@ -34,6 +35,8 @@ __all__ = [
     "display_labels",
     "escape",
     "figure_json",
+    "flow_figure",
+    "flow_pair_figure",
     "head_average",
     "head_heatmap",
     "head_importance_chart",
