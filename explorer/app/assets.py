@@ -64,7 +64,7 @@ TILE_CLICK_JS = """
       const point = event && event.points && event.points[0];
       const cell = point && typeof point.customdata === 'string' ? point.customdata : '';
       const box = document.querySelector('#contrib-click textarea, #contrib-click input');
-      if (!/^(decoder|encoder|cross)\|\d+\|\d+$/.test(cell) || !box) return;
+      if (!/^(decoder|encoder|cross)\\|\\d+\\|\\d+$/.test(cell) || !box) return;
       box.value = cell + '|' + Date.now();
       box.dispatchEvent(new Event('input', {bubbles: true}));
     });

@@ -392,7 +392,7 @@ def parse_head(result: Contributions, choice: str | None) -> tuple[str, int, int
     return (kind, layer, head) if 0 <= layer < L and 0 <= head < H else None
 
 
-HEAD_HEADERS = ["run", "rank", "promotes", "logit share", "suppresses", "logit share"]
+HEAD_HEADERS = ["run", "rank", "promotes", "its logit share", "suppresses", "its logit share (−)"]  # unique names
 
 
 def head_table(result: Contributions, choice: str | None) -> tuple[str, list[str], list[list[Any]], str]:
