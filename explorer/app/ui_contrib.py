@@ -19,8 +19,7 @@ def plot(elem_id: str, label: str) -> gr.Plot:
 def contribution_tab() -> SimpleNamespace:
     with gr.Tab("Contributions", id="contributions") as tab_contrib:
         gr.Markdown(TAB_TEXT["contributions"], elem_classes="tab-text")
-        with gr.Row(equal_height=True):
-            contrib_btn = gr.Button("Attribute", variant="primary", elem_id="contrib-run", min_width=100)
+        with gr.Row(equal_height=False):
             contrib_position = gr.Number(-1, label="Position", precision=0, elem_id="contrib-position", min_width=80,
                                          info="−1 = last (masked LM: its mask)")
             contrib_token = gr.Textbox(label="Target token", max_lines=1, placeholder="blank: the top token (or #id)",
@@ -32,6 +31,7 @@ def contribution_tab() -> SimpleNamespace:
                                       min_width=170)
             contrib_steps = gr.Number(DEFAULT_STEPS, label="Steps", precision=0, minimum=1, maximum=MAX_STEPS,
                                       elem_id="contrib-steps", min_width=70)
+            contrib_btn = gr.Button("Attribute", variant="primary", elem_id="contrib-run", min_width=100, scale=0)
         contrib_md = gr.Markdown(elem_id="contrib-summary")
         contrib_plot = plot("contrib-plot", "Direct logit attribution")
         # The page script writes a clicked head cell's "kind|layer|head|stamp" here (assets.TILE_CLICK_JS).
