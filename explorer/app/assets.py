@@ -93,5 +93,5 @@ CSS = """
               margin: 0 !important; white-space: nowrap; overflow: visible}
 .heads label input {width: 12px !important; height: 12px !important; margin: 0 !important; flex: none}
 .tab-text p {margin: 0 0 4px 0; font-size: 13px; color: #444}
-#views button[role="tab"] {padding-left: 9px !important; padding-right: 9px !important}  /* 10 tabs in one row */
+#views button[role="tab"] {padding-left: 6px !important; padding-right: 6px !important}  /* 11 tabs in one row */
 """
