@@ -29,6 +29,8 @@ REFLOW_JS = "() => { setTimeout(() => window.dispatchEvent(new Event('resize')),
 # "layer,head,time" into a hidden textbox whose change event runs on the server (a script-set value fires no
 # input event in Gradio 6; the time stamp makes a second click on the same tile a change). Category names
 # carry the numbers ("layer 2 · query …", "head 5 · key …"); gaps start with a zero-width space and are ignored.
+# The Contributions tab's map works the same way: a head cell's customdata is "kind|layer|head" (explorer.viz.
+# contributions), written with a time stamp into #contrib-click.
 # The gaps between tiles are cells of the heatmap (so plotly.js draws it as one image, explorer.viz.overview); in
 # its percent form a gap's value is only the code of its transparent colour, so its hover label is hidden.
 TILE_CLICK_JS = """
@@ -54,8 +56,22 @@ TILE_CLICK_JS = """
       box.dispatchEvent(new Event('input', {bubbles: true}));
     });
   };
-  new MutationObserver(bind).observe(document.body, {childList: true, subtree: true});
+  const bindContrib = () => {
+    const plot = document.querySelector('#contrib-plot .js-plotly-plot');
+    if (!plot || !plot.on || plot.__explorerHeadClick) return;
+    plot.__explorerHeadClick = true;
+    plot.on('plotly_click', (event) => {
+      const point = event && event.points && event.points[0];
+      const cell = point && typeof point.customdata === 'string' ? point.customdata : '';
+      const box = document.querySelector('#contrib-click textarea, #contrib-click input');
+      if (!/^(decoder|encoder|cross)\\|\\d+\\|\\d+$/.test(cell) || !box) return;
+      box.value = cell + '|' + Date.now();
+      box.dispatchEvent(new Event('input', {bubbles: true}));
+    });
+  };
+  new MutationObserver(() => { bind(); bindContrib(); }).observe(document.body, {childList: true, subtree: true});
   bind();
+  bindContrib();
 }
 """
 CSS = """
@@ -77,5 +93,5 @@ CSS = """
               margin: 0 !important; white-space: nowrap; overflow: visible}
 .heads label input {width: 12px !important; height: 12px !important; margin: 0 !important; flex: none}
 .tab-text p {margin: 0 0 4px 0; font-size: 13px; color: #444}
-#views button[role="tab"] {padding-left: 9px !important; padding-right: 9px !important}  /* 10 tabs in one row */
+#views button[role="tab"] {padding-left: 6px !important; padding-right: 6px !important}  /* 11 tabs in one row */
 """

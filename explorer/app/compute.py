@@ -19,6 +19,7 @@ not survive a fork (a CPU operation on more threads in the child hangs), and on 
     .roles(session, text, kind, head_mask) -> RoleResult
     .patching(session, text1, text2, clean_answer, corrupted_answer) -> (figure, Markdown)
     .lens(session, text) -> (figure, Markdown)
+    .contributions(session, ContributionRequest) -> (Contributions, [contribution-graph figure JSON])
 
 A figure comes back as its JSON for gr.Plot (`assets.plot`): a Plotly figure made in one process and unpickled in
 another is not the same figure (an empty template comes back with default trace styles).
@@ -41,6 +42,7 @@ from .request import RunRequest
 from .session import AppContext, Session, get_model
 from .toggles import Toggles
 from .views.analysis import Analysis, FirstLook, analyze_in_steps
+from .views.contributions import ContributionRequest, Contributions, contributions, graph_figures
 from .views.importance import importance_view
 from .views.lens import lens_view
 from .views.patching import patching_view
@@ -83,6 +85,7 @@ class Compute:
         self.roles = on_gpu(self._roles)
         self.patching = on_gpu(self._patching)
         self.lens = on_gpu(self._lens)
+        self.contributions = on_gpu(self._contributions)
 
     def _analyze(self, request: RunRequest, first_tab: str) -> Iterator[FirstLook | Analysis]:
         """A Run (views.analysis.analyze_in_steps): a language model's first look reduces `first_tab` only."""
@@ -118,3 +121,9 @@ class Compute:
     def _lens(self, session: Session, text: str) -> tuple[Any, str]:
         fig, md = lens_view(get_model(session, self.ctx), text, self.ctx.max_tokens)
         return plot(fig), md
+
+    def _contributions(self, session: Session, request: ContributionRequest) -> tuple[Contributions, list[Any]]:
+        """The Contributions tab's result (drawn by the server) and the contribution graph's figures (drawn here)."""
+        loaded = get_model(session, self.ctx)
+        result = contributions(loaded, request, self.ctx.max_tokens)
+        return result, [plot(f) for f in graph_figures(loaded, request, self.ctx.max_tokens)]

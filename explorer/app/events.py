@@ -2,7 +2,7 @@
 result into `{component: value}` updates. Errors become a message in the status line (never a traceback).
 
 The named events are the HTTP API (README): /load_model, /build_model, /analyze, /positional, /importance (and
-/roles, /switch_off_role, /patching, /lens: `events_heads`);
+/roles, /switch_off_role, /patching, /lens: `events_heads`; /contributions: `events_contrib`);
 their parameters are the input components in the order listed in `Events.__init__` (names from the handler
 signatures), their results the outputs in that order.
 """
@@ -23,6 +23,7 @@ from .assets import REFLOW_JS, plot
 from .build import BuildSpec
 from .compute import Compute
 from .errors import escape_md
+from .events_contrib import ContributionEvents
 from .events_heads import HeadEvents
 from .handlers import PRIVATE, reporting
 from .labels import clicked_tile, head_label, head_labels
@@ -63,6 +64,8 @@ class Events:
                               v.gen_cross]
         self.heads = HeadEvents(page, ctx, self.compute, self.groups, self.then_analyze)
         self.model_outputs += list(self.heads.model_updates(True))
+        self.contrib = ContributionEvents(page, ctx, self.compute, self.groups)
+        self.model_outputs += list(self.contrib.model_updates())
         self.analysis_inputs = [page.session, i.text1, i.text2, c.padding, c.causal, c.custom, c.block_token,
                                 c.window, *self.groups, c.kind, c.layer, c.head, c.sentence, c.position, c.new_tokens,
                                 v.tab, c.measure, page.kept]
@@ -107,7 +110,7 @@ class Events:
                                            "Generate at most (tokens)"),
                    self.page.views.surprisal_plot: gr.update(visible=info.language_model),
                    self.page.views.gen_cross: gr.update(visible="cross" in kinds),
-                   **self.heads.model_updates("decoder" in kinds)}
+                   **self.heads.model_updates("decoder" in kinds), **self.contrib.model_updates()}
         for kind, _, _ in HEAD_GROUPS:
             labels = head_labels(*kinds[kind]) if kind in kinds else []
             updates[c.heads[kind]] = gr.update(choices=labels, value=labels, visible=bool(labels))
@@ -284,6 +287,7 @@ class Events:
                         **self.run_progress, **PRIVATE)
         v.pe_btn.click(self.positional, self.pe_inputs, self.pe_outputs, api_name="positional")
         self.heads.wire()
+        self.contrib.wire()
         v.imp_btn.click(self.importance, [page.session, i.text1, i.text2, c.padding, c.causal, c.custom,
                                           c.block_token, c.window, c.kind], [self.status, v.imp_md, v.imp_plot],
                         api_name="importance")

@@ -25,12 +25,17 @@ TAB_TEXT = {
                  "that head's output (left) or the residual stream at that layer and position (right) restores."),
     "lens": ("Each layer's residual stream read through the model's final norm and unembedding: the top token "
              "per layer and position (colour: its probability), and the rank of the final prediction per layer."),
+    "contributions": ("Where one prediction comes from, on sentence 1: each head's and MLP's direct share of the "
+                      "logit (red raises it, blue lowers it; the parts add up to the logit), without and with the "
+                      "head switches; click a head for the tokens it promotes and suppresses. Below: each input "
+                      "token's attribution (integrated gradients or input × gradient) with its completeness delta."),
     "rollout": ("Attention rollout (Abnar & Zuidema, 2020): which input tokens each position draws on, through the "
                 "layers."),
 }
 API_TEXT = """
 Every main action is a named endpoint (`/load_model`, `/build_model`, `/analyze`, `/positional`, `/importance`,
-`/roles`, `/switch_off_role`, `/patching`, `/lens`; the README lists their parameters).
+`/roles`, `/switch_off_role`, `/patching`, `/lens`, `/contributions`; the README and docs/contributions.md list
+their parameters).
 From Python, with `pip install gradio_client`:
 
 ```python

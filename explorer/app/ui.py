@@ -19,6 +19,7 @@ from .labels import head_labels
 from .limits import DEFAULT_CONTINUATION, MAX_BUILD_PARAMETERS, MAX_NEW_TOKENS, POSITIONAL_D_MODEL, POSITIONAL_LENGTH
 from .texts import API_TEXT, INTRO, TAB_TEXT
 from .toggles import CUSTOM_MASKS
+from .ui_contrib import contribution_tab
 from .ui_heads import head_tabs
 from .kept import Shown
 from .views.model import ModelInfo
@@ -181,6 +182,7 @@ def view_tabs(language: bool, decoder: bool, cross: bool = True) -> SimpleNamesp
                 tile_click = gr.Textbox(visible="hidden", elem_id="overview-click", label="clicked tile")
                 large_plot = plot("large-plot", "The chosen head")
             heads = head_tabs(decoder)  # Roles, Patching, Lens: next to the overview they label
+            contrib = contribution_tab()  # where one prediction comes from
             with gr.Tab("Generation", id="generation") as tab_generation:
                 tab_text("generation")
                 with gr.Row():
@@ -222,8 +224,9 @@ def view_tabs(language: bool, decoder: bool, cross: bool = True) -> SimpleNamesp
         # Which tab is shown: an input of /analyze (only that tab's figures are drawn and sent; "all" for every tab).
         tab = gr.Textbox("attention", visible=False, elem_id="visible-tab", label="tab")
     tabs = dict(attention=tab_attention, overview=tab_overview, generation=tab_generation,
-                positional=tab_positional, importance=tab_importance, rollout=tab_rollout, **heads.tabs, api=tab_api)
-    extra = {k: v for k, v in vars(heads).items() if k != "tabs"}
+                positional=tab_positional, importance=tab_importance, rollout=tab_rollout, **heads.tabs,
+                **contrib.tabs, api=tab_api)
+    extra = {k: v for part in (heads, contrib) for k, v in vars(part).items() if k != "tabs"}
     return named(locals(), tabs=tabs, **extra)
 
 
