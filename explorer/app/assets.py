@@ -29,8 +29,9 @@ REFLOW_JS = "() => { setTimeout(() => window.dispatchEvent(new Event('resize')),
 # "layer,head,time" into a hidden textbox whose change event runs on the server (a script-set value fires no
 # input event in Gradio 6; the time stamp makes a second click on the same tile a change). Category names
 # carry the numbers ("layer 2 · query …", "head 5 · key …"); gaps start with a zero-width space and are ignored.
-# The Contributions tab's map works the same way: a head cell's customdata is "kind|layer|head" (explorer.viz.
-# contributions), written with a time stamp into #contrib-click.
+# The Contributions tab's map and graph work the same way: a head cell's customdata is "kind|layer|head" (explorer.
+# viz.contributions), a graph edge's [kind, layer, head, attention, share] (explorer.viz.flow); the head is written
+# with a time stamp into #contrib-click.
 # The gaps between tiles are cells of the heatmap (so plotly.js draws it as one image, explorer.viz.overview); in
 # its percent form a gap's value is only the code of its transparent colour, so its hover label is hidden.
 TILE_CLICK_JS = """
@@ -56,22 +57,29 @@ TILE_CLICK_JS = """
       box.dispatchEvent(new Event('input', {bubbles: true}));
     });
   };
-  const bindContrib = () => {
-    const plot = document.querySelector('#contrib-plot .js-plotly-plot');
+  // A head of the Contributions tab: a map cell's customdata "kind|layer|head", or a graph edge midpoint's
+  // [kind, layer, head, attention, share] (explorer.viz.flow) when its kind is "head".
+  const headOf = (data) => {
+    if (typeof data === 'string') return data;
+    if (Array.isArray(data) && data[0] === 'head') return data[3] + '|' + data[1] + '|' + data[2];
+    return '';
+  };
+  const bindContrib = (selector) => {
+    const plot = document.querySelector(selector + ' .js-plotly-plot');
     if (!plot || !plot.on || plot.__explorerHeadClick) return;
     plot.__explorerHeadClick = true;
     plot.on('plotly_click', (event) => {
       const point = event && event.points && event.points[0];
-      const cell = point && typeof point.customdata === 'string' ? point.customdata : '';
+      const cell = point ? headOf(point.customdata) : '';
       const box = document.querySelector('#contrib-click textarea, #contrib-click input');
       if (!/^(decoder|encoder|cross)\\|\\d+\\|\\d+$/.test(cell) || !box) return;
       box.value = cell + '|' + Date.now();
       box.dispatchEvent(new Event('input', {bubbles: true}));
     });
   };
-  new MutationObserver(() => { bind(); bindContrib(); }).observe(document.body, {childList: true, subtree: true});
-  bind();
-  bindContrib();
+  const bindAll = () => { bind(); bindContrib('#contrib-plot'); bindContrib('#contrib-graph'); };
+  new MutationObserver(bindAll).observe(document.body, {childList: true, subtree: true});
+  bindAll();
 }
 """
 CSS = """

@@ -19,7 +19,7 @@ not survive a fork (a CPU operation on more threads in the child hangs), and on 
     .roles(session, text, kind, head_mask) -> RoleResult
     .patching(session, text1, text2, clean_answer, corrupted_answer) -> (figure, Markdown)
     .lens(session, text) -> (figure, Markdown)
-    .contributions(session, ContributionRequest) -> (Contributions, [contribution-graph figure JSON])
+    .contributions(session, ContributionRequest) -> Contributions (the graphs included; drawn by the server)
 
 A figure comes back as its JSON for gr.Plot (`assets.plot`): a Plotly figure made in one process and unpickled in
 another is not the same figure (an empty template comes back with default trace styles).
@@ -42,7 +42,7 @@ from .request import RunRequest
 from .session import AppContext, Session, get_model
 from .toggles import Toggles
 from .views.analysis import Analysis, FirstLook, analyze_in_steps
-from .views.contributions import ContributionRequest, Contributions, contributions, graph_figures
+from .views.contributions import ContributionRequest, Contributions, contributions
 from .views.importance import importance_view
 from .views.lens import lens_view
 from .views.patching import patching_view
@@ -122,8 +122,6 @@ class Compute:
         fig, md = lens_view(get_model(session, self.ctx), text, self.ctx.max_tokens)
         return plot(fig), md
 
-    def _contributions(self, session: Session, request: ContributionRequest) -> tuple[Contributions, list[Any]]:
-        """The Contributions tab's result (drawn by the server) and the contribution graph's figures (drawn here)."""
-        loaded = get_model(session, self.ctx)
-        result = contributions(loaded, request, self.ctx.max_tokens)
-        return result, [plot(f) for f in graph_figures(loaded, request, self.ctx.max_tokens)]
+    def _contributions(self, session: Session, request: ContributionRequest) -> Contributions:
+        """The Contributions tab's result, its contribution graphs included (drawn by the server)."""
+        return contributions(get_model(session, self.ctx), request, self.ctx.max_tokens)

@@ -16,12 +16,22 @@ import pandas as pd
 
 from .assets import plot
 from .compute import Compute
+from .errors import AppError
 from .handlers import PRIVATE, reporting
 from .request import toggles_from, whole_number
 from .session import AppContext, get_model
 from .ui import Page
 from .views.contributions import (DEFAULT_STEPS, ContributionRequest, Contributions, attribution_markdown,
-                                  attribution_table, contribution_figures, head_table, parse_head, summary_markdown)
+                                  DEFAULT_THRESHOLD, attribution_table, contribution_figures, graph_figure, head_table,
+                                  parse_head, summary_markdown)
+
+
+def graph_threshold(value: Any) -> float:
+    """The threshold slider's value as a number (ContributionRequest checks its range)."""
+    try:
+        return float(DEFAULT_THRESHOLD if value is None or value == "" else value)
+    except (TypeError, ValueError):
+        raise AppError(f"the graph's threshold must be a number, got {str(value)[:40]!r}") from None
 
 
 class ContributionEvents:
@@ -43,15 +53,16 @@ class ContributionEvents:
     @reporting
     def contributions(self, session, sentence1, position=-1, target_token="", minus_token="",
                       method="integrated_gradients", steps=DEFAULT_STEPS, encoder_heads_on=None,
-                      decoder_heads_on=None, cross_heads_on=None):
+                      decoder_heads_on=None, cross_heads_on=None, threshold=DEFAULT_THRESHOLD):
         """Where the prediction at `position` of sentence 1 comes from, baseline vs the head switches as set."""
         loaded = get_model(session, self.ctx)
         heads = {"encoder": encoder_heads_on, "decoder": decoder_heads_on, "cross": cross_heads_on}
         toggles = toggles_from(True, True, "none", 0, 0, {k: heads[k] or [] for k in loaded.config.attention_kinds()})
         request = ContributionRequest(str(sentence1 or ""), whole_number(position, -1), str(target_token or ""),
                                       str(minus_token or ""), str(method or "integrated_gradients"),
-                                      whole_number(steps, DEFAULT_STEPS), toggles.heads_on)
-        result, graphs = self.compute.contributions(session, request)
+                                      whole_number(steps, DEFAULT_STEPS), toggles.heads_on,
+                                      graph_threshold(threshold))
+        result = self.compute.contributions(session, request)
         dla, strip = contribution_figures(result)
         name, headers, rows, head_md = head_table(result, result.strongest_head())
         a_headers, a_rows = attribution_table(result)
@@ -60,7 +71,7 @@ class ContributionEvents:
                 v.contrib_head: gr.update(choices=result.head_choices(), value=name), v.contrib_head_md: head_md,
                 v.contrib_head_df: pd.DataFrame(rows, columns=headers), v.contrib_strip: plot(strip),
                 v.contrib_delta_md: attribution_markdown(result), v.contrib_df: pd.DataFrame(a_rows, columns=a_headers),
-                v.contrib_graph: graphs[0] if graphs else None, v.contrib_result: result}
+                v.contrib_graph: plot(graph_figure(result)), v.contrib_result: result}
 
     @reporting
     def head(self, choice, result):
@@ -78,7 +89,7 @@ class ContributionEvents:
         """The named event first (an unnamed one would take its handler's name), then the head table's events."""
         page, i, v = self.page, self.page.inputs, self.page.views
         inputs = [page.session, i.text1, v.contrib_position, v.contrib_token, v.contrib_minus, v.contrib_method,
-                  v.contrib_steps, *self.groups]
+                  v.contrib_steps, *self.groups, v.contrib_threshold]
         v.contrib_btn.click(self.contributions, inputs, self.outputs, api_name="contributions")
         for box, trigger in ((v.contrib_click, v.contrib_click.change), (v.contrib_head, v.contrib_head.input)):
             trigger(self.head, [box, v.contrib_result], self.head_outputs, **PRIVATE)

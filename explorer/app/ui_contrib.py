@@ -9,7 +9,7 @@ import gradio as gr
 
 from ..interpret.attribution import MAX_STEPS
 from .texts import TAB_TEXT
-from .views.contributions import DEFAULT_STEPS, METHOD_NAMES
+from .views.contributions import DEFAULT_STEPS, DEFAULT_THRESHOLD, METHOD_NAMES
 
 
 def plot(elem_id: str, label: str) -> gr.Plot:
@@ -48,7 +48,11 @@ def contribution_tab() -> SimpleNamespace:
         contrib_delta_md = gr.Markdown(elem_id="contrib-delta")
         contrib_df = gr.Dataframe(label="Token attribution", interactive=False, elem_id="contrib-table",
                                   max_height=300)
-        # Where the contribution graph (Information Flow Routes, branch `flow`) goes: views.contributions.graph_figures
+        # The contribution graph (Information Flow Routes): a click on a head edge's midpoint opens that head above.
+        contrib_threshold = gr.Slider(0.01, 0.5, value=DEFAULT_THRESHOLD, step=0.01, label="Graph threshold",
+                                      elem_id="contrib-threshold",
+                                      info="keep the parts of each update with at least this share (then press "
+                                           "Attribute)")
         contrib_graph = plot("contrib-graph", "Contribution graph")
         contrib_result = gr.State(None)  # the last Contributions of this session: the head table reads it
     scope = {k: v for k, v in locals().items() if isinstance(v, gr.components.Component)}

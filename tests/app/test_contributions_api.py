@@ -14,7 +14,7 @@ from explorer.app.demo import build_demo, launch_kwargs, queue  # noqa: E402
 from tests.hang import gradio_client  # noqa: E402
 
 PARAMETERS = ["sentence1", "position", "target_token", "minus_token", "method", "steps", "encoder_heads_on",
-              "decoder_heads_on", "cross_heads_on"]
+              "decoder_heads_on", "cross_heads_on", "threshold"]
 HEADS = [f"L{la} H{h}" for la in range(2) for h in range(4)]
 
 

@@ -19,7 +19,7 @@ from explorer.app.registry import ModelRegistry
 from explorer.app.sequences import read_texts
 from explorer.app.session import AppContext, load_session
 from explorer.app.views.contributions import (ContributionRequest, attribution_markdown, attribution_table,
-                                              contribution_figures, contributions, graph_figures, head_table,
+                                              contribution_figures, contributions, graph_figure, head_table,
                                               parse_head, summary_markdown)
 from explorer.interpret.attribution import token_attribution
 from explorer.interpret.dla import direct_logit_attribution, residual_parts
@@ -202,6 +202,31 @@ def test_labels_are_escaped(models):
     assert "<script" not in summary_markdown(r) and "<b>" not in head_table(r, "L0 H0")[3]
 
 
-def test_graph_figures_is_the_flow_branchs_place(models):
-    figs = graph_figures(models["tiny-gpt2"], ContributionRequest(TEXT), MAX_TOKENS)
-    assert [message_text(f) for f in figs] == ["contribution graph: coming in branch flow"]
+def test_the_graph_is_the_models_contribution_graph_baseline_beside_toggled(models):
+    """The tab's graph is explorer.interpret.contribution_graph of the same prediction (same edges and shares), the
+    toggled run's beside it when a head is off (no edge through that head); a head edge's midpoint names its head as
+    the page script reads it; the threshold is checked."""
+    import torch
+
+    from explorer.interpret import contribution_graph
+
+    loaded = models["tiny-gpt2"]
+    off = {"decoder": frozenset((la, h) for la in range(2) for h in range(6)) - {(1, 2)}}
+    r = contributions(loaded, ContributionRequest(TEXT, method="input_x_gradient", heads_on=off, threshold=0.02),
+                      MAX_TOKENS)
+    base, toggled = r.graphs
+    ids = torch.tensor(loaded.tokenizer.encode(TEXT).ids)
+    want = contribution_graph(loaded.model, ids, threshold=0.02)
+    assert [(e.source, e.target, e.kind, e.head, round(e.share, 6)) for e in base.edges] == \
+        [(e.source, e.target, e.kind, e.head, round(e.share, 6)) for e in want.edges]
+    assert abs(base.shares[base.root].total() - 1) < 1e-5
+    assert not any(e.kind == "head" and (e.layer, e.head) == (1, 2) for e in toggled.edges)
+    fig = graph_figure(r)
+    heads = [d for t in fig.data for d in (t.customdata or []) if d[0] == "head"]
+    assert heads and all(d[3] == "decoder" and 0 <= d[1] < 2 and 0 <= d[2] < 6 for d in heads)
+    assert len({t.xaxis for t in fig.data}) == 2  # baseline | toggled
+    one = graph_figure(contributions(loaded, ContributionRequest(TEXT, method="input_x_gradient"), MAX_TOKENS))
+    assert len({t.xaxis for t in one.data}) == 1
+    for bad in (0, 1.5, True):
+        with pytest.raises(AppError, match="threshold"):
+            ContributionRequest(TEXT, threshold=bad)

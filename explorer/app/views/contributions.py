@@ -12,8 +12,8 @@ Three answers, each from the model actually run:
   attributions (both methods are linear in the function; same path, same points).
 
 `contributions(loaded, request, max_tokens)` computes a small picklable `Contributions` (numpy arrays, labels);
-`contribution_figures`, `head_table`, `attribution_table` draw it. `graph_figures` is the integration point of the
-contribution graph (Information Flow Routes, branch `flow`).
+`contribution_figures`, `head_table`, `attribution_table` and `graph_figure` draw it. The contribution graph
+(Information Flow Routes, explorer.interpret.flow) of the same prediction, baseline and toggled, is part of the result.
 
 Shapes: L layers, H heads (per attention kind: "decoder" or "encoder" self-attention, "cross"), T tokens of the
 decoder reading (of the encoder for a masked LM), S source tokens (encoder-decoder), k tokens per head list.
@@ -34,6 +34,7 @@ from ... import viz
 from ...checkpoints import LoadedModel
 from ...interpret.attribution import MAX_STEPS, METHODS, token_attribution
 from ...interpret.dla import ResidualParts, residual_parts
+from ...interpret.flow import ContributionGraph, contribution_graph
 from ..errors import AppError, escape_md
 from ..inputs import codec_for
 from ..labels import head_label
@@ -49,7 +50,7 @@ NO_LOGIT = ("There is no logit to attribute: this encoder has no output head (a 
             "language model, an encoder-decoder or a masked language model.")
 CLASSIFIER = ("This tab attributes token logits (a language model's, an encoder-decoder's decoder's or a masked "
               "LM's); this encoder has a classifier head.")
-GRAPH_PENDING = "contribution graph: coming in branch flow"
+DEFAULT_THRESHOLD = 0.04  # the graph keeps the parts of an update with at least this share (the paper's tau)
 RUN_NAMES = ("without toggles", "with toggles")
 
 
@@ -57,8 +58,8 @@ RUN_NAMES = ("without toggles", "with toggles")
 class ContributionRequest:
     """What the tab asks: sentence 1, the position read (negative: from the end; a masked LM's default -1 reads its
     first mask token), the target token and an optional token to subtract (text as typed, "#id" for an id, blank:
-    the baseline's top token), the attribution method and its steps, and which heads are on (kind -> (layer, head)
-    pairs; None: all)."""
+    the baseline's top token), the attribution method and its steps, which heads are on (kind -> (layer, head)
+    pairs; None: all), and the contribution graph's threshold (0 < threshold <= 1)."""
 
     text: str
     position: int = -1
@@ -67,8 +68,12 @@ class ContributionRequest:
     method: str = "integrated_gradients"
     steps: int = DEFAULT_STEPS
     heads_on: Mapping[str, frozenset[Head]] | None = None
+    threshold: float = DEFAULT_THRESHOLD
 
     def __post_init__(self) -> None:
+        if isinstance(self.threshold, bool) or not isinstance(self.threshold, (int, float)) or \
+                not 0 < self.threshold <= 1:
+            raise AppError(f"the graph's threshold must be a number above 0 and at most 1, got {self.threshold!r}")
         if self.method not in METHODS:
             raise AppError(f"unknown method {self.method!r}; choose from {', '.join(METHODS)}")
         if isinstance(self.steps, bool) or not isinstance(self.steps, int) or not 1 <= self.steps <= MAX_STEPS:
@@ -124,6 +129,8 @@ class Contributions:
     baseline: RunShares
     toggled: RunShares | None  # None when every head is on
     attribution: Attribution
+    graphs: tuple[ContributionGraph, ContributionGraph | None]  # baseline, toggled (None when every head is on)
+    graph_labels: tuple[list[str], list[str] | None]  # the traced stack's token labels, an encoder-decoder's source
     notices: list[str] = field(default_factory=list)
 
     def label(self, token: int) -> str:
@@ -292,6 +299,10 @@ def contributions(loaded: LoadedModel, request: ContributionRequest, max_tokens:
         if masks is not None:
             toggled = run_shares(residual_parts(model, src, tgt=tgt, position=position, head_mask=masks), token,
                                  minus, masks, k)
+        graphs = tuple(None if m is False else
+                       contribution_graph(model, src[0], tgt=None if tgt is None else tgt[0], position=position,
+                                          head_mask=m, threshold=request.threshold)
+                       for m in (None, False if masks is None else masks))  # baseline, toggled
     attribution = attribute_tokens(loaded, reading, position, token, minus, request, masks)
     if attribution.notice:
         notices.append(attribution.notice)
@@ -306,15 +317,22 @@ def contributions(loaded: LoadedModel, request: ContributionRequest, max_tokens:
     ordered = sorted(ids)
     labels = dict(zip(ordered, codec_for(loaded).labels(ordered)))
     target = f"logit({labels[token]})" + ("" if minus is None else f" − logit({labels[minus]})")
+    graph_labels = ((reading.decoder_labels, reading.src_labels) if loaded.arch == "encoder-decoder"
+                    else (reading.src_labels, None))
     return Contributions(list(baseline.heads), position, position_text(loaded, reading, position), token, minus,
-                         target, labels, baseline, toggled, attribution, notices)
+                         target, labels, baseline, toggled, attribution, graphs, graph_labels, notices)
 
 
-def graph_figures(loaded: LoadedModel, request: ContributionRequest, max_tokens: int) -> list[go.Figure]:
-    """INTEGRATION POINT for the contribution graph (Information Flow Routes, Ferrando & Voita 2024) built in branch
-    `flow` (explorer.interpret.flow.contribution_graph, explorer.viz.flow): its figures for the same request go here,
-    shown under the token attribution. Until that branch is merged: one message figure."""
-    return [viz.message_figure(GRAPH_PENDING, height=160)]
+def graph_figure(result: Contributions) -> go.Figure:
+    """The contribution graph of the prediction: the baseline's, beside the toggled run's when a head is off (a route
+    that disappears is the point). Edge midpoints carry [kind, layer, head, attention, share] (a click opens the
+    head)."""
+    baseline, toggled = result.graphs
+    labels, source = result.graph_labels
+    if toggled is None:
+        return viz.flow_figure(baseline, labels, source, title=f"Contribution graph of {viz.escape(result.target_text)}"
+                               f" (threshold {baseline.threshold:g})")
+    return viz.flow_pair_figure(baseline, toggled, labels, source, titles=RUN_NAMES)
 
 
 # ----------------------------------------------------------------------------------------------- drawing
