@@ -24,7 +24,7 @@ from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode
 
 from .labels import parse_heads
-from .limits import MAX_CHARS, MAX_NEW_TOKENS, MAX_NAME_CHARS
+from .limits import MAX_CHARS, MAX_NAME_CHARS, MAX_NEW_TOKENS
 from .toggles import CUSTOM_MASKS, Head
 from .views import KIND_TITLES, MEASURES
 
@@ -97,7 +97,7 @@ class LinkState:
             pairs.append((key, str(value)))
         return urlencode(pairs, quote_via=quote, safe=SAFE)
 
-    def fitted(self, kinds: Mapping[str, tuple[int, int]], tabs: Collection[str]) -> tuple["LinkState", list[str]]:
+    def fitted(self, kinds: Mapping[str, tuple[int, int]], tabs: Collection[str]) -> tuple[LinkState, list[str]]:
         """This state for a model whose attention kinds are `kinds` (kind -> (layers, heads)) and whose page shows
         `tabs`: what that model does not have is left out, with a notice each."""
         notices: list[str] = []
@@ -219,7 +219,7 @@ def parse_value(key: str, text: str, check_model: CheckModel, tabs: Collection[s
             raise Invalid(f"is longer than {MAX_NAME_CHARS} characters")
         try:
             return check_model(text)
-        except Exception as err:  # noqa: BLE001 - the check's message names the problem
+        except Exception as err:
             why = str(err)
             raise Invalid(f"cannot be opened: {why[:160]}{'…' if len(why) > 160 else ''}") from err
     if key in ("s1", "s2"):

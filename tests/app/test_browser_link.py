@@ -91,9 +91,10 @@ OVERVIEW = ("overview-plot", "large-plot")
 ATTENTION = ("head-plot", "mask-plot", "baseline-plot", "diff-plot")
 
 
-def view_of(page) -> dict[str, dict[str, str]]:
-    return {"overview": figures(page, "All heads", OVERVIEW), "attention": figures(page, "Attention & output", ATTENTION),
-            "output": page.evaluate(TEXT, "output-table")}
+def view_of(page) -> dict:
+    """The figures of the All heads and Attention tabs, and the output table."""
+    return {"overview": figures(page, "All heads", OVERVIEW),
+            "attention": figures(page, "Attention & output", ATTENTION), "output": page.evaluate(TEXT, "output-table")}
 
 
 def by_hand(page, runs) -> None:

@@ -11,8 +11,7 @@ import pytest
 
 from explorer.app.errors import AppError
 from explorer.app.limits import MAX_CHARS, MAX_NEW_TOKENS
-from explorer.app.link import (KEYS, LINK_TABS, LinkState, format_off, from_page, notice_line, parse_link,
-                               parse_off)
+from explorer.app.link import KEYS, LINK_TABS, LinkState, format_off, from_page, notice_line, parse_link, parse_off
 from explorer.app.session import checked_source
 
 KINDS = {"encoder": (2, 4), "decoder": (2, 4), "cross": (2, 4)}
