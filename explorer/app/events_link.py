@@ -33,10 +33,10 @@ from .ui import HEAD_GROUPS, Page
 # Where the copied link points: the page's own address (origin + path: on a Space opened at *.hf.space, that one);
 # on a Space, the Space's page on huggingface.co, which passes its query to the app's iframe when it opens (Hugging
 # Face's "How to handle URL parameters in Spaces"; the iframe cannot read its parent's address, a cross-origin page).
-COPY_LINK_JS = """(query) => {
+COPY_LINK_JS = """async (query) => {
   const base = SPACE_PAGE || (window.location.origin + window.location.pathname);
   const url = query ? base + '?' + query : base;
-  try { navigator.clipboard.writeText(url).catch(() => {}); } catch (e) {}  // no clipboard: the box shows it
+  try { await navigator.clipboard.writeText(url); } catch (e) {}  // no clipboard (or not allowed): the box shows it
   return url;
 }"""
 # After the Run of a page opened on a tab with its own button (roles, patching, lens, importance): press it.

@@ -19,7 +19,7 @@ S1, S2 = "3 May 2024", "lundi 3 mars 2025"
 # The view: decoder self-attention L1 H2 of sentence 2, two heads off, no padding mask, "no self" custom mask, on the
 # All heads tab; the same settings as QUERY, made by hand in `by_hand`.
 QUERY = (f"model=date-translator&s1={quote(S1)}&s2={quote(S2)}&tab=overview&kind=decoder&layer=1&head=2&sentence=2"
-         "&off=decoder:L0H1;cross:L1H0&padding=0&mask=no%20self")
+         "&measure=values&off=decoder:L0H1;cross:L1H0&padding=0&mask=no%20self")
 SNAPSHOT = """id => {
   const gd = document.querySelector('#' + id + ' .js-plotly-plot');
   if (!gd || !gd.data) return null;
@@ -32,8 +32,8 @@ LINK_URL = "() => { const b = document.querySelector('#link-url input, #link-url
 def the_view(run) -> bool:
     """A recorded Run with QUERY's settings."""
     v, t = run.view, run.toggles
-    return (run.text1, run.text2, v.kind, v.layer, v.head, v.sentence, t.padding, t.causal, t.custom) == \
-        (S1, S2, "decoder", 1, 2, 2, False, True, "no self") and \
+    return (run.text1, run.text2, v.kind, v.layer, v.head, v.sentence, v.measure, t.padding, t.causal, t.custom) == \
+        (S1, S2, "decoder", 1, 2, 2, "values", False, True, "no self") and \
         (0, 1) not in heads_on(run, "decoder") and (1, 0) not in heads_on(run, "cross") and \
         len(heads_on(run, "decoder")) == 7 and len(heads_on(run, "cross")) == 7 and len(heads_on(run, "encoder")) == 8
 
@@ -51,7 +51,8 @@ class Browser:
 
     def __init__(self, playwright, chromium_path, chromium_args):
         self.browser = playwright.chromium.launch(executable_path=chromium_path, args=chromium_args, timeout=HANG_MS)
-        self.context = self.browser.new_context(viewport={"width": 1280, "height": 900})
+        self.context = self.browser.new_context(viewport={"width": 1280, "height": 900},
+                                                permissions=["clipboard-read", "clipboard-write"])
         self.context.set_default_timeout(HANG_MS)  # the hang guard only
         self.errors: list[str] = []
 
@@ -124,6 +125,8 @@ def by_hand(page, runs) -> None:
          lambda r: (0, 1) not in heads_on(r, "decoder"), "with decoder L0 H1 off")
     step(lambda: page.locator("#cross-heads").get_by_label("L1 H0").uncheck(),
          lambda r: (1, 0) not in heads_on(r, "cross"), "with cross L1 H0 off")
+    step(lambda: page.locator("#measure").get_by_label("weight × |value written|").check(),
+         lambda r: r.view.measure == "values", "of the values measure")
     step(lambda: page.locator("#padding input").uncheck(), lambda r: not r.toggles.padding, "without padding")
     step(lambda: page.locator("#custom-mask").get_by_label("no self").check(), the_view, "with QUERY's settings")
 
@@ -149,7 +152,9 @@ def test_a_link_restores_the_view_made_by_hand_and_copy_link_gives_it_back(app_u
     hand.locator("#copy-link").click()
     url = hand.wait_for_function(f"() => ({LINK_URL})() || null").json_value()
     assert url.startswith(app_url.rstrip("/") + "/?model=date-translator&s1=3%20May%202024&"), url
-    assert "tab=overview" in url and "off=decoder:L0H1;cross:L1H0" in url and "padding=0" in url, url
+    assert hand.evaluate("() => navigator.clipboard.readText()") == url  # written before the box shows it
+    for part in ("tab=overview", "measure=values", "off=decoder:L0H1;cross:L1H0", "padding=0", "mask=no%20self"):
+        assert part in url, (part, url)
     copied = chromium.open(url)
     runs.wait_for(the_view, "of the copied link")
     copied.wait_for_function(IDLE_JS)
