@@ -25,6 +25,7 @@ from .compute import Compute
 from .errors import escape_md
 from .events_contrib import ContributionEvents
 from .events_heads import HeadEvents
+from .events_link import LinkEvents
 from .handlers import PRIVATE, reporting
 from .labels import clicked_tile, head_label, head_labels
 from .limits import DEFAULT_CONTINUATION
@@ -63,6 +64,7 @@ class Events:
                               *self.groups, c.kind, c.layer, c.head, c.lm_controls, v.surprisal_plot,
                               v.gen_cross]
         self.heads = HeadEvents(page, ctx, self.compute, self.groups, self.then_analyze)
+        self.link = LinkEvents(page, ctx, self.model_updates)
         self.model_outputs += list(self.heads.model_updates(True))
         self.contrib = ContributionEvents(page, ctx, self.compute, self.groups)
         self.model_outputs += list(self.contrib.model_updates())
@@ -129,11 +131,6 @@ class Events:
                                    d_ff=d_ff, norm=norm, positional=positional, seed=seed)
         session, loaded = build_session(spec, device, self.ctx, progress)
         return self.model_updates(session, loaded, "Built a fresh model with random weights.")
-
-    @reporting
-    def describe_session(self, session, progress=gr.Progress()):
-        """Page load: describe the session's model (loading it if needed)."""
-        return self.model_updates(session, get_model(session, self.ctx, progress), "")
 
     # ------------------------------------------------------------------ runs and views
     @reporting
@@ -291,9 +288,12 @@ class Events:
         v.imp_btn.click(self.importance, [page.session, i.text1, i.text2, c.padding, c.causal, c.custom,
                                           c.block_token, c.window, c.kind], [self.status, v.imp_md, v.imp_plot],
                         api_name="importance")
-        opened = page.demo.load(self.describe_session, [page.session], self.model_outputs, **PRIVATE)
-        for event in (loaded, built, opened):
+        for event in (loaded, built):
             self.then_analyze(event).then(self.positional_after_run, self.pe_inputs, self.pe_outputs, **PRIVATE)
+        # Page load: the session's model described (and the view of a link in the page's address restored), then
+        # the first Run (events_link).
+        self.link.wire(self.model_outputs, self.then_analyze,
+                       lambda run: run.then(self.positional_after_run, self.pe_inputs, self.pe_outputs, **PRIVATE))
         for trigger in (i.text1.submit, i.text2.submit, c.padding.input, c.causal.input, c.custom.input,
                         c.block_token.submit, c.window.release, *(g.input for g in self.groups), c.kind.input,
                         c.layer.input, c.head.input, c.sentence.input, c.position.submit, c.new_tokens.release,

@@ -161,7 +161,7 @@ def tab_text(name: str) -> None:
 
 def view_tabs(language: bool, decoder: bool, cross: bool = True) -> SimpleNamespace:
     with gr.Column(scale=4):
-        with gr.Tabs(elem_id="views", overflow_behavior="wrap"):  # every tab one click away
+        with gr.Tabs(elem_id="views", overflow_behavior="wrap") as tab_strip:  # every tab one click away
             with gr.Tab("Attention & output", id="attention") as tab_attention:
                 tab_text("attention")
                 with gr.Row():
@@ -213,7 +213,7 @@ def view_tabs(language: bool, decoder: bool, cross: bool = True) -> SimpleNamesp
                 pe_curves = plot("pe-curves", "Some dimensions over position")
             with gr.Tab("Importance", id="importance") as tab_importance:
                 tab_text("importance")
-                imp_btn = gr.Button("Rank the heads for the current sentences", variant="primary")
+                imp_btn = gr.Button("Rank the heads for the current sentences", variant="primary", elem_id="imp-run")
                 imp_md = gr.Markdown()
                 imp_plot = plot("importance-plot", "Head importance")
             with gr.Tab("Rollout", id="rollout") as tab_rollout:
@@ -227,7 +227,7 @@ def view_tabs(language: bool, decoder: bool, cross: bool = True) -> SimpleNamesp
                 positional=tab_positional, importance=tab_importance, rollout=tab_rollout, **heads.tabs,
                 **contrib.tabs, api=tab_api)
     extra = {k: v for part in (heads, contrib) for k, v in vars(part).items() if k != "tabs"}
-    return named(locals(), tabs=tabs, **extra)
+    return named(locals(), tabs=tabs, tab_strip=tab_strip, **extra)
 
 
 @dataclass
@@ -257,8 +257,17 @@ def layout(start: Start, session_value: Any) -> Page:
         with gr.Row(elem_id="title", equal_height=True):
             gr.Markdown("## Transformer Explorer", elem_id="title-text")
             headline = gr.Markdown(start.info.headline if start.info else "", elem_id="headline")
+            copy_link = gr.Button("Copy link", size="sm", scale=0, min_width=90, elem_id="copy-link")
         gr.Markdown(INTRO, elem_classes="intro")
         inputs = input_rows(start)
+        # A link that reopens this view (explorer.app.link): shown once made (the clipboard may be unavailable), and
+        # a notice of what an opened link could not restore. link_query: the query the server built from the page.
+        link_url = gr.Textbox(label="Link to this view", visible=False, max_lines=1, buttons=["copy"],
+                              elem_id="link-url")
+        link_notice = gr.Markdown(elem_id="link-notice")
+        link_query = gr.Textbox(visible=False, elem_id="link-query", label="link query")
+        inputs.copy_link, inputs.link_url, inputs.link_notice, inputs.link_query = (copy_link, link_url, link_notice,
+                                                                                    link_query)
         with gr.Row(equal_height=False):
             ctl = controls(start)
             views = view_tabs(start.info is not None and start.info.language_model,

@@ -103,10 +103,11 @@ class Runs:
 
 
 def record_runs(monkeypatch: Any) -> Runs:
-    """From now on, each Run the server computes to its end is recorded (explorer.app.events.analyze_in_steps)."""
-    from explorer.app import events
+    """From now on, each Run the server computes to its end is recorded (views.analysis.analyze_in_steps, wrapped
+    where explorer.app.compute calls it)."""
+    from explorer.app import compute
 
-    runs, real = Runs(), events.analyze_in_steps
+    runs, real = Runs(), compute.analyze_in_steps
 
     def recorded(loaded: Any, text1: Any, text2: Any, toggles: Any, *args: Any, **kwargs: Any) -> Iterator[Any]:
         yield from real(loaded, text1, text2, toggles, *args, **kwargs)
@@ -114,7 +115,7 @@ def record_runs(monkeypatch: Any) -> Runs:
         runs.add(SimpleNamespace(text1=text1, text2=text2, toggles=toggles, view=view,
                                  source=getattr(loaded, "source", "")))
 
-    monkeypatch.setattr(events, "analyze_in_steps", recorded)
+    monkeypatch.setattr(compute, "analyze_in_steps", recorded)
     return runs
 
 
