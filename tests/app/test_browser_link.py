@@ -165,14 +165,14 @@ def test_a_link_restores_the_view_made_by_hand_and_copy_link_gives_it_back(app_u
 def test_an_invalid_value_is_named_and_the_rest_restored(app_url, chromium, monkeypatch):
     runs = record_runs(monkeypatch)
     query = (f"s1={quote(S1)}&kind=decoder&layer=7&head=zz&%3Cb%3Ecolour%3C/b%3E=red&model=..%2F..%2Fetc"
-             "&padding=0&tab=contributions")
+             "&padding=0&tab=weights")
     page = chromium.open(f"{app_url}?{query}")
     run = runs.wait_for(lambda r: r.text1 == S1 and r.view.kind == "decoder", "of the link")
     assert (run.view.layer, run.view.head, run.toggles.padding) == (0, 0, False)
     page.wait_for_function(IDLE_JS)
     notice = page.evaluate(TEXT, "link-notice")
     for part in ("head 'zz' is not a whole number", "unknown key '<b>colour</b>'", "model '../../etc' cannot be opened",
-                 "tab 'contributions' is not a tab of this page", "layer 7: the decoder attention has layers 0 to 1",
+                 "tab 'weights' is not a tab of this page", "layer 7: the decoder attention has layers 0 to 1",
                  "The rest of the link was restored."):
         assert part in notice, (part, notice)
     assert "\n" not in notice.strip()
