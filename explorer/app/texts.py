@@ -30,7 +30,7 @@ TAB_TEXT = {
 }
 API_TEXT = """
 Every main action is a named endpoint (`/load_model`, `/build_model`, `/analyze`, `/positional`, `/importance`,
-`/roles`, `/switch_off_role`, `/patching`, `/lens`; the README lists their parameters).
+`/roles`, `/switch_off_role`, `/patching`, `/lens`; docs/http-api.md in the repository lists their parameters).
 From Python, with `pip install gradio_client`:
 
 ```python
