@@ -1,5 +1,5 @@
-"""What the page carries besides components: its CSS, the Plotly toolbar settings, and the one script
-(clicking an overview tile opens that head)."""
+"""What the page carries besides components: its CSS (with the phone layout), the Plotly toolbar settings, and its
+script (clicking an overview tile opens that head; on a phone, tick labels that would overlap are hidden)."""
 
 from typing import Any
 
@@ -82,6 +82,40 @@ TILE_CLICK_JS = """
   bindAll();
 }
 """
+# On a phone a heatmap has less room than its tick labels were spaced for (explorer.viz.common.category_ticks
+# assumes a desktop width): after each draw of a plot, hide every tick label that would overlap the last one shown on
+# its axis (their boxes on screen; the hover still names every cell). Screens wider than 640 px are left as drawn.
+TICKS_JS = """
+() => {
+  const narrow = window.matchMedia('(max-width: 640px)');
+  const overlap = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+  const thin = (plot) => {
+    for (const axis of plot.querySelectorAll('.xaxislayer-above, .yaxislayer-above')) {
+      let last = null;
+      for (const label of axis.querySelectorAll('text')) {
+        label.style.visibility = '';
+        if (!narrow.matches) continue;
+        const box = label.getBoundingClientRect();
+        if (!box.width) continue;
+        if (last && overlap(box, last)) label.style.visibility = 'hidden';
+        else last = box;
+      }
+    }
+  };
+  const bind = () => {
+    for (const plot of document.querySelectorAll('.js-plotly-plot')) {
+      if (!plot.on || plot.__explorerTicks) continue;
+      plot.__explorerTicks = true;
+      plot.on('plotly_afterplot', () => thin(plot));
+      thin(plot);
+    }
+  };
+  new MutationObserver(bind).observe(document.body, {childList: true, subtree: true});
+  bind();
+}
+"""
+# The page's one script (Gradio takes one function): both of the above.
+PAGE_JS = f"() => {{ ({TILE_CLICK_JS.strip()})(); ({TICKS_JS.strip()})(); }}"
 CSS = """
 .gradio-container {max-width: 1600px !important}
 #title {align-items: center}
@@ -102,4 +136,33 @@ CSS = """
 .heads label input {width: 12px !important; height: 12px !important; margin: 0 !important; flex: none}
 .tab-text p {margin: 0 0 4px 0; font-size: 13px; color: #444}
 #views button[role="tab"] {padding-left: 6px !important; padding-right: 6px !important}  /* 11 tabs in one row */
+/* A phone (portrait, < 640 px): the figures right after the first sentence and Run, the controls after them. The
+   rows holding the inputs and the controls + figures give their children to the page's column (display: contents),
+   where `order` places them; the desktop layout is untouched. (Gradio prefixes every selector here with
+   ".gradio-container .contain ".) */
+@media (max-width: 640px) {
+  /* the page's column (its padding, 32 px a side, is Gradio's, outside what this CSS can reach) takes 24 px more */
+  .column:has(> #inputs) {margin: 0 -24px !important}
+  #title {flex-wrap: wrap !important; gap: 2px !important}
+  #title-text, #headline {flex: 1 1 100% !important}
+  #title-text h2 {font-size: 20px !important; margin-left: 32px !important}
+  #headline p {font-size: 11px; line-height: 1.3; text-align: left; margin-left: 32px}
+  .intro p {font-size: 12px}
+  #inputs, #workspace, #sentence1-col {display: contents !important}
+  #text1 {order: 1}
+  #run {order: 2}
+  #status, #link-notice, #link-url {order: 3}
+  #views-col {order: 4}
+  #ex1 {order: 5}
+  #sentence2-col {order: 6}
+  #controls {order: 7}
+  /* figures side by side on a desktop: one under the other */
+  #views .row {flex-wrap: wrap !important}
+  #views .row > .block {min-width: 100% !important}
+  /* the eleven tabs: one row that scrolls sideways, not four rows above the figure */
+  #views .tab-container {flex-wrap: nowrap !important; overflow-x: auto; scrollbar-width: none}
+  #views .tab-container button[role="tab"] {flex: none}
+  .tab-text p {font-size: 12px}
+  .js-plotly-plot .gtitle {font-size: 12px !important}
+}
 """

@@ -1,8 +1,8 @@
 """The page's behaviour: each event turns component values into a call of the app's plain functions and the
 result into `{component: value}` updates. Errors become a message in the status line (never a traceback).
 
-The named events are the HTTP API (README): /load_model, /build_model, /analyze, /positional, /importance (and
-/roles, /switch_off_role, /patching, /lens: `events_heads`; /contributions: `events_contrib`);
+The named events are the HTTP API (docs/http-api.md): /load_model, /build_model, /analyze, /positional,
+/importance (and /roles, /switch_off_role, /patching, /lens: `events_heads`; /contributions: `events_contrib`);
 their parameters are the input components in the order listed in `Events.__init__` (names from the handler
 signatures), their results the outputs in that order.
 """

@@ -1,8 +1,8 @@
 """The words on the page: the introduction, one line per tab saying what it shows and how to read it, and
 the API help."""
 
-INTRO = ("Type a sentence and press **Run**, then switch heads off and change masks on the left to see what "
-         "changes. Other models: the panel behind **›** at the top left.")
+INTRO = ("Type a sentence and press **Run**, then switch heads off and change masks to see what changes. Other "
+         "models: the panel behind **›** at the top left.")
 TAB_TEXT = {
     "attention": ("Rows are queries, columns keys; brighter = more attention. Right: the mask the model applied "
                   "(blue = may attend). Below: the output, then the same head without toggles and the difference."),
@@ -34,8 +34,8 @@ TAB_TEXT = {
 }
 API_TEXT = """
 Every main action is a named endpoint (`/load_model`, `/build_model`, `/analyze`, `/positional`, `/importance`,
-`/roles`, `/switch_off_role`, `/patching`, `/lens`, `/contributions`; the README and docs/contributions.md list
-their parameters).
+`/roles`, `/switch_off_role`, `/patching`, `/lens`, `/contributions`; docs/http-api.md and docs/contributions.md in
+the repository list their parameters).
 From Python, with `pip install gradio_client`:
 
 ```python

@@ -1,7 +1,9 @@
 """The page's layout: which components there are and where they sit (no behaviour; see `events`).
 
 At 1280 x 800 the sentence boxes, Run and the chosen head's heatmap are on the first screen: the model panel
-is a collapsible sidebar, the view, mask and head controls a narrow column left of the figures.
+is a collapsible sidebar, the view, mask and head controls a narrow column left of the figures. On a phone (narrower
+than 640 px) the page's CSS (assets.CSS) puts the figures right after the first sentence and Run, then the second
+sentence and the controls; the layout here is the same for both.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 import gradio as gr
 
 from ..model import PRESETS
-from .assets import CSS, TILE_CLICK_JS
+from .assets import CSS, PAGE_JS
 from .idle_timers import page_middleware
 from .labels import head_labels
 from .limits import DEFAULT_CONTINUATION, MAX_BUILD_PARAMETERS, MAX_NEW_TOKENS, POSITIONAL_D_MODEL, POSITIONAL_LENGTH
@@ -93,12 +95,12 @@ def example_choices(examples: list[str], which: str) -> list[tuple[str, str]]:
 def input_rows(start: Start) -> SimpleNamespace:
     examples = start.info.examples if start.info else []
     with gr.Row(equal_height=False, elem_id="inputs"):
-        with gr.Column(scale=5, min_width=200):
+        with gr.Column(scale=5, min_width=200, elem_id="sentence1-col"):
             text1 = gr.Textbox(examples[0] if examples else "", label="Sentence", lines=1, max_lines=4,
                                elem_id="text1")
             ex1 = gr.Dropdown(example_choices(examples, "sentence 1"), value="", show_label=False, container=False,
                               elem_id="ex1", elem_classes="examples")
-        with gr.Column(scale=5, min_width=200):
+        with gr.Column(scale=5, min_width=200, elem_id="sentence2-col"):
             text2 = gr.Textbox(examples[1] if len(examples) > 1 else "", lines=1, max_lines=4, elem_id="text2",
                                label="Second sentence (optional)", placeholder="batched with the first: the shorter "
                                "one is padded, so the padding mask matters")
@@ -160,7 +162,7 @@ def tab_text(name: str) -> None:
 
 
 def view_tabs(language: bool, decoder: bool, cross: bool = True) -> SimpleNamespace:
-    with gr.Column(scale=4):
+    with gr.Column(scale=4, elem_id="views-col"):
         with gr.Tabs(elem_id="views", overflow_behavior="wrap") as tab_strip:  # every tab one click away
             with gr.Tab("Attention & output", id="attention") as tab_attention:
                 tab_text("attention")
@@ -268,7 +270,7 @@ def layout(start: Start, session_value: Any) -> Page:
         link_query = gr.Textbox(visible=False, elem_id="link-query", label="link query")
         inputs.copy_link, inputs.link_url, inputs.link_notice, inputs.link_query = (copy_link, link_url, link_notice,
                                                                                     link_query)
-        with gr.Row(equal_height=False):
+        with gr.Row(equal_height=False, elem_id="workspace"):  # on a phone: figures first (assets.CSS)
             ctl = controls(start)
             views = view_tabs(start.info is not None and start.info.language_model,
                               start.info is None or "decoder" in start.info.kinds,
@@ -286,5 +288,5 @@ def launch_kwargs() -> dict[str, Any]:
     # components updated for its model, the kept result of its last Run: ~0.16 MB on the date models, up to ~10 MB at
     # 500 tokens for an hour). Gradio's default, 10,000, allows ~4 GB beside the models; 1,000 allows ~0.4 GB.
     # app_kwargs: the page's HTML starts with a script that stops Gradio's leaked timer loops (idle_timers).
-    return dict(css=CSS, theme=gr.themes.Soft(), js=TILE_CLICK_JS, run_history=False, enable_monitoring=False,
+    return dict(css=CSS, theme=gr.themes.Soft(), js=PAGE_JS, run_history=False, enable_monitoring=False,
                 state_session_capacity=SESSION_CAPACITY, app_kwargs=dict(middleware=page_middleware()))

@@ -50,15 +50,17 @@ def new_page(playwright: Any, chromium_path: str, chromium_args: list[str], **pa
 
 
 @contextmanager
-def opened(url: str, chromium_path: str, chromium_args: list[str], init_script: str | None = None
-           ) -> Iterator[tuple[Any, list[str]]]:
-    """A 1280x900 page on `url`, once its first heatmap is drawn and the Run it makes on load has ended, and the
-    console / page errors it collects. `init_script` runs in the page before any of its own scripts."""
+def opened(url: str, chromium_path: str, chromium_args: list[str], init_script: str | None = None,
+           viewport: tuple[int, int] = (1280, 900), **page_kwargs: Any) -> Iterator[tuple[Any, list[str]]]:
+    """A page of `viewport` (width, height) on `url`, once its first heatmap is drawn and the Run it makes on load
+    has ended, and the console / page errors it collects. `init_script` runs in the page before any of its own
+    scripts; `page_kwargs` go to Playwright's new_page (e.g. is_mobile, has_touch, device_scale_factor)."""
     from playwright.sync_api import sync_playwright
 
     errors: list[str] = []
     with sync_playwright() as p:
-        browser, page = new_page(p, chromium_path, chromium_args, viewport={"width": 1280, "height": 900})
+        browser, page = new_page(p, chromium_path, chromium_args,
+                                 viewport={"width": viewport[0], "height": viewport[1]}, **page_kwargs)
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda e: errors.append(str(e)))
         if init_script:
