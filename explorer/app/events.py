@@ -66,7 +66,7 @@ class Events:
         self.heads = HeadEvents(page, ctx, self.compute, self.groups, self.then_analyze)
         self.link = LinkEvents(page, ctx, self.model_updates)
         self.model_outputs += list(self.heads.model_updates(True))
-        self.contrib = ContributionEvents(page, ctx, self.compute, self.groups)
+        self.contrib = ContributionEvents(page, ctx, self.compute, self.groups, self.then_analyze)
         self.model_outputs += list(self.contrib.model_updates())
         self.analysis_inputs = [page.session, i.text1, i.text2, c.padding, c.causal, c.custom, c.block_token,
                                 c.window, *self.groups, c.kind, c.layer, c.head, c.sentence, c.position, c.new_tokens,

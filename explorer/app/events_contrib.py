@@ -9,6 +9,7 @@ Named event (the HTTP API, docs/contributions.md): /contributions; its parameter
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import gradio as gr
@@ -17,6 +18,7 @@ import pandas as pd
 from .assets import plot
 from .compute import Compute
 from .errors import AppError
+from .kept import Shown
 from .handlers import PRIVATE, reporting
 from .request import toggles_from, whole_number
 from .session import AppContext, get_model
@@ -38,8 +40,10 @@ class ContributionEvents:
     """Handlers of the Contributions tab of one page: its components, context, model computations and head
     switches (`groups`: encoder, decoder, cross)."""
 
-    def __init__(self, page: Page, ctx: AppContext, compute: Compute, groups: list[Any]):
+    def __init__(self, page: Page, ctx: AppContext, compute: Compute, groups: list[Any],
+                 then_analyze: Callable[[Any], Any]):
         self.page, self.ctx, self.compute, self.groups = page, ctx, compute, groups
+        self.then_analyze = then_analyze  # chains the page's Run after an event (Events.then_analyze)
         self.status = page.inputs.status
         v = page.views
         self.outputs = [self.status, v.contrib_md, v.contrib_plot, v.contrib_head, v.contrib_head_md,
@@ -85,6 +89,22 @@ class ContributionEvents:
         return {self.status: "", v.contrib_head: name, v.contrib_head_md: md,
                 v.contrib_head_df: pd.DataFrame(rows, columns=headers)}
 
+    @reporting
+    def open_head(self, session, choice, result, shown):
+        """The chosen head (picker or clicked cell) opened in the Attention tab: the page's view set to it and that
+        tab shown; the Run chained after this draws its heatmap."""
+        where = parse_head(result, choice) if isinstance(result, Contributions) else None
+        if where is None:
+            raise AppError("Attribute first, then choose a head (or click one in the map or the graph) to open it.")
+        kind, layer, head = where
+        n_layers, n_heads = get_model(session, self.ctx).config.attention_kinds()[kind]
+        c, v = self.page.controls, self.page.views
+        if isinstance(shown, Shown):
+            shown.tab = "attention"  # the tab the chained Run draws (kept.Shown.visible_tab)
+        return {self.status: "", c.kind: kind, c.layer: gr.update(choices=list(range(n_layers)), value=layer),
+                c.head: gr.update(choices=list(range(n_heads)), value=head), v.tab: "attention",
+                v.tab_strip: gr.update(selected="attention")}
+
     def wire(self) -> None:
         """The named event first (an unnamed one would take its handler's name), then the head table's events."""
         page, i, v = self.page, self.page.inputs, self.page.views
@@ -93,6 +113,10 @@ class ContributionEvents:
         v.contrib_btn.click(self.contributions, inputs, self.outputs, api_name="contributions")
         for box, trigger in ((v.contrib_click, v.contrib_click.change), (v.contrib_head, v.contrib_head.input)):
             trigger(self.head, [box, v.contrib_result], self.head_outputs, **PRIVATE)
+        c = page.controls
+        self.then_analyze(v.contrib_open.click(self.open_head, [page.session, v.contrib_head, v.contrib_result,
+                                                                page.kept],
+                                               [self.status, c.kind, c.layer, c.head, v.tab, v.tab_strip], **PRIVATE))
 
     def model_updates(self) -> dict:
         """After a model change: the old model's results cleared."""

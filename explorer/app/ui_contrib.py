@@ -40,6 +40,8 @@ def contribution_tab() -> SimpleNamespace:
             with gr.Column(scale=1, min_width=160):
                 contrib_head = gr.Dropdown([], label="Head (or click a cell)", elem_id="contrib-head",
                                            allow_custom_value=True)
+                # Opens the chosen head in the Attention tab (its heatmap), with a Run of the page's settings.
+                contrib_open = gr.Button("Open its attention", size="sm", elem_id="contrib-open")
             with gr.Column(scale=4):
                 contrib_head_md = gr.Markdown(elem_id="contrib-head-summary")
         contrib_head_df = gr.Dataframe(label="Promoted and suppressed tokens", interactive=False, wrap=True,

@@ -21,6 +21,20 @@ CELL = """([layer, head]) => { const gd = document.querySelector('#contrib-plot 
   const r = gd.getBoundingClientRect();
   return [r.left + L.xaxis._offset + L.xaxis.l2p(head), r.top + L.yaxis._offset + L.yaxis.l2p(layer)]; }"""
 HEAD_VALUE = "() => document.querySelector('#contrib-head input').value"
+# A head edge's midpoint in the contribution graph: its page coordinates and its customdata (explorer.viz.flow).
+EDGE = """() => { const gd = document.querySelector('#contrib-graph .js-plotly-plot'); if (!gd || !gd._fullData) return null;
+  const r = gd.getBoundingClientRect(), L = gd._fullLayout;
+  for (const t of gd._fullData) {
+    const i = (t.customdata || []).findIndex(d => Array.isArray(d) && d[0] === 'head');
+    if (i < 0) continue;
+    const xa = L[t.xaxis.replace('x', 'xaxis')], ya = L[t.yaxis.replace('y', 'yaxis')];
+    return [r.left + xa._offset + xa.l2p(t.x[i]), r.top + ya._offset + ya.l2p(t.y[i]), t.customdata[i]];
+  }
+  return null; }"""
+EDGES = """() => [].concat(...document.querySelector('#contrib-graph .js-plotly-plot')._fullData.map(
+  t => (t.customdata || []).filter(d => Array.isArray(d) && d[0] === 'head')))"""
+CLICKED = "() => (document.querySelector('#contrib-click textarea, #contrib-click input') || {}).value || ''"
+HEAD_TITLE = "() => { const gd = document.querySelector('#head-plot .js-plotly-plot'); return gd && gd.layout && gd.layout.title ? String(gd.layout.title.text || '') : ''; }"
 
 
 @pytest.fixture(scope="module")
@@ -50,5 +64,25 @@ def test_contributions_tab_draws_and_a_click_shows_the_heads_tokens(app_url, chr
         page.wait_for_function(f"() => ({TEXT})('contrib-head-summary').includes('{target}')")
         table = page.evaluate(TEXT, "contrib-head-table")
         assert "promotes" in table and "baseline" in table, table
+        # The contribution graph: a click on a head edge's midpoint picks that head (the nearest midpoint's: parallel
+        # edges of one token pair sit a few pixels apart, so it may be a neighbour's; any head edge's head will do).
+        page.wait_for_function(f"() => ({EDGE})() !== null")
+        page.locator("#contrib-graph").scroll_into_view_if_needed()
+        x, y, _ = page.evaluate(EDGE)
+        heads = {f"{'cross ' if d[3] == 'cross' else ''}L{d[1]} H{d[2]}" for d in page.evaluate(EDGES)}
+        before = page.evaluate(CLICKED)
+        page.mouse.click(x, y)
+        page.wait_for_function(f"() => ({CLICKED})() !== {before!r}")
+        page.wait_for_function(IDLE_JS)
+        edge_head = page.evaluate(HEAD_VALUE)
+        assert edge_head in heads, (edge_head, heads)
+        attention = "cross" if edge_head.startswith("cross") else "decoder"
+        layer, head = (int(w[1:]) for w in edge_head.removeprefix("cross ").split())
+        # "Open its attention": the Attention tab shows that head's heatmap after the chained Run.
+        page.locator("#contrib-open").click()
+        kind = "cross-attention" if attention == "cross" else "decoder self-attn."
+        page.wait_for_function(f"() => ({HEAD_TITLE})().includes('{kind} L{layer} H{head}')")
+        assert page.locator("#views").get_by_role("tab", name="Attention & output").get_attribute(
+            "aria-selected") == "true"
         assert "Traceback" not in page.content()
     assert errors == [], errors
