@@ -25,12 +25,16 @@ TAB_TEXT = {
                  "that head's output (left) or the residual stream at that layer and position (right) restores."),
     "lens": ("Each layer's residual stream read through the model's final norm and unembedding: the top token "
              "per layer and position (colour: its probability), and the rank of the final prediction per layer."),
+    "compare": ("Two models on the same sentences, masks and sentence choice: each reads the text with its own "
+                "tokenizer, so each side labels its own tokens. Left: the model loaded for the page (its layer, head "
+                "and head switches are the controls on the left); right: the second model, with its own below. "
+                "Each side shows its chosen head, every head, and its output."),
     "rollout": ("Attention rollout (Abnar & Zuidema, 2020): which input tokens each position draws on, through the "
                 "layers."),
 }
 API_TEXT = """
 Every main action is a named endpoint (`/load_model`, `/build_model`, `/analyze`, `/positional`, `/importance`,
-`/roles`, `/switch_off_role`, `/patching`, `/lens`; the README lists their parameters).
+`/roles`, `/switch_off_role`, `/patching`, `/lens`, `/compare_models` (docs/compare.md); the README lists their parameters).
 From Python, with `pip install gradio_client`:
 
 ```python
