@@ -109,7 +109,7 @@ class CompareEvents:
     def load_pair(self, pair, device, progress=gr.Progress(track_tqdm=True)):
         """A suggested pair "first|second": the page loads the first model, the tab takes the second."""
         if not pair:
-            return {}
+            return self.unchanged()
         first_name, second_name = str(pair).split("|", 1)
         session, loaded = load_session(first_name, device, self.ctx, progress)
         updates = self.model_updates(session, loaded, f"Loaded {escape_md(first_name)}.")
@@ -121,19 +121,23 @@ class CompareEvents:
         try:
             updates = self.second_model_updates(session, str(model2 or ""))
         except Exception:  # noqa: BLE001 - nothing to switch on without a model; the comparison will say why
-            return {}
+            return {g: gr.skip() for g in self.groups2}
         return {g: updates[g] for g in self.groups2}
+
+    def unchanged(self) -> dict:
+        """No update (an empty dict would be read as one value, not as updates)."""
+        return {self.status: gr.skip()}
 
     def compare_if_set(self, status, *args):
         """After the second model was chosen: the comparison, unless choosing it failed (said on the status line)."""
         if str(status or "").startswith("⚠️"):
-            return {}
+            return self.unchanged()
         return self.compare_models(*args)
 
     def compare_if_shown(self, tab, *args):
         """After a Run of the page (its model's controls changed): the comparison again when its tab is the one shown."""
         if tab != "compare":
-            return {}
+            return self.unchanged()
         return self.compare_models(*args)
 
     def opened(self, shown):

@@ -54,8 +54,8 @@ def compare_tab(sources: list[tuple[str, str]], second: str, kinds: dict[str, tu
                                  allow_custom_value=True, min_width=70)
             head2 = gr.Dropdown(list(range(first[1])), value=0, label="Head", elem_id="head2",
                                 allow_custom_value=True, min_width=70)
-            all_on2 = gr.Button("All on", size="sm", min_width=60, elem_id="all-on2")
         with gr.Accordion("Second model's heads (checked = on)", open=False, elem_id="heads2"):
+            all_on2 = gr.Button("All on", size="sm", min_width=60, elem_id="all-on2")
             groups2: dict[str, Any] = {}
             for k, label, eid in GROUPS2:
                 labels = head_labels(*kinds[k]) if k in kinds else []

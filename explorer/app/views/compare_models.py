@@ -66,7 +66,8 @@ class Side:
     def heading(self) -> str:
         """Markdown: the model, what is shown, its tokens of the chosen sentence (text, escaped), its output."""
         tokens = self.tokens()
-        listed = " · ".join(escape_md(t) for t in tokens[:MAX_LISTED_TOKENS]) + (
+        # One space between tokens: a token's own spaces are shown as ␣ (explorer.labels), so the splits are visible.
+        listed = " ".join(escape_md(t) for t in tokens[:MAX_LISTED_TOKENS]) + (
             " …" if len(tokens) > MAX_LISTED_TOKENS else "")
         v = self.view
         return (f"### {escape_md(self.name)}\n\n{KIND_TITLES[v.kind]}, layer {v.layer}, head {v.head} · "
