@@ -29,6 +29,7 @@ from .request import RunRequest
 from .session import AppContext, Session, load_session, models_held, second_session
 from .ui import HEAD_GROUPS, Page
 from .ui_compare import GROUPS2
+from .views.compare_models import SIDE_WIDTH
 
 
 class CompareEvents:
@@ -78,7 +79,7 @@ class CompareEvents:
                 result = self.compute.compare_models(*requests)
         t, updates = self.tab, {self.status: result.status, self.tab.compare_md: result.summary()}
         for slot, side in zip(t.sides, result.sides):
-            figures = side.figures()
+            figures = side.figures(SIDE_WIDTH)
             updates.update({slot.md: side.heading(), slot.head: plot(figures["head"]),
                             slot.overview: plot(figures["overview"]),
                             slot.output: pd.DataFrame(side.output.rows, columns=side.output.headers)})

@@ -147,3 +147,19 @@ def test_bad_second_model_and_the_same_model_twice(url):
     assert "Choose a second model" in compared(client, model2="  ")["status"]
     same = compared(client, model2="tiny-gpt2", sentence1=TEXT, sentence2="", continue_tokens=2)
     assert "⚠️" not in same["status"] and same["output1"]["data"] == same["output2"]["data"]
+
+
+def test_the_client_example_of_the_docs(url, capsys):
+    """docs/compare.md's gradio_client example, run against this app."""
+    import re
+    from pathlib import Path
+
+    doc = Path(__file__).resolve().parents[2] / "docs" / "compare.md"
+    block = next(b for b in re.findall(r"```python\n(.*?)```", doc.read_text(), re.S)
+                 if b.startswith("# needs a running app"))
+    assert 'Client("http://127.0.0.1:7860/")' in block
+    block = block.replace("from gradio_client import Client", "Client = client_of  # tests.hang's, with its guard")
+    exec(compile(block.replace('Client("http://127.0.0.1:7860/")', "Client(URL)"), "compare.md", "exec"),
+         {"URL": url, "client_of": gradio_client})
+    printed = capsys.readouterr().out
+    assert "date-translator" in printed and "2024-05-03" in printed

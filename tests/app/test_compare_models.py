@@ -160,3 +160,26 @@ def test_pinned_entries_are_never_evicted():
     assert lru.pinned_bytes == 4  # pinned twice, let go once
     lru.unpin("c")
     assert lru.pinned_bytes == 0
+
+
+def test_the_python_examples_of_the_docs_run():
+    """docs/compare.md's Python blocks run as written (the one that needs a running app: tests/app/test_compare_api)."""
+    import re
+    from pathlib import Path
+
+    doc = Path(__file__).resolve().parents[2] / "docs" / "compare.md"
+    blocks = [b for b in re.findall(r"```python\n(.*?)```", doc.read_text(), re.S)
+              if not b.startswith("# needs a running app")]
+    assert blocks
+    for block in blocks:
+        exec(compile(block, str(doc), "exec"), {})
+
+
+def test_the_grid_fitted_to_a_side_keeps_its_traces(lms):
+    gpt2, llama = lms
+    cmp = compare_models([SideSettings("a", gpt2, Toggles(), View()), SideSettings("b", llama, Toggles(), View())],
+                         TEXT1, "", new_tokens=NEW)
+    for side in cmp.sides:
+        full, fitted = side.figures()["overview"], side.figures(560)["overview"]
+        assert fitted.layout.height < full.layout.height  # planned for 1,100 px, drawn in 560
+        assert figure_json(fitted.update_layout(height=full.layout.height)) == figure_json(full)  # only the height

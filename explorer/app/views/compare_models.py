@@ -25,6 +25,7 @@ from . import KIND_TITLES, View
 from .analysis import Analysis, analyze
 from .output import OutputTable
 
+SIDE_WIDTH = 560  # px of a side's plots in a 1280 px wide page (half the views column)
 MAX_LISTED_TOKENS = 60  # tokens of the chosen sentence listed in a side's heading; longer sentences end in "…"
 
 
@@ -54,10 +55,16 @@ class Side:
     def output(self) -> OutputTable:
         return self.analysis.output
 
-    def figures(self) -> dict[str, go.Figure]:
-        """The chosen head (with this model's switches) and the All heads grid, as the model's own Run draws them."""
+    def figures(self, width: int | None = None) -> dict[str, go.Figure]:
+        """The chosen head (with this model's switches) and the All heads grid, as the model's own Run draws them;
+        `width`: the grid's height fitted to a column that wide (`fit_overview`; the same traces)."""
         head = self.analysis.figures("attention")["head"]
-        return dict(head=head, overview=self.analysis.figures("overview")["overview"])
+        overview = self.analysis.figures("overview")["overview"]
+        if width is not None:
+            if "overview" in self.analysis.__dict__:  # the Analysis's cached figure: fit a copy
+                overview = go.Figure(overview)
+            fit_overview(overview, self.analysis.overview_width, width)
+        return dict(head=head, overview=overview)
 
     def tokens(self) -> list[str]:
         """This model's tokens of the chosen sentence, as its tokenizer labels them."""
@@ -73,6 +80,16 @@ class Side:
         return (f"### {escape_md(self.name)}\n\n{KIND_TITLES[v.kind]}, layer {v.layer}, head {v.head} · "
                 f"sentence {v.sentence} is **{len(tokens)} tokens** to this model: {listed}\n\n"
                 f"{self.output.summary}")
+
+
+def fit_overview(fig: go.Figure, planned: int, width: int) -> go.Figure:
+    """The All heads grid in a column `width` px wide, in place: the grid keeps its tiles' shape (scaleanchor), so it
+    is shorter there than in the `planned` width its height was set for; scale the height alike (else a gap below a
+    2-head grid twice as tall as it is drawn). Never taller than planned."""
+    m = fig.layout.margin
+    scale = min(1.0, (width - m.l - m.r) / (planned - m.l - m.r))
+    fig.update_layout(height=int(m.t + m.b + (fig.layout.height - m.t - m.b) * scale))
+    return fig
 
 
 @dataclass
