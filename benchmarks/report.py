@@ -40,6 +40,12 @@ TARGETS = [
      "tokens / one forward with every attention", "<= 1.2"),
     ("token_attribution_128", "Integrated gradients (32 steps) on the token embeddings, 128 tokens, GPT-2-small shape",
      "<= 3000 ms"),
+    ("flow_128", "Contribution graph (Information Flow Routes, threshold 0.04), 128 tokens, GPT-2-small shape",
+     "<= 1000 ms"),
+    ("flow_1024", "Contribution graph (Information Flow Routes, threshold 0.04), 1,024 tokens, GPT-2-small shape",
+     "<= 6000 ms"),
+    ("flow_1024_peak", "Contribution graph at 1,024 tokens, GPT-2-small shape: peak above the loaded model, MB",
+     "<= 1536"),
 ]
 
 
@@ -122,6 +128,14 @@ def measured_values(res: dict[str, Any]) -> dict[str, float | None]:
     ig = next((r for r in attr.get("by_case", []) if r["case"] == "integrated_gradients"), None)
     if ig and attr.get("tokens") == 128:
         v["token_attribution_128"] = ig["ms"]
+    flow = res.get("flow") or {}
+    if flow.get("gpt2_small"):  # a --quick run's tiny shape is no measurement of the targets
+        for n in (128, 1024):
+            row = _row(flow.get("by_tokens", []), n)
+            if row:
+                v[f"flow_{n}"] = row["ms"]
+                if n == 1024:
+                    v["flow_1024_peak"] = row.get("peak_above_model_mb")
     return v
 
 
@@ -238,6 +252,25 @@ def token_attribution_section(attr: dict[str, Any] | None) -> list[str]:
             for r in attr.get("by_case", [])]
     return L + _table(["case", "time", "CPU s (all threads)", "/ one forward", "peak MB above the model",
                        "|delta| / |f(x) - f(b)|"], rows)
+
+
+def flow_section(flow: dict[str, Any] | None) -> list[str]:
+    """Section 13: the contribution graph of Information Flow Routes (explorer.interpret.contribution_graph)."""
+    if not flow:
+        return []
+    L = ["## 13. Information Flow Routes: the contribution graph", ""]
+    if _skip(flow):
+        return L + [f"Skipped: {_skip(flow)}", ""]
+    L += [f"{flow['model']}, loaded with `explorer.load`. `contribution_graph(model, ids, threshold="
+          f"{flow['threshold']})` from the last position: one forward pass with every attention and a record, then "
+          "the proximity shares of every (head, key), MLP and residual part, for the rows the routes reach only. "
+          f"{flow['threads']} torch threads, median of {flow['repeats']}. Peak: each length in a fresh process, the "
+          "rise of its RSS high-water mark during one call above the loaded model. Random weights spread attention "
+          "evenly, so few head edges pass the threshold; a trained model's graph reaches more rows.", ""]
+    rows = [[r["tokens"], f"{r['ms']:.0f} ms", _f(r.get("cpu_s")), _f(r.get("peak_above_model_mb")), r["nodes"],
+             r["edges"], r["head_edges"], r["rows_with_head_parts"]] for r in flow.get("by_tokens", [])]
+    return L + _table(["tokens", "time", "CPU s (all threads)", "peak MB above the model", "nodes", "edges",
+                       "head edges", "rows with head parts"], rows)
 
 
 def threads_label(row: dict[str, Any]) -> str:
@@ -524,6 +557,7 @@ def markdown(res: dict[str, Any]) -> str:
     L += many_users_section(res)
     L += attribution_section(res.get("dla"))
     L += token_attribution_section(res.get("token_attribution"))
+    L += flow_section(res.get("flow"))
     prof = res.get("profiles") or {}
     if prof:
         L += ["## Where the time goes (targets missed)", ""]

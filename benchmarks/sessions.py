@@ -32,6 +32,14 @@ from benchmarks.common import MINILM, text_words
 LAYERS, HEADS = 6, 12  # MiniLM
 ALL_HEADS = [f"L{la} H{h}" for la in range(LAYERS) for h in range(HEADS)]
 RECOMPUTED = "computed again"  # the notice of a tab whose kept result was let go (explorer.app.kept.RECOMPUTED)
+CALL_TIMEOUT_S = 300  # one HTTP call of a client: httpx's 5 s default is too short for a loaded server
+
+
+def client_of(url: str) -> Any:
+    """A gradio_client.Client whose calls wait up to CALL_TIMEOUT_S."""
+    from gradio_client import Client
+
+    return Client(url, verbose=False, httpx_kwargs={"timeout": CALL_TIMEOUT_S})
 
 
 def rss_mb(pid: int) -> float:
@@ -113,19 +121,18 @@ def in_threads(n: int, work: Callable[[int], None]) -> None:
 
 
 def kept_sessions(sessions: int = 200, words: int = 480, kept_gb: float = 1.0, workers: int = 1,
-                  tabs_every: int = 1, app_args: tuple[str, ...] = ()) -> dict[str, Any]:
+                  tabs_every: int = 1, app_args: tuple[str, ...] = (), start_s: float = 180.0) -> dict[str, Any]:
     """`sessions` sessions, each /analyze of a `words`-word text with one head off (the overview drawn), then, once
     all have run, /show_tab of the attention tab in every `tabs_every`-th session (the first among them). RSS of the
     server before the first session and after. `workers` sessions run at a time (each Run's transient memory is
-    the heap's to keep for the next: more at a time keep more, within --request-memory)."""
-    from gradio_client import Client
-
+    the heap's to keep for the next: more at a time keep more, within --request-memory). `start_s`: how long the
+    app may take to start."""
     marks = markers(sessions + 1)
     text = text_words(words)
     hashes: list[str | None] = [None] * sessions
     own_runs, own_tabs, recomputed = [0] * sessions, [0] * sessions, [0] * sessions
-    with AppProcess("--checkpoint", MINILM, "--kept-memory", str(kept_gb), *app_args) as app:
-        clients = [Client(app.url, verbose=False) for _ in range(workers)]
+    with AppProcess("--checkpoint", MINILM, "--kept-memory", str(kept_gb), *app_args, timeout_s=start_s) as app:
+        clients = [client_of(app.url) for _ in range(workers)]
         clients[0].predict(*analyze_args(f"{marks[-1]} {text}", ALL_HEADS[1:]), api_name="/analyze")  # warm-up
         before = rss_mb(app.proc.pid)
         t0 = time.perf_counter()
@@ -189,34 +196,39 @@ def percentile(values: list[float], q: float) -> float | None:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
-def load(clients: int = 50, seconds: float = 300.0, long_share: float = 0.3, long_tokens: int = 512,
-         app_args: tuple[str, ...] = (), seed: int = 0) -> dict[str, Any]:
-    """`clients` sessions at once for `seconds`, each in a loop: /analyze of a short sentence (or, with probability
-    `long_share`, a `long_tokens`-token text: MiniLM's whole context) with a random head off and sometimes a custom
-    mask, then now and then /show_tab of another tab. Every answer is checked against the text its session sent."""
-    from gradio_client import Client
-
+def load(clients: int = 50, seconds: float | None = 300.0, long_share: float = 0.3, long_tokens: int = 512,
+         app_args: tuple[str, ...] = (), seed: int = 0, requests: int | None = None,
+         start_s: float = 180.0) -> dict[str, Any]:
+    """`clients` sessions at once for `seconds` (None: no time limit), each in a loop of at most `requests` /analyze
+    calls (None: no count limit): /analyze of a short sentence (or, with probability `long_share`, a
+    `long_tokens`-token text: MiniLM's whole context) with a random head off and sometimes a custom mask, then now
+    and then /show_tab of another tab. Every answer is checked against the text its session sent. The first request
+    of every session is a long text (so each run has long ones whatever its length)."""
+    if seconds is None and requests is None:
+        raise ValueError("give seconds, requests or both")
     from benchmarks.common import load_minilm, text_of_tokens
 
     tokenizer = load_minilm().tokenizer
     marks = markers(clients)
     long_body = text_of_tokens(tokenizer, long_tokens - 1)  # the marker makes it long_tokens tokens
     stats = LoadStats()
-    with AppProcess("--checkpoint", MINILM, *app_args) as app:
-        Client(app.url, verbose=False).predict(*analyze_args(f"{marks[0]} {text_words(8)}", ALL_HEADS),
+    with AppProcess("--checkpoint", MINILM, *app_args, timeout_s=start_s) as app:
+        client_of(app.url).predict(*analyze_args(f"{marks[0]} {text_words(8)}", ALL_HEADS),
                                                api_name="/analyze")  # the model loaded, the first Run made
         before = rss_mb(app.proc.pid)
-        deadline = time.perf_counter() + seconds
+        deadline = None if seconds is None else time.perf_counter() + seconds
 
         def session(i: int) -> None:
             rng = random.Random(seed * 1000 + i)
             try:
-                client = Client(app.url, verbose=False)
+                client = client_of(app.url)
             except Exception as err:  # noqa: BLE001 - counted, the others go on
                 stats.fail(stats.errors, f"client {i}: {type(err).__name__}: {err}")
                 return
-            while time.perf_counter() < deadline:
-                long = rng.random() < long_share
+            sent = 0
+            while (deadline is None or time.perf_counter() < deadline) and (requests is None or sent < requests):
+                long = sent == 0 or rng.random() < long_share
+                sent += 1
                 text = f"{marks[i]} " + (long_body if long else text_words(rng.randint(4, 20), rng.randint(0, 50)))
                 off = rng.sample(ALL_HEADS, rng.randint(0, 3))
                 custom = rng.choice(["none", "none", "none", "no self", "local window"])
@@ -249,7 +261,8 @@ def load(clients: int = 50, seconds: float = 300.0, long_share: float = 0.3, lon
         with sampled_rss(app.proc.pid) as samples:
             in_threads(clients, session)
         after = rss_mb(app.proc.pid)
-    out: dict[str, Any] = {"model": MINILM, "clients": clients, "seconds": seconds, "long_tokens": long_tokens,
+    out: dict[str, Any] = {"model": MINILM, "clients": clients, "seconds": seconds, "requests_per_client": requests,
+                           "long_tokens": long_tokens,
                            "errors": len(stats.errors), "crosstalk": len(stats.crosstalk),
                            "rss_before_mb": round(before, 1), "rss_peak_mb": round(max(samples or [after]), 1),
                            "rss_after_mb": round(after, 1), "first_errors": (stats.errors + stats.crosstalk)[:5]}

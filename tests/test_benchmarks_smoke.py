@@ -117,6 +117,21 @@ def test_token_attribution_quick(tmp_path):
     assert "## 12. Token attribution" in out_md.read_text()
 
 
+def test_flow_quick(tmp_path):
+    """The Information Flow Routes section runs on a tiny GPT-2 shape: timed, peak measured, graph sizes written;
+    a tiny shape measures no target."""
+    out_json, out_md = tmp_path / "r.json", tmp_path / "B.md"
+    assert main(["--quick", "--only", "routes", "--json", str(out_json), "--md", str(out_md)]) == 0
+    res = json.loads(out_json.read_text())
+    flow = res["flow"]
+    assert flow["gpt2_small"] is False and flow["threshold"] == 0.04
+    (row,) = flow["by_tokens"]
+    assert row["tokens"] == 16 and measured(row["ms"], row["cpu_s"], row["peak_above_model_mb"])
+    assert row["nodes"] >= 2 and row["edges"] >= 1 and row["rows_with_head_parts"] >= 1
+    assert all(t["measured"] is None for t in res["targets"] if t["key"].startswith("flow_"))
+    assert "## 13. Information Flow Routes" in out_md.read_text()
+
+
 def test_parse_only_aliases_and_errors():
     assert parse_only(["bytes,cold", "draw"]) == ["latency", "cold_start", "draw"]
     assert parse_only(None)[0] == "latency"

@@ -1,5 +1,5 @@
-"""What the page carries besides components: its CSS, the Plotly toolbar settings, and the one script
-(clicking an overview tile opens that head)."""
+"""What the page carries besides components: its CSS (with the phone layout), the Plotly toolbar settings, and its
+script (clicking an overview tile opens that head; on a phone, tick labels that would overlap are hidden)."""
 
 from typing import Any
 
@@ -29,6 +29,9 @@ REFLOW_JS = "() => { setTimeout(() => window.dispatchEvent(new Event('resize')),
 # "layer,head,time" into a hidden textbox whose change event runs on the server (a script-set value fires no
 # input event in Gradio 6; the time stamp makes a second click on the same tile a change). Category names
 # carry the numbers ("layer 2 · query …", "head 5 · key …"); gaps start with a zero-width space and are ignored.
+# The Contributions tab's map and graph work the same way: a head cell's customdata is "kind|layer|head" (explorer.
+# viz.contributions), a graph edge's [kind, layer, head, attention, share] (explorer.viz.flow); the head is written
+# with a time stamp into #contrib-click.
 # The gaps between tiles are cells of the heatmap (so plotly.js draws it as one image, explorer.viz.overview); in
 # its percent form a gap's value is only the code of its transparent colour, so its hover label is hidden.
 TILE_CLICK_JS = """
@@ -54,10 +57,65 @@ TILE_CLICK_JS = """
       box.dispatchEvent(new Event('input', {bubbles: true}));
     });
   };
+  // A head of the Contributions tab: a map cell's customdata "kind|layer|head", or a graph edge midpoint's
+  // [kind, layer, head, attention, share] (explorer.viz.flow) when its kind is "head".
+  const headOf = (data) => {
+    if (typeof data === 'string') return data;
+    if (Array.isArray(data) && data[0] === 'head') return data[3] + '|' + data[1] + '|' + data[2];
+    return '';
+  };
+  const bindContrib = (selector) => {
+    const plot = document.querySelector(selector + ' .js-plotly-plot');
+    if (!plot || !plot.on || plot.__explorerHeadClick) return;
+    plot.__explorerHeadClick = true;
+    plot.on('plotly_click', (event) => {
+      const point = event && event.points && event.points[0];
+      const cell = point ? headOf(point.customdata) : '';
+      const box = document.querySelector('#contrib-click textarea, #contrib-click input');
+      if (!/^(decoder|encoder|cross)\\|\\d+\\|\\d+$/.test(cell) || !box) return;
+      box.value = cell + '|' + Date.now();
+      box.dispatchEvent(new Event('input', {bubbles: true}));
+    });
+  };
+  const bindAll = () => { bind(); bindContrib('#contrib-plot'); bindContrib('#contrib-graph'); };
+  new MutationObserver(bindAll).observe(document.body, {childList: true, subtree: true});
+  bindAll();
+}
+"""
+# On a phone a heatmap has less room than its tick labels were spaced for (explorer.viz.common.category_ticks
+# assumes a desktop width): after each draw of a plot, hide every tick label that would overlap the last one shown on
+# its axis (their boxes on screen; the hover still names every cell). Screens wider than 640 px are left as drawn.
+TICKS_JS = """
+() => {
+  const narrow = window.matchMedia('(max-width: 640px)');
+  const overlap = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+  const thin = (plot) => {
+    for (const axis of plot.querySelectorAll('.xaxislayer-above, .yaxislayer-above')) {
+      let last = null;
+      for (const label of axis.querySelectorAll('text')) {
+        label.style.visibility = '';
+        if (!narrow.matches) continue;
+        const box = label.getBoundingClientRect();
+        if (!box.width) continue;
+        if (last && overlap(box, last)) label.style.visibility = 'hidden';
+        else last = box;
+      }
+    }
+  };
+  const bind = () => {
+    for (const plot of document.querySelectorAll('.js-plotly-plot')) {
+      if (!plot.on || plot.__explorerTicks) continue;
+      plot.__explorerTicks = true;
+      plot.on('plotly_afterplot', () => thin(plot));
+      thin(plot);
+    }
+  };
   new MutationObserver(bind).observe(document.body, {childList: true, subtree: true});
   bind();
 }
 """
+# The page's one script (Gradio takes one function): both of the above.
+PAGE_JS = f"() => {{ ({TILE_CLICK_JS.strip()})(); ({TICKS_JS.strip()})(); }}"
 CSS = """
 .gradio-container {max-width: 1600px !important}
 #title {align-items: center}
@@ -77,5 +135,34 @@ CSS = """
               margin: 0 !important; white-space: nowrap; overflow: visible}
 .heads label input {width: 12px !important; height: 12px !important; margin: 0 !important; flex: none}
 .tab-text p {margin: 0 0 4px 0; font-size: 13px; color: #444}
-#views button[role="tab"] {padding-left: 9px !important; padding-right: 9px !important}  /* 10 tabs in one row */
+#views button[role="tab"] {padding-left: 6px !important; padding-right: 6px !important}  /* 11 tabs in one row */
+/* A phone (portrait, < 640 px): the figures right after the first sentence and Run, the controls after them. The
+   rows holding the inputs and the controls + figures give their children to the page's column (display: contents),
+   where `order` places them; the desktop layout is untouched. (Gradio prefixes every selector here with
+   ".gradio-container .contain ".) */
+@media (max-width: 640px) {
+  /* the page's column (its padding, 32 px a side, is Gradio's, outside what this CSS can reach) takes 24 px more */
+  .column:has(> #inputs) {margin: 0 -24px !important}
+  #title {flex-wrap: wrap !important; gap: 2px !important}
+  #title-text, #headline {flex: 1 1 100% !important}
+  #title-text h2 {font-size: 20px !important; margin-left: 32px !important}
+  #headline p {font-size: 11px; line-height: 1.3; text-align: left; margin-left: 32px}
+  .intro p {font-size: 12px}
+  #inputs, #workspace, #sentence1-col {display: contents !important}
+  #text1 {order: 1}
+  #run {order: 2}
+  #status, #link-notice, #link-url {order: 3}
+  #views-col {order: 4}
+  #ex1 {order: 5}
+  #sentence2-col {order: 6}
+  #controls {order: 7}
+  /* figures side by side on a desktop: one under the other */
+  #views .row {flex-wrap: wrap !important}
+  #views .row > .block {min-width: 100% !important}
+  /* the eleven tabs: one row that scrolls sideways, not four rows above the figure */
+  #views .tab-container {flex-wrap: nowrap !important; overflow-x: auto; scrollbar-width: none}
+  #views .tab-container button[role="tab"] {flex: none}
+  .tab-text p {font-size: 12px}
+  .js-plotly-plot .gtitle {font-size: 12px !important}
+}
 """

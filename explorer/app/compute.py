@@ -20,6 +20,7 @@ not survive a fork (a CPU operation on more threads in the child hangs), and on 
     .patching(session, text1, text2, clean_answer, corrupted_answer) -> (figure, Markdown)
     .lens(session, text) -> (figure, Markdown)
     .compare_models(first, second) -> ModelComparison (two RunRequests, their models held together)
+    .contributions(session, ContributionRequest) -> Contributions (the graphs included; drawn by the server)
 
 A figure comes back as its JSON for gr.Plot (`assets.plot`): a Plotly figure made in one process and unpickled in
 another is not the same figure (an empty template comes back with default trace styles).
@@ -43,6 +44,7 @@ from .session import AppContext, Session, get_model, models_held
 from .toggles import Toggles
 from .views.analysis import Analysis, FirstLook, analyze_in_steps
 from .views.compare_models import ModelComparison, SideSettings, compare_models
+from .views.contributions import ContributionRequest, Contributions, contributions
 from .views.importance import importance_view
 from .views.lens import lens_view
 from .views.patching import patching_view
@@ -86,6 +88,7 @@ class Compute:
         self.patching = on_gpu(self._patching)
         self.lens = on_gpu(self._lens)
         self.compare_models = on_gpu(self._compare_models)
+        self.contributions = on_gpu(self._contributions)
 
     def _analyze(self, request: RunRequest, first_tab: str) -> Iterator[FirstLook | Analysis]:
         """A Run (views.analysis.analyze_in_steps): a language model's first look reduces `first_tab` only."""
@@ -121,6 +124,10 @@ class Compute:
     def _lens(self, session: Session, text: str) -> tuple[Any, str]:
         fig, md = lens_view(get_model(session, self.ctx), text, self.ctx.max_tokens)
         return plot(fig), md
+
+    def _contributions(self, session: Session, request: ContributionRequest) -> Contributions:
+        """The Contributions tab's result, its contribution graphs included (drawn by the server)."""
+        return contributions(get_model(session, self.ctx), request, self.ctx.max_tokens)
 
     def _compare_models(self, first: RunRequest, second: RunRequest) -> ModelComparison:
         """Two models on the same sentences (views.compare_models), both held in the registry while they run. The

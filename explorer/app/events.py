@@ -1,8 +1,8 @@
 """The page's behaviour: each event turns component values into a call of the app's plain functions and the
 result into `{component: value}` updates. Errors become a message in the status line (never a traceback).
 
-The named events are the HTTP API (README): /load_model, /build_model, /analyze, /positional, /importance (and
-/roles, /switch_off_role, /patching, /lens: `events_heads`);
+The named events are the HTTP API (docs/http-api.md): /load_model, /build_model, /analyze, /positional,
+/importance (and /roles, /switch_off_role, /patching, /lens: `events_heads`; /contributions: `events_contrib`);
 their parameters are the input components in the order listed in `Events.__init__` (names from the handler
 signatures), their results the outputs in that order.
 """
@@ -24,7 +24,9 @@ from .build import BuildSpec
 from .compute import Compute
 from .errors import escape_md
 from .events_compare import CompareEvents
+from .events_contrib import ContributionEvents
 from .events_heads import HeadEvents
+from .events_link import LinkEvents
 from .handlers import PRIVATE, reporting
 from .labels import clicked_tile, head_label, head_labels
 from .limits import DEFAULT_CONTINUATION
@@ -63,7 +65,10 @@ class Events:
                               *self.groups, c.kind, c.layer, c.head, c.lm_controls, v.surprisal_plot,
                               v.gen_cross]
         self.heads = HeadEvents(page, ctx, self.compute, self.groups, self.then_analyze)
+        self.link = LinkEvents(page, ctx, self.model_updates)
         self.model_outputs += list(self.heads.model_updates(True))
+        self.contrib = ContributionEvents(page, ctx, self.compute, self.groups)
+        self.model_outputs += list(self.contrib.model_updates())
         self.analysis_inputs = [page.session, i.text1, i.text2, c.padding, c.causal, c.custom, c.block_token,
                                 c.window, *self.groups, c.kind, c.layer, c.head, c.sentence, c.position, c.new_tokens,
                                 v.tab, c.measure, page.kept]
@@ -82,6 +87,7 @@ class Events:
         self.pe_inputs = [page.session, v.pe_d, v.pe_len, v.pe_base]
         self.model_outputs += [c.position, c.new_tokens]
         self.compare = CompareEvents(page, ctx, self.compute, self.model_updates, self.model_outputs, self.after_model)
+        self.compare.attach_link(self.link)  # a link's model2 key
         # /positional: the first four figures as before, then the scheme's name and the model's other figures.
         self.pe_outputs = [self.status, v.pe_heat, v.pe_curves, v.pe_sim, v.pe_model, v.pe_scheme, v.pe_model2,
                            v.pe_model3, v.pe_model4]
@@ -109,7 +115,7 @@ class Events:
                                            "Generate at most (tokens)"),
                    self.page.views.surprisal_plot: gr.update(visible=info.language_model),
                    self.page.views.gen_cross: gr.update(visible="cross" in kinds),
-                   **self.heads.model_updates("decoder" in kinds)}
+                   **self.heads.model_updates("decoder" in kinds), **self.contrib.model_updates()}
         for kind, _, _ in HEAD_GROUPS:
             labels = head_labels(*kinds[kind]) if kind in kinds else []
             updates[c.heads[kind]] = gr.update(choices=labels, value=labels, visible=bool(labels))
@@ -128,11 +134,6 @@ class Events:
                                    d_ff=d_ff, norm=norm, positional=positional, seed=seed)
         session, loaded = build_session(spec, device, self.ctx, progress)
         return self.model_updates(session, loaded, "Built a fresh model with random weights.")
-
-    @reporting
-    def describe_session(self, session, progress=gr.Progress()):
-        """Page load: describe the session's model (loading it if needed)."""
-        return self.model_updates(session, get_model(session, self.ctx, progress), "")
 
     # ------------------------------------------------------------------ runs and views
     @reporting
@@ -185,6 +186,9 @@ class Events:
     def analyze_at_once(self, *args: Any, **kwargs: Any) -> dict:
         """/analyze for API clients: the page's Run (`analyze`) with its updates merged into one answer. A client
         reads the event's closing message, which the page's Run leaves empty (see there)."""
+        shown = inspect.signature(self.analyze).bind(*args, **kwargs).arguments.get("shown")
+        if isinstance(shown, Shown):  # an API client's `tab` argument decides, not a tab it opened with /show_tab
+            shown.tab = None
         merged: dict = {}
         for update in self.analyze(*args, **kwargs):
             merged.update((c, value) for c, value in update.items() if not is_skip(value))
@@ -287,13 +291,18 @@ class Events:
                         **self.run_progress, **PRIVATE)
         v.pe_btn.click(self.positional, self.pe_inputs, self.pe_outputs, api_name="positional")
         self.heads.wire()
+        self.contrib.wire()
         runs = []  # the Runs a control of the first model starts: the Compare models tab follows them
         v.imp_btn.click(self.importance, [page.session, i.text1, i.text2, c.padding, c.causal, c.custom,
                                           c.block_token, c.window, c.kind], [self.status, v.imp_md, v.imp_plot],
                         api_name="importance")
-        opened = page.demo.load(self.describe_session, [page.session], self.model_outputs, **PRIVATE)
-        for event in (loaded, built, opened):
+        for event in (loaded, built):
             runs.append(self.after_model(event))
+        # Page load: the session's model described (and the view of a link in the page's address restored), then
+        # the first Run (events_link).
+        self.link.wire(self.model_outputs, self.then_analyze,
+                       lambda run: runs.append(run.then(self.positional_after_run, self.pe_inputs, self.pe_outputs,
+                                                        **PRIVATE)))
         for trigger in (i.text1.submit, i.text2.submit, c.padding.input, c.causal.input, c.custom.input,
                         c.block_token.submit, c.window.release, *(g.input for g in self.groups), c.kind.input,
                         c.layer.input, c.head.input, c.sentence.input, c.position.submit, c.new_tokens.release,

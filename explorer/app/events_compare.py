@@ -8,7 +8,8 @@ Named events (the HTTP API, docs/compare.md): /set_model2 (the second model: its
 (names from the handlers' signatures), their results the output lists, in order.
 
 For other features (a link that names the second model): `CompareEvents.second_model_updates(session, name)` checks
-and loads a second model from a string and returns the page updates that set it.
+and loads a second model from a string and returns the page updates that set it; `attach_link` fills the link's
+model2 hooks (events_link) with it.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import pandas as pd
 
 from .assets import plot
 from .compute import Compute
-from .errors import escape_md
+from .errors import escape_md, user_message
 from .handlers import PRIVATE, reporting
 from .labels import head_labels
 from .memory import analysis_bytes
@@ -100,6 +101,28 @@ class CompareEvents:
             labels = head_labels(*kinds[kind]) if kind in kinds else []
             updates[t.groups2[kind]] = gr.update(choices=labels, value=labels, visible=bool(labels))
         return updates
+
+    def attach_link(self, link: Any) -> None:
+        """Fill the hooks of the page's link (events_link.LinkEvents; before its `wire`): a link's model2 sets the
+        second model, and a copied link carries the second model while the Compare models tab is the one shown."""
+        t = self.tab
+
+        def model2_updates(model2: str | None) -> tuple[dict, list[str]]:
+            if model2 is None:
+                return {}, []
+            try:
+                updates = self.second_model_updates(Session(), model2)
+            except Exception as err:  # noqa: BLE001 - named in the link's notice; the tab keeps its second model
+                return {}, [f"model2 {model2[:60]!r} could not be loaded: {user_message(err)}"]
+            updates.pop(self.status)
+            return updates, []
+
+        def model2_of_page(model2: Any = None, tab: Any = None) -> str | None:
+            return (str(model2 or "").strip() or None) if tab == "compare" else None
+
+        link.model2_updates, link.model2_of_page = model2_updates, model2_of_page
+        link.model2_inputs = [t.model2, self.page.views.tab]
+        link.restored += [t.model2, t.kind2, t.layer2, t.head2, *self.groups2]
 
     @reporting
     def set_second_model(self, session, model2):

@@ -2,7 +2,7 @@
 that turn component values into calls of `views.roles` / `views.patching` / `views.lens` and the results into
 `{component: value}` updates, and their wiring. Errors become one message in the status line (`reporting`).
 
-Named events (the HTTP API, README): /roles, /switch_off_role, /patching, /lens; their parameters are the
+Named events (the HTTP API, docs/http-api.md): /roles, /switch_off_role, /patching, /lens; their parameters are the
 input lists in `HeadEvents.wire` (names from the handler signatures), their results the outputs in order.
 """
 

@@ -150,3 +150,16 @@ def build_session(spec: BuildSpec, device: str | None, ctx: AppContext, progress
     session = Session("", device or "auto", spec)
     progress(0.3, desc=f"building a {spec.arch} model …")
     return session, get_model(session, ctx, progress)
+
+
+def checked_source(name: str, allowed_dirs: tuple[str, ...]) -> str:
+    """A model name as the page would take it, checked without loading anything: the stripped name, or AppError
+    (too long, empty, not a shipped checkpoint, an allowed folder nor a Hub id: explorer.loading.resolve_source)."""
+    from ..loading import resolve_source
+
+    name = check_model_name(name)
+    try:
+        resolve_source(name, list(allowed_dirs))
+    except CheckpointError as err:
+        raise AppError(str(err)) from err
+    return name

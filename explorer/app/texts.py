@@ -1,8 +1,8 @@
 """The words on the page: the introduction, one line per tab saying what it shows and how to read it, and
 the API help."""
 
-INTRO = ("Type a sentence and press **Run**, then switch heads off and change masks on the left to see what "
-         "changes. Other models: the panel behind **›** at the top left.")
+INTRO = ("Type a sentence and press **Run**, then switch heads off and change masks to see what changes. Other "
+         "models: the panel behind **›** at the top left.")
 TAB_TEXT = {
     "attention": ("Rows are queries, columns keys; brighter = more attention. Right: the mask the model applied "
                   "(blue = may attend). Below: the output, then the same head without toggles and the difference."),
@@ -29,12 +29,17 @@ TAB_TEXT = {
                 "tokenizer, so each side labels its own tokens. Left: the model loaded for the page (its layer, head "
                 "and head switches are the controls on the left); right: the second model, with its own below. "
                 "Each side shows its chosen head, every head, and its output."),
+    "contributions": ("Where one prediction comes from, on sentence 1: each head's and MLP's direct share of the "
+                      "logit (red raises it, blue lowers it; the parts add up to the logit), without and with the "
+                      "head switches; click a head for the tokens it promotes and suppresses. Below: each input "
+                      "token's attribution (integrated gradients or input × gradient) with its completeness delta."),
     "rollout": ("Attention rollout (Abnar & Zuidema, 2020): which input tokens each position draws on, through the "
                 "layers."),
 }
 API_TEXT = """
 Every main action is a named endpoint (`/load_model`, `/build_model`, `/analyze`, `/positional`, `/importance`,
-`/roles`, `/switch_off_role`, `/patching`, `/lens`, `/compare_models` (docs/compare.md); the README lists their parameters).
+`/roles`, `/switch_off_role`, `/patching`, `/lens`, `/contributions`, `/set_model2`, `/compare_models`;
+docs/http-api.md, docs/contributions.md and docs/compare.md in the repository list their parameters).
 From Python, with `pip install gradio_client`:
 
 ```python

@@ -1,7 +1,9 @@
 """The page's layout: which components there are and where they sit (no behaviour; see `events`).
 
 At 1280 x 800 the sentence boxes, Run and the chosen head's heatmap are on the first screen: the model panel
-is a collapsible sidebar, the view, mask and head controls a narrow column left of the figures.
+is a collapsible sidebar, the view, mask and head controls a narrow column left of the figures. On a phone (narrower
+than 640 px) the page's CSS (assets.CSS) puts the figures right after the first sentence and Run, then the second
+sentence and the controls; the layout here is the same for both.
 """
 
 from __future__ import annotations
@@ -13,13 +15,14 @@ from typing import Any
 import gradio as gr
 
 from ..model import PRESETS
-from .assets import CSS, TILE_CLICK_JS
+from .assets import CSS, PAGE_JS
 from .idle_timers import page_middleware
 from .labels import head_labels
 from .limits import DEFAULT_CONTINUATION, MAX_BUILD_PARAMETERS, MAX_NEW_TOKENS, POSITIONAL_D_MODEL, POSITIONAL_LENGTH
 from .texts import API_TEXT, INTRO, TAB_TEXT
 from .toggles import CUSTOM_MASKS
 from .ui_compare import compare_tab
+from .ui_contrib import contribution_tab
 from .ui_heads import head_tabs
 from .kept import Shown
 from .views.model import ModelInfo
@@ -95,12 +98,12 @@ def example_choices(examples: list[str], which: str) -> list[tuple[str, str]]:
 def input_rows(start: Start) -> SimpleNamespace:
     examples = start.info.examples if start.info else []
     with gr.Row(equal_height=False, elem_id="inputs"):
-        with gr.Column(scale=5, min_width=200):
+        with gr.Column(scale=5, min_width=200, elem_id="sentence1-col"):
             text1 = gr.Textbox(examples[0] if examples else "", label="Sentence", lines=1, max_lines=4,
                                elem_id="text1")
             ex1 = gr.Dropdown(example_choices(examples, "sentence 1"), value="", show_label=False, container=False,
                               elem_id="ex1", elem_classes="examples")
-        with gr.Column(scale=5, min_width=200):
+        with gr.Column(scale=5, min_width=200, elem_id="sentence2-col"):
             text2 = gr.Textbox(examples[1] if len(examples) > 1 else "", lines=1, max_lines=4, elem_id="text2",
                                label="Second sentence (optional)", placeholder="batched with the first: the shorter "
                                "one is padded, so the padding mask matters")
@@ -162,8 +165,8 @@ def tab_text(name: str) -> None:
 
 
 def view_tabs(language: bool, decoder: bool, cross: bool = True, start: Start | None = None) -> SimpleNamespace:
-    with gr.Column(scale=4):
-        with gr.Tabs(elem_id="views", overflow_behavior="wrap"):  # every tab one click away
+    with gr.Column(scale=4, elem_id="views-col"):
+        with gr.Tabs(elem_id="views", overflow_behavior="wrap") as tab_strip:  # every tab one click away
             with gr.Tab("Attention & output", id="attention") as tab_attention:
                 tab_text("attention")
                 with gr.Row():
@@ -184,6 +187,7 @@ def view_tabs(language: bool, decoder: bool, cross: bool = True, start: Start | 
                 tile_click = gr.Textbox(visible="hidden", elem_id="overview-click", label="clicked tile")
                 large_plot = plot("large-plot", "The chosen head")
             heads = head_tabs(decoder)  # Roles, Patching, Lens: next to the overview they label
+            contrib = contribution_tab()  # where one prediction comes from
             with gr.Tab("Generation", id="generation") as tab_generation:
                 tab_text("generation")
                 with gr.Row():
@@ -214,7 +218,7 @@ def view_tabs(language: bool, decoder: bool, cross: bool = True, start: Start | 
                 pe_curves = plot("pe-curves", "Some dimensions over position")
             with gr.Tab("Importance", id="importance") as tab_importance:
                 tab_text("importance")
-                imp_btn = gr.Button("Rank the heads for the current sentences", variant="primary")
+                imp_btn = gr.Button("Rank the heads for the current sentences", variant="primary", elem_id="imp-run")
                 imp_md = gr.Markdown()
                 imp_plot = plot("importance-plot", "Head importance")
             with gr.Tab("Rollout", id="rollout") as tab_rollout:
@@ -228,9 +232,9 @@ def view_tabs(language: bool, decoder: bool, cross: bool = True, start: Start | 
         tab = gr.Textbox("attention", visible=False, elem_id="visible-tab", label="tab")
     tabs = dict(attention=tab_attention, overview=tab_overview, generation=tab_generation,
                 positional=tab_positional, importance=tab_importance, rollout=tab_rollout, **heads.tabs,
-                compare=compare.tab_compare, api=tab_api)
-    extra = {k: v for k, v in vars(heads).items() if k != "tabs"}
-    return named(locals(), tabs=tabs, compare=compare, **extra)
+                **contrib.tabs, compare=compare.tab_compare, api=tab_api)
+    extra = {k: v for part in (heads, contrib) for k, v in vars(part).items() if k != "tabs"}
+    return named(locals(), tabs=tabs, tab_strip=tab_strip, compare=compare, **extra)
 
 
 @dataclass
@@ -260,9 +264,18 @@ def layout(start: Start, session_value: Any) -> Page:
         with gr.Row(elem_id="title", equal_height=True):
             gr.Markdown("## Transformer Explorer", elem_id="title-text")
             headline = gr.Markdown(start.info.headline if start.info else "", elem_id="headline")
+            copy_link = gr.Button("Copy link", size="sm", scale=0, min_width=90, elem_id="copy-link")
         gr.Markdown(INTRO, elem_classes="intro")
         inputs = input_rows(start)
-        with gr.Row(equal_height=False):
+        # A link that reopens this view (explorer.app.link): shown once made (the clipboard may be unavailable), and
+        # a notice of what an opened link could not restore. link_query: the query the server built from the page.
+        link_url = gr.Textbox(label="Link to this view", visible=False, max_lines=1, buttons=["copy"],
+                              elem_id="link-url")
+        link_notice = gr.Markdown(elem_id="link-notice")
+        link_query = gr.Textbox(visible=False, elem_id="link-query", label="link query")
+        inputs.copy_link, inputs.link_url, inputs.link_notice, inputs.link_query = (copy_link, link_url, link_notice,
+                                                                                    link_query)
+        with gr.Row(equal_height=False, elem_id="workspace"):  # on a phone: figures first (assets.CSS)
             ctl = controls(start)
             views = view_tabs(start.info is not None and start.info.language_model,
                               start.info is None or "decoder" in start.info.kinds,
@@ -280,5 +293,5 @@ def launch_kwargs() -> dict[str, Any]:
     # components updated for its model, the kept result of its last Run: ~0.16 MB on the date models, up to ~10 MB at
     # 500 tokens for an hour). Gradio's default, 10,000, allows ~4 GB beside the models; 1,000 allows ~0.4 GB.
     # app_kwargs: the page's HTML starts with a script that stops Gradio's leaked timer loops (idle_timers).
-    return dict(css=CSS, theme=gr.themes.Soft(), js=TILE_CLICK_JS, run_history=False, enable_monitoring=False,
+    return dict(css=CSS, theme=gr.themes.Soft(), js=PAGE_JS, run_history=False, enable_monitoring=False,
                 state_session_capacity=SESSION_CAPACITY, app_kwargs=dict(middleware=page_middleware()))

@@ -2,7 +2,8 @@
 (explorer.interpret.probe), the logit lens (explorer.interpret.lens) and activation patching
 (explorer.interpret.patching); where a prediction comes from: direct logit attribution and each head's
 promoted / suppressed tokens (explorer.interpret.dla), value-weighted attention
-(explorer.interpret.value_weighted), token attribution (explorer.interpret.attribution).
+(explorer.interpret.value_weighted), token attribution (explorer.interpret.attribution), the contribution graph
+of Information Flow Routes (explorer.interpret.flow).
 
 Functions on a model's returned attention and hidden states; they run the model only through its
 forward pass and store nothing on it.
@@ -11,6 +12,8 @@ forward pass and store nothing on it.
 from .dla import (HeadTokens, LogitAttribution, ResidualParts, direct_logit_attribution, head_tokens,
                   residual_parts)
 from .attribution import TokenAttribution, token_attribution
+from .flow import (ContributionGraph, FlowEdge, FlowNode, NodeShares, contribution_graph,
+                   proximity_shares)
 from .lens import LogitLens, lens_logits, logit_lens, unembed
 from .patching import Patching, activation_patching
 from .probe import CopyLosses, RepeatedTokens, copy_losses, probe_vocabulary, repeated_tokens
@@ -18,9 +21,10 @@ from .roles import DEFAULT_WINDOW, ROLES, head_mask_without, head_roles, role_pa
 from .value_weighted import head_value_norms, value_norms, value_weighted, value_weighted_attention
 
 __all__ = [
-    "CopyLosses", "DEFAULT_WINDOW", "HeadTokens", "LogitAttribution", "LogitLens", "Patching", "ROLES",
-    "RepeatedTokens", "ResidualParts", "TokenAttribution", "activation_patching", "copy_losses",
-    "direct_logit_attribution", "head_mask_without", "head_roles", "head_tokens", "head_value_norms", "lens_logits",
-    "logit_lens", "probe_vocabulary", "repeated_tokens", "residual_parts", "role_patterns", "role_scores",
-    "token_attribution", "top_heads", "unembed", "value_norms", "value_weighted", "value_weighted_attention",
+    "ContributionGraph", "CopyLosses", "DEFAULT_WINDOW", "FlowEdge", "FlowNode", "HeadTokens", "LogitAttribution",
+    "LogitLens", "NodeShares", "Patching", "ROLES", "RepeatedTokens", "ResidualParts", "TokenAttribution",
+    "activation_patching", "contribution_graph", "copy_losses", "direct_logit_attribution", "head_mask_without",
+    "head_roles", "head_tokens", "head_value_norms", "lens_logits", "logit_lens", "probe_vocabulary",
+    "proximity_shares", "repeated_tokens", "residual_parts", "role_patterns", "role_scores", "token_attribution",
+    "top_heads", "unembed", "value_norms", "value_weighted", "value_weighted_attention",
 ]

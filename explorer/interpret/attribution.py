@@ -15,7 +15,7 @@ text; a model without a padding token falls back to zeros, and the result says s
 ``notice``) or ``"zeros"`` (every token embedding 0). ``keep_ids`` (e.g. ``tokenizer.special_ids``) are token ids
 that keep their own embedding in the baseline, as Captum's BERT tutorial keeps [CLS] and [SEP]: they are not
 attributed (0), and the model keeps its anchors (BOS as an attention sink) along the whole path, which makes the
-integral far better behaved (measured on the shipped models: see the README). Only the embeddings change: the
+integral far better behaved (measured on the shipped models: see docs/heads.md). Only the embeddings change: the
 ids, so the padding mask and the positions, stay those of the input.
 
 The zero baseline is a poor one for models whose first norm sees the token embedding alone (rotary or relative

@@ -314,7 +314,7 @@ def migrate(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-# Each preset records the system it reproduces; the README documents the same table.
+# Each preset records the system it reproduces; docs/models.md documents the same table.
 PRESETS: dict[str, dict[str, Any]] = {
     "seed000-encoder": {
         "description": "Seed 000 (UmarJamil-style encoder): embeddings x sqrt(d_model), sinusoidal "

@@ -11,6 +11,8 @@ from explorer.sinusoid import sinusoidal_table
 from explorer.viz.attention import cross_attention_heatmap, decoder_self_attention_heatmap, head_heatmap
 from explorer.viz.common import VALUE_WEIGHTED, WEIGHT, display_labels, escape, message_figure, unique_labels
 from explorer.viz.compare import difference_heatmap
+from explorer.viz.contributions import DLARun, attribution_strip, dla_map
+from explorer.viz.flow import flow_figure, flow_pair_figure
 from explorer.viz.interpret import lens_figure, patching_figure, role_figure
 from explorer.viz.mask import mask_heatmap
 from explorer.viz.overview import (OverviewGrid, OverviewTiles, attention_overview, draw_overview,
@@ -23,17 +25,22 @@ from explorer.viz.tokens import surprisal_chart
 
 __all__ = [
     "VALUE_WEIGHTED", "WEIGHT",
+    "DLARun",
     "OverviewGrid",
     "OverviewTiles",
     "attention_overview",
     "attention_rollout",
+    "attribution_strip",
     "cross_attention_heatmap",
     "decoder_self_attention_heatmap",
     "difference_heatmap",
     "draw_overview",
     "display_labels",
+    "dla_map",
     "escape",
     "figure_json",
+    "flow_figure",
+    "flow_pair_figure",
     "head_average",
     "head_heatmap",
     "head_importance_chart",

@@ -50,15 +50,17 @@ def new_page(playwright: Any, chromium_path: str, chromium_args: list[str], **pa
 
 
 @contextmanager
-def opened(url: str, chromium_path: str, chromium_args: list[str], init_script: str | None = None
-           ) -> Iterator[tuple[Any, list[str]]]:
-    """A 1280x900 page on `url`, once its first heatmap is drawn and the Run it makes on load has ended, and the
-    console / page errors it collects. `init_script` runs in the page before any of its own scripts."""
+def opened(url: str, chromium_path: str, chromium_args: list[str], init_script: str | None = None,
+           viewport: tuple[int, int] = (1280, 900), **page_kwargs: Any) -> Iterator[tuple[Any, list[str]]]:
+    """A page of `viewport` (width, height) on `url`, once its first heatmap is drawn and the Run it makes on load
+    has ended, and the console / page errors it collects. `init_script` runs in the page before any of its own
+    scripts; `page_kwargs` go to Playwright's new_page (e.g. is_mobile, has_touch, device_scale_factor)."""
     from playwright.sync_api import sync_playwright
 
     errors: list[str] = []
     with sync_playwright() as p:
-        browser, page = new_page(p, chromium_path, chromium_args, viewport={"width": 1280, "height": 900})
+        browser, page = new_page(p, chromium_path, chromium_args,
+                                 viewport={"width": viewport[0], "height": viewport[1]}, **page_kwargs)
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda e: errors.append(str(e)))
         if init_script:
@@ -103,10 +105,11 @@ class Runs:
 
 
 def record_runs(monkeypatch: Any) -> Runs:
-    """From now on, each Run the server computes to its end is recorded (explorer.app.events.analyze_in_steps)."""
-    from explorer.app import events
+    """From now on, each Run the server computes to its end is recorded (views.analysis.analyze_in_steps, wrapped
+    where explorer.app.compute calls it)."""
+    from explorer.app import compute
 
-    runs, real = Runs(), events.analyze_in_steps
+    runs, real = Runs(), compute.analyze_in_steps
 
     def recorded(loaded: Any, text1: Any, text2: Any, toggles: Any, *args: Any, **kwargs: Any) -> Iterator[Any]:
         yield from real(loaded, text1, text2, toggles, *args, **kwargs)
@@ -114,7 +117,7 @@ def record_runs(monkeypatch: Any) -> Runs:
         runs.add(SimpleNamespace(text1=text1, text2=text2, toggles=toggles, view=view,
                                  source=getattr(loaded, "source", "")))
 
-    monkeypatch.setattr(events, "analyze_in_steps", recorded)
+    monkeypatch.setattr(compute, "analyze_in_steps", recorded)
     return runs
 
 

@@ -98,21 +98,36 @@ def test_load_model_and_errors(client):
     assert "30: is not divisible" in bad_cfg[0] and "Traceback" not in bad_cfg[0]
 
 
-def test_the_readme_example_runs_as_written(client, capsys):
-    """The README's gradio_client example, run against this app (only the address changes)."""
-    import re
-    from pathlib import Path
+def run_documented(client, page, marker: str) -> dict:
+    """Run the gradio_client example of a documentation page (the python block containing `marker`) against this
+    app, as written except for the address; returns the block's variables."""
+    from tests.markdown import NEEDS_APP, ROOT, code_blocks
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    block = next(b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "api_name=\"/analyze\"" in b)
+    block = next(b for b in code_blocks(ROOT / page, "python") if b.startswith(NEEDS_APP) and marker in b)
     code = block.replace('Client("http://127.0.0.1:7860/")',
                          f"Client({client.src!r}, verbose=False, httpx_kwargs={{'timeout': {HANG_S}}})")
+    assert code != block
     scope: dict = {}
-    exec(compile(code, "README.md", "exec"), scope)
+    exec(compile(code, page, "exec"), scope)
+    return scope
+
+
+def test_the_http_api_example_runs_as_written(client):
+    """docs/http-api.md's /analyze example: every parameter given, in order."""
+    scope = run_documented(client, "docs/http-api.md", 'api_name="/analyze"')
     status, output = scope["status"], scope["output"]
     assert "⚠️" not in status and output["headers"][:3] == ["#", "run", "output"]
     assert [row[2] for row in output["data"] if row[1] == "baseline"] == ["2026-11-21", "2026-11-21"]
     assert len(scope["result"]) == 14  # status, 3 tables / texts, 10 figures
+
+
+def test_the_readme_http_example_runs_as_written(client):
+    """The README's taste of the HTTP API: parameters by name, the others the page's defaults; the cross-attention
+    head it switches off changes the month, as the README says."""
+    scope = run_documented(client, "README.md", 'api_name="/analyze"')
+    assert "⚠️" not in scope["status"]
+    answers = {row[1]: row[2] for row in scope["output"]["data"]}
+    assert answers == {"baseline": "2014-06-10", "toggled": "2014-01-10"}
 
 
 def test_roles_switch_off_role_lens_and_patching(client):

@@ -163,3 +163,35 @@ def test_the_client_example_of_the_docs(url, capsys):
          {"URL": url, "client_of": gradio_client})
     printed = capsys.readouterr().out
     assert "date-translator" in printed and "2024-05-03" in printed
+
+
+def test_a_links_model2_sets_the_second_model_and_a_copied_link_carries_it():
+    """The link's hooks (events_link): ?tab=compare&model2=date-gpt sets the tab's second model; a copied link names
+    the second model while the Compare models tab is shown, and only then."""
+    from types import SimpleNamespace
+
+    from explorer.app.demo import starting_point
+    from explorer.app.events import Events
+    from explorer.app.session import Session
+    from explorer.app.ui import layout
+
+    ctx = AppContext(ModelRegistry())
+    page = layout(starting_point(ctx, "date-translator", "cpu"), Session("date-translator", "cpu"))
+    with page.demo:
+        ev = Events(page, ctx)
+    t = page.views.compare
+    request = SimpleNamespace(query_params={"tab": "compare", "model2": "date-gpt", "layer": "1"})
+    updates = ev.link.open_page(Session("date-translator", "cpu"), request)
+    assert updates[t.model2] == "date-gpt" and updates[page.views.tab] == "compare"
+    assert len(updates[t.groups2["decoder"]]["value"]) == 16 and not updates[page.inputs.link_notice]
+    bad = ev.link.open_page(Session("date-translator", "cpu"),
+                            SimpleNamespace(query_params={"tab": "compare", "model2": "no-such/model-here"}))
+    assert "model2" in bad[page.inputs.link_notice] and t.model2 not in bad
+    heads = [f"L{la} H{h}" for la in range(2) for h in range(4)]
+    page_values = [Session("date-translator", "cpu"), "3 May 2024", "", None, "cross", 0, 0, 1, "weights", heads,
+                   heads, heads, True, True, "none", 0, 2, -1, 10, "date-gpt"]
+    for tab, carried in (("compare", True), ("overview", False)):
+        values = list(page_values)
+        values[3] = tab
+        query = ev.link.link_of_page(*values, tab)[page.inputs.link_query]
+        assert ("model2=date-gpt" in query) == carried, query

@@ -17,6 +17,7 @@ from explorer.app import compute
 from explorer.app.kept import Shown
 from explorer.app.labels import head_labels
 from explorer.app.session import AppContext, Session
+from explorer.app.views.contributions import Contributions
 from explorer.model import Transformer
 from tests.app.zerogpu import ForkedCalls
 
@@ -69,6 +70,8 @@ def values(ev, updates) -> dict:
     for component, value in updates.items():
         if isinstance(value, Shown):
             continue  # each page's own session state
+        if isinstance(value, Contributions):  # the Contributions tab's kept result: its drawn tables are compared
+            value = (value.token, value.baseline.logit, value.notices)
         key = getattr(component, "elem_id", None) or order[id(component)]  # both pages are laid out alike
         if isinstance(value, PlotData):
             value = json.loads(value.plot)
@@ -115,6 +118,8 @@ def test_the_other_model_tabs_run_in_a_forked_worker(pages):
                                                                0, 2, HEADS, HEADS, HEADS[1:], "cross", 1, 0, 1, -1, 8,
                                                                "weights", "decoder", 3, 1, [], head_labels(4, 4)[2:],
                                                                []),
+        "contributions": lambda ev: ev.contrib.contributions(session, DATE1, 3, "", "", "integrated_gradients", 4,
+                                                             HEADS, HEADS, HEADS[1:]),
     }
     expected = {name: values(here, call(here)) for name, call in calls.items()}
     assert not expected["compare_models"]["status"] and "date-gpt" in expected["compare_models"]["compare2-md"]

@@ -142,12 +142,17 @@ def test_a_tab_opened_before_the_first_run_ends_draws_nothing_until_it_does(page
     assert drawn(ev, run(ev, DATE1, "attention", shown)) == {"generation_self", "generation_cross"}
 
 
-def test_the_api_draws_the_tab_it_names():
-    """An API client never opens a tab: its `tab` argument decides ("all": every tab)."""
+def test_the_api_draws_the_tab_it_names(page_events):
+    """An API client's `tab` argument decides ("all": every tab), also after it opened another tab with /show_tab
+    (a load test's client that had opened the rollout tab got no head figure from its next 'attention' Run)."""
     shown = Shown()
     assert shown.visible_tab("all") == "all" and shown.visible_tab(None) == "attention"
-    shown.tab = "rollout"
-    assert shown.visible_tab("all") == "rollout"
+    ev = page_events
+    heads = head_labels(2, 4)  # the date-translator: every head on
+    args = (Session(MODEL, "cpu"), DATE1, "", True, True, "none", 0, 2, heads, heads, heads, "cross", 0, 0, 1, -1, 8)
+    ev.analyze_at_once(*args, "attention", "weights", shown)
+    ev.show_tab("rollout", shown)
+    assert drawn(ev, ev.analyze_at_once(*args, "attention", "weights", shown)) >= {"mask", "head", "baseline"}
 
 
 

@@ -43,6 +43,17 @@ def _lens(rows: int, T: int):
                      torch.zeros(1, T, 9))
 
 
+def _dla_runs(kinds=("decoder",), toggled=False):
+    heads = {k: RNG.standard_normal((2, 3)).astype(np.float32) for k in kinds}
+    runs = [viz.DLARun("", heads, RNG.standard_normal(2), 0.5, -0.2, 3.0)]
+    if toggled:
+        off = {k: np.zeros((2, 3), bool) for k in kinds}
+        off[kinds[-1]][1, 2] = True
+        runs = [viz.DLARun("without toggles", heads, RNG.standard_normal(2), 0.5, -0.2, 3.0),
+                viz.DLARun("with <toggles>", heads, RNG.standard_normal(2), 0.4, -0.2, 2.0, off)]
+    return runs
+
+
 CAUSAL = np.tril(np.ones((T, T), dtype=bool))
 HEAD_MASK = np.ones((2, 3))
 HEAD_MASK[1, 2] = 0
@@ -77,6 +88,11 @@ BUILDERS = {
     "roles": lambda: viz.role_figure({"previous": RNG.random((2, 3)), "induction": RNG.random((2, 3))}),
     "patching": lambda: viz.patching_figure(_patching(2, 3, T), TOKENS, answer_labels=("<b>", "$x$")),
     "patching_cross_long": lambda: viz.patching_figure(_patching(2, 3, 100, cross=True), BIG),
+    "dla_map": lambda: viz.dla_map(_dla_runs(), {"decoder": "<b>heads</b>"}),
+    "dla_map_toggled_cross": lambda: viz.dla_map(_dla_runs(("decoder", "cross"), toggled=True)),
+    "attribution_strip": lambda: viz.attribution_strip([("input", TOKENS, RNG.standard_normal(T))]),
+    "attribution_strip_long_two": lambda: viz.attribution_strip([("source", TOKENS, RNG.standard_normal(T)),
+                                                                 ("decoder input", BIG, RNG.standard_normal(100))]),
     "lens": lambda: viz.lens_figure(_lens(3, T), TOKENS, token_text=lambda i: f"<t{i}>"),
 }
 # dtype names both plotly.js bundles decode (Gradio's 3.3.1 and plotly.py's 4.1.1; no float16, see test_viz_browser)

@@ -1,0 +1,193 @@
+"""The link's state (explorer.app.link): every key read and written, a round trip through the query string, and what
+a link may not do: unknown keys and invalid values become notices (the rest stands), hostile values (paths, HTML,
+very long strings, unicode) reach nothing a person could not type."""
+
+from __future__ import annotations
+
+import functools
+from urllib.parse import parse_qsl
+
+import pytest
+
+from explorer.app.errors import AppError
+from explorer.app.limits import MAX_CHARS, MAX_NEW_TOKENS
+from explorer.app.link import KEYS, LINK_TABS, LinkState, format_off, from_page, notice_line, parse_link, parse_off
+from explorer.app.session import checked_source
+
+KINDS = {"encoder": (2, 4), "decoder": (2, 4), "cross": (2, 4)}
+TABS = tuple(t for t in LINK_TABS.values() if t != "contributions")
+
+
+def accept_any(name: str) -> str:
+    return name.strip()
+
+
+def parse(query, check_model=accept_any, tabs=TABS):
+    return parse_link(query, check_model=check_model, tabs=tabs)
+
+
+FULL = LinkState(model="date-translator", model2="owner/other", text1="samedi 21 novembre 2026", text2="3 May 2024",
+                 tab="positional", kind="decoder", layer=1, head=3, sentence=2, measure="values",
+                 off={"decoder": frozenset({(1, 2), (1, 3)}), "cross": frozenset({(0, 0)})}, padding=False,
+                 causal=True, mask="block token", blocked=4, window=5, position=-2, new_tokens=12)
+
+
+def test_every_key_is_written_in_canonical_order_and_read_back():
+    query = FULL.to_query()
+    assert [k for k, _ in parse_qsl(query)] == list(KEYS.values())
+    assert "off=decoder:L1H2,L1H3;cross:L0H0" in query  # readable
+    assert "tab=positions" in query and "continue=12" in query and "mask=block%20token" in query
+    state, notices = parse(query)
+    assert notices == [] and state == FULL
+
+
+def test_each_key_alone():
+    cases = {"model=date-gpt": dict(model="date-gpt"), "model2=a/b": dict(model2="a/b"),
+             "s1=hello%20world": dict(text1="hello world"), "s1=a+b": dict(text1="a b"), "s2=": dict(text2=""),
+             "tab=overview": dict(tab="overview"), "tab=positions": dict(tab="positional"),
+             "kind=cross": dict(kind="cross"), "layer=0": dict(layer=0), "head=7": dict(head=7),
+             "sentence=2": dict(sentence=2), "measure=weights": dict(measure="weights"),
+             "off=encoder:L0H1": dict(off={"encoder": frozenset({(0, 1)})}),
+             "off=decoder:L1%20H2": dict(off={"decoder": frozenset({(1, 2)})}),  # the page's label form
+             "padding=0": dict(padding=False), "causal=true": dict(causal=True),
+             "mask=no%20self": dict(mask="no self"), "blocked=0": dict(blocked=0), "window=16": dict(window=16),
+             "position=-1": dict(position=-1), "continue=0": dict(new_tokens=0),
+             f"continue={MAX_NEW_TOKENS}": dict(new_tokens=MAX_NEW_TOKENS)}
+    for query, fields in cases.items():
+        state, notices = parse(query)
+        assert notices == [] and state == LinkState(**fields), query
+
+
+def test_invalid_values_are_named_and_the_rest_is_restored():
+    query = ("s1=hello&layer=x&head=-1&sentence=3&kind=self&measure=colour&padding=maybe&mask=rm%20-rf&window=17"
+             "&continue=41&blocked=-2&position=1e9&tab=api&off=decoder:L1H2,Q3&layer=1&colour=blue")
+    state, notices = parse(query)
+    assert state == LinkState(text1="hello")
+    text = " | ".join(notices)
+    for part in ("layer 'x' is not a whole number", "head '-1' is not between 0 and 9,999",
+                 "sentence '3' is not between 1 and 2", "kind 'self' is not one of encoder, decoder, cross",
+                 "measure 'colour' is not one of weights, values", "padding 'maybe' is not 1 or 0",
+                 "mask 'rm -rf' is not one of", "window '17' is not between 0 and 16",
+                 f"continue '41' is not between 0 and {MAX_NEW_TOKENS}", "blocked '-2' is not between",
+                 "position '1e9' is not a whole number", "tab 'api' is not a tab of this page",
+                 "off 'decoder:L1H2,Q3' names a head 'Q3'", "layer given twice", "unknown key 'colour'"):
+        assert part in text, (part, text)
+    line = notice_line(notices)
+    assert line.startswith("Link: ") and line.endswith("The rest of the link was restored.") and "\n" not in line
+
+
+def test_a_tab_the_page_does_not_have_is_refused():
+    state, notices = parse("tab=contributions")
+    assert state.tab is None and "tab 'contributions' is not a tab of this page" in notices[0]
+    state, notices = parse("tab=contributions", tabs=(*TABS, "contributions"))
+    assert state.tab == "contributions" and notices == []
+
+
+def test_gradio_and_hub_keys_are_ignored_and_a_mapping_or_pairs_are_read():
+    assert parse({"__theme": "dark", "__sign": "x.y.z", "layer": "1"}) == (LinkState(layer=1), [])
+    assert parse([("layer", "1"), ("head", "2")]) == (LinkState(layer=1, head=2), [])
+    assert parse({"layer": ["1", "0"]})[0] == LinkState(layer=1)  # a list of values: the first stands
+
+
+@pytest.fixture
+def allowed(tmp_path):
+    """A folder with a model folder inside (only its config is looked at), and the page's check for it."""
+    root = tmp_path / "models"
+    (root / "mine").mkdir(parents=True)
+    (tmp_path / "secret").mkdir()
+    return root, functools.partial(checked_source, allowed_dirs=(str(root),))
+
+
+def test_model_names_go_through_the_pages_allow_list(allowed):
+    root, check = allowed
+    for ok in ("date-translator", "owner/name", "owner/name@main", "mine", str(root / "mine")):
+        state, notices = parse({"model": ok}, check_model=check)
+        assert notices == [] and state.model == ok, (ok, notices)
+    hostile = ["../../etc", "../secret", str(root.parent / "secret"), "/etc/passwd", "~/.ssh", "mine/../../secret",
+               "a" * 301, "", "   ", "<script>alert(1)</script>", "owner/name\x00", "file:///etc/passwd",
+               "https://evil.example/model", "owner/name@../../x", "ünïcödé/名前"]
+    for bad in hostile:
+        state, notices = parse({"model": bad, "model2": bad, "layer": "1"}, check_model=check)
+        assert state == LinkState(layer=1), bad  # refused; the rest stands
+        assert len(notices) == 2 and notices[0].startswith("model ") and notices[1].startswith("model2 "), notices
+
+
+def test_without_allowed_folders_no_folder_is_taken(tmp_path):
+    check = functools.partial(checked_source, allowed_dirs=())
+    (tmp_path / "m").mkdir()
+    state, notices = parse({"model": str(tmp_path / "m")}, check_model=check)
+    assert state.model is None and "allowed folders" in notices[0]
+    with pytest.raises(AppError):
+        check("../../etc")
+
+
+def test_hostile_text_stays_text_and_is_bounded():
+    html = "<img src=x onerror=alert(1)>&amp;\"'"
+    unicode = "Grüße 日本語 🙂 \u202e\u200b"
+    state, notices = parse({"s1": html, "s2": unicode})
+    assert notices == [] and (state.text1, state.text2) == (html, unicode)
+    assert parse(state.to_query())[0] == state  # round trip of HTML, quotes, &, RTL override, emoji
+    long_text = "x" * (MAX_CHARS + 5)
+    state, notices = parse({"s1": long_text})
+    assert state.text1 == "x" * MAX_CHARS and "only the first 20,000" in notices[0]
+    # a long or strange key or value is shown short, quoted, in its notice
+    state, notices = parse({"k" * 5000: "v", "layer": "9" * 5000, "kind": "<b>enc</b>\n"})
+    assert state == LinkState()
+    assert all(len(n) < 200 for n in notices), notices
+    assert "'<b>enc</b>\\n'" in " ".join(notices)  # control characters escaped by repr; the page escapes the HTML
+    many = [(f"k{i}", "v") for i in range(100)]
+    assert "only the first 64 of its 100 keys" in parse(many)[1][0]
+
+
+def test_off_form():
+    assert parse_off("decoder:L1H2,L1H3;cross:L0H0;") == {"decoder": {(1, 2), (1, 3)}, "cross": {(0, 0)}}
+    assert parse_off("") == {}
+    assert format_off({"cross": {(0, 0)}, "decoder": {(1, 3), (1, 2)}, "encoder": set()}) == \
+        "decoder:L1H2,L1H3;cross:L0H0"
+    for bad in ("decoder", "mlp:L0H0", "decoder:L0", "decoder:L0H0H1", "decoder:L99999H0"):
+        assert parse({"off": bad})[0].off is None, bad
+
+
+def test_fitted_to_a_model_keeps_what_it_has():
+    kinds = {"encoder": (2, 4), "decoder": (3, 4), "cross": (3, 4)}
+    state = LinkState(kind="decoder", layer=2, head=3, tab="lens",
+                      off={"decoder": frozenset({(2, 0), (5, 0)}), "cross": frozenset({(0, 0)})})
+    fitted, notices = state.fitted(kinds, tabs=TABS)
+    assert fitted == state.__class__(**{**state.__dict__, "off": {"decoder": {(2, 0)}, "cross": {(0, 0)}}})
+    assert notices == ["off decoder:L5H0: the decoder attention has 3 layers × 4 heads"]
+    lm = {"decoder": (2, 2)}
+    fitted, notices = state.fitted(lm, tabs=[t for t in TABS if t != "roles"])
+    assert (fitted.kind, fitted.layer, fitted.head, fitted.tab) == ("decoder", None, None, "lens")
+    assert fitted.off == {"decoder": frozenset()}  # both heads named are beyond this model
+    assert "off decoder:L2H0,L5H0: the decoder attention has 2 layers × 2 heads" in notices
+    assert "layer 2: the decoder attention has layers 0 to 1" in notices
+    assert "off 'cross': this model has no cross attention" in notices
+    fitted, notices = LinkState(kind="cross", tab="lens").fitted({"encoder": (2, 2)}, tabs=["attention"])
+    assert (fitted.kind, fitted.tab) == (None, None) and len(notices) == 2
+
+
+def test_heads_on_lists_the_pages_labels():
+    state = LinkState(off={"decoder": frozenset({(0, 1)})})
+    assert state.heads_on({"encoder": (1, 2), "decoder": (1, 2)}) == {"encoder": ["L0 H0", "L0 H1"],
+                                                                      "decoder": ["L0 H0"]}
+    assert LinkState().heads_on(KINDS) is None
+
+
+def test_the_link_of_the_page_round_trips():
+    page = dict(source="date-translator", text1="lundi 3 mars 2025", text2="", tab="overview", kind="cross",
+                layer=1, head=2.0, sentence=1, measure="values",
+                heads_on={"encoder": ["L0 H0", "L0 H1", "L1 H0", "L1 H1"], "decoder": ["L0 H1", "L1 H0", "L1 H1"],
+                          "cross": []},
+                kinds={"encoder": (2, 2), "decoder": (2, 2), "cross": (2, 2)}, padding=True, causal=False,
+                mask="local window", blocked=0.0, window=3.0, position=-1, new_tokens=8.0)
+    state, notices = from_page(**page, check_model=accept_any)
+    assert notices == []
+    assert state.off == {"decoder": {(0, 0)}, "cross": {(0, 0), (0, 1), (1, 0), (1, 1)}}
+    assert (state.head, state.window, state.text2, state.tab) == (2, 3, "", "overview")
+    query = state.to_query()
+    assert "off=decoder:L0H0;cross:L0H0,L0H1,L1H0,L1H1" in query and "window=3&" in query
+    assert parse(query) == (state, [])
+    assert state.heads_on(page["kinds"]) == {**page["heads_on"]}
+    # a built model has no name: the link leaves the model out; the API tab is not a view to link
+    state, _ = from_page(**{**page, "source": "", "tab": "api"}, check_model=accept_any)
+    assert state.model is None and state.tab is None

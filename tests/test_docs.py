@@ -1,0 +1,64 @@
+"""The documentation (README.md and every docs/*.md) is true to the code: each python block runs as written, each
+relative link leads to a file (and heading), the docs index lists every page, and the README's two commands are
+the ones CI uses."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+
+from tests.markdown import NEEDS_APP, NEEDS_HUB, README, ROOT, anchors, code_blocks, links, pages
+
+BLOCKS = [(page, i, block) for page in pages() for i, block in enumerate(code_blocks(page, "python"))]
+
+
+@pytest.mark.parametrize("page, index, block", BLOCKS,
+                         ids=[f"{page.relative_to(ROOT)}:{i}" for page, i, _ in BLOCKS])
+def test_python_examples_run(page, index, block):
+    if block.startswith(NEEDS_APP):
+        pytest.skip("needs a running app: tests/app/test_api.py runs the gradio_client examples against one")
+    if block.startswith(NEEDS_HUB):
+        pytest.skip("needs the Hub: tests never reach the network; the same calls run on tiny models in tests/")
+    with torch.set_grad_enabled(torch.is_grad_enabled()):  # a block may switch autograd off: not for later tests
+        exec(compile(block, f"{page.relative_to(ROOT)} python block {index}", "exec"), {})
+
+
+def test_readme_is_a_front_door():
+    assert README.read_text().startswith("---\ntitle: Transformer Explorer\n")  # the Space's front matter first
+    assert len(README.read_text().splitlines()) <= 200
+    assert code_blocks(README, "python")  # a taste of the API, run above
+
+
+@pytest.mark.parametrize("page", pages(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_relative_links_lead_to_files_and_headings(page):
+    broken = []
+    for target in links(page):
+        if re.match(r"[a-z][a-z0-9+.-]*:", target):  # http:, https:, mailto: ...: not checked (no network)
+            continue
+        path, _, anchor = target.partition("#")
+        file = (page.parent / path).resolve() if path else page
+        if not file.exists():
+            broken.append(target)
+        elif anchor and file.suffix == ".md" and anchor not in anchors(file):
+            broken.append(f"{target} (no such heading)")
+    assert not broken, f"{page.relative_to(ROOT)}: broken links {broken}"
+
+
+def test_the_docs_index_lists_every_page():
+    index = ROOT / "docs" / "README.md"
+    assert "docs/README.md" in links(README)
+    listed = {target.partition("#")[0] for target in links(index)}
+    missing = [p.name for p in pages()[1:] if p != index and p.name not in listed]
+    assert not missing, f"add these pages to docs/README.md: {missing}"
+
+
+def test_ci_runs_the_readme_test_command():
+    text = README.read_text()
+    commands = re.findall(r"```bash\n(.*?)\n```", text, re.S)
+    assert "pip install -r requirements.txt && python app.py" in commands
+    test_command = "pip install -r requirements-test.txt && python -m pytest"
+    assert test_command in commands
+    assert test_command in (ROOT / ".ci" / "run").read_text()
+    assert "torch==2.13.0" in (ROOT / "requirements.txt").read_text()
