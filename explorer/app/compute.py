@@ -19,6 +19,7 @@ not survive a fork (a CPU operation on more threads in the child hangs), and on 
     .roles(session, text, kind, head_mask) -> RoleResult
     .patching(session, text1, text2, clean_answer, corrupted_answer) -> (figure, Markdown)
     .lens(session, text) -> (figure, Markdown)
+    .compare_models(first, second) -> ModelComparison (two RunRequests, their models held together)
     .contributions(session, ContributionRequest) -> Contributions (the graphs included; drawn by the server)
 
 A figure comes back as its JSON for gr.Plot (`assets.plot`): a Plotly figure made in one process and unpickled in
@@ -39,9 +40,10 @@ import torch
 
 from .assets import plot
 from .request import RunRequest
-from .session import AppContext, Session, get_model
+from .session import AppContext, Session, get_model, models_held
 from .toggles import Toggles
 from .views.analysis import Analysis, FirstLook, analyze_in_steps
+from .views.compare_models import ModelComparison, SideSettings, compare_models
 from .views.contributions import ContributionRequest, Contributions, contributions
 from .views.importance import importance_view
 from .views.lens import lens_view
@@ -85,6 +87,7 @@ class Compute:
         self.roles = on_gpu(self._roles)
         self.patching = on_gpu(self._patching)
         self.lens = on_gpu(self._lens)
+        self.compare_models = on_gpu(self._compare_models)
         self.contributions = on_gpu(self._contributions)
 
     def _analyze(self, request: RunRequest, first_tab: str) -> Iterator[FirstLook | Analysis]:
@@ -125,3 +128,16 @@ class Compute:
     def _contributions(self, session: Session, request: ContributionRequest) -> Contributions:
         """The Contributions tab's result, its contribution graphs included (drawn by the server)."""
         return contributions(get_model(session, self.ctx), request, self.ctx.max_tokens)
+
+    def _compare_models(self, first: RunRequest, second: RunRequest) -> ModelComparison:
+        """Two models on the same sentences (views.compare_models), both held in the registry while they run. The
+        requests share their texts and continuation length (the first's are used)."""
+        requests = (first, second)
+        with models_held([r.session for r in requests], self.ctx) as models:
+            sides = [SideSettings(model_name(r.session), m, r.toggles, r.view) for r, m in zip(requests, models)]
+            return compare_models(sides, first.text1, first.text2, self.ctx.max_tokens, first.new_tokens)
+
+
+def model_name(session: Session) -> str:
+    """How a side names its model: the source as chosen, or "a built model"."""
+    return session.source or f"a built {session.build.arch if session.build else ''} model".replace("  ", " ")

@@ -22,7 +22,7 @@ from .kept import KeptResults
 from .limits import DEFAULT_KEPT_MEMORY, DEFAULT_MODEL_MEMORY, DEFAULT_REQUEST_MEMORY, MAX_TOKENS
 from .memory import MemoryGate
 from .registry import ModelRegistry
-from .session import AppContext, Session, default_source, device_choices, get_model
+from .session import AppContext, Session, default_second, default_source, device_choices, get_model
 from .ui import Start, launch_kwargs, layout
 from .views.model import model_info
 
@@ -41,7 +41,14 @@ def starting_point(ctx: AppContext, source: str, device: str) -> Start:
     except Exception as err:  # noqa: BLE001
         log.warning("could not load the starting model %s: %s", source, err)
         info = None
-    return Start(info, source, model_choices(shipped, source), device_choices(), device, bool(ctx.allowed_dirs))
+    second, second_kinds = default_second(source), None  # the Compare models tab's second model
+    try:
+        second_kinds = info.kinds if second == source and info else get_model(Session(second, device), ctx
+                                                                              ).config.attention_kinds()
+    except Exception as err:  # noqa: BLE001
+        log.warning("could not load the second model %s: %s", second, err)
+    return Start(info, source, model_choices(shipped, source), device_choices(), device, bool(ctx.allowed_dirs),
+                 second, second_kinds)
 
 
 def build_demo(*, allowed_dirs: Sequence[str] = (), device: str = "auto", checkpoint: str | None = None,

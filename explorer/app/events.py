@@ -23,6 +23,7 @@ from .assets import REFLOW_JS, plot
 from .build import BuildSpec
 from .compute import Compute
 from .errors import escape_md
+from .events_compare import CompareEvents
 from .events_contrib import ContributionEvents
 from .events_heads import HeadEvents
 from .events_link import LinkEvents
@@ -85,6 +86,8 @@ class Events:
         self.run_progress = dict(show_progress="minimal", show_progress_on=[self.status])
         self.pe_inputs = [page.session, v.pe_d, v.pe_len, v.pe_base]
         self.model_outputs += [c.position, c.new_tokens]
+        self.compare = CompareEvents(page, ctx, self.compute, self.model_updates, self.model_outputs, self.after_model)
+        self.compare.attach_link(self.link)  # a link's model2 key
         # /positional: the first four figures as before, then the scheme's name and the model's other figures.
         self.pe_outputs = [self.status, v.pe_heat, v.pe_curves, v.pe_sim, v.pe_model, v.pe_scheme, v.pe_model2,
                            v.pe_model3, v.pe_model4]
@@ -268,6 +271,10 @@ class Events:
     def then_analyze(self, event: Any) -> Any:
         return event.then(self.analyze, self.analysis_inputs, self.analysis_outputs, **self.run_progress, **PRIVATE)
 
+    def after_model(self, event: Any) -> Any:
+        """After a model change: the page's Run, then its positional tab."""
+        return self.then_analyze(event).then(self.positional_after_run, self.pe_inputs, self.pe_outputs, **PRIVATE)
+
     def wire(self) -> None:
         page, m, i, c, v = self.page, self.page.model, self.page.inputs, self.page.controls, self.page.views
         # Named (API) events first: an unnamed event takes its handler's name, and a later explicit
@@ -285,33 +292,38 @@ class Events:
         v.pe_btn.click(self.positional, self.pe_inputs, self.pe_outputs, api_name="positional")
         self.heads.wire()
         self.contrib.wire()
+        runs = []  # the Runs a control of the first model starts: the Compare models tab follows them
         v.imp_btn.click(self.importance, [page.session, i.text1, i.text2, c.padding, c.causal, c.custom,
                                           c.block_token, c.window, c.kind], [self.status, v.imp_md, v.imp_plot],
                         api_name="importance")
         for event in (loaded, built):
-            self.then_analyze(event).then(self.positional_after_run, self.pe_inputs, self.pe_outputs, **PRIVATE)
+            runs.append(self.after_model(event))
         # Page load: the session's model described (and the view of a link in the page's address restored), then
         # the first Run (events_link).
         self.link.wire(self.model_outputs, self.then_analyze,
-                       lambda run: run.then(self.positional_after_run, self.pe_inputs, self.pe_outputs, **PRIVATE))
+                       lambda run: runs.append(run.then(self.positional_after_run, self.pe_inputs, self.pe_outputs,
+                                                        **PRIVATE)))
         for trigger in (i.text1.submit, i.text2.submit, c.padding.input, c.causal.input, c.custom.input,
                         c.block_token.submit, c.window.release, *(g.input for g in self.groups), c.kind.input,
                         c.layer.input, c.head.input, c.sentence.input, c.position.submit, c.new_tokens.release,
                         c.measure.input):
-            trigger(self.analyze, self.analysis_inputs, self.analysis_outputs, trigger_mode="always_last",
-                    **self.run_progress, **PRIVATE)
+            runs.append(trigger(self.analyze, self.analysis_inputs, self.analysis_outputs, trigger_mode="always_last",
+                                **self.run_progress, **PRIVATE))
         for box, text in ((i.ex1, i.text1), (i.ex2, i.text2)):
             self.then_analyze(box.input(lambda value, text=text: {text: value} if value else {}, [box], [text],
                                         **PRIVATE))
         head_outputs, view_inputs = [self.status, *self.groups], [page.session, c.kind, c.layer, c.head]
         for button, mode in ((c.all_on, "all"), (c.only_this, "only")):
-            self.then_analyze(button.click(functools.partial(self.set_heads, mode), view_inputs, head_outputs,
-                                           **PRIVATE))
-        self.then_analyze(v.tile_click.change(self.choose_tile, [v.tile_click], [c.layer, c.head], **PRIVATE))
+            runs.append(self.then_analyze(button.click(functools.partial(self.set_heads, mode), view_inputs,
+                                                       head_outputs, **PRIVATE)))
+        runs.append(self.then_analyze(v.tile_click.change(self.choose_tile, [v.tile_click], [c.layer, c.head],
+                                                          **PRIVATE)))
         shown = [v.tab, self.status, *self.plots.values()]
         for tab_id, tab in v.tabs.items():
-            tab.select(functools.partial(self.show_tab, tab_id), [self.page.kept], shown, **PRIVATE)
+            if tab_id != "compare":  # its own (events_compare)
+                tab.select(functools.partial(self.show_tab, tab_id), [self.page.kept], shown, **PRIVATE)
         i.api_tab.click(self.show_tab, [v.tab, page.kept], shown, api_name="show_tab")
+        self.compare.wire(runs)
         for reflow in (m.sidebar.expand, m.sidebar.collapse):
             reflow(None, js=REFLOW_JS)
         m.preset.input(self.fill_preset, [m.preset], [m.arch, m.n_layers, m.n_heads, m.d_model, m.d_ff, m.norm,

@@ -28,10 +28,11 @@ from .limits import MAX_CHARS, MAX_NAME_CHARS, MAX_NEW_TOKENS
 from .toggles import CUSTOM_MASKS, Head
 from .views import KIND_TITLES, MEASURES
 
-# The link's name of each tab -> the page's tab id. "contributions" is accepted only where the page has that tab.
+# The link's name of each tab -> the page's tab id. "contributions" and "compare" are accepted only where the page has
+# that tab.
 LINK_TABS = {"attention": "attention", "overview": "overview", "roles": "roles", "patching": "patching",
              "lens": "lens", "generation": "generation", "positions": "positional", "importance": "importance",
-             "rollout": "rollout", "contributions": "contributions"}
+             "rollout": "rollout", "contributions": "contributions", "compare": "compare"}
 TAB_NAMES = {tab_id: name for name, tab_id in LINK_TABS.items()}
 KINDS = tuple(KIND_TITLES)  # encoder, decoder, cross: the order `off` lists them in
 WINDOW = (0, 16)  # the "Window k" slider
@@ -267,7 +268,7 @@ def query_pairs(query: Mapping[str, Any] | Iterable[tuple[str, Any]] | str) -> l
 
 
 def parse_link(query: Mapping[str, Any] | Iterable[tuple[str, Any]] | str, *, check_model: CheckModel,
-               tabs: Collection[str] = tuple(t for t in LINK_TABS.values() if t != "contributions")
+               tabs: Collection[str] = tuple(t for t in LINK_TABS.values() if t not in ("contributions", "compare"))
                ) -> tuple[LinkState, list[str]]:
     """The state a link asks for, and a notice for each key or value it could not take (unknown key, invalid value,
     a key given twice: the first stands). `tabs`: the page's tab ids."""

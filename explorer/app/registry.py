@@ -3,13 +3,16 @@
 Sessions hold a key (which model, on which device), never the model: two users of the same checkpoint share
 one copy, and nothing a request computes is stored here. The registry keeps models up to `budget_bytes`
 (parameters and buffers, each storage counted once), evicting the least recently used; a model larger than
-the whole budget is refused with a message naming the budget.
+the whole budget is refused with a message naming the budget. `held` keeps several models at once for one request
+(a comparison of two models): none of them is evicted until it ends, so they count together against the budget,
+and a model that does not fit beside the models held is refused.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from .errors import AppError
@@ -52,24 +55,49 @@ class ModelRegistry:
     def budget_text(self) -> str:
         return f"{format_bytes(self.budget_bytes)} (--model-memory)"
 
-    def get(self, key: str, factory: Callable[[], Any]) -> Any:
-        value = self._models.get(key)
+    def get(self, key: str, factory: Callable[[], Any], pin: bool = False) -> Any:
+        """The model under `key`, loaded by `factory()` if not kept; `pin`: pinned in the cache (`_models.unpin`)."""
+        value = self._models.get(key, pin)
         if value is not None:
             return value
         with self._lock:
             key_lock = self._key_locks.setdefault(key, threading.Lock())
         with key_lock:
-            value = self._models.get(key)  # another request may have loaded it while we waited
+            value = self._models.get(key, pin)  # another request may have loaded it while we waited
             if value is not None:
                 return value
             value = factory()
             size = self._size_of(value)
-            if not self._models.put(key, value, size):
-                raise AppError(f"This model takes {format_bytes(size)}, more than the app's whole model memory "
-                               f"budget of {self.budget_text()}.")
+            if not self._models.put(key, value, size, pin):
+                if size > self.budget_bytes:
+                    raise AppError(f"This model takes {format_bytes(size)}, more than the app's whole model memory "
+                                   f"budget of {self.budget_text()}.")
+                raise AppError(f"This model takes {format_bytes(size)}; beside the {format_bytes(self.held_bytes)} "
+                               f"of models in use now (a comparison holds both of its models) it does not fit in "
+                               f"the app's model memory budget of {self.budget_text()}.")
             with self._lock:
                 self._key_locks.pop(key, None)
         return value
+
+    @contextmanager
+    def held(self, entries: Sequence[tuple[str, Callable[[], Any]]]) -> Iterator[list[Any]]:
+        """The models of `entries` ((key, factory) pairs, got in order as `get` does), none evicted until the block
+        ends: they count together against the budget (the same key twice is one model, counted once)."""
+        pinned: list[str] = []
+        try:
+            values = []
+            for key, factory in entries:
+                values.append(self.get(key, factory, pin=True))
+                pinned.append(key)
+            yield values
+        finally:
+            for key in pinned:
+                self._models.unpin(key)
+
+    @property
+    def held_bytes(self) -> int:
+        """Bytes of the models `held` by requests now."""
+        return self._models.pinned_bytes
 
     @property
     def used_bytes(self) -> int:

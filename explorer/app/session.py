@@ -8,7 +8,8 @@ folders the page may load from, the caps chosen at launch, the store of the Runs
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,6 +59,27 @@ def default_source() -> str:
     return names[0] if names else MINILM
 
 
+SECOND = {"date-translator": "date-gpt", "date-gpt": "date-translator"}  # the date models compare with each other
+
+
+def default_second(source: str) -> str:
+    """The second model the Compare models tab starts with: the other date model if shipped, else the same model
+    (two copies of one model with different heads switched off is a comparison too)."""
+    from ..loading import shipped_names
+
+    other = SECOND.get(source, source)
+    return other if other == source or other in shipped_names() else source
+
+
+def second_session(name: Any, first: Session) -> Session:
+    """The Compare models tab's second model, named by a string (shipped name, Hub id or allowed folder), on the first
+    model's device: the same checks as `load_session` (the name now; loading when it is used, `models_held`)."""
+    text = str(name or "").strip()
+    if not text:
+        raise AppError("Choose a second model to compare with (a shipped name, a Hub id or an allowed folder).")
+    return Session(check_model_name(text), first.device)
+
+
 def device_choices() -> list[str]:
     return ["auto", *available_devices()]
 
@@ -87,13 +109,28 @@ def _load(source: str, device: torch.device, ctx: AppContext, progress: Progress
     return loaded
 
 
-def get_model(session: Session, ctx: AppContext, progress: Progress = no_progress) -> LoadedModel:
-    """The session's model from the shared registry, loading or building it on first use."""
+def model_factory(session: Session, ctx: AppContext, progress: Progress = no_progress
+                  ) -> Callable[[], LoadedModel]:
+    """How the registry makes the session's model when it does not hold it (the device is checked now)."""
     device = resolve_device(session.device)
     if session.build is not None:
         spec = session.build
-        return ctx.registry.get(session.key, lambda: build_model(spec, device))
-    return ctx.registry.get(session.key, lambda: _load(session.source, device, ctx, progress))
+        return lambda: build_model(spec, device)
+    return lambda: _load(session.source, device, ctx, progress)
+
+
+def get_model(session: Session, ctx: AppContext, progress: Progress = no_progress) -> LoadedModel:
+    """The session's model from the shared registry, loading or building it on first use."""
+    return ctx.registry.get(session.key, model_factory(session, ctx, progress))
+
+
+@contextmanager
+def models_held(sessions: Sequence[Session], ctx: AppContext, progress: Progress = no_progress
+                ) -> Iterator[list[LoadedModel]]:
+    """The sessions' models, all kept in the registry until the block ends (ModelRegistry.held): a comparison's two
+    models count together against --model-memory, and one that does not fit beside the other is refused."""
+    with ctx.registry.held([(s.key, model_factory(s, ctx, progress)) for s in sessions]) as models:
+        yield models
 
 
 def load_session(name: str, device: str | None, ctx: AppContext, progress: Progress = no_progress

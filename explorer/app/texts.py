@@ -25,6 +25,10 @@ TAB_TEXT = {
                  "that head's output (left) or the residual stream at that layer and position (right) restores."),
     "lens": ("Each layer's residual stream read through the model's final norm and unembedding: the top token "
              "per layer and position (colour: its probability), and the rank of the final prediction per layer."),
+    "compare": ("Two models on the same sentences, masks and sentence choice: each reads the text with its own "
+                "tokenizer, so each side labels its own tokens. Left: the model loaded for the page (its layer, head "
+                "and head switches are the controls on the left); right: the second model, with its own below. "
+                "Each side shows its chosen head, every head, and its output."),
     "contributions": ("Where one prediction comes from, on sentence 1: each head's and MLP's direct share of the "
                       "logit (red raises it, blue lowers it; the parts add up to the logit), without and with the "
                       "head switches; click a head for the tokens it promotes and suppresses. Below: each input "
@@ -34,8 +38,8 @@ TAB_TEXT = {
 }
 API_TEXT = """
 Every main action is a named endpoint (`/load_model`, `/build_model`, `/analyze`, `/positional`, `/importance`,
-`/roles`, `/switch_off_role`, `/patching`, `/lens`, `/contributions`; docs/http-api.md and docs/contributions.md in
-the repository list their parameters).
+`/roles`, `/switch_off_role`, `/patching`, `/lens`, `/contributions`, `/set_model2`, `/compare_models`;
+docs/http-api.md, docs/contributions.md and docs/compare.md in the repository list their parameters).
 From Python, with `pip install gradio_client`:
 
 ```python

@@ -21,6 +21,7 @@ from .labels import head_labels
 from .limits import DEFAULT_CONTINUATION, MAX_BUILD_PARAMETERS, MAX_NEW_TOKENS, POSITIONAL_D_MODEL, POSITIONAL_LENGTH
 from .texts import API_TEXT, INTRO, TAB_TEXT
 from .toggles import CUSTOM_MASKS
+from .ui_compare import compare_tab
 from .ui_contrib import contribution_tab
 from .ui_heads import head_tabs
 from .kept import Shown
@@ -41,6 +42,8 @@ class Start:
     devices: list[str]
     device: str
     can_load_folders: bool
+    second: str = ""  # the second model the Compare models tab starts with
+    second_kinds: dict[str, tuple[int, int]] | None = None  # its attention kinds -> (layers, heads); None: unknown
 
 
 def named(scope: dict[str, Any], **extra: Any) -> SimpleNamespace:
@@ -161,7 +164,7 @@ def tab_text(name: str) -> None:
     gr.Markdown(TAB_TEXT[name], elem_classes="tab-text")
 
 
-def view_tabs(language: bool, decoder: bool, cross: bool = True) -> SimpleNamespace:
+def view_tabs(language: bool, decoder: bool, cross: bool = True, start: Start | None = None) -> SimpleNamespace:
     with gr.Column(scale=4, elem_id="views-col"):
         with gr.Tabs(elem_id="views", overflow_behavior="wrap") as tab_strip:  # every tab one click away
             with gr.Tab("Attention & output", id="attention") as tab_attention:
@@ -221,15 +224,17 @@ def view_tabs(language: bool, decoder: bool, cross: bool = True) -> SimpleNamesp
             with gr.Tab("Rollout", id="rollout") as tab_rollout:
                 tab_text("rollout")
                 rollout_plot = plot("rollout-plot", "Attention rollout")
+            compare = compare_tab(start.sources if start else [], start.second if start else "",
+                                  (start.second_kinds or {}) if start else {})
             with gr.Tab("API", id="api") as tab_api:
                 gr.Markdown(API_TEXT)
         # Which tab is shown: an input of /analyze (only that tab's figures are drawn and sent; "all" for every tab).
         tab = gr.Textbox("attention", visible=False, elem_id="visible-tab", label="tab")
     tabs = dict(attention=tab_attention, overview=tab_overview, generation=tab_generation,
                 positional=tab_positional, importance=tab_importance, rollout=tab_rollout, **heads.tabs,
-                **contrib.tabs, api=tab_api)
+                **contrib.tabs, compare=compare.tab_compare, api=tab_api)
     extra = {k: v for part in (heads, contrib) for k, v in vars(part).items() if k != "tabs"}
-    return named(locals(), tabs=tabs, tab_strip=tab_strip, **extra)
+    return named(locals(), tabs=tabs, tab_strip=tab_strip, compare=compare, **extra)
 
 
 @dataclass
@@ -274,7 +279,7 @@ def layout(start: Start, session_value: Any) -> Page:
             ctl = controls(start)
             views = view_tabs(start.info is not None and start.info.language_model,
                               start.info is None or "decoder" in start.info.kinds,
-                              start.info is None or "cross" in start.info.kinds)
+                              start.info is None or "cross" in start.info.kinds, start)
     return Page(demo, session, kept, headline, model, inputs, ctl, views)
 
 

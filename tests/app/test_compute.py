@@ -114,10 +114,15 @@ def test_the_other_model_tabs_run_in_a_forked_worker(pages):
         "roles": lambda ev: ev.heads.roles(session, DATE1, "decoder", HEADS, HEADS[2:], HEADS),
         "lens": lambda ev: ev.heads.lens(session, DATE1),
         "switch_off_role": lambda ev: ev.heads.switch_off_role(session, DATE1, "decoder", "self", 2, "probe"),
+        "compare_models": lambda ev: ev.compare.compare_models(session, "date-gpt", DATE1, DATE2, True, True, "none",
+                                                               0, 2, HEADS, HEADS, HEADS[1:], "cross", 1, 0, 1, -1, 8,
+                                                               "weights", "decoder", 3, 1, [], head_labels(4, 4)[2:],
+                                                               []),
         "contributions": lambda ev: ev.contrib.contributions(session, DATE1, 3, "", "", "integrated_gradients", 4,
                                                              HEADS, HEADS, HEADS[1:]),
     }
     expected = {name: values(here, call(here)) for name, call in calls.items()}
+    assert not expected["compare_models"]["status"] and "date-gpt" in expected["compare_models"]["compare2-md"]
     before = len(forked.pids)
     with server_runs_no_model():
         for name, call in calls.items():

@@ -83,3 +83,17 @@ def tiny_roberta_mlm(folder: Path) -> torch.nn.Module:
     hf.set_attn_implementation("eager")
     save_folder(hf, roberta_tokenizer(), folder, {"mask_token": "<mask>"})
     return hf
+
+
+def tiny_gpt2(folder: Path) -> torch.nn.Module:
+    """A 2-layer, 6-head GPT-2 with a byte-level BPE tokenizer ("Ġthe"; tiny_llama's splits the same text otherwise)."""
+    from tests.importers.harness import byte_level_tokenizer
+
+    config = transformers.GPT2Config(vocab_size=VOCAB, n_embd=48, n_head=6, n_layer=2, n_positions=64, bos_token_id=0,
+                                     eos_token_id=0)
+    torch.manual_seed(0)
+    hf = saved(transformers.GPT2LMHeadModel(config))
+    hf.set_attn_implementation("eager")
+    save_folder(hf, byte_level_tokenizer(), folder, {"bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>",
+                                                     "add_bos_token": False})
+    return hf

@@ -92,6 +92,11 @@ class Analysis:
         return (f"{self.output.summary}\n\nLargest change of any attention weight per layer "
                 f"({self.view.kind}): {change}")
 
+    @property
+    def overview_width(self) -> int:
+        """The figure width (px) the All heads tiles were pooled for."""
+        return self._overview.tiles.width
+
     @drawn_figure
     def surprisal(self) -> go.Figure:
         return surprisal_figure(self._surprisal)
