@@ -9,7 +9,7 @@ import pytest
 pytestmark = pytest.mark.browser
 transformers = pytest.importorskip("transformers")
 
-from tests.app.browser import new_page, served
+from tests.app.browser import IDLE_JS, new_page, served
 from tests.app.long_model import long_text, save_long_gpt2  # noqa: E402
 
 TEXT_JS = "id => { const el = document.querySelector('#' + id); return el ? el.innerText : ''; }"
@@ -70,7 +70,14 @@ def test_a_1024_token_input_is_drawn(long_app, chromium_path, chromium_args):
         assert head["rows"] == 1024 and head["cols"] > 0, head  # every query a row; keys pooled to the pixels
 
         page.get_by_role("tab", name="All heads").click()
-        overview = page.wait_for_function(f"() => ({DRAWN_JS})('overview-plot')").json_value()
+        # The tab opened while the long Run may still be under way shows the last ended Run's overview (the short
+        # first one) until the long Run ends and draws its own: wait for the overview of 1,024 queries (under load
+        # the old one was drawn first, and the hovered cells were the old figure's).
+        overview = page.wait_for_function(
+            f"() => {{ const d = ({DRAWN_JS})('overview-plot'); const gd = document.querySelector('#overview-plot "
+            ".js-plotly-plot'); const q = gd && gd.layout.meta && gd.layout.meta.overview_grid.q_edges; "
+            "return d && q && q[q.length - 1] === 1024 ? d : null; }").json_value()
+        page.wait_for_function(IDLE_JS)
         assert overview["rows"] > 0 and overview["cols"] > 0, overview  # 2 x 2 tiles, pooled to their pixels
         # Drawn as one image (its cells evenly spaced, the gaps between tiles included); the page hides the hover
         # label of a gap cell (its value is only the code of its transparent colour) and shows a tile cell's.
