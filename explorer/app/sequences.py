@@ -86,11 +86,12 @@ def read_texts(loaded: LoadedModel, text1: str | None, text2: str | None, max_to
             for r, lab, a in zip(inputs.rows, inputs.labels, answers)]
 
 
-def token_id(loaded: LoadedModel, text: str | None, what: str) -> int | None:
-    """A typed answer token -> its id in the model's output vocabulary; None when left blank.
+def token_id(loaded: LoadedModel, text: str | None, what: str, notices: list[str] | None = None) -> int | None:
+    """A typed token -> its id in the model's output vocabulary; None when left blank.
 
-    Token text must be exactly one token ("␣", as in the token table, stands for a space); "#123" is the id 123
-    (the token table lists ids), so a digit typed alone is the digit's token."""
+    Token text ("␣", as in the token table, stands for a space) must be exactly one token, unless `notices` is given:
+    then text that is several tokens gives its first, and a notice saying so is added. "#123" is the id 123 (the
+    token table lists ids), so a digit typed alone is the digit's token."""
     text = (text or "").strip("\n")
     if not text.strip():
         return None
@@ -100,9 +101,13 @@ def token_id(loaded: LoadedModel, text: str | None, what: str) -> int | None:
         ids = [int(number[1:])]
     else:
         ids = loaded.target_tokenizer.encode(text.replace("␣", " "), add_special_tokens=False).ids
-        if len(ids) != 1:
+        if not ids or (len(ids) > 1 and notices is None):
             raise AppError(f"{what}: {text[:30]!r} is {len(ids)} tokens for this model; type one token, or "
                            "#id (the token table lists ids)")
+        if len(ids) > 1:
+            labels = codec_for(loaded).labels(ids[:6])
+            notices.append(f"{what}: {text[:30]!r} is {len(ids)} tokens for this model ({' '.join(labels)}"
+                           f"{' …' if len(ids) > 6 else ''}); the first, {labels[0]!r}, is used.")
     if ids[0] >= vocab:
         raise AppError(f"{what}: id {ids[0]} is outside the vocabulary (0..{vocab - 1})")
     return int(ids[0])

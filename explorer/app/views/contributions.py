@@ -39,7 +39,7 @@ from ..errors import AppError, escape_md
 from ..inputs import codec_for
 from ..labels import head_label
 from ..runs import is_masked_lm
-from ..sequences import Reading, read_texts
+from ..sequences import Reading, read_texts, token_id
 from ..toggles import Head, Toggles, head_mask
 from . import KIND_SHORT
 
@@ -157,30 +157,6 @@ class Contributions:
 
 
 # ----------------------------------------------------------------------------------------------- input
-def typed_token(loaded: LoadedModel, text: str | None, what: str, notices: list[str]) -> int | None:
-    """A typed token -> its id in the output vocabulary; None when blank. "#123" is id 123; text that is several
-    tokens gives its first, with a notice."""
-    text = (text or "").strip("\n")
-    if not text.strip():
-        return None
-    vocab = loaded.config.tgt_vocab_size or loaded.config.vocab_size
-    number = text.strip()
-    if number.startswith("#") and number[1:].isdigit():
-        ids = [int(number[1:])]
-    else:
-        ids = loaded.target_tokenizer.encode(text.replace("␣", " "), add_special_tokens=False).ids
-        if not ids:
-            raise AppError(f"{what}: {text[:30]!r} gives no token for this model; type a token, or #id (the token "
-                           "table lists ids)")
-        if len(ids) > 1:
-            labels = codec_for(loaded).labels(ids[:6])
-            notices.append(f"{what}: {text[:30]!r} is {len(ids)} tokens for this model ({' '.join(labels)}"
-                           f"{' …' if len(ids) > 6 else ''}); the first, {labels[0]!r}, is used.")
-    if not 0 <= ids[0] < vocab:
-        raise AppError(f"{what}: id {ids[0]} is outside the vocabulary (0..{vocab - 1})")
-    return int(ids[0])
-
-
 def check_model(loaded: LoadedModel) -> None:
     if loaded.arch == "encoder" and loaded.model.mlm is None:
         raise AppError(CLASSIFIER if loaded.model.classifier is not None else NO_LOGIT)
@@ -283,8 +259,8 @@ def contributions(loaded: LoadedModel, request: ContributionRequest, max_tokens:
     notices: list[str] = []
     reading = read_texts(loaded, request.text, None, max_tokens)[0]
     position = resolve_position(loaded, reading, request.position, notices)
-    token = typed_token(loaded, request.token, "target token", notices)
-    minus = typed_token(loaded, request.minus, "minus token", notices)
+    token = token_id(loaded, request.token, "target token", notices)
+    minus = token_id(loaded, request.minus, "minus token", notices)
     masks = masks_of(loaded, request.heads_on)
     model = loaded.model
     src, tgt = reading.tensors(model.device)
