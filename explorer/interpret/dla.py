@@ -54,6 +54,7 @@ from torch import Tensor, nn
 
 from ..model import Record, Transformer
 from ..model.record import norm_scale
+from .sequence import as_row
 
 
 @dataclass
@@ -233,15 +234,6 @@ class _Parts:
         self.p *= torch.where(pre != 0, post / torch.where(pre != 0, pre, 1.0), 0.0)
 
 
-def _as_row(ids: Tensor, name: str) -> Tensor:
-    ids = torch.as_tensor(ids)
-    if ids.dim() == 2 and ids.shape[0] == 1:
-        ids = ids[0]
-    if ids.dim() != 1:
-        raise ValueError(f"{name} must be one sequence of token ids, (T,) or (1, T); got shape {tuple(ids.shape)}")
-    return ids[None]  # (1, T)
-
-
 def _head_out(attention, z: Tensor) -> Tensor:
     """z (H, Dh) of one position -> (H, D): what each head writes, z_h @ W_o^h.T."""
     H, Dh = z.shape
@@ -307,7 +299,7 @@ def residual_parts(model: Transformer, ids: Tensor, *, position: int = -1, tgt: 
     if arch != "encoder-decoder" and tgt is not None:
         raise ValueError("only an encoder-decoder takes tgt; pass the one sequence as ids")
     device = model.device
-    ids = _as_row(ids, "ids").to(device)
+    ids = as_row(ids, "ids").to(device)
     masks = model.head_masks(head_mask)
     record = Record()
     if arch == "decoder":
@@ -318,7 +310,7 @@ def residual_parts(model: Transformer, ids: Tensor, *, position: int = -1, tgt: 
         if arch == "encoder":
             seq, out = ids, enc.memory
         else:
-            seq = _as_row(tgt, "tgt").to(device)
+            seq = as_row(tgt, "tgt").to(device)
             out = model.decode(seq, enc.memory, enc.key_mask, head_mask=masks.get("decoder"),
                                cross_head_mask=masks.get("cross"), key_mask=model.target_key_mask(seq, True),
                                need_weights=False, record=record).output

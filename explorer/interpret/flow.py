@@ -50,7 +50,8 @@ import torch
 from torch import Tensor, nn
 
 from ..model import Record, Transformer
-from .dla import _as_row, _resolve_position
+from .dla import _resolve_position
+from .sequence import as_row
 
 EPS = 1e-5  # the LM Transparency Tool's floor of a proximity (absolute, in L1 units of the residual stream)
 CHUNK = 1 << 23  # elements of one (rows, H, keys, D) block of head parts (32 MB in float32)
@@ -415,7 +416,7 @@ def contribution_graph(model: Transformer, ids: Tensor, *, position: int = -1, t
     if arch != "encoder-decoder" and tgt is not None:
         raise ValueError("only an encoder-decoder takes tgt; pass the one sequence as ids")
     device = model.device
-    ids = _as_row(ids, "ids").to(device)
+    ids = as_row(ids, "ids").to(device)
     masks = model.head_masks(head_mask)
     # a norm's divisor is computed only when recorded: only post-norm sublayers need it (their frozen norm)
     record = Record(only=("v", "z", "mlp") + (() if model.config.norm_first else ("scale", "mlp.scale")))
@@ -431,7 +432,7 @@ def contribution_graph(model: Transformer, ids: Tensor, *, position: int = -1, t
             seq = ids
             dec = model.decode(ids, head_mask=masks.get("decoder"), need_weights=True, record=record)
         else:
-            seq = _as_row(tgt, "tgt").to(device)
+            seq = as_row(tgt, "tgt").to(device)
             dec = model.decode(seq, enc.memory, enc.key_mask, head_mask=masks.get("decoder"),
                                cross_head_mask=masks.get("cross"), key_mask=model.target_key_mask(seq, True),
                                need_weights=True, record=record)

@@ -33,6 +33,7 @@ from torch import Tensor
 
 from ..model import Transformer
 from ..model.masks import causal_mask
+from .sequence import as_row
 
 
 @dataclass
@@ -55,15 +56,6 @@ class _Run:
     memory: Tensor | None  # (1, S, D) encoder output
     src_key_mask: Tensor | None  # (1, S) True = real source token
     logits: Tensor  # (V,) at the last position, on the CPU
-
-
-def _as_row(ids: Tensor, name: str) -> Tensor:
-    ids = torch.as_tensor(ids)
-    if ids.dim() == 2 and ids.shape[0] == 1:
-        ids = ids[0]
-    if ids.dim() != 1:
-        raise ValueError(f"{name} must be one sequence of token ids (T,), got shape {tuple(ids.shape)}")
-    return ids[None]  # (1, T)
 
 
 def _run(model: Transformer, tokens: Tensor, src: Tensor | None) -> _Run:
@@ -161,7 +153,7 @@ def activation_patching(model: Transformer, clean: Tensor, corrupted: Tensor, *,
                         answers: tuple[int, int] | None = None, src: tuple[Tensor, Tensor] | None = None,
                         batch_size: int = 64) -> Patching:
     """Patch every decoder head's z and every residual (layer, position) from clean into corrupted."""
-    clean_ids, corrupted_ids = _as_row(clean, "clean"), _as_row(corrupted, "corrupted")
+    clean_ids, corrupted_ids = as_row(clean, "clean"), as_row(corrupted, "corrupted")
     if clean_ids.shape[1] != corrupted_ids.shape[1]:
         raise ValueError(f"clean and corrupted must have the same number of tokens: clean has {clean_ids.shape[1]}, "
                          f"corrupted has {corrupted_ids.shape[1]}")
@@ -174,7 +166,7 @@ def activation_patching(model: Transformer, clean: Tensor, corrupted: Tensor, *,
         raise ValueError("an encoder-decoder needs src=(clean source, corrupted source); a decoder-only model "
                          "takes no src")
     if src is not None:
-        clean_src, corrupted_src = _as_row(src[0], "clean source"), _as_row(src[1], "corrupted source")
+        clean_src, corrupted_src = as_row(src[0], "clean source"), as_row(src[1], "corrupted source")
     device = model.device
     clean_run = _run(model, clean_ids.to(device), None if src is None else clean_src.to(device))
     corrupted_ids = corrupted_ids.to(device)
