@@ -47,23 +47,27 @@ MEASURE_JS = """() => new Promise((resolve, reject) => {
 # A language model's Run comes in two steps (its attention, then its outputs): ms from the click to the overview
 # redrawn, and to the output summary showing the Run's result (no longer the "computing" note of the first step).
 MEASURE_BOTH_JS = """() => new Promise((resolve, reject) => {
-  const plotOf = () => document.querySelector('#overview-plot .js-plotly-plot');
+  const plotOf = (id) => document.querySelector(`#${id} .js-plotly-plot`);
   const summary = () => (document.querySelector('#output-summary') || {}).innerText || '';
-  const before = plotOf(); const old = before && before.data ? before.data[0] : null; const oldSummary = summary();
+  const dataOf = (id) => { const el = plotOf(id); return el && el.data ? el.data[0] : null; };
+  const old = dataOf('overview-plot'), oldLarge = dataOf('large-plot'), oldSummary = summary();
   const t0 = performance.now(); const seen = {};
   (document.querySelector('#run') || document.querySelector('#run button')).click();
+  const drawn = (id, before) => { const el = plotOf(id);
+    return el && el.data && el.data[0] && el.data[0] !== before && el._fullLayout && el.querySelector('.main-svg'); };
   (function poll() {
-    const el = plotOf(); const now = performance.now() - t0; const text = summary();
-    if (!seen.overview && el && el.data && el.data[0] && el.data[0] !== old && el._fullLayout && el.querySelector('.main-svg')) {
-      seen.overview = now;
-    }
+    const now = performance.now() - t0; const text = summary();
+    if (!seen.overview && drawn('overview-plot', old)) { seen.overview = now; }
+    if (!seen.large && drawn('large-plot', oldLarge)) { seen.large = now; }
     if (!seen.computing && text.includes('computing')) { seen.computing = true; }
     if (!seen.done && seen.computing && !text.includes('computing') && text !== oldSummary) { seen.done = now; }
-    if (seen.overview && seen.done) { requestAnimationFrame(() => requestAnimationFrame(() => resolve(seen))); }
+    if (seen.overview && seen.large && seen.done) {
+      requestAnimationFrame(() => requestAnimationFrame(() => resolve(seen)));
+    }
     else if (now > %d) { reject(new Error('run not drawn: ' + JSON.stringify(seen))); }
     else { requestAnimationFrame(poll); }
   })();
-})"""
+})"""  # ms from the click to: the All heads grid drawn, the chosen head below it drawn, the outputs shown
 
 
 def app_available() -> str | None:
@@ -232,16 +236,20 @@ def click_to_redraw_long(tokens: int = 1024, repeats: int = 3, timeout_s: float 
                 page.wait_for_function("() => { const t = (document.querySelector('#output-summary') || {}).innerText;"
                                        " return t && !t.includes('computing'); }", timeout=timeout_s * 1000)
                 page.fill("#text2 textarea", "")
-                overview, done = [], []
+                overview, large, done = [], [], []
                 for k in range(repeats + 1):  # the first click is a warm-up
                     page.fill("#text1 textarea", text_of(tokens - k % 2) + "." * (k % 2))  # new data on every click
                     page.wait_for_timeout(200)
                     seen = page.evaluate(MEASURE_BOTH_JS % int(timeout_s * 1000))
                     overview.append(float(seen["overview"]))
+                    large.append(float(seen["large"]))
                     done.append(float(seen["done"]))
                 rows = page.evaluate("document.querySelector('#overview-plot .js-plotly-plot')._fullData[0].z.length")
             out["by_tokens"].append({"tokens": tokens, "torch_threads": server_torch_threads(n),
                                      "threads_flag": n, "click_to_overview_drawn_ms": round(statistics.median(overview[1:]), 1),
+                                     "click_to_chosen_head_drawn_ms": round(statistics.median(large[1:]), 1),
                                      "click_to_outputs_shown_ms": round(statistics.median(done[1:]), 1),
+                                     "click_to_everything_shown_ms": round(statistics.median(
+                                         max(x) for x in zip(overview[1:], large[1:], done[1:])), 1),
                                      "repeats": repeats, "overview_rows": rows})
     return out

@@ -21,7 +21,8 @@ TARGETS = [
     ("figures_1024", "Largest tab at 1,024 tokens, GPT-2-small shape, MB", "<= 4"),
     ("draw_1024", "Our views drawn at 1,024 tokens, GPT-2-small shape (overview and one head, update)", "< 3000 ms"),
     ("app_1024", "Real app at 1,024 tokens, GPT-2-small shape: click -> overview redrawn in Chromium", "< 3000 ms"),
-    ("app_1024_whole", "Real app at 1,024 tokens, GPT-2-small shape: click -> outputs shown (the whole Run)",
+    ("app_1024_whole", "Real app at 1,024 tokens, GPT-2-small shape: click -> everything of the tab shown (overview, "
+     "chosen head, outputs: the whole Run)",
      "<= 3000 ms"),
     ("memory_1024", "One 1,024-token /analyze request, GPT-2-small shape, head off: peak above the loaded model, MB",
      "<= 1536"),
@@ -97,7 +98,7 @@ def measured_values(res: dict[str, Any]) -> dict[str, float | None]:
     app_long = _row([r for r in res.get("app_long", {}).get("by_tokens", []) if r.get("threads_flag") is None], 1024)
     if app_long:
         v["app_1024"] = app_long["click_to_overview_drawn_ms"]
-        v["app_1024_whole"] = app_long.get("click_to_outputs_shown_ms")
+        v["app_1024_whole"] = app_long.get("click_to_everything_shown_ms", app_long.get("click_to_outputs_shown_ms"))
     mem = [r for r in res.get("memory", {}).get("by_case", []) if r.get("case") == "head off"]
     if mem and mem[0].get("tokens") == 1024:
         v["memory_1024"] = mem[0]["peak_above_loaded_mb"]
@@ -291,16 +292,22 @@ def long_inputs_section(res: dict[str, Any]) -> list[str]:
               "folder (the Hub path), *All heads* tab, from the click on Run until the overview holds new data and "
               "two frames have passed (the server runs the model, draws the tab and Gradio sends it). A language "
               "model's Run comes in two steps: the overview as soon as the attention is known, then the vocabulary "
-              "head, next-token tables and continuation; *outputs shown* is the click until the output summary "
-              "shows them.", ""]
+              "head, next-token tables and continuation (computed in a thread from the moment the attention is "
+              "known, while the grid is sent, then the chosen head's 1,024 x 1,024 view); *chosen head drawn* is "
+              "the click until that view below the grid is drawn, *outputs shown* until the output summary shows "
+              "them, *everything shown* the later of the three in each run.", ""]
         if _skip(app_long):
             L += [f"Skipped: {_skip(app_long)}", ""]
         else:
-            L += _table(["tokens", "torch threads", "click -> overview redrawn", "click -> outputs shown",
-                         "overview rows", "runs"],
-                        [[r["tokens"], threads_label(r), f"{r['click_to_overview_drawn_ms']:,.0f} ms",
-                          f"{r['click_to_outputs_shown_ms']:,.0f} ms" if "click_to_outputs_shown_ms" in r else "-",
-                          r["overview_rows"], r["repeats"]] for r in app_long.get("by_tokens", [])])
+            def ms(r: dict, key: str) -> str:
+                return f"{r[key]:,.0f} ms" if key in r else "-"
+
+            L += _table(["tokens", "torch threads", "click -> overview redrawn", "click -> chosen head drawn",
+                         "click -> outputs shown", "click -> everything shown", "overview rows", "runs"],
+                        [[r["tokens"], threads_label(r), ms(r, "click_to_overview_drawn_ms"),
+                          ms(r, "click_to_chosen_head_drawn_ms"), ms(r, "click_to_outputs_shown_ms"),
+                          ms(r, "click_to_everything_shown_ms"), r["overview_rows"], r["repeats"]]
+                         for r in app_long.get("by_tokens", [])])
     if mem:
         L += [f"*Peak memory*: {mem.get('what', '')} {mem.get('model', '')}; goal {mem.get('goal_mb')} MB above the "
               "loaded model.", ""]

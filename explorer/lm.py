@@ -7,6 +7,8 @@ Shapes: B batch, T tokens, V vocabulary, N generated tokens.
     next_tokens(logits (T, V), tokenizer, position, k)            -> NextTokens (ids, labels, probs)
     compare_next_tokens(base (T, V), toggled (T, V), tokenizer, ...) -> NextTokenChange
     surprisal(logits (B, T, V), ids (B, T), key_mask (B, T))      -> (B, T-1) nats, entry t for token t+1
+    predictions(logits (B, T, V), ids, key_mask, k, favourites)   -> Predictions: top-k, surprisal, favourites
+    head_predictions(generator, hidden (B, T, D), ids, ...)        -> the same, the vocabulary head run in chunks
     continue_text(model, tokenizer, text, max_new_tokens, ...)    -> Continuation (ids, labels, text, steps)
 
 Every number comes from the logits the model computed; labels come from `Tokenizer.labels`, so a
@@ -17,13 +19,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 
 from .generate import Generation, generate
 from .model import Transformer
+from .model.heads import Generator
 from .tokenizer import Tokenizer
 
 
@@ -110,26 +114,70 @@ class Predictions:
 
 
 def predictions(logits: Tensor, ids: Tensor, key_mask: Tensor | None = None, k: int = 10,
-                favourites: Tensor | None = None, chunk: int = 128) -> Predictions:
+                favourites: Tensor | None = None, chunk: int = 4096) -> Predictions:
     """Top-k and surprisal at every position from the logits (B, T, V); with `favourites` (B, T), also the
-    probability each position gives those ids (how a toggled run rates the baseline's favourites).
-    The softmax runs `chunk` positions at a time: a full (B, T, V) copy is 200 MB for GPT-2 at 1,024 tokens."""
-    B, T, _ = logits.shape
-    top_ids, top_probs, picked, favourite = [], [], [], []
-    for start in range(0, T, chunk):
-        log_probs = logits[:, start:start + chunk].float().log_softmax(dim=-1)  # (B, t, V)
-        top = log_probs.topk(min(k, log_probs.shape[-1]), dim=-1)
-        top_ids.append(top.indices)
-        top_probs.append(top.values.exp())
-        following = ids[:, start + 1:start + 1 + log_probs.shape[1]]  # the tokens these positions predict
-        picked.append(-log_probs[:, : following.shape[1]].gather(-1, following[..., None])[..., 0])
-        if favourites is not None:
-            favourite.append(log_probs.gather(-1, favourites[:, start:start + chunk, None])[..., 0].exp())
-    surprise = torch.cat(picked, dim=1)  # (B, T-1)
+    probability each position gives those ids (how a toggled run rates the baseline's favourites). The softmax
+    runs over `chunk` tokens of the vocabulary at a time (`predictions_by_chunk`): no (B, T, V) copy."""
+    V = logits.shape[-1]
+    return predictions_by_chunk(lambda a, e: logits[..., a:e].to(torch.float32, copy=True), V, ids, key_mask, k,
+                                favourites, chunk)  # a copy: the chunks are changed in place
+
+
+def head_predictions(generator: Generator, hidden: Tensor, ids: Tensor, key_mask: Tensor | None = None,
+                     k: int = 10, favourites: Tensor | None = None, chunk: int = 2048) -> Predictions:
+    """`predictions(generator.logits(hidden), ...)` without the (B, T, V) logits: the vocabulary head itself runs
+    `chunk` rows of its weight at a time (GPT-2 small at 1,024 tokens, 2 threads: 0.51 s instead of 0.73 s for the
+    product and the softmax, measured; 0.53 s with 4,096 rows, 0.56 s with 8,192: the blocks stay in cache, and
+    no 200 MB buffer is written and read again)."""
+    x = hidden * generator.scale if generator.scale != 1.0 else hidden  # (B, T, D)
+    weight, bias = generator.proj.weight, generator.proj.bias  # (V, D), (V,) | None
+
+    def logits(a: int, e: int) -> Tensor:
+        return F.linear(x, weight[a:e], None if bias is None else bias[a:e])  # (B, T, e - a)
+
+    return predictions_by_chunk(logits, weight.shape[0], ids, key_mask, k, favourites, chunk)
+
+
+def predictions_by_chunk(logits: Callable[[int, int], Tensor], V: int, ids: Tensor, key_mask: Tensor | None,
+                         k: int, favourites: Tensor | None, chunk: int) -> Predictions:
+    """`Predictions` from the logits of vocabulary tokens a..e-1, (B, T, e - a), asked for `chunk` tokens at a time:
+    a running log-sum-exp (max and sum rescaled as each chunk comes), a running top-k, and the logits of the next
+    ids and of the favourites picked from the chunk that holds them. Low-precision logits are read in float32."""
+    B, T = ids.shape
+    k = min(k, V)
+    following = torch.cat([ids[:, 1:], ids[:, :1]], dim=1)  # (B, T) the token each position predicts (last: unused)
+    wanted = [following] + ([favourites] if favourites is not None else [])
+    picked = [None] * len(wanted)  # (B, T) their logits, filled chunk by chunk
+    high = total = top_values = top_ids = None
+    for a in range(0, V, chunk):
+        block = logits(a, min(a + chunk, V))  # (B, T, c)
+        if block.dtype in (torch.float16, torch.bfloat16):
+            block = block.float()
+        for n, which in enumerate(wanted):
+            inside = (which >= a) & (which < a + block.shape[-1])
+            value = block.gather(-1, (which - a).clamp(0, block.shape[-1] - 1)[..., None])[..., 0]
+            picked[n] = torch.where(inside, value, picked[n] if picked[n] is not None else value)
+        top = block.topk(min(k, block.shape[-1]), dim=-1)
+        if top_values is None:
+            top_values, top_ids = top.values, top.indices + a
+        else:
+            both = torch.cat([top_values, top.values], -1)
+            merged = both.topk(min(k, both.shape[-1]), dim=-1)
+            top_values = merged.values
+            top_ids = torch.cat([top_ids, top.indices + a], -1).gather(-1, merged.indices)
+        peak = block.amax(-1)  # (B, T)
+        if high is None:
+            high, total = peak, block.sub_(peak[..., None]).exp_().sum(-1)
+        else:
+            new_high = torch.maximum(high, peak)
+            total = total * (high - new_high).exp() + block.sub_(new_high[..., None]).exp_().sum(-1)
+            high = new_high
+    log_total = high + total.log()  # (B, T) log of the softmax's denominator
+    surprise = (log_total - picked[0])[:, : T - 1]  # (B, T-1)
     if key_mask is not None:
         surprise = surprise.masked_fill(~has_prediction(key_mask), math.nan)
-    return Predictions(torch.cat(top_ids, 1), torch.cat(top_probs, 1), surprise,
-                       torch.cat(favourite, 1) if favourites is not None else None)
+    favourite = (picked[1] - log_total).exp() if favourites is not None else None
+    return Predictions(top_ids, (top_values - log_total[..., None]).exp(), surprise, favourite)
 
 
 @dataclass

@@ -124,8 +124,10 @@ def test_left_padded_batch_generation_equals_one_prompt_at_a_time(gpt2):
 
 
 def test_predictions_in_chunks_equal_one_softmax():
-    """predictions() works chunk by chunk; every number equals the one-softmax computation."""
-    from explorer.lm import predictions, surprisal
+    """predictions() works chunk by chunk of the vocabulary; every number equals the one-softmax computation, and
+    head_predictions() (the vocabulary head run chunk by chunk) the same from the hidden states."""
+    from explorer.lm import head_predictions, predictions, surprisal
+    from explorer.model.heads import Generator
 
     torch.manual_seed(0)
     logits = torch.randn(2, 9, 40)
@@ -133,9 +135,26 @@ def test_predictions_in_chunks_equal_one_softmax():
     key_mask = torch.tensor([[True] * 9, [True] * 6 + [False] * 3])
     favourites = torch.randint(0, 40, (2, 9))
     whole = logits.log_softmax(-1)
-    for chunk in (1, 4, 128):
+    kept = logits.clone()
+    for chunk in (1, 3, 4, 7, 40, 128):
         p = predictions(logits, ids, key_mask, 5, favourites, chunk=chunk)
         top = whole.topk(5, dim=-1)
         assert torch.equal(p.top_ids, top.indices) and torch.allclose(p.top_probs, top.values.exp())
         assert torch.allclose(p.surprisal, surprisal(logits, ids, key_mask), equal_nan=True)
+        assert torch.isnan(p.surprisal).sum() == 3 and torch.isnan(p.surprisal[1, 5:]).all()
         assert torch.allclose(p.favourite_probs, whole.gather(-1, favourites[..., None])[..., 0].exp())
+    assert torch.equal(logits, kept)  # the caller's logits are not changed
+    for bias, scale in ((True, 1.0), (False, 0.5)):
+        head = Generator(16, 40, bias=bias, scale=scale)
+        hidden = torch.randn(2, 9, 16)
+        with torch.no_grad():
+            logits = head.logits(hidden)
+            whole = logits.log_softmax(-1)
+            for chunk in (3, 4096):
+                p = head_predictions(head, hidden, ids, key_mask, 5, favourites, chunk=chunk)
+                top = whole.topk(5, dim=-1)
+                assert torch.equal(p.top_ids, top.indices)
+                assert torch.allclose(p.top_probs, top.values.exp(), atol=1e-6)
+                assert torch.allclose(p.surprisal, surprisal(logits, ids, key_mask), equal_nan=True, atol=1e-5)
+                assert torch.allclose(p.favourite_probs, whole.gather(-1, favourites[..., None])[..., 0].exp(),
+                                      atol=1e-6)

@@ -155,33 +155,43 @@ class Events:
 
     def run(self, request: RunRequest, loaded: LoadedModel, tab: str, shown: Shown) -> Iterator[dict]:
         """The Run of `analyze` on its typed request."""
-        v, first = self.page.views, None  # first: (the tab the first look drew, its figures, tabs opened by then)
+        v = self.page.views
+        looked: tuple[str, set[str], int] | None = None  # the tab the first looks drew, their figures, tabs opened
         with self.ctx.gate.hold(analysis_bytes(loaded, request, self.ctx.max_tokens)):
             try:
                 for step in self.compute.analyze(request, shown.visible_tab(tab)):
                     if isinstance(step, FirstLook):
                         drawn_tab = shown.visible_tab(tab)
                         figures = step.figures(drawn_tab)
-                        first = (drawn_tab, set(figures), shown.opened)
-                        yield {self.status: "\n\n".join(filter(None, [step.status, PREDICTING])),
-                               v.output_md: PREDICTING, v.output_df: frame(NEXT_TOKEN_HEADERS, []),
-                               **self.plots_of(figures)}
+                        if looked is None or looked[0] != drawn_tab or looked[2] != shown.opened:
+                            looked = (drawn_tab, set(), shown.opened)
+                            yield {self.status: "\n\n".join(filter(None, [step.status, PREDICTING])),
+                                   v.output_md: PREDICTING, v.output_df: frame(NEXT_TOKEN_HEADERS, []),
+                                   **self.plots_of(figures)}
+                        else:
+                            yield self.plots_of(figures)
+                        looked[1].update(figures)
                     else:
                         a = step
+                tab_now, opened = shown.visible_tab(tab), shown.opened
+                on_page = looked[1] if looked is not None and looked[0] == tab_now and looked[2] == opened else ()
+                figures = a.figures(tab_now, skip=on_page)
+                yield {self.status: a.status, v.tokens_df: frame(*a.tokens), v.output_md: a.output_summary,
+                       v.output_df: frame(a.output.headers, a.output.rows), self.page.kept: shown,
+                       **self.plots_of(figures)}  # `shown` ends below (the same object, changed in place)
             except Exception:
-                if first is not None:  # the output panel said its outputs were coming
+                if looked is not None:  # the output panel said its outputs were coming
                     yield {v.output_md: NO_OUTPUTS}
                 raise
-        shown.ended(request, a, self.ctx.kept)
-        tab_now = shown.visible_tab(tab)
-        on_page = first[1] if first is not None and first[0] == tab_now and first[2] == shown.opened else ()
-        figures = a.figures(tab_now, skip=on_page)
-        yield {self.status: a.status, v.tokens_df: frame(*a.tokens), v.output_md: a.output_summary,
-               v.output_df: frame(a.output.headers, a.output.rows), self.page.kept: shown, **self.plots_of(figures)}
+            # The other tabs' reductions, after this one is sent; then the result is kept (still within the gate: the
+            # runs are let go here). A tab opened meanwhile drew the Run before (kept.Shown.open): drawn again.
+            a.complete()
+            shown.ended(request, a, self.ctx.kept)
+        again = self.plots_of(a.figures(shown.visible_tab(tab))) if shown.opened != opened else {}
         # Gradio ends a generator's event by sending its last yield's values once more (process_completed): a last
         # update that changes nothing makes that message a no-op for the page instead of a second copy of every
         # figure to receive and draw (API clients read that message: /analyze is `analyze_at_once`).
-        yield {self.status: gr.skip()}
+        yield {self.status: gr.skip(), **again}
 
     def analyze_at_once(self, *args: Any, **kwargs: Any) -> dict:
         """/analyze for API clients: the page's Run (`analyze`) with its updates merged into one answer. A client

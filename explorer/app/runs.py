@@ -248,9 +248,7 @@ def run_language_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, to
             favourites = torch.zeros(src.shape, dtype=torch.long, device=model.device)
             for b, out in enumerate(baseline.outputs):
                 favourites[b, : len(out.top_ids)] = out.top_ids[:, 0]
-        logits = model.generator.logits(hidden)  # (B, T, V): 200 MB for GPT-2 at 1,024 tokens, let go at once
-        pred = lm.predictions(logits, src, real, TOP_K, favourites)
-        del logits
+        pred = lm.head_predictions(model.generator, hidden, src, real, TOP_K, favourites)  # no (B, T, V) logits
         gens = generate_rows(loaded, inputs, toggles, head_mask, new_tokens, prompts)
         prompts = None
         for b, (row, (gen, gb)) in enumerate(zip(inputs.rows, gens)):

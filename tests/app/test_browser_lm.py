@@ -120,7 +120,7 @@ def hold_predictions(monkeypatch) -> threading.Event:
     """From now on each Run's second step (the vocabulary head) waits until the returned event is set."""
     from explorer import lm
 
-    return hold(monkeypatch, lm, "predictions")
+    return hold(monkeypatch, lm, "head_predictions")
 
 
 def timer_seconds(page) -> float:

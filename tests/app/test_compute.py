@@ -137,7 +137,8 @@ def test_an_error_in_a_worker_is_a_message_in_the_server(pages):
 
 
 def test_a_language_models_run_comes_in_two_steps_from_the_worker(tmp_path):
-    """The first look (attention reduced for the visible tab) crosses the process boundary, then the outputs."""
+    """The first looks (attention reduced for the visible tab: the All heads grid, then the chosen head below it)
+    cross the process boundary, then the outputs."""
     transformers = pytest.importorskip("transformers")
     from explorer.app.registry import ModelRegistry
     from tests.importers.harness import VOCAB, byte_level_tokenizer, make_case
@@ -155,7 +156,8 @@ def test_a_language_models_run_comes_in_two_steps_from_the_worker(tmp_path):
     with server_runs_no_model():
         steps = list(ev.analyze(Session("tiny-gpt2", "cpu"), "The cat sat on the mat", "", True, True, "none", 0, 2,
                                 [], labels[1:], [], "decoder", 1, 2, 1, -1, 3, "overview", shown=shown))
-    first, last = steps[0], steps[1]
+    first, second, last = steps[0], steps[1], steps[2]
     assert "overview-plot" in values(ev, first) and "computing the next-token" in first[ev.status]
+    assert list(values(ev, second)) == ["large-plot"]
     assert len(last[ev.page.views.output_df]) == 10 and len(forked.pids) == 1
     assert shown.result(ev.ctx.kept) is not None

@@ -200,11 +200,17 @@ def test_a_language_model_shows_its_attention_before_its_outputs(lm_events):
     assert events_module.PREDICTING in first[ev.status] and first[v.output_md] == events_module.PREDICTING
     assert first[v.output_df].empty and list(first[v.output_df].columns) == NEXT_TOKEN_HEADERS  # no stale rows
     assert v.tokens_df not in first
-    last, closing = list(steps)
+    # Then the chosen head's view below the grid, alone (the outputs are still being computed).
+    second = next(steps)
+    assert drawn(ev, second) == {"large"} and set(second) == {ev.plots["large"]}
+    # The outputs are sent before the other tabs' reductions are made and the result is kept; then it is.
+    last = next(steps)
+    assert shown.result(ev.ctx.kept) is None
+    closing, = list(steps)
     assert closing == {ev.status: gr.skip()}
     a = shown.result(ev.ctx.kept)
     # The figures on the page already are not sent again; they are the finished result's own.
-    assert drawn(ev, last) == {"large"} and last[ev.page.kept] is shown
+    assert drawn(ev, last) == set() and last[ev.page.kept] is shown
     assert plot_json(ev, first, "overview") == events_module.plot(a.overview).plot
     assert "No toggle" in last[ev.status] and events_module.PREDICTING not in last[ev.status]
     assert list(last[v.output_df].columns) == NEXT_TOKEN_HEADERS and len(last[v.output_df]) == 10
@@ -258,18 +264,25 @@ def test_an_error_after_the_first_look_becomes_the_status_line(lm_events, monkey
 
 
 def test_each_step_of_a_run_computes_with_the_requests_share_of_the_cores(lm_events, monkeypatch):
-    """Gradio may resume a Run on another worker thread: its torch threads are set again there (app.cores)."""
+    """Gradio may resume a Run on another worker thread: its torch threads are set again there (app.cores); the
+    outputs, computed in a thread of their own (compare.Outputs), use the request's share too."""
+    from explorer import lm
     from explorer.app.cores import CoreShare
 
-    ev, shown, seen = lm_events, Shown(), []
-    real = ev.compute.analyze
+    ev, shown, seen, outputs = lm_events, Shown(), [], []
+    real, real_predictions = ev.compute.analyze, lm.head_predictions
 
     def recording(*args, **kwargs):
         for step in real(*args, **kwargs):
             seen.append(torch.get_num_threads())
             yield step
 
+    def predictions(*args, **kwargs):
+        outputs.append((threading.current_thread().name, torch.get_num_threads()))
+        return real_predictions(*args, **kwargs)
+
     monkeypatch.setattr(ev.compute, "analyze", recording)
+    monkeypatch.setattr(lm, "head_predictions", predictions)
     monkeypatch.setattr(ev, "ctx", dataclasses.replace(ev.ctx, cores=CoreShare(2, shared=True)))
     before = torch.get_num_threads()
     try:
@@ -279,7 +292,8 @@ def test_each_step_of_a_run_computes_with_the_requests_share_of_the_cores(lm_eve
         worker = threading.Thread(target=lambda: list(steps))  # the rest on another one, which has 1 thread
         worker.start()
         worker.join(HANG_S)
-        assert not worker.is_alive() and seen == [2, 2] and shown.result(ev.ctx.kept) is not None
+        assert not worker.is_alive() and seen == [2, 2, 2] and shown.result(ev.ctx.kept) is not None
+        assert outputs == [("run-outputs", 2)]
     finally:
         torch.set_num_threads(before)
 

@@ -37,10 +37,11 @@ TAB_FIGURES = {"attention": ("mask", "head", "baseline", "difference", "surprisa
 
 
 class Reductions:
-    """The runs' attention reduced to what each tab draws, each reduction made once, when first asked for."""
+    """The runs' attention and outputs reduced to what each tab draws, each reduction made once, when first asked
+    for. `complete` makes the ones not made yet and lets go of the runs: a complete Reductions is plain data."""
 
     def __init__(self, cmp: Comparison, view: View):
-        self.cmp = cmp
+        self.cmp: Comparison | None = cmp
         self.view = view.fitted(attention_kinds(cmp.toggled), len(cmp.inputs.rows))
 
     @cached_property
@@ -55,6 +56,28 @@ class Reductions:
     def rollout(self):
         return rollout_inputs(self.cmp, self.view)
 
+    @cached_property
+    def generation(self):
+        return generation_inputs(self.cmp, self.view)
+
+    @cached_property
+    def surprisal(self):
+        return surprisal_inputs(self.cmp, self.view)
+
+    def complete(self) -> "Reductions":
+        if self.cmp is not None:
+            for name in REDUCED:
+                getattr(self, name)
+            self.cmp = None
+        return self
+
+    def __getstate__(self) -> dict:
+        """Pickled (from a GPU worker to the server, explorer.app.compute): complete, never the runs."""
+        return dict(self.complete().__dict__)
+
+
+REDUCED = ("attention", "overview", "rollout", "generation", "surprisal")  # Reductions' cached properties
+
 
 class drawn_figure(cached_property):
     """A figure property drawn on first access and cached on a Run's own result; a kept result (`Analysis.kept`)
@@ -67,19 +90,42 @@ class drawn_figure(cached_property):
 
 
 class Analysis:
-    def __init__(self, cmp: Comparison, view: View, reduced: Reductions | None = None):
-        """`reduced`: this comparison's reductions made already (for its first look), reused, not made again."""
+    def __init__(self, cmp: Comparison, view: View, reduced: Reductions | None = None, later: bool = False):
+        """`reduced`: this comparison's reductions made already (for its first look), reused, not made again.
+        `later`: the reductions no tab has asked for yet are made by `complete` (or when first drawn), so that a
+        Run's outputs and its visible tab are sent first (`analyze_in_steps`); until then this holds the runs."""
         reduced = reduced if reduced is not None else Reductions(cmp, view)
         self.view = view = reduced.view
         notes = ["⚠️ " + escape_md(n) for n in cmp.notices] + ([NO_TOGGLE] if cmp.no_toggle else [])
         self.status = "\n\n".join(notes)  # Markdown: notices about the input and masks, whether anything is toggled
         self.tokens = token_table(cmp.inputs)
         self.output = output_table(cmp, view)
-        self._attention = reduced.attention
-        self._overview = reduced.overview
-        self._rollout = reduced.rollout
-        self._generation = generation_inputs(cmp, view)
-        self._surprisal = surprisal_inputs(cmp, view)
+        self._reduced = reduced if later else reduced.complete()
+
+    def complete(self) -> "Analysis":
+        """Every tab's reductions made, the runs let go (a no-op for a complete result)."""
+        self._reduced.complete()
+        return self
+
+    @property
+    def _attention(self):
+        return self._reduced.attention
+
+    @property
+    def _overview(self):
+        return self._reduced.overview
+
+    @property
+    def _rollout(self):
+        return self._reduced.rollout
+
+    @property
+    def _generation(self):
+        return self._reduced.generation
+
+    @property
+    def _surprisal(self):
+        return self._reduced.surprisal
 
     # The figures, drawn on first access and cached on this object (a Run's own result, while it is sent).
     @drawn_figure
@@ -114,8 +160,8 @@ class Analysis:
         return rollout_figure(self._rollout)
 
     def kept(self) -> "Analysis":
-        """This result without its drawn figures: what the store of kept results holds (explorer.app.kept)."""
-        kept = copy.copy(self)
+        """This result, complete, without its drawn figures: what the store of kept results holds (explorer.app.kept)."""
+        kept = copy.copy(self.complete())
         for name in DRAWN:
             kept.__dict__.pop(name, None)
         kept._kept = True
@@ -152,43 +198,57 @@ def analyze(loaded: LoadedModel, text1: str | None, text2: str | None, toggles: 
 
 
 class FirstLook:
-    """A Run whose attention is known and outputs are not yet: its notices and the reductions of the one tab it was
-    asked for (plain arrays and labels: it may cross spaces.GPU's process boundary, explorer.app.compute)."""
+    """A Run whose attention is known and outputs are not yet: its notices and the reductions of some figures of the
+    one tab it was asked for (plain arrays and labels: it may cross spaces.GPU's process boundary,
+    explorer.app.compute)."""
 
-    def __init__(self, reduced: Reductions, cmp: Comparison, tab: str):
-        self.tab = tab
+    def __init__(self, reduced: Reductions, cmp: Comparison, tab: str, names: tuple[str, ...]):
+        self.tab, self.names = tab, names
         self.status = "\n\n".join("⚠️ " + escape_md(n) for n in cmp.notices)
-        self.attention = reduced.attention if tab == "attention" else None
-        self.overview = reduced.overview if tab == "overview" else None
-        self.rollout = reduced.rollout if tab == "rollout" else None
+        needs = {"overview": "overview", "rollout": "rollout"}
+        self.reduced = {need: getattr(reduced, need) for need in
+                        {needs.get(n, "attention") for n in names}}  # attention: mask, head, baseline, difference, large
 
     def figures(self, tab: str) -> dict[str, go.Figure]:
-        """The figures of `tab` that need only the attention, by name (TAB_FIGURES); none for a tab other than its own
+        """Its figures (`names`, of TAB_FIGURES) that need only the attention; none for a tab other than its own
         (opened meanwhile) or "all" (the API waits for the whole result)."""
         if tab != self.tab:
             return {}
-        if tab == "attention":
-            f = attention_figures(self.attention)
-            return dict(mask=f.mask, head=f.head, baseline=f.baseline, difference=f.difference)
-        if tab == "overview":  # the grid alone: the chosen head's 1,024 x 1,024 view below it would delay it by ~2 s
-            return dict(overview=overview_figure(self.overview))
-        if tab == "rollout":
-            return dict(rollout=rollout_figure(self.rollout))
-        return {}
+        figures = {}
+        if "attention" in self.reduced:
+            f = attention_figures(self.reduced["attention"])
+            figures.update(mask=f.mask, head=f.head, baseline=f.baseline, difference=f.difference, large=f.head)
+        if "overview" in self.reduced:
+            figures["overview"] = overview_figure(self.reduced["overview"])
+        if "rollout" in self.reduced:
+            figures["rollout"] = rollout_figure(self.reduced["rollout"])
+        return {n: figures[n] for n in self.names}
+
+
+# The first looks at a tab while a language model's outputs are computed, in order: the All heads grid is sent
+# alone, then the chosen head's view below it (its 1,024 x 1,024 map would delay the grid by ~0.5 s in the browser).
+FIRST_LOOKS = {"attention": (("mask", "head", "baseline", "difference"),), "overview": (("overview",), ("large",)),
+               "rollout": (("rollout",),)}
 
 
 def analyze_in_steps(loaded: LoadedModel, text1: str | None, text2: str | None, toggles: Toggles,
                      view: View | None = None, max_tokens: int = MAX_TOKENS, new_tokens: int | None = None,
                      first_tab: str = "attention") -> Iterator[FirstLook | Analysis]:
-    """`analyze`, handing over a FirstLook (the reductions of `first_tab`) before a language model's outputs are
-    computed; ends with the Analysis, which reuses the reductions made for the first look."""
+    """`analyze`, handing over FirstLooks (`FIRST_LOOKS` of `first_tab`) while a language model's outputs are
+    computed (in a thread of their own, begun once the first look is made: `Comparison.start_outputs`); then the
+    Analysis, which reuses the reductions made for the looks and makes the others when asked or completed
+    (`Analysis.complete`: after its tab and outputs are sent)."""
     view, reduced = view or View(), None
     for cmp in compare_in_steps(loaded, text1, text2, toggles, max_tokens, new_tokens):
         if not cmp.complete:
             reduced = Reductions(cmp, view)
-            yield FirstLook(reduced, cmp, first_tab)
+            for k, names in enumerate(FIRST_LOOKS.get(first_tab, ())):
+                look = FirstLook(reduced, cmp, first_tab, names)
+                if k == 0:
+                    cmp.start_outputs()
+                yield look
         else:
-            yield Analysis(cmp, view, reduced)
+            yield Analysis(cmp, view, reduced, later=True)
 
 
 def tab_figures(a: Analysis, tab: str) -> dict[str, go.Figure]:
