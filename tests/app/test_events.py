@@ -222,6 +222,23 @@ def test_a_language_model_shows_its_attention_before_its_outputs(lm_events):
     assert events_module.plot(a.overview).plot == events_module.plot(whole.overview).plot
 
 
+def test_a_tab_opened_after_the_outputs_are_sent_is_drawn_again_from_that_run(lm_events):
+    """The outputs are sent before the Run's result is kept: a tab opened in between draws the Run before (the newest
+    kept then), and the Run's last update draws it again from its own result."""
+    ev, shown = lm_events, Shown()
+    list(lm_run(ev, "overview", shown))  # Run 1, kept
+    first = shown.result(ev.ctx.kept)
+    steps = lm_run(ev, "overview", shown, heads_on=[h for h in head_labels(2, 6) if h != "L0 H1"])  # Run 2
+    next(steps), next(steps), next(steps)  # its grid, its chosen head, its outputs: not kept yet
+    opened = ev.show_tab("rollout", shown)
+    assert plot_json(ev, opened, "rollout") == events_module.plot(first.rollout).plot  # Run 1's, the newest then
+    closing, = list(steps)
+    second = shown.result(ev.ctx.kept)
+    assert second is not first and drawn(ev, closing) == {"rollout"}
+    assert plot_json(ev, closing, "rollout") == events_module.plot(second.rollout).plot
+    assert plot_json(ev, closing, "rollout") != plot_json(ev, opened, "rollout")  # the head off changed it
+
+
 def test_the_end_of_a_run_draws_what_its_first_look_could_not(lm_events):
     """The attention tab's first look has the four heatmaps; the surprisal chart needs the outputs and comes last.
     With a head switched off, the toggled run rates the baseline's favourites in the second step."""
