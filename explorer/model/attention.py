@@ -102,11 +102,12 @@ class MultiHeadAttention(nn.Module):
                 need_weights: bool = True, bias: Tensor | None = None,
                 head_hook: HeadHook | None = None, cache: KVSlot | None = None,
                 weights_dtype: torch.dtype | None = None,
-                record: RecordSlot | None = None) -> tuple[Tensor, Tensor | None]:
+                record: RecordSlot | None = None, plans: dict | None = None) -> tuple[Tensor, Tensor | None]:
+        """`plans`: one run's block plans of its masks, shared by its layers (see attend_with_weights)."""
         q, k, v = self.keys_and_query(x, memory, rotary, cache)
         dropout = self.dropout if self.training else 0.0
         if need_weights:
-            heads, weights = attend_with_weights(q, k, v, mask, dropout, self.scale, bias, weights_dtype)
+            heads, weights = attend_with_weights(q, k, v, mask, dropout, self.scale, bias, weights_dtype, plans)
         else:
             heads, weights = attend_fast(q, k, v, mask, dropout, self.scale, bias), None
         if head_hook is not None:
@@ -138,7 +139,8 @@ def head_gate(head_mask: Tensor, heads: Tensor) -> Tensor:
 
 def attend_with_weights(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout: float = 0.0,
                         scale: float | None = None, bias: Tensor | None = None,
-                        weights_dtype: torch.dtype | None = None) -> tuple[Tensor, Tensor]:
+                        weights_dtype: torch.dtype | None = None, plans: dict | None = None
+                        ) -> tuple[Tensor, Tensor]:
     """Hand-written softmax(scale q k^T + bias) v, scale = 1/sqrt(Dh) unless given.
 
     q (B, H, T, Dh), k and v (B, Hkv, S, Dh) -> heads (B, H, T, Dh), weights (B, H, T, S) in `weights_dtype`
@@ -148,7 +150,10 @@ def attend_with_weights(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dr
     Query rows go in blocks of about BLOCK_CELLS scores, each against only the span of keys its mask allows
     anywhere in the block (a causal mask: the keys up to the block's last row): about half the products at long
     inputs, and no (B, H, T, S) float32 tensor whose fresh pages cost more than the softmax. The weights outside
-    those spans are 0, as the softmax gives masked keys.
+    those spans are 0, as the softmax gives masked keys. `plans`: a dict one run gives all its layers, which reuse
+    the first layer's plan of the same mask (`block_plan`: ~10 small ops, a fixed cost per layer that showed against
+    transformers' forward at 128 tokens). A single block over every key is computed in the returned weights
+    themselves (no copy).
     """
     B, H, T, Dh = q.shape
     S = k.shape[2]
@@ -159,8 +164,15 @@ def attend_with_weights(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dr
     # Every block's scores go into one scratch tensor: blocks allocated one after another, between the returned
     # weights, left the allocator's heap fragmented (one 1,024-token request peaked ~150 MB higher).
     grad = q.requires_grad or k.requires_grad or (bias is not None and bias.requires_grad)
-    scratch = None if grad else q.new_empty(B * H * min(rows, T) * S)
-    for r0, r1, lo, hi, unmasked, rows_have_keys in block_plan(mask, T, S, rows):
+    key = (id(mask), T, S, rows)  # the mask is alive while the run that made `plans` is: its id is its own
+    plan = None if plans is None else plans.get(key)
+    if plan is None:
+        plan = block_plan(mask, T, S, rows)
+        if plans is not None:
+            plans[key] = plan
+    whole = len(plan) == 1 and plan[0][2:4] == (0, S) and weights.dtype == q.dtype and not grad
+    scratch = weights.view(-1) if whole else None if grad else q.new_empty(B * H * min(rows, T) * S)
+    for r0, r1, lo, hi, unmasked, rows_have_keys in plan:
         block_mask = None if mask is None else mask[..., r0:r1, :] if mask.shape[-2] > 1 else mask
         if hi == lo:  # every row fully masked: weights and output 0
             weights[:, :, r0:r1].zero_()
@@ -171,6 +183,11 @@ def attend_with_weights(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dr
         block_bias = None if bias is None else bias[..., r0:r1, lo:hi] if bias.shape[-2] > 1 else bias[..., lo:hi]
         w, z = _attend_block(q[:, :, r0:r1], k[:, :, lo:hi], v[:, :, lo:hi], block_mask, unmasked, dropout, scale,
                              block_bias, scratch, rows_have_keys)
+        if whole:  # the scores were computed in `weights` (B, H, T, S); w is them, or rows zeroed in a copy
+            if w.data_ptr() != weights.data_ptr():
+                weights.copy_(w)
+            heads = z
+            continue
         weights[:, :, r0:r1, :lo].zero_()
         weights[:, :, r0:r1, lo:hi] = w
         weights[:, :, r0:r1, hi:].zero_()

@@ -125,10 +125,11 @@ class EncoderLayer(nn.Module):
                 need_weights: bool = True, rotary: RotaryTables | None = None,
                 score_bias: Tensor | None = None, head_hook: HeadHook | None = None,
                 weights_dtype: torch.dtype | None = None,
-                record: RecordSlot | None = None) -> tuple[Tensor, Tensor | None]:
+                record: RecordSlot | None = None, plans: dict | None = None) -> tuple[Tensor, Tensor | None]:
         attn_out, weights = self.self_attn(self.attn_sublayer.enter(x, record), mask=mask, head_mask=head_mask,
                                            rotary=rotary, need_weights=need_weights, bias=score_bias,
-                                           head_hook=head_hook, weights_dtype=weights_dtype, record=record)
+                                           head_hook=head_hook, weights_dtype=weights_dtype, record=record,
+                                           plans=plans)
         y = self.attn_sublayer.exit(x, attn_out, record)
         ff_in = x if self.parallel_residual else y  # parallel: both sublayers read the layer's input
         ff_out = self.feed_forward(self.ff_sublayer.enter(ff_in, record, "mlp.scale"))
@@ -158,11 +159,12 @@ class DecoderLayer(nn.Module):
                 cross_head_hook: HeadHook | None = None, self_cache: KVSlot | None = None,
                 cross_cache: KVSlot | None = None,
                 weights_dtype: torch.dtype | None = None, record: RecordSlot | None = None,
-                cross_record: RecordSlot | None = None) -> tuple[Tensor, Tensor | None, Tensor | None]:
+                cross_record: RecordSlot | None = None, plans: dict | None = None
+                ) -> tuple[Tensor, Tensor | None, Tensor | None]:
         attn_out, self_weights = self.self_attn(self.self_sublayer.enter(x, record), mask=self_mask,
                                                 head_mask=head_mask, rotary=rotary, need_weights=need_weights,
                                                 bias=score_bias, head_hook=head_hook, cache=self_cache,
-                                                weights_dtype=weights_dtype, record=record)
+                                                weights_dtype=weights_dtype, record=record, plans=plans)
         y = self.self_sublayer.exit(x, attn_out, record)
         cross_weights = None
         if self.cross_attn is not None:
@@ -172,7 +174,7 @@ class DecoderLayer(nn.Module):
                                                        mask=memory_mask, head_mask=cross_head_mask,
                                                        need_weights=need_weights, head_hook=cross_head_hook,
                                                        cache=cross_cache, weights_dtype=weights_dtype,
-                                                       record=cross_record)
+                                                       record=cross_record, plans=plans)
             y = self.cross_sublayer.exit(y, cross_out, cross_record)
         ff_in = x if self.parallel_residual else y
         ff_out = self.feed_forward(self.ff_sublayer.enter(ff_in, record, "mlp.scale"))

@@ -75,6 +75,7 @@ class LayerInputs(NamedTuple):
     cache: DecoderCache | None = None  # keys and values of the tokens before x (decoding one token at a time)
     weights_dtype: torch.dtype | None = None  # the returned weights' dtype (None: the compute dtype)
     record: Record | None = None  # per-call record of the layers' activations (record.py)
+    plans: dict | None = None  # the masks' block plans, made by the first layer for all (attention.block_plan)
 
 
 def bind_hook(hook: StackHeadHook | None, kind: str, layer: int):
@@ -137,7 +138,8 @@ class Stack(nn.Module):
             raise ValueError("only a decoder stack run from its first layer decodes with a cache")
         past = 0 if cache is None else cache.length
         inputs = self.layer_inputs(x, key_mask, memory_key_mask, attn_mask, positions, need_weights, past)
-        inputs = inputs._replace(head_hook=head_hook, cache=cache, weights_dtype=weights_dtype, record=record)
+        inputs = inputs._replace(head_hook=head_hook, cache=cache, weights_dtype=weights_dtype, record=record,
+                                 plans={})
         L = len(self.layers)
         self_weights, cross_weights, hidden = [], [], [x]
         for i in range(first_layer, L):
@@ -192,7 +194,8 @@ class Encoder(Stack):
         x, weights = self.layers[i](x, inputs.self_mask, head_mask, inputs.need_weights, inputs.rotary,
                                     inputs.score_bias, bind_hook(inputs.head_hook, "encoder", i),
                                     weights_dtype=inputs.weights_dtype,
-                                    record=None if inputs.record is None else inputs.record.at(f"encoder.{i}"))
+                                    record=None if inputs.record is None else inputs.record.at(f"encoder.{i}"),
+                                    plans=inputs.plans)
         return x, weights, None
 
     @classmethod
@@ -221,7 +224,7 @@ class Decoder(Stack):
                               None if cache is None else cache.self_attn[i], None if cache is None else cache.cross[i],
                               weights_dtype=inputs.weights_dtype,
                               record=None if record is None else record.at(f"decoder.{i}"),
-                              cross_record=None if record is None else record.at(f"cross.{i}"))
+                              cross_record=None if record is None else record.at(f"cross.{i}"), plans=inputs.plans)
 
     @classmethod
     def from_torch(cls, module: nn.TransformerDecoder) -> "Decoder":
