@@ -32,7 +32,9 @@ TAB_TEXT = {
     "contributions": ("Where one prediction comes from, on sentence 1: each head's and MLP's direct share of the "
                       "logit (red raises it, blue lowers it; the parts add up to the logit), without and with the "
                       "head switches; click a head for the tokens it promotes and suppresses. Below: each input "
-                      "token's attribution (integrated gradients or input × gradient) with its completeness delta."),
+                      "token's attribution (integrated gradients or input × gradient) with its completeness delta. "
+                      "The page's masks do not apply here: the model reads sentence 1 with its own (causal for a "
+                      "language model)."),
     "rollout": ("Attention rollout (Abnar & Zuidema, 2020): which input tokens each position draws on, through the "
                 "layers."),
 }
