@@ -84,6 +84,6 @@ def test_a_share_changes_the_numbers_only_in_their_last_bits(app):
     finally:
         torch.set_num_threads(before)
     one, two = runs
-    np.testing.assert_allclose(one._attention.toggled.weights, two._attention.toggled.weights, atol=1e-6)
-    np.testing.assert_allclose(one._rollout.mean, two._rollout.mean, atol=1e-6)
+    np.testing.assert_allclose(one.reduced.attention.toggled.weights, two.reduced.attention.toggled.weights, atol=1e-6)
+    np.testing.assert_allclose(one.reduced.rollout.mean, two.reduced.rollout.mean, atol=1e-6)
     assert one.output.rows == two.output.rows and one.tokens == two.tokens

@@ -36,7 +36,7 @@ def test_overview_labels_come_from_the_baseline_attention(app):
     a = app.analyze(loaded, app.DATE1, app.DATE2, app.toggles({"decoder": ["L0 H0"]}), view)
     c = compare(loaded, app.DATE1, app.DATE2, Toggles(), 1024)
     got = text_scores(c.baseline, "decoder", 1)
-    assert a._overview.roles == tile_notes(got)  # the toggled overview is labelled with the baseline's roles
+    assert a.reduced.overview.roles == tile_notes(got)  # the toggled overview is labelled with the baseline's roles
     ids = torch.tensor([c.baseline.ids["decoder"][1]])
     want = head_roles(loaded.model, ids, padding=False)["decoder"]
     for role in ROLES:

@@ -100,64 +100,44 @@ class Analysis:
         self.status = "\n\n".join(notes)  # Markdown: notices about the input and masks, whether anything is toggled
         self.tokens = token_table(cmp.inputs)
         self.output = output_table(cmp, view)
-        self._reduced = reduced if later else reduced.complete()
+        self.reduced = reduced if later else reduced.complete()
 
     def complete(self) -> "Analysis":
         """Every tab's reductions made, the runs let go (a no-op for a complete result)."""
-        self._reduced.complete()
+        self.reduced.complete()
         return self
-
-    @property
-    def _attention(self):
-        return self._reduced.attention
-
-    @property
-    def _overview(self):
-        return self._reduced.overview
-
-    @property
-    def _rollout(self):
-        return self._reduced.rollout
-
-    @property
-    def _generation(self):
-        return self._reduced.generation
-
-    @property
-    def _surprisal(self):
-        return self._reduced.surprisal
 
     # The figures, drawn on first access and cached on this object (a Run's own result, while it is sent).
     @drawn_figure
     def attention(self) -> AttentionFigures:
-        return attention_figures(self._attention)
+        return attention_figures(self.reduced.attention)
 
     @property
     def output_summary(self) -> str:
-        change = ", ".join(f"L{n}: {d:.3f}" for n, d in enumerate(self._attention.change_by_layer))
+        change = ", ".join(f"L{n}: {d:.3f}" for n, d in enumerate(self.reduced.attention.change_by_layer))
         return (f"{self.output.summary}\n\nLargest change of any attention weight per layer "
                 f"({self.view.kind}): {change}")
 
     @property
     def overview_width(self) -> int:
         """The figure width (px) the All heads tiles were pooled for."""
-        return self._overview.tiles.width
+        return self.reduced.overview.tiles.width
 
     @drawn_figure
     def surprisal(self) -> go.Figure:
-        return surprisal_figure(self._surprisal)
+        return surprisal_figure(self.reduced.surprisal)
 
     @drawn_figure
     def overview(self) -> go.Figure:
-        return overview_figure(self._overview)
+        return overview_figure(self.reduced.overview)
 
     @drawn_figure
     def generation(self) -> tuple[go.Figure, go.Figure]:
-        return generation_figures(self._generation)
+        return generation_figures(self.reduced.generation)
 
     @drawn_figure
     def rollout(self) -> go.Figure:
-        return rollout_figure(self._rollout)
+        return rollout_figure(self.reduced.rollout)
 
     def kept(self) -> "Analysis":
         """This result, complete, without its drawn figures: what the store of kept results holds (explorer.app.kept)."""
@@ -175,17 +155,17 @@ class Analysis:
         cached = self.__dict__
         figures: dict[str, go.Figure] = {}
         if {"mask", "head", "baseline", "difference", "large"} & set(names):
-            f = cached.get("attention") or attention_figures(self._attention)
+            f = cached.get("attention") or attention_figures(self.reduced.attention)
             figures.update(mask=f.mask, head=f.head, baseline=f.baseline, difference=f.difference, large=f.head)
         if "surprisal" in names:
-            figures["surprisal"] = cached.get("surprisal") or surprisal_figure(self._surprisal)
+            figures["surprisal"] = cached.get("surprisal") or surprisal_figure(self.reduced.surprisal)
         if "overview" in names:
-            figures["overview"] = cached.get("overview") or overview_figure(self._overview)
+            figures["overview"] = cached.get("overview") or overview_figure(self.reduced.overview)
         if {"generation_self", "generation_cross"} & set(names):
             figures.update(zip(TAB_FIGURES["generation"], cached.get("generation") or
-                               generation_figures(self._generation)))
+                               generation_figures(self.reduced.generation)))
         if "rollout" in names:
-            figures["rollout"] = cached.get("rollout") or rollout_figure(self._rollout)
+            figures["rollout"] = cached.get("rollout") or rollout_figure(self.reduced.rollout)
         return {n: figures[n] for n in names}
 
 
