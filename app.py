@@ -53,9 +53,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from explorer.memory import one_malloc_arena
+    from explorer.process_memory import one_malloc_arena
 
-    one_malloc_arena()  # before any thread allocates (explorer/memory.py)
+    one_malloc_arena()  # before any thread allocates (explorer/process_memory.py)
     import spaces  # noqa: F401 - before torch: on a ZeroGPU Space it patches torch before CUDA is touched
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(server_torch_threads(args.threads))
     single_thread_numpy_blas()
     from explorer.app.demo import build_demo, launch_kwargs, queue
-    from explorer.memory import freeze_startup_objects
+    from explorer.process_memory import freeze_startup_objects
 
     demo = build_demo(allowed_dirs=args.allow_dir, device=args.device, checkpoint=args.checkpoint,
                       max_tokens=args.max_tokens, model_memory=int(args.model_memory * 1024**3),
@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> None:
     demo.launch(server_name=args.host, server_port=args.port, share=args.share, inbrowser=args.inbrowser,
                 prevent_thread_lock=True, **launch_kwargs())
     # Start-up is done: without this, dead Plotly figures (reference cycles) pile up for ~1,300 requests
-    # between full garbage collections (explorer/memory.py).
+    # between full garbage collections (explorer/process_memory.py).
     freeze_startup_objects()
     demo.block_thread()  # what launch() does itself without prevent_thread_lock: serve until interrupted
 

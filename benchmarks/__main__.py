@@ -213,7 +213,7 @@ def profiles(res: dict[str, Any]) -> dict[str, str]:
         import torch
 
         from benchmarks.head_importance import minilm_or_same_shape
-        from explorer.analysis import Probe, exact_sweep, gradient_estimate
+        from explorer.interpret.importance import Probe, exact_sweep, gradient_estimate
 
         model, _ = minilm_or_same_shape()
         src = torch.randint(1000, 20000, (2, 128))

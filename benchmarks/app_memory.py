@@ -8,7 +8,7 @@ the input really is 1,024 tokens.
 Each case runs in a fresh Python process (`python -m benchmarks.app_memory --child ...`): the rise of the
 process's resident high-water mark (VmHWM, reset through /proc/self/clear_refs after loading) above the RSS of
 the loaded model, for *no toggle* (one run) and *head off* (layer 0 head 0 off: a baseline and a toggled run).
-The app's own estimate for the request (explorer.app.memory) is reported beside it.
+The app's own estimate for the request (explorer.app.request_memory) is reported beside it.
 
 Run alone: python -m benchmarks.app_memory [--tokens 1024]
 """
@@ -100,7 +100,7 @@ def child(folder: Path, tokens: int, case: str, threads: int) -> dict[str, Any]:
 
     torch.set_num_threads(threads)
     import explorer
-    from explorer.app.memory import request_bytes
+    from explorer.app.request_memory import request_bytes
 
     loaded = explorer.load(folder, "cpu")
     loaded.model.eval()

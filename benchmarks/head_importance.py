@@ -16,7 +16,7 @@ import json
 import torch
 
 from benchmarks.common import median_time
-from explorer.analysis import Probe, exact_sweep, gradient_estimate, run_objective
+from explorer.interpret.importance import Probe, exact_sweep, gradient_estimate, run_objective
 from explorer.model import Transformer, TransformerConfig
 from explorer.stats import spearman
 

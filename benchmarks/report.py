@@ -314,7 +314,7 @@ def long_inputs_section(res: dict[str, Any]) -> list[str]:
         if _skip(mem):
             L += [f"Skipped: {_skip(mem)}", ""]
         else:
-            L += _table(["case", "tokens", "loaded model RSS", "peak above it", "app's estimate (explorer.app.memory)",
+            L += _table(["case", "tokens", "loaded model RSS", "peak above it", "app's estimate (explorer.app.request_memory)",
                          "attention tab sent"],
                         [[r["case"], r["tokens"], f"{r['loaded_rss_mb']:,.0f} MB",
                           f"{r['peak_above_loaded_mb']:,.0f} MB", f"{r['estimate_mb']:,.0f} MB",

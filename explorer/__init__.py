@@ -10,7 +10,7 @@ _EXPORTS = {
     "Transformer": "explorer.model",
     "TransformerConfig": "explorer.model",
     "pick_device": "explorer.device",
-    "generate": "explorer.generate",
+    "generate": "explorer.outputs.generate",
     "load": "explorer.loading",
 }
 

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from explorer.checkpoints import load_checkpoint
-from explorer.data import dates
-from explorer.tasks import exact_match, task_from_dict
+from explorer.training import dates
+from explorer.training.tasks import exact_match, task_from_dict
 
 ROOT = Path(__file__).resolve().parent.parent / "checkpoints"
 FRESH_SEED = 987_654  # the shipped models were trained on splits of data seed 0
@@ -53,7 +53,7 @@ def test_metadata_and_card(shipped):
     assert training["n_test"] == 2000 and training["test_exact_match"] >= required
     card = loaded.card
     assert card is not None and training["command"] in card
-    assert training["command"].startswith("python -m explorer.train --task " + task_name)
+    assert training["command"].startswith("python -m explorer.training.train --task " + task_name)
     assert f"--out checkpoints/{name}" in training["command"]
     assert f"Exact match on 2,000 held-out test dates: {training['test_exact_match']:.2%}" in card
     assert f"{loaded.model.num_parameters():,}" in card

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import explorer
-from explorer.induction import EVAL_SEED, InductionTask
+from explorer.training.induction import EVAL_SEED, InductionTask
 from explorer.interpret import copy_losses, head_mask_without, head_roles, logit_lens, repeated_tokens, top_heads
 
 FOLDER = Path(__file__).resolve().parent.parent / "checkpoints" / "induction-gpt"
@@ -63,7 +63,7 @@ def test_card_and_metadata_carry_the_measurements(bundle):
     training = meta["training"]
     evaluation = training["evaluation"]
     card = (FOLDER / "README.md").read_text()
-    assert training["command"].startswith("python -m explorer.train --task induction --out checkpoints/induction-gpt")
+    assert training["command"].startswith("python -m explorer.training.train --task induction --out checkpoints/induction-gpt")
     assert training["command"] in card
     # one torch thread: its CPU time is what the run takes on an idle core (wall time depends on the load)
     assert 0 < training["cpu_seconds"] <= 15 * 60

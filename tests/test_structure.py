@@ -113,8 +113,8 @@ PAGE = ("explorer.app", "gradio")
 FIGURES = ("explorer.viz", "plotly")
 FILE_READERS = ("explorer.checkpoints", "explorer.importers", "explorer.loading", "safetensors", "huggingface_hub",
                 "tokenizers", "explorer.tokenizer")
-RUNS_A_MODEL = ("explorer.model", "explorer.generate", "explorer.interpret", "explorer.loading", "explorer.lm",
-                "explorer.seq2seq", "explorer.mlm")
+RUNS_A_MODEL = ("explorer.model", "explorer.outputs.generate", "explorer.interpret", "explorer.loading", "explorer.outputs.causal_lm",
+                "explorer.outputs.seq2seq", "explorer.outputs.masked_lm")
 
 
 def forbidden(module: str, names: tuple[str, ...]) -> list[str]:

@@ -89,7 +89,7 @@ def build_config(spec: BuildSpec, vocab_size: int) -> TransformerConfig:
 
 def build_task(config: TransformerConfig, tokenizer: Any, seed: int) -> dict[str, Any]:
     """The task metadata of a built model: a date task for sequence models, embeddings or classes otherwise."""
-    from ..tasks import make_task
+    from ..training.tasks import make_task
 
     if config.arch == "encoder-decoder":
         task = make_task("date-translation", tokenizer).to_dict()
@@ -109,7 +109,7 @@ def build_task(config: TransformerConfig, tokenizer: Any, seed: int) -> dict[str
 
 def build_model(spec: BuildSpec, device: torch.device) -> LoadedModel:
     """A fresh model with random weights from `spec`, on `device`, in eval mode."""
-    from ..tasks import build_tokenizer
+    from ..training.tasks import build_tokenizer
 
     tokenizer = build_tokenizer()  # the date tasks' character tokenizer: the examples work out of the box
     config = build_config(spec, tokenizer.vocab_size)

@@ -20,11 +20,11 @@ from .events import Events
 from .gradio_fixes import keep_one_entry_per_component
 from .kept import KeptResults
 from .limits import DEFAULT_KEPT_MEMORY, DEFAULT_MODEL_MEMORY, DEFAULT_REQUEST_MEMORY, MAX_TOKENS
-from .memory import MemoryGate
+from .request_memory import MemoryGate
 from .registry import ModelRegistry
 from .session import AppContext, Session, default_second, default_source, device_choices, get_model
 from .ui import Start, launch_kwargs, layout
-from .views.model import model_info
+from .model_panel import model_info
 
 log = logging.getLogger(__name__)
 __all__ = ["build_demo", "launch_kwargs", "queue"]
@@ -56,7 +56,7 @@ def build_demo(*, allowed_dirs: Sequence[str] = (), device: str = "auto", checkp
                model_memory: int = DEFAULT_MODEL_MEMORY, request_memory: int = DEFAULT_REQUEST_MEMORY,
                kept_memory: int = DEFAULT_KEPT_MEMORY, threads: int | None = None) -> gr.Blocks:
     """The app. `checkpoint`: the model sessions start with (default: date-translator). `request_memory`: bytes
-    the /analyze requests running at once may take together (explorer.app.memory). `kept_memory`: bytes the Runs'
+    the /analyze requests running at once may take together (explorer.app.request_memory). `kept_memory`: bytes the Runs'
     results kept for the sessions' tabs take together (explorer.app.kept). `threads`: torch threads of
     every request (None: the machine's, shared among the requests running at once, explorer.app.cores)."""
     if device not in device_choices():

@@ -28,15 +28,15 @@ from .events_contrib import ContributionEvents
 from .events_heads import HeadEvents
 from .events_link import LinkEvents
 from .handlers import PRIVATE, reporting
-from .labels import clicked_tile, head_label, head_labels
+from .head_labels import clicked_tile, head_label, head_labels
 from .limits import DEFAULT_CONTINUATION
 from .kept import Shown
-from .memory import analysis_bytes
+from .request_memory import analysis_bytes
 from .request import RunRequest, toggles_from
 from .session import AppContext, Session, build_session, get_model, load_session
 from .ui import HEAD_GROUPS, Page, example_choices
 from .views.analysis import Analysis, FirstLook
-from .views.model import model_info
+from .model_panel import model_info
 from .views.output import NEXT_TOKEN_HEADERS
 
 PREDICTING = "Attention drawn; computing the next-token predictions and the continuation…"

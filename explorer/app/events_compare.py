@@ -24,8 +24,8 @@ from .assets import plot
 from .compute import Compute
 from .errors import escape_md, user_message
 from .handlers import PRIVATE, reporting
-from .labels import head_labels
-from .memory import analysis_bytes
+from .head_labels import head_labels
+from .request_memory import analysis_bytes
 from .request import RunRequest
 from .session import AppContext, Session, load_session, models_held, second_session
 from .ui import HEAD_GROUPS, Page

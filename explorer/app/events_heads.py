@@ -17,7 +17,7 @@ from .assets import plot
 from .compute import Compute
 from .handlers import PRIVATE, reporting
 from .errors import AppError, escape_md
-from .labels import head_label, head_labels
+from .head_labels import head_label, head_labels
 from .request import toggles_from
 from .session import AppContext, get_model
 from .toggles import head_mask

@@ -58,7 +58,7 @@ class TokenizerCodec:
 class DateCodec:
     """The date tasks: one id per character plus the task's specials ([EOS], or [BOS] ... [SEP])."""
 
-    def __init__(self, task: Any):  # explorer.tasks.DateTask
+    def __init__(self, task: Any):  # explorer.training.tasks.DateTask
         self.task = task
 
     def encode(self, text: str, limit: "TokenLimit", sentence: int) -> tuple[list[int], list[str], str | None]:
@@ -75,7 +75,7 @@ class DateCodec:
 def codec_for(loaded: LoadedModel) -> TextCodec:
     """The date task's codec for the date models (when their tokenizer fits the task), else the tokenizer's."""
     if loaded.task.get("name") in DATE_TASKS:
-        from ..tasks import task_from_dict
+        from ..training.tasks import task_from_dict
 
         try:
             return DateCodec(task_from_dict(loaded.task, loaded.tokenizer))

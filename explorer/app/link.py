@@ -23,7 +23,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode
 
-from .labels import parse_heads
+from .head_labels import parse_heads
 from .limits import MAX_CHARS, MAX_NAME_CHARS, MAX_NEW_TOKENS
 from .toggles import CUSTOM_MASKS, Head
 from .views import KIND_TITLES, MEASURES

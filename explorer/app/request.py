@@ -16,7 +16,7 @@ from typing import Any
 
 from .build import BuildSpec
 from .errors import AppError
-from .labels import parse_heads
+from .head_labels import parse_heads
 from .limits import DEFAULT_CONTINUATION, MAX_NEW_TOKENS
 from .toggles import Toggles
 from .views import View

@@ -5,8 +5,8 @@ Shapes: B sentences, L layers, H heads, S source / T target length, N generated 
 "encoder" (self), "decoder" (self) and "cross". Sequence models first generate their answer (greedy, with
 the toggles), then run once over source + answer so that every layer's attention over the answer is shown;
 a `teacher` (the baseline's answer) makes the toggled run attend over the same tokens, so the two can be
-subtracted. Hub encoder-decoders (T5, BART, Marian) generate with `explorer.generate` like the date models, never
-choosing their task's `suppress_ids`; a masked LM's output is the top fillers of each mask token (explorer.mlm).
+subtracted. Hub encoder-decoders (T5, BART, Marian) generate with `explorer.outputs.generate` like the date models, never
+choosing their task's `suppress_ids`; a masked LM's output is the top fillers of each mask token (explorer.outputs.masked_lm).
 """
 
 from __future__ import annotations
@@ -18,14 +18,15 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from .. import lm, mlm
+from ..outputs import causal_lm, masked_lm
+from ..outputs.classifier import class_probabilities
 from ..batching import pad_rows
 from ..checkpoints import LoadedModel
-from ..generate import Generation, generate
+from ..outputs.generate import Generation, generate
 from ..model.cache import DecoderCache
 from ..interpret.value_weighted import value_norms
 from ..model import Record
-from ..model.outputs import AttentionMasks
+from ..model.returns import AttentionMasks
 from .errors import AppError
 from .inputs import PAD_LABEL, Inputs, TextCodec, answer_length, pad_id_of, row_mask
 from .limits import MAX_NEW_TOKENS
@@ -54,7 +55,7 @@ class ClassProbabilities:
 class MaskFillers:
     """A masked language model on one sentence: the most probable fillers of each of its M mask tokens."""
 
-    fillers: list[lm.NextTokens]  # per mask token, in order: its position, the top-k ids, labels, probabilities
+    fillers: list[causal_lm.NextTokens]  # per mask token, in order: its position, the top-k ids, labels, probabilities
     favourite_probs: list[float] | None  # per mask token, the probability of the baseline's top filler (toggled run)
     mask_token: str  # the model's mask token ([MASK], <mask>), for a sentence that has none
 
@@ -141,11 +142,11 @@ def on_cpu(attentions: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
 
 
 def mask_fillers(loaded: LoadedModel, logits: Tensor, inputs: Inputs, baseline: Run | None) -> list[Output]:
-    """Top fillers of every mask token per sentence from the MLM logits (B, T, V) (explorer.mlm); a toggled run
+    """Top fillers of every mask token per sentence from the MLM logits (B, T, V) (explorer.outputs.masked_lm); a toggled run
     also rates the baseline's top filler of each mask."""
     task, outputs = loaded.task, []
     for b, row in enumerate(inputs.rows):
-        fills = mlm.fill_masks(logits[b, : len(row)], row, loaded.tokenizer, task["mask_id"], TOP_K)
+        fills = masked_lm.fill_masks(logits[b, : len(row)], row, loaded.tokenizer, task["mask_id"], TOP_K)
         favourites = None
         if baseline is not None:
             tops = [f.ids[0] for f in baseline.outputs[b].fillers]  # type: ignore[union-attr]
@@ -165,12 +166,11 @@ def run_encoder(loaded: LoadedModel, inputs: Inputs, toggles: Toggles, head_mask
     attentions = {"encoder": on_cpu(out.attentions.encoder)}
     labels = inputs.padded_labels()
     if out.logits is not None and c.num_classes:
-        names = loaded.labels or [f"class {i}" for i in range(c.num_classes)]
-        outputs = [ClassProbabilities(dict(zip(names, p.tolist()))) for p in out.logits.float().softmax(-1).cpu()]
+        outputs = [ClassProbabilities(p) for p in class_probabilities(out.logits, loaded.labels)]
     elif out.logits is not None and is_masked_lm(loaded):
         outputs = mask_fillers(loaded, out.logits, inputs, baseline)
     else:
-        from ..embeddings import cls_pool, mean_pool
+        from ..outputs.embeddings import cls_pool, mean_pool
 
         pool = cls_pool if loaded.task.get("pooling") == "cls" else mean_pool
         pooled = pool(out.last_hidden_state.float(), real).cpu()
@@ -248,7 +248,7 @@ def run_language_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, to
             favourites = torch.zeros(src.shape, dtype=torch.long, device=model.device)
             for b, out in enumerate(baseline.outputs):
                 favourites[b, : len(out.top_ids)] = out.top_ids[:, 0]
-        pred = lm.head_predictions(model.generator, hidden, src, real, TOP_K, favourites)  # no (B, T, V) logits
+        pred = causal_lm.head_predictions(model.generator, hidden, src, real, TOP_K, favourites)  # no (B, T, V) logits
         gens = generate_rows(loaded, inputs, toggles, head_mask, new_tokens, prompts)
         prompts = None
         for b, (row, (gen, gb)) in enumerate(zip(inputs.rows, gens)):

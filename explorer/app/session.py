@@ -22,7 +22,7 @@ from .cores import CoreShare
 from .kept import KeptResults
 from .errors import AppError
 from .limits import MAX_LOAD_PARAMETERS, MAX_TOKENS, check_model_name
-from .memory import MemoryGate
+from .request_memory import MemoryGate
 from .registry import ModelRegistry
 from .request import Session  # noqa: F401 (where the app reads it from)
 
@@ -144,7 +144,7 @@ def load_session(name: str, device: str | None, ctx: AppContext, progress: Progr
 def build_session(spec: BuildSpec, device: str | None, ctx: AppContext, progress: Progress = no_progress
                   ) -> tuple[Session, LoadedModel]:
     """A fresh model (random weights, date character tokenizer) -> the new session and its model."""
-    from ..tasks import build_tokenizer
+    from ..training.tasks import build_tokenizer
 
     build_config(spec, build_tokenizer().vocab_size)  # refuse a bad spec before touching the registry
     session = Session("", device or "auto", spec)

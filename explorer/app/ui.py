@@ -17,7 +17,7 @@ import gradio as gr
 from ..model import PRESETS
 from .assets import CSS, PAGE_JS
 from .idle_timers import page_middleware
-from .labels import head_labels
+from .head_labels import head_labels
 from .limits import DEFAULT_CONTINUATION, MAX_BUILD_PARAMETERS, MAX_NEW_TOKENS, POSITIONAL_D_MODEL, POSITIONAL_LENGTH
 from .texts import API_TEXT, INTRO, TAB_TEXT
 from .toggles import CUSTOM_MASKS
@@ -25,7 +25,7 @@ from .ui_compare import compare_tab
 from .ui_contrib import contribution_tab
 from .ui_heads import head_tabs
 from .kept import Shown
-from .views.model import ModelInfo
+from .model_panel import ModelInfo
 
 SESSION_CAPACITY = 1000  # sessions whose state Gradio keeps (least recently used dropped first; see launch_kwargs)
 HEAD_GROUPS = (("encoder", "Encoder self-attention", "enc-heads"), ("decoder", "Decoder self-attention", "dec-heads"),

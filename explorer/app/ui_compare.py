@@ -9,7 +9,7 @@ from typing import Any
 
 import gradio as gr
 
-from .labels import head_labels
+from .head_labels import head_labels
 from .texts import TAB_TEXT
 
 # (label, "first|second"): pairs worth comparing; gpt2 / distilgpt2 are Hub ids (downloaded once, if online).

@@ -28,7 +28,7 @@ from ..checkpoints import (CONFIG_FILE, DEFAULT_MAX_PARAMETERS, CheckpointError,
 from ..device import pick_device
 from .bart import BART, MARIAN
 from .bert import BERT
-from .common import Family, HFConfig, assemble
+from .weight_plan import Family, HFConfig, assemble
 from .distilbert import DISTILBERT
 from .gpt2 import GPT2
 from .gpt_neox import GPT_NEOX

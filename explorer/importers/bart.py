@@ -23,9 +23,9 @@ import re
 from pathlib import Path
 
 from ..model import TransformerConfig
-from ..task_descriptors import seq2seq_task
+from ..outputs.hub_tasks import seq2seq_task
 from ..tokenizer import Tokenizer
-from .common import Family, HFConfig, Target, stack_rows
+from .weight_plan import Family, HFConfig, Target, stack_rows
 from .files import WeightFiles
 from .marian_tokens import load_marian_tokenizer
 

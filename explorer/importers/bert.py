@@ -6,9 +6,9 @@ Weights: separate query/key/value projections stack into our in_proj [W_q; W_k; 
 LayerNorm names (gamma/beta) are read as weight/bias. Checkpoints of task models carry the body
 under "bert.". A masked-LM head (`cls.predictions.*`: BertForMaskedLM, BertForPreTraining) is loaded
 as our `mlm` head (dense -> activation -> LayerNorm -> decoder tied to the word embeddings + bias) and
-the task is "masked-lm" (explorer.mlm); other heads (NSP, classifiers) and the pooler are ignored
+the task is "masked-lm" (explorer.outputs.masked_lm); other heads (NSP, classifiers) and the pooler are ignored
 (listed in `LoadedModel.notes` and `task["ignored_tensors"]`). Without a head the task is
-"sentence-embedding" (pooling and similarity in explorer.embeddings). RoBERTa (roberta.py) reuses
+"sentence-embedding" (pooling and similarity in explorer.outputs.embeddings). RoBERTa (roberta.py) reuses
 the body plan.
 """
 
@@ -19,10 +19,10 @@ import re
 from pathlib import Path
 
 from ..checkpoints import CheckpointError, describe, load_tokenizer_file, read_json
-from ..task_descriptors import mask_token, masked_lm_task
+from ..outputs.hub_tasks import mask_token, masked_lm_task
 from ..model import TransformerConfig
 from ..tokenizer import Tokenizer
-from .common import Family, HFConfig, Target, stack_rows
+from .weight_plan import Family, HFConfig, Target, stack_rows
 from .files import WeightFiles
 
 BERT_MLM = "cls.predictions."  # BertForMaskedLM / BertForPreTraining head prefix

@@ -14,7 +14,7 @@ import re
 
 from ..model import TransformerConfig
 from .bert import encoder_task, load_bert_tokenizer
-from .common import Family, HFConfig, Target, stack_rows
+from .weight_plan import Family, HFConfig, Target, stack_rows
 from .files import WeightFiles
 
 EPS = 1e-12  # hard-coded in transformers' DistilBERT

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 
 from ..model import TransformerConfig
-from .common import Family, HFConfig, Target, as_is, transpose
+from .weight_plan import Family, HFConfig, Target, as_is, transpose
 
 
 def gpt2_config(cfg: HFConfig) -> TransformerConfig:

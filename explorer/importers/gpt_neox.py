@@ -16,7 +16,7 @@ import re
 from torch import Tensor
 
 from ..model import TransformerConfig
-from .common import Family, HFConfig, Target, rope_settings
+from .weight_plan import Family, HFConfig, Target, rope_settings
 
 
 def neox_config(cfg: HFConfig) -> TransformerConfig:

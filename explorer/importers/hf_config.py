@@ -1,5 +1,5 @@
 """A Hugging Face model's config.json, read with errors that name the file and the family: what every importer and
-the tokenizer loader (explorer.importers.tokens) read of it.
+the tokenizer loader (explorer.importers.tokenizer_files) read of it.
 """
 
 from __future__ import annotations

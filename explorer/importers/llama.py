@@ -18,7 +18,7 @@ import re
 from typing import Any
 
 from ..model import TransformerConfig
-from .common import Family, HFConfig, Target, rope_settings, stack_rows
+from .weight_plan import Family, HFConfig, Target, rope_settings, stack_rows
 
 
 def qwen2_window(cfg: HFConfig, n_layers: int) -> int | None:

@@ -18,7 +18,7 @@ import re
 
 from ..model import TransformerConfig
 from .bert import bert_body_plan, encoder_task, mlm_plan
-from .common import Family, HFConfig, Target
+from .weight_plan import Family, HFConfig, Target
 from .files import WeightFiles
 
 ROBERTA_MLM = "lm_head."

@@ -24,8 +24,8 @@ import re
 import torch
 
 from ..model import TransformerConfig
-from ..task_descriptors import seq2seq_task
-from .common import HF_ACTIVATIONS, Family, HFConfig, Target, stack_rows
+from ..outputs.hub_tasks import seq2seq_task
+from .weight_plan import HF_ACTIVATIONS, Family, HFConfig, Target, stack_rows
 from .files import WeightFiles
 
 

@@ -11,7 +11,7 @@ from .masks import (block_keys_mask, causal_mask, combine_masks, local_window_ma
                     padding_mask, sliding_window_mask)
 from .heads import ClassifierHead, Generator, MaskedLMHead
 from .model import Transformer
-from .outputs import AttentionMasks, Attentions, DecoderResult, EncoderResult, HiddenStates, TransformerOutput
+from .returns import AttentionMasks, Attentions, DecoderResult, EncoderResult, HiddenStates, TransformerOutput
 from ..sinusoid import sinusoidal_table
 from .positional import Embeddings, position_ids
 from .record import Record, RecordSlot

@@ -41,7 +41,7 @@ from .cache import DecoderCache
 from .config import TransformerConfig
 from .heads import ClassifierHead, Generator, MaskedLMHead
 from .masks import causal_mask, combine_masks, normalize_mask
-from .outputs import AttentionMasks, Attentions, DecoderResult, EncoderResult, HiddenStates, TransformerOutput
+from .returns import AttentionMasks, Attentions, DecoderResult, EncoderResult, HiddenStates, TransformerOutput
 from .positional import Embeddings, position_ids
 from .record import Record
 from .stacks import Decoder, Encoder, StackHeadHook

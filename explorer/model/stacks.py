@@ -44,7 +44,7 @@ from .config import TransformerConfig
 from .layers import DecoderLayer, EncoderLayer
 from .masks import combine_masks, key_mask_to_attention, sliding_window_mask
 from .norms import make_norm
-from .outputs import Attentions
+from .returns import Attentions
 from .record import Record
 from .positional import position_ids
 from .relative import RelativePositionBias

@@ -24,7 +24,7 @@ def ctx():
 def app(ctx):
     """Page-level helpers: build(arch, **fields), load(name), heads(labels per kind), analyze(...)."""
     from explorer.app.build import BuildSpec
-    from explorer.app.labels import head_labels, parse_heads
+    from explorer.app.head_labels import head_labels, parse_heads
     from explorer.app.session import build_session, load_session
     from explorer.app.toggles import Toggles
     from explorer.app.views import View

@@ -118,7 +118,7 @@ def hold(monkeypatch, owner, name: str) -> threading.Event:
 
 def hold_predictions(monkeypatch) -> threading.Event:
     """From now on each Run's second step (the vocabulary head) waits until the returned event is set."""
-    from explorer import lm
+    from explorer.outputs import causal_lm as lm
 
     return hold(monkeypatch, lm, "head_predictions")
 

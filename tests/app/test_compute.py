@@ -15,7 +15,7 @@ from gradio.components.plot import PlotData
 
 from explorer.app import compute
 from explorer.app.kept import Shown
-from explorer.app.labels import head_labels
+from explorer.app.head_labels import head_labels
 from explorer.app.session import AppContext, Session
 from explorer.app.views.contributions import Contributions
 from explorer.model import Transformer

@@ -14,9 +14,9 @@ import torch
 transformers = pytest.importorskip("transformers")
 
 from explorer.app.errors import AppError
-from explorer.app.labels import head_labels, parse_heads
+from explorer.app.head_labels import head_labels, parse_heads
 from explorer.app.registry import ModelRegistry
-from explorer.app.sequences import read_texts
+from explorer.app.readings import read_texts
 from explorer.app.session import AppContext, load_session
 from explorer.app.views.contributions import (ContributionRequest, attribution_markdown, attribution_table,
                                               contribution_figures, contributions, graph_figure, head_table,

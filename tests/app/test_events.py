@@ -13,7 +13,7 @@ import torch
 
 from explorer.app import events as events_module
 from explorer.app.errors import AppError
-from explorer.app.labels import head_labels
+from explorer.app.head_labels import head_labels
 from explorer.app.session import Session, get_model
 from explorer.app.toggles import Toggles
 from explorer.app.views import analysis as analysis_module
@@ -283,7 +283,7 @@ def test_an_error_after_the_first_look_becomes_the_status_line(lm_events, monkey
 def test_each_step_of_a_run_computes_with_the_requests_share_of_the_cores(lm_events, monkeypatch):
     """Gradio may resume a Run on another worker thread: its torch threads are set again there (app.cores); the
     outputs, computed in a thread of their own (compare.Outputs), use the request's share too."""
-    from explorer import lm
+    from explorer.outputs import causal_lm as lm
     from explorer.app.cores import CoreShare
 
     ev, shown, seen, outputs = lm_events, Shown(), [], []

@@ -1,4 +1,4 @@
-"""A request's memory estimate and the gate that bounds the requests running at once (explorer.app.memory)."""
+"""A request's memory estimate and the gate that bounds the requests running at once (explorer.app.request_memory)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from explorer.app.memory import MemoryGate, analysis_bytes, request_bytes
+from explorer.app.request_memory import MemoryGate, analysis_bytes, request_bytes
 from explorer.app.request import RunRequest
 from explorer.app.session import Session
 from explorer.app.views import View

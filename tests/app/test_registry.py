@@ -109,7 +109,7 @@ def test_budget_refuses_before_loading_a_too_large_checkpoint(tmp_path):
     from explorer.app.session import AppContext, load_session
     from explorer.checkpoints import save_checkpoint
     from explorer.model import Transformer, TransformerConfig
-    from explorer.tasks import build_tokenizer
+    from explorer.training.tasks import build_tokenizer
 
     tok = build_tokenizer()
     model = Transformer(TransformerConfig(arch="encoder", vocab_size=tok.vocab_size, d_model=64, n_heads=2,

@@ -10,7 +10,7 @@ import torch
 
 from explorer.app.compare import compare
 from explorer.app.errors import AppError
-from explorer.app.sequences import read_texts
+from explorer.app.readings import read_texts
 from explorer.app.toggles import Toggles
 from explorer.app.views.roles import (RoleResult, role_ablation, roles_markdown, score_roles, stack_of, text_scores,
                                       tile_notes)

@@ -1,5 +1,5 @@
 """Encoder-decoder Hub models in the app (tiny random Marian and T5 saved in the Hugging Face layout): the output
-is explorer.seq2seq's greedy translation (Marian's padding token never generated), baseline vs toggled side by
+is explorer.outputs.seq2seq's greedy translation (Marian's padding token never generated), baseline vs toggled side by
 side; a cross-attention head switched off changes it; the generation tab has cross- and decoder self-attention per
 generated token; the page's length control caps the answer; T5 offers its task prefixes; the positional tab names
 each model's scheme (T5's relative bias per stack, Marian's split sinusoid, Llama's rotary)."""
@@ -18,9 +18,9 @@ from explorer.app.registry import ModelRegistry
 from explorer.app.session import AppContext, load_session
 from explorer.app.views import View
 from explorer.app.views.analysis import Analysis, tab_figures
-from explorer.app.views.model import model_info
+from explorer.app.model_panel import model_info
 from explorer.app.views.positional import positional_view
-from explorer.seq2seq import compare_outputs, translate
+from explorer.outputs.seq2seq import compare_outputs, translate
 
 from tests.app.tiny_models import MARIAN_HEAD, MARIAN_TEXT, tiny_llama, tiny_marian, tiny_t5
 
@@ -63,7 +63,7 @@ def test_a_cross_attention_head_off_changes_the_translation(models, app):
     mask = torch.ones(2, 4)
     mask[layer, head] = 0
     change = compare_outputs(marian, MARIAN_TEXT, {"cross": mask}, 40)
-    assert change.first_difference is not None  # explorer.seq2seq says the head matters ...
+    assert change.first_difference is not None  # explorer.outputs.seq2seq says the head matters ...
     base, tog = a.output.rows[0], a.output.rows[1]  # ... and the app shows the same two outputs side by side
     assert (base[1], tog[1]) == ("baseline", "toggled") and a.output.changed
     assert base[2] == change.baseline.text and tog[2] == change.toggled.text

@@ -7,7 +7,7 @@ import pytest
 
 from explorer.app.errors import AppError
 from explorer.app.views.importance import importance_view
-from explorer.app.views.model import model_info
+from explorer.app.model_panel import model_info
 from explorer.app.views.positional import positional_view
 from explorer.loading import shipped_names
 from explorer.viz.common import message_text

@@ -1,5 +1,5 @@
 """Page settings -> head masks and the custom mask (explorer.app.toggles), and the "L0 H3" boundary labels
-(explorer.app.labels)."""
+(explorer.app.head_labels)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from explorer.app.errors import AppError
-from explorer.app.labels import clicked_tile, head_label, head_labels, parse_heads
+from explorer.app.head_labels import clicked_tile, head_label, head_labels, parse_heads
 from explorer.app.toggles import Toggles, custom_mask, head_mask
 from explorer.model import TransformerConfig
 

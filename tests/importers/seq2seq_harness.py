@@ -226,9 +226,9 @@ def check_seq2seq(case: Seq2SeqCase, start: int) -> None:
 
 
 def check_greedy_generation(case: Seq2SeqCase, max_new_tokens: int = 8, **hf_kwargs) -> list[list[int]]:
-    """Our greedy generation (explorer.seq2seq.translate) equals transformers' greedy generate, one source at a
+    """Our greedy generation (explorer.outputs.seq2seq.translate) equals transformers' greedy generate, one source at a
     time; each step's cross-attention row equals a full teacher-forced run's row."""
-    from explorer.seq2seq import translate
+    from explorer.outputs.seq2seq import translate
 
     task = case.loaded.task
     outputs = []

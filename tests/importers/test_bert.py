@@ -18,10 +18,10 @@ transformers = pytest.importorskip("transformers")
 from transformers import BertConfig, BertForPreTraining, BertModel
 
 from explorer.checkpoints import CheckpointError, estimate_parameters
-from explorer.embeddings import cosine_similarity, embed, mean_pool
+from explorer.outputs.embeddings import cosine_similarity, embed, mean_pool
 from explorer.importers import load_hf as load_bert
 from explorer.importers.bert import bert_config
-from explorer.importers.common import HFConfig
+from explorer.importers.weight_plan import HFConfig
 from explorer.model import Transformer, TransformerConfig
 
 SENTENCES = ["A man is playing a guitar.", "Someone plays an instrument.",

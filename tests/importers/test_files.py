@@ -119,7 +119,7 @@ def test_too_large_config_refused_before_reading_anything(tmp_path, llama, monke
 def test_qwen25_05b_is_within_the_default_limit():
     """Qwen2.5-0.5B's config (494M parameters) passes the parameter limit; counted exactly."""
     from explorer.checkpoints import DEFAULT_MAX_PARAMETERS, estimate_parameters
-    from explorer.importers.common import HFConfig
+    from explorer.importers.weight_plan import HFConfig
     from explorer.importers.llama import llama_config
 
     hf = dict(model_type="qwen2", vocab_size=151936, hidden_size=896, num_attention_heads=14, num_key_value_heads=2,

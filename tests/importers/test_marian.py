@@ -20,7 +20,7 @@ spm = pytest.importorskip("sentencepiece")
 import explorer
 from explorer.checkpoints import CheckpointError, estimate_parameters
 from explorer.model import sinusoidal_table
-from explorer.seq2seq import compare_outputs, translate
+from explorer.outputs.seq2seq import compare_outputs, translate
 
 from tests.importers.seq2seq_harness import (ENGLISH, GERMAN, SOURCES, check_greedy_generation, check_seq2seq,
                                              make_seq2seq_case, save_marian_tokenizer, set_logits_bias)

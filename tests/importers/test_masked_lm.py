@@ -1,7 +1,7 @@
 """Encoders with their masked-LM heads and the two new encoder families: tiny random BertForMaskedLM,
 RobertaForMaskedLM (positions after padding_idx, byte-level tokens) and DistilBertForMaskedLM (no token types),
 and the bare RobertaModel / DistilBertModel, equal transformers' eager implementation: every layer's attention
-and the MLM logits, with right and left padding and heads switched off; the top-10 fillers of explorer.mlm
+and the MLM logits, with right and left padding and heads switched off; the top-10 fillers of explorer.outputs.masked_lm
 equal transformers' probabilities."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import torch
 transformers = pytest.importorskip("transformers")
 
 from explorer.checkpoints import estimate_parameters
-from explorer.mlm import compare_fillers, fill_masks, mask_positions
+from explorer.outputs.masked_lm import compare_fillers, fill_masks, mask_positions
 
 from tests.importers.harness import TOLERANCE, VOCAB, perturb, save_folder
 from tests.importers.seq2seq_harness import roberta_tokenizer, wordpiece_tokenizer

@@ -15,7 +15,7 @@ import torch
 import explorer
 from explorer.interpret import TokenAttribution, token_attribution
 from explorer.model import Transformer, TransformerConfig
-from explorer.tasks import task_from_dict
+from explorer.training.tasks import task_from_dict
 
 V = 40
 SHIPPED = ("date-translator", "date-gpt", "induction-gpt")

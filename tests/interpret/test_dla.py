@@ -347,7 +347,7 @@ def test_shipped_checkpoints(name):
     ids = torch.tensor(tok.encode(text).ids)
     tgt = None
     if model.config.arch == "encoder-decoder":
-        from explorer.seq2seq import translate
+        from explorer.outputs.seq2seq import translate
 
         answer = translate(bundle, text)
         tgt = torch.tensor([bundle.task["bos_id"], *answer.ids[:-1]])

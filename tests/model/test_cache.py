@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from explorer.generate import generate, grow_mask
+from explorer.outputs.generate import generate, grow_mask
 from explorer.model import Transformer, TransformerConfig
 from explorer.model.cache import DecoderCache
 

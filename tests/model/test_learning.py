@@ -2,7 +2,7 @@
 
 import torch
 
-from explorer.generate import generate
+from explorer.outputs.generate import generate
 from explorer.model import Transformer, TransformerConfig
 
 PAD, BOS, EOS, FIRST_DIGIT = 0, 1, 2, 3

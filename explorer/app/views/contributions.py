@@ -1,5 +1,5 @@
 """The Contributions tab: where one prediction comes from, on sentence 1 as the model reads it (a sequence model:
-prompt or source and its own greedy answer; explorer.app.sequences).
+prompt or source and its own greedy answer; explorer.app.readings).
 
 Three answers, each from the model actually run:
 - direct logit attribution (explorer.interpret.dla): each head's, each MLP's, the embeddings' and the biases' share
@@ -37,9 +37,9 @@ from ...interpret.dla import ResidualParts, residual_parts
 from ...interpret.flow import ContributionGraph, contribution_graph
 from ..errors import AppError, escape_md
 from ..inputs import codec_for
-from ..labels import head_label
+from ..head_labels import head_label
 from ..runs import is_masked_lm
-from ..sequences import Reading, read_texts, token_id
+from ..readings import Reading, read_texts, token_id
 from ..toggles import Head, Toggles, head_mask
 from . import KIND_SHORT
 

@@ -1,5 +1,5 @@
 """The head-importance tab: how much the model's output moves when each head is switched off alone (exact
-sweep), next to the one-pass gradient estimate (explorer.analysis). The objective follows the model's task:
+sweep), next to the one-pass gradient estimate (explorer.interpret.importance). The objective follows the model's task:
 the log-probability of its own answer, the predicted class, or the sentence embeddings.
 """
 
@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 import torch
 
 from ... import viz
-from ...analysis import IGNORE, HeadImportance, Probe, head_importance
+from ...interpret.importance import IGNORE, HeadImportance, Probe, head_importance
 from ...batching import pad_rows
 from ...checkpoints import LoadedModel
 from ..compare import compare

@@ -1,6 +1,6 @@
 """The logit-lens tab (language models: a decoder-only model, or the decoder of an encoder-decoder): what each
 layer's residual stream would predict if the model stopped there (explorer.interpret.lens), on sentence 1 as
-the model reads it (a sequence model: prompt or source and its own greedy answer; explorer.app.sequences).
+the model reads it (a sequence model: prompt or source and its own greedy answer; explorer.app.readings).
 
 Shapes: L layers, T decoder positions. The lens has L + 1 rows (the embeddings, then each layer's output); its
 last row is the model's own prediction.
@@ -16,7 +16,7 @@ from ...checkpoints import LoadedModel
 from ...interpret import LogitLens, logit_lens
 from ..errors import AppError, escape_md
 from ..inputs import codec_for
-from ..sequences import read_texts
+from ..readings import read_texts
 
 NOT_A_LANGUAGE_MODEL = ("The logit lens reads a language model's residual stream through its unembedding; "
                         "this is an encoder without a next-token output. Load a decoder or an encoder-decoder.")

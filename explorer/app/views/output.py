@@ -73,7 +73,7 @@ def class_table(pairs: list[tuple[ClassProbabilities, ClassProbabilities]]) -> O
 
 
 def embedding_table(pairs: list[tuple[Embedding, Embedding]]) -> OutputTable:
-    from ...embeddings import cosine_similarity
+    from ...outputs.embeddings import cosine_similarity
 
     def cos(a: Embedding, b: Embedding) -> float:
         return float(cosine_similarity(a.vector, b.vector))

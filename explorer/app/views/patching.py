@@ -5,7 +5,7 @@ Shapes: L layers, H heads, T decoder positions. The metric is the logit differen
 at the last position (defaults: the clean run's top token against the corrupted run's; the person may type
 others); each head's share is how much of the clean-minus-corrupted difference patching its clean output (z,
 before W_o) into the corrupted run restores. A sequence model is read at the place its two answers part
-(explorer.app.sequences): both decoders read the answers' common prefix.
+(explorer.app.readings): both decoders read the answers' common prefix.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from ...checkpoints import LoadedModel
 from ...interpret.patching import Patching, activation_patching
 from ..errors import AppError, escape_md
 from ..inputs import codec_for
-from ..sequences import Reading, read_texts, token_id
+from ..readings import Reading, read_texts, token_id
 
 NEEDS_DECODER = ("Activation patching compares next-token logits at the last position, so it needs a language "
                  "model (a decoder, or an encoder-decoder); this is an encoder.")

@@ -26,7 +26,7 @@ from ...interpret import (ROLES, CopyLosses, RepeatedTokens, copy_losses, head_r
                           top_heads)
 from ..errors import AppError, escape_md
 from ..runs import Run
-from ..sequences import Reading, read_texts
+from ..readings import Reading, read_texts
 from . import KIND_TITLES
 
 ROLE_SHORT = {"previous": "prev", "duplicate": "dup", "induction": "ind", "first": "first", "self": "self",

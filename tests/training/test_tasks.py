@@ -2,9 +2,9 @@ import pytest
 import torch
 
 from explorer.checkpoints import LoadedModel
-from explorer.data import dates
+from explorer.training import dates
 from explorer.model import Transformer, TransformerConfig
-from explorer.tasks import (
+from explorer.training.tasks import (
     IGNORE_INDEX,
     SPECIAL_TOKENS,
     DateGPT,
@@ -14,7 +14,7 @@ from explorer.tasks import (
     make_task,
     task_from_dict,
 )
-from explorer.train import compute_loss
+from explorer.training.train import compute_loss
 
 
 @pytest.fixture(scope="module")

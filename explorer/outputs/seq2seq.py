@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING, Any, Mapping
 import torch
 
 from .generate import Generation, generate
-from .task_descriptors import DEFAULT_MAX_NEW_TOKENS
+from .hub_tasks import DEFAULT_MAX_NEW_TOKENS
 
 if TYPE_CHECKING:
-    from .checkpoints import LoadedModel
+    from ..checkpoints import LoadedModel
 
 
 

@@ -26,9 +26,9 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from .generate import Generation, generate
-from .model import Transformer
-from .model.heads import Generator
-from .tokenizer import Tokenizer
+from ..model import Transformer
+from ..model.heads import Generator
+from ..tokenizer import Tokenizer
 
 
 

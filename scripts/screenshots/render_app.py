@@ -1,7 +1,7 @@
 """Screenshots of the app at 1280x800 (headless Chromium) into docs/screenshots/app/: the first screen, the
 model panel, and every tab (whole page); the Roles, Patching and Lens tabs on the shipped induction-gpt.
 
-    python tests/app/render_screenshots.py [--url http://127.0.0.1:7860/] [--out docs/screenshots/app]
+    python scripts/screenshots/render_app.py [--url http://127.0.0.1:7860/] [--out docs/screenshots/app]
 
 Without --url the app is started in this process on a free port.
 """

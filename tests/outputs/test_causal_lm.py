@@ -1,4 +1,4 @@
-"""Language-model outputs (explorer.lm) on tiny random models made with transformers: top-k and
+"""Language-model outputs (explorer.outputs.causal_lm) on tiny random models made with transformers: top-k and
 surprisal from the same logits transformers computes, baseline vs toggled, and greedy continuation
 that gives transformers' own greedy `generate` tokens, with each step's attention equal to a full run."""
 
@@ -11,8 +11,8 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 
-from explorer.generate import generate
-from explorer.lm import compare_next_tokens, continue_text, next_tokens, surprisal
+from explorer.outputs.generate import generate
+from explorer.outputs.causal_lm import compare_next_tokens, continue_text, next_tokens, surprisal
 
 from tests.importers.harness import (SHAPE_LLAMA, VOCAB, batch, byte_level_tokenizer, head_mask_with, make_case,
                                      out_proj_llama, sentencepiece_tokenizer)
@@ -126,7 +126,7 @@ def test_left_padded_batch_generation_equals_one_prompt_at_a_time(gpt2):
 def test_predictions_in_chunks_equal_one_softmax():
     """predictions() works chunk by chunk of the vocabulary; every number equals the one-softmax computation, and
     head_predictions() (the vocabulary head run chunk by chunk) the same from the hidden states."""
-    from explorer.lm import head_predictions, predictions, surprisal
+    from explorer.outputs.causal_lm import head_predictions, predictions, surprisal
     from explorer.model.heads import Generator
 
     torch.manual_seed(0)

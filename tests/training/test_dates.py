@@ -1,11 +1,11 @@
-"""Tests for explorer.data.dates (date-translation task data)."""
+"""Tests for explorer.training.dates (date-translation task data)."""
 
 import datetime as dt
 import re
 
 import pytest
 
-from explorer.data import dates as D
+from explorer.training import dates as D
 
 
 @pytest.fixture(scope="module")

@@ -1,12 +1,12 @@
-"""Train a model and write it as an explorer checkpoint: ``python -m explorer.train --task ... --out ...``.
+"""Train a model and write it as an explorer checkpoint: ``python -m explorer.training.train --task ... --out ...``.
 
-Date tasks: build the char tokenizer and the task (explorer.tasks), draw seeded disjoint train/val/test
-splits (explorer.data.dates.splits), train with AdamW + linear warmup + cosine decay, report loss
+Date tasks: build the char tokenizer and the task (explorer.training.tasks), draw seeded disjoint train/val/test
+splits (explorer.training.dates.splits), train with AdamW + linear warmup + cosine decay, report loss
 and examples/s on a tqdm bar, measure validation exact match every ``--eval-every`` steps, then
 measure exact match on the held-out test dates and save model, tokenizer, task metadata and a model
 card through explorer.checkpoints.save_checkpoint.
 
-``--task induction`` (explorer.induction): fresh rows of random tokens with a repeated span every
+``--task induction`` (explorer.training.induction): fresh rows of random tokens with a repeated span every
 step; every ``--eval-every`` steps the best induction and previous-token head scores; at the end the
 head roles, copy losses and ablations on a fixed probe go into the card. Both share :func:`fit`.
 
@@ -39,10 +39,10 @@ from torch import Tensor
 from tqdm import tqdm
 
 from . import induction
-from .checkpoints import save_checkpoint
-from .data import dates
-from .device import pick_device
-from .model import Transformer, TransformerConfig
+from ..checkpoints import save_checkpoint
+from . import dates
+from ..device import pick_device
+from ..model import Transformer, TransformerConfig
 from .tasks import IGNORE_INDEX, TASKS, Batch, DateTask, make_task
 
 STATE_FILE = "training_state.pt"
@@ -54,7 +54,7 @@ _RUN_DEFINING = ("task", "d_model", "heads", "head_dim", "layers", "encoder_laye
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m explorer.train", description=__doc__.split("\n\n")[0],
+    p = argparse.ArgumentParser(prog="python -m explorer.training.train", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--task", choices=sorted([*TASKS, induction.NAME]), default="date-translation",
                    help="induction: fresh random rows every step; the --n-*, --data-seed, --length-pool and "
@@ -173,7 +173,7 @@ class BatchOrder:
 
 def command_line(argv: Sequence[str] | None) -> str:
     args = list(sys.argv[1:] if argv is None else argv)
-    return "python -m explorer.train " + shlex.join(args)
+    return "python -m explorer.training.train " + shlex.join(args)
 
 
 def per_locale_accuracy(predictions: Sequence[str], examples: Sequence[dates.DateExample]) -> dict[str, float]:
@@ -198,7 +198,7 @@ def make_card(*, task: DateTask, model: Transformer, args: argparse.Namespace, c
         f"Task `{task.name}`: {task.description}", "",
         "## Use", "", "```python",
         "from explorer.checkpoints import load_checkpoint",
-        "from explorer.tasks import task_from_dict", "",
+        "from explorer.training.tasks import task_from_dict", "",
         f'loaded = load_checkpoint("{args.out}")',
         "task = task_from_dict(loaded.task, loaded.tokenizer)",
         f'task.predict(loaded.model, ["{task.examples[0]}"])  # -> ["{dates.examples_for_ui(1)[0].target}"]',

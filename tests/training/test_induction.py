@@ -5,9 +5,9 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from explorer import induction, train
+from explorer.training import induction, train
 from explorer.checkpoints import load_checkpoint
-from explorer.induction import (N_TOKENS, SPAN_RANGE, InductionTask, build_tokenizer, evaluate,
+from explorer.training.induction import (N_TOKENS, SPAN_RANGE, InductionTask, build_tokenizer, evaluate,
                                 step_generator)
 
 
@@ -87,7 +87,7 @@ def test_a_tiny_training_run_writes_a_checkpoint_with_its_measurements(tmp_path,
     assert loaded.task["name"] == "induction" and loaded.arch == "decoder" and loaded.config.vocab_size == 304
     assert [h["step"] for h in meta["history"]] == [2, 4]
     assert meta["cpu_seconds"] >= 0.2 and meta["seconds"] >= 0.2  # the spans the run measured, rounded to 0.1 s
-    assert meta["command"].startswith("python -m explorer.train --task induction")
+    assert meta["command"].startswith("python -m explorer.training.train --task induction")
     report = evaluate(loaded.model, InductionTask.from_dict(loaded.task, loaded.tokenizer))
     stored = meta["evaluation"]
     assert stored["scores"]["induction"] == [[round(float(v), 4) for v in row] for row in report.scores["induction"]]

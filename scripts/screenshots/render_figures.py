@@ -1,6 +1,6 @@
 """Render every figure type in headless Chromium and save PNGs to docs/screenshots/viz/.
 
-Not a test (no test_ prefix): run `PYTHONPATH=. python tests/viz/render_screenshots.py [PLOTLY_JS] [--all]`.
+Run `PYTHONPATH=. python scripts/screenshots/render_figures.py [PLOTLY_JS] [--all]`.
 The figures are drawn from their `figure_json` text (what gr.Plot sends: typed arrays) with the
 plotly.js Gradio serves (tests/viz/bundles.py), or with the bundle at the path PLOTLY_JS.
 Plotly.validate() runs in the page and its complaints are printed.

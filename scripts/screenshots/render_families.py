@@ -2,7 +2,7 @@
 translation model's generation tab (cross-attention per generated token, one cross-attention head off) and the
 positional tab of a rotary model (Llama) and of T5 (relative bias per head, encoder and decoder).
 
-    python tests/app/render_family_screenshots.py [--out docs/screenshots/app]
+    python scripts/screenshots/render_families.py [--out docs/screenshots/app]
 
 Offline: the models are the tests' tiny models in the Hub layout (tests/app/tiny_models.py), with the real models'
 positional settings (SmolLM2's rotary width and rope_theta, t5-small's 8 heads / 32 buckets / max distance 128).
@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests.app.render_screenshots import CHROMIUM_ARGS, chromium_path, save, wait_idle  # noqa: E402
+from scripts.screenshots.render_app import CHROMIUM_ARGS, chromium_path, save, wait_idle  # noqa: E402
 
 # (file name, model folder, tab name, what to do first)
 SHOTS = [("08-marian-generation.png", "tiny-marian", "Generation", "translate"),
@@ -64,7 +64,7 @@ def head_that_changes(folder: Path) -> str:
     import torch
 
     from explorer.importers import load_hf
-    from explorer.seq2seq import compare_outputs
+    from explorer.outputs.seq2seq import compare_outputs
     from tests.app.tiny_models import MARIAN_TEXT
 
     loaded = load_hf(folder, "cpu")
@@ -80,7 +80,7 @@ def head_that_changes(folder: Path) -> str:
 def sharpest_cross_head(folder: Path) -> tuple[int, int]:
     """(layer, head) whose cross-attention rows are the most peaked for the source sentence (the view shown)."""
     from explorer.importers import load_hf
-    from explorer.seq2seq import translate as greedy
+    from explorer.outputs.seq2seq import translate as greedy
     from tests.app.tiny_models import MARIAN_TEXT
 
     loaded = load_hf(folder, "cpu")

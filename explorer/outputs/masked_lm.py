@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from torch import Tensor
 
-from .lm import NextTokenChange, NextTokens, compare_next_tokens, next_tokens
-from .tokenizer import Tokenizer
+from .causal_lm import NextTokenChange, NextTokens, compare_next_tokens, next_tokens
+from ..tokenizer import Tokenizer
 
 
 

@@ -1,4 +1,4 @@
-"""explorer.memory: after `freeze_startup_objects`, dead reference cycles do not pile up in the oldest
+"""explorer.process_memory: after `freeze_startup_objects`, dead reference cycles do not pile up in the oldest
 garbage-collector generation behind many long-lived start-up objects (the app's per-request memory growth).
 
 Each case runs in a fresh process (freezing is process-wide): 150,000 long-lived containers stand in for
@@ -23,7 +23,7 @@ import gc, json, sys
 keep = [{{"i": [i]}} for i in range(150_000)]
 frozen = 0
 if sys.argv[1] == "freeze":
-    from explorer.memory import freeze_startup_objects
+    from explorer.process_memory import freeze_startup_objects
     frozen = freeze_startup_objects()
 alive = [0]
 

@@ -2,7 +2,7 @@
 compare_lm.png (two tiny random-weight language models, a byte-level BPE one and a sentencepiece one, as gpt2 and
 Pythia differ; the second with one head off) and compare_seq.png (date-translator vs date-gpt, the suggested pair).
 
-    python tests/app/render_compare_screenshots.py [--out docs/screenshots]
+    python scripts/screenshots/render_compare.py [--out docs/screenshots]
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from tests.app.browser import FIRST_RUN_JS, new_page, served  # noqa: E402
-from tests.app.render_screenshots import CHROMIUM_ARGS, chromium_path, shrink  # noqa: E402
+from scripts.screenshots.render_app import CHROMIUM_ARGS, chromium_path, shrink  # noqa: E402
 from tests.app.test_browser_compare import CHECKED, TEXT_JS, shows  # noqa: E402
 from tests.app.tiny_models import tiny_gpt2, tiny_llama  # noqa: E402
 

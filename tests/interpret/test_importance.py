@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from explorer.analysis import Probe, exact_sweep, gradient_estimate, head_importance, run_objective
+from explorer.interpret.importance import Probe, exact_sweep, gradient_estimate, head_importance, run_objective
 from explorer.model import Transformer, TransformerConfig
 
 

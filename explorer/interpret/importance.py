@@ -21,10 +21,10 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from .embeddings import mean_pool
-from .model import Transformer
-from .model.masks import causal_mask, combine_masks
-from .stats import spearman
+from ..outputs.embeddings import mean_pool
+from ..model import Transformer
+from ..model.masks import causal_mask, combine_masks
+from ..stats import spearman
 
 KINDS = ("encoder", "decoder", "cross")
 IGNORE = -100  # a tgt_out value that is not measured (padding, the prompt): torch cross_entropy's ignore_index

@@ -22,13 +22,13 @@ import torch
 from torch import Tensor
 
 from ..checkpoints import CheckpointError, describe
-from ..task_descriptors import causal_lm_task
+from ..outputs.hub_tasks import causal_lm_task
 from ..model import TransformerConfig
 from ..model.config import ROPE_SCALINGS
 from ..tokenizer import Tokenizer
 from .files import WeightFiles
 from .hf_config import HF_ACTIVATIONS, HFConfig  # noqa: F401 (re-exported for the families)
-from .tokens import load_hf_tokenizer
+from .tokenizer_files import load_hf_tokenizer
 
 def rope_settings(cfg: HFConfig, default_fraction: float = 1.0) -> dict[str, Any]:
     """pos_base, rotary_fraction and rope_scaling from either spelling transformers has saved:

@@ -4,9 +4,9 @@ import json
 import pytest
 import torch
 
-from explorer import train
+from explorer.training import train
 from explorer.checkpoints import load_checkpoint
-from explorer.tasks import task_from_dict
+from explorer.training.tasks import task_from_dict
 
 TINY = ["--d-model", "16", "--heads", "2", "--layers", "1", "--d-ff", "32", "--dropout", "0.1",
         "--n-train", "256", "--n-val", "16", "--n-test", "24", "--batch-size", "32", "--lr", "3e-3",
@@ -26,7 +26,7 @@ def test_training_writes_a_loadable_checkpoint_with_a_card(tmp_path, task):
     meta = loaded.task["training"]
     assert meta["steps"] == 4 and meta["n_test"] == 24 and 0.0 <= meta["test_exact_match"] <= 1.0
     card = (out / "README.md").read_text()
-    assert "python -m explorer.train --task " + task in card
+    assert "python -m explorer.training.train --task " + task in card
     assert "Exact match on 24 held-out test dates" in card
     assert f"{loaded.model.num_parameters():,}" in card
     # the saved model generates through the task rebuilt from its metadata

@@ -30,8 +30,8 @@ from typing import Any, Mapping, Sequence
 import torch
 from torch import Tensor
 
-from .model import Transformer
-from .model.cache import DecoderCache
+from ..model import Transformer
+from ..model.cache import DecoderCache
 
 
 @dataclass

@@ -2,7 +2,7 @@
 docs/screenshots/contributions_induction-gpt.png: a random sequence repeated, read after its last token, where
 layer 1's induction heads carry the prediction.
 
-    python tests/app/render_contributions_screenshot.py [--out docs/screenshots/contributions_induction-gpt.png]
+    python scripts/screenshots/render_contributions.py [--out docs/screenshots/contributions_induction-gpt.png]
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from render_screenshots import CHROMIUM_ARGS, ROOT, chromium_path, shrink, started, wait_idle
+from render_app import CHROMIUM_ARGS, ROOT, chromium_path, shrink, started, wait_idle
 
 TEXT = "t5 t17 t99 t42 t8 t250 t13 t77 t5 t17 t99 t42 t8"
 

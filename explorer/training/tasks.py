@@ -1,6 +1,6 @@
 """Task definitions shared by training and the app: how text becomes model input, how output becomes text.
 
-Two tasks on the same data (explorer.data.dates: a date in one of 7 languages -> ISO ``YYYY-MM-DD``),
+Two tasks on the same data (explorer.training.dates: a date in one of 7 languages -> ISO ``YYYY-MM-DD``),
 both character-level with one tokenizer (:func:`build_tokenizer`) for source and target:
 
 - :class:`DateTranslation` (encoder-decoder): source ``chars + [EOS]``; decoder input
@@ -30,14 +30,14 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor
 
-from .batching import pad_rows
-from .data import dates
-from .generate import Generation, generate
-from .model import Transformer
-from .tokenizer import Tokenizer, train_tokenizer
+from ..batching import pad_rows
+from . import dates
+from ..outputs.generate import Generation, generate
+from ..model import Transformer
+from ..tokenizer import Tokenizer, train_tokenizer
 
 if TYPE_CHECKING:
-    from .checkpoints import LoadedModel
+    from ..checkpoints import LoadedModel
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[BOS]", "[EOS]", "[SEP]")  # ids 0..4, [PAD] = 0 = config.pad_id
 IGNORE_INDEX = -100  # label value that takes no part in the loss (torch cross_entropy's default)
@@ -210,7 +210,7 @@ class DateTranslation(DateTask):
         return Batch(pad_rows(src, self.pad_id), pad_rows(tgt, self.pad_id), pad_rows(answers, IGNORE_INDEX))
 
     def generate(self, model: Transformer, texts: Sequence[str], **kwargs: Any) -> Generation:
-        """Greedy decoding from [BOS]; kwargs go to explorer.generate.generate (masks, head_mask)."""
+        """Greedy decoding from [BOS]; kwargs go to explorer.outputs.generate.generate (masks, head_mask)."""
         src = pad_rows([self.encode_source(t)[0] for t in texts], self.pad_id).to(model.device)
         with _eval_mode(model):
             return generate(model, src, bos_id=self.bos_id, eos_id=self.eos_id,

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from .checkpoints import LoadedModel
+from ..checkpoints import LoadedModel
 
 
 def mean_pool(last_hidden_state: Tensor, key_mask: Tensor | None) -> Tensor:

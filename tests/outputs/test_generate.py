@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from explorer.generate import generate
+from explorer.outputs.generate import generate
 from explorer.model import Transformer, TransformerConfig
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...checkpoints import LoadedModel
-from ..errors import escape_md
-from ..inputs import answer_length
-from ..limits import DEFAULT_CONTINUATION
-from ..runs import is_language_model, takes_length
+from ..checkpoints import LoadedModel
+from .errors import escape_md
+from .inputs import answer_length
+from .limits import DEFAULT_CONTINUATION
+from .runs import is_language_model, takes_length
 
 MAX_EXAMPLES = 12
 

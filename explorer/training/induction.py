@@ -30,11 +30,11 @@ import torch
 from tokenizers import Tokenizer as HFTokenizer
 from tokenizers import models, normalizers, pre_tokenizers, processors
 
-from .interpret.probe import CopyLosses, copy_losses, probe_vocabulary, repeated_tokens
-from .interpret.roles import head_mask_without, head_roles, top_heads
-from .model import Transformer
+from ..interpret.probe import CopyLosses, copy_losses, probe_vocabulary, repeated_tokens
+from ..interpret.roles import head_mask_without, head_roles, top_heads
+from ..model import Transformer
 from .tasks import Batch
-from .tokenizer import Tokenizer
+from ..tokenizer import Tokenizer
 
 NAME = "induction"
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[BOS]", "[EOS]")  # ids 0..3; [PAD] = 0 = config.pad_id
