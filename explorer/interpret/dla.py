@@ -54,7 +54,7 @@ from torch import Tensor, nn
 
 from ..model import Record, Transformer
 from ..model.record import norm_scale
-from .sequence import as_row
+from .sequence import as_row, check_inputs
 
 
 @dataclass
@@ -287,17 +287,11 @@ def residual_parts(model: Transformer, ids: Tensor, *, position: int = -1, tgt: 
 
     ids: the sequence (decoder-only, encoders) or the source (encoder-decoders, with `tgt` the decoder input;
     `position` then counts in tgt). head_mask: as the model's forward takes it ({kind: (L, H)}, 1 = on)."""
-    if model.training:
-        raise ValueError("direct logit attribution needs the model in eval mode (model.eval()): dropout would "
-                         "change every part at random")
     config, arch = model.config, model.config.arch
+    check_inputs(model, "direct logit attribution", tgt, needs_tgt=arch == "encoder-decoder")
     if arch == "encoder" and model.mlm is None and model.classifier is None:
         raise ValueError("this model has no output head (a bare encoder, e.g. a sentence-embedding model): "
                          "there is no logit to attribute")
-    if arch == "encoder-decoder" and tgt is None:
-        raise ValueError("an encoder-decoder needs the decoder input tgt: its logits are the decoder's")
-    if arch != "encoder-decoder" and tgt is not None:
-        raise ValueError("only an encoder-decoder takes tgt; pass the one sequence as ids")
     device = model.device
     ids = as_row(ids, "ids").to(device)
     masks = model.head_masks(head_mask)

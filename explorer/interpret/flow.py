@@ -51,7 +51,7 @@ from torch import Tensor, nn
 
 from ..model import Record, Transformer
 from .dla import _resolve_position
-from .sequence import as_row
+from .sequence import as_row, check_inputs
 
 EPS = 1e-5  # the LM Transparency Tool's floor of a proximity (absolute, in L1 units of the residual stream)
 CHUNK = 1 << 23  # elements of one (rows, H, keys, D) block of head parts (32 MB in float32)
@@ -400,9 +400,6 @@ def contribution_graph(model: Transformer, ids: Tensor, *, position: int = -1, t
     encoder-decoder, and cross edges continue into the encoder) or "encoder" (encoders, masked LMs; an
     encoder-decoder's encoder alone). head_mask: as the forward takes it ({kind: (L, H)}, 1 = on); a head
     switched off has share 0. threshold: parts with share >= threshold are kept (the paper's tau)."""
-    if model.training:
-        raise ValueError("the contribution graph needs the model in eval mode (model.eval()): dropout would change "
-                         "every part at random")
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 < threshold <= 1:
         raise ValueError(f"threshold must be a number in (0, 1], got {threshold!r}")
     arch = model.config.arch
@@ -411,10 +408,7 @@ def contribution_graph(model: Transformer, ids: Tensor, *, position: int = -1, t
             (kind == "decoder" and arch == "encoder"):
         have = {"decoder": "decoder", "encoder": "encoder", "encoder-decoder": "encoder or decoder"}[arch]
         raise ValueError(f"kind must name a stack of this model ({have}), got {kind!r}")
-    if arch == "encoder-decoder" and kind == "decoder" and tgt is None:
-        raise ValueError("an encoder-decoder needs the decoder input tgt to trace its decoder")
-    if arch != "encoder-decoder" and tgt is not None:
-        raise ValueError("only an encoder-decoder takes tgt; pass the one sequence as ids")
+    check_inputs(model, "the contribution graph", tgt, needs_tgt=arch == "encoder-decoder" and kind == "decoder")
     device = model.device
     ids = as_row(ids, "ids").to(device)
     masks = model.head_masks(head_mask)
