@@ -193,3 +193,13 @@ def caption(text: str, x: float = 0.0, xanchor: str = "left") -> dict[str, Any]:
     """A small caption line just above the plot area (an annotation)."""
     return dict(text=text, x=x, xanchor=xanchor, y=1.0, yanchor="bottom", xref="paper", yref="paper",
                 showarrow=False, font=dict(size=11, color="#444"))
+
+
+def axis_ref(letter: str, k: int) -> str:
+    """How a trace names its k-th x or y axis (k from 1): "x", "x2", ..."""
+    return letter if k == 1 else f"{letter}{k}"
+
+
+def axis_key(letter: str, k: int) -> str:
+    """How the layout names the k-th x or y axis: "xaxis", "xaxis2", ..."""
+    return f"{letter}axis" if k == 1 else f"{letter}axis{k}"

@@ -24,6 +24,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from explorer.viz import common as c
+from explorer.viz.common import axis_key, axis_ref
 from explorer.viz.encode import encode, symmetric_range
 
 TEXT_CELL_PX = 30  # a cell at least this wide gets its value written in it
@@ -43,14 +44,6 @@ class DLARun:
     rest: float
     logit: float
     off: Mapping[str, Any] | None = None
-
-
-def _ref(letter: str, k: int) -> str:
-    return letter if k == 1 else f"{letter}{k}"
-
-
-def _key(letter: str, k: int) -> str:
-    return f"{letter}axis" if k == 1 else f"{letter}axis{k}"
 
 
 def _signed(v: float, digits: int = 2) -> str:
@@ -121,7 +114,7 @@ def dla_map(runs: Sequence[DLARun], kind_titles: Mapping[str, str] | None = None
                 hover = f"{prefix}{name}%{{y}} %{{x}}: %{{z:+.3f}} of logit {run.logit:.3f}"
             enc = encode(values, -m, m, exact=True, name=kind)
             trace = enc.trace(x, layers, c.DIVERGING_SCALE, "share of the logit" if k == 1 else None, hover,
-                              customdata=custom, xaxis=_ref("x", k), yaxis=_ref("y", k), xgap=1, ygap=1)
+                              customdata=custom, xaxis=axis_ref("x", k), yaxis=axis_ref("y", k), xgap=1, ygap=1)
             trace.pop("zmid", None)  # zmin = -zmax already centres the scale at 0
             if text_in_cells:
                 text = [[_signed(float(v)) for v in row] for row in values]
@@ -134,14 +127,15 @@ def dla_map(runs: Sequence[DLARun], kind_titles: Mapping[str, str] | None = None
             if off is not None and kind in off and off[kind].any():
                 la, h = np.nonzero(off[kind])
                 traces.append(dict(type="scatter", mode="markers", x=[x[i] for i in h], y=[layers[i] for i in la],
-                                   xaxis=_ref("x", k), yaxis=_ref("y", k), hoverinfo="skip", showlegend=False,
+                                   xaxis=axis_ref("x", k), yaxis=axis_ref("y", k), hoverinfo="skip", showlegend=False,
                                    marker=dict(symbol="x-thin", size=max(6, min(14, cell_px * 0.5)),
                                                line=dict(width=1.5, color=OFF_COLOR))))
-            axes[_key("x", k)] = dict(anchor=_ref("y", k), domain=x_dom, type="category", side="bottom",
+            axes[axis_key("x", k)] = dict(anchor=axis_ref("y", k), domain=x_dom, type="category", side="bottom",
                                       tickfont=dict(size=c.TICK_FONT_SIZE), fixedrange=True, ticks="")
-            axes[_key("y", k)] = dict(anchor=_ref("x", k), domain=[0.0, 1.0], type="category", autorange="reversed",
-                                      tickfont=dict(size=c.TICK_FONT_SIZE), fixedrange=True, showticklabels=p == 0, ticks="",
-                                      **({"title": dict(text="layer")} if p == 0 and r == 0 else {}))
+            axes[axis_key("y", k)] = dict(anchor=axis_ref("x", k), domain=[0.0, 1.0], type="category",
+                                          autorange="reversed", tickfont=dict(size=c.TICK_FONT_SIZE), fixedrange=True,
+                                          showticklabels=p == 0, ticks="",
+                                          **({"title": dict(text="layer")} if p == 0 and r == 0 else {}))
             label = "MLPs" if kind == "mlp" else c.escape(titles.get(kind, kind))
             notes.append(dict(text=label, x=(x_dom[0] + x_dom[1]) / 2, xanchor="center", y=1.0 + 6 / plot_h,
                               yanchor="bottom", xref="paper", yref="paper", showarrow=False, font=dict(size=12)))
@@ -195,7 +189,8 @@ def attribution_strip(sequences: Sequence[tuple[str, Sequence[str], Any]], *, ti
         label = c.escape(name)
         trace = enc.trace(names, [label], c.DIVERGING_SCALE, "attribution" if k == 1 else None,
                           f"{label}, position %{{customdata[0]}}: %{{x}} · %{{z:+.4f}} (%{{customdata[1]}} of all "
-                          "|attribution|)", customdata=custom, xaxis=_ref("x", k), yaxis=_ref("y", k), xgap=1, ygap=1)
+                          "|attribution|)", customdata=custom, xaxis=axis_ref("x", k), yaxis=axis_ref("y", k), xgap=1,
+                          ygap=1)
         trace.pop("zmid", None)
         written = len(labels) <= STRIP_TEXT_CELLS  # the tokens in their cells: no tick labels needed
         if written:
@@ -204,10 +199,10 @@ def attribution_strip(sequences: Sequence[tuple[str, Sequence[str], Any]], *, ti
         if k == 1:
             trace["colorbar"].update(len=1.0, y=0.5, yanchor="middle")
         traces.append(trace)
-        axes[_key("x", k)] = dict(anchor=_ref("y", k), domain=[0.0, 1.0], **c.category_ticks(names, toks, room),
+        axes[axis_key("x", k)] = dict(anchor=axis_ref("y", k), domain=[0.0, 1.0], **c.category_ticks(names, toks, room),
                                   tickangle=-45 if len(labels) > 12 else 0, fixedrange=True, showticklabels=not written,
                                   ticks="")
-        axes[_key("y", k)] = dict(anchor=_ref("x", k), domain=y_dom, type="category", fixedrange=True,
+        axes[axis_key("y", k)] = dict(anchor=axis_ref("x", k), domain=y_dom, type="category", fixedrange=True,
                                   tickfont=dict(size=c.TICK_FONT_SIZE))
     return c.figure(traces, dict(**c.base_layout(title, height, width, l=110, r=100, t=top, b=bottom), **axes,
                                  showlegend=False))

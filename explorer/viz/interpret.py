@@ -21,6 +21,7 @@ import plotly.graph_objects as go  # noqa: F401  (return type)
 
 from explorer.labels import visible
 from explorer.viz import common as c
+from explorer.viz.common import axis_key, axis_ref
 from explorer.viz.encode import encode
 
 ROLE_TITLES = {"previous": "previous token", "duplicate": "duplicate token", "induction": "induction",
@@ -33,14 +34,6 @@ def _domains(n: int, spacing: float, lo: float = 0.0, hi: float = 1.0) -> list[t
     """n equal intervals of [lo, hi] with `spacing` (a fraction of the whole) between them."""
     width = (hi - lo - spacing * (n - 1)) / n
     return [(lo + i * (width + spacing), lo + i * (width + spacing) + width) for i in range(n)]
-
-
-def _ref(letter: str, k: int) -> str:
-    return letter if k == 1 else f"{letter}{k}"
-
-
-def _key(letter: str, k: int) -> str:
-    return f"{letter}axis" if k == 1 else f"{letter}axis{k}"
 
 
 def _without_zmid(trace: dict[str, Any]) -> dict[str, Any]:
@@ -57,13 +50,13 @@ def _panel_title(text: str, x: tuple[float, float], y_top: float) -> dict[str, A
 def _head_axes(k: int, x: tuple[float, float], y: tuple[float, float], n_heads: int, n_layers: int,
                titles: bool = True) -> dict[str, Any]:
     """Category axes of one layer x head panel, layer 0 on top."""
-    axes = {_key("x", k): dict(anchor=_ref("y", k), domain=list(x), type="category",
+    axes = {axis_key("x", k): dict(anchor=axis_ref("y", k), domain=list(x), type="category",
                                tickfont=dict(size=c.TICK_FONT_SIZE)),
-            _key("y", k): dict(anchor=_ref("x", k), domain=list(y), type="category", autorange="reversed",
+            axis_key("y", k): dict(anchor=axis_ref("x", k), domain=list(y), type="category", autorange="reversed",
                                tickfont=dict(size=c.TICK_FONT_SIZE))}
     if titles:
-        axes[_key("x", k)]["title"] = dict(text="head")
-        axes[_key("y", k)]["title"] = dict(text="layer")
+        axes[axis_key("x", k)]["title"] = dict(text="head")
+        axes[axis_key("y", k)]["title"] = dict(text="layer")
     return axes
 
 
@@ -90,16 +83,16 @@ def role_figure(scores: Mapping[str, Any], title: str = "Head roles", *, width: 
         x, y = xs[(k - 1) % cols], ys[(k - 1) // cols]
         name = c.escape(ROLE_TITLES.get(role, role))
         enc = encode(a, 0.0, 1.0, exact=True, name=f"scores[{role!r}]")
-        extra: dict[str, Any] = dict(xaxis=_ref("x", k), yaxis=_ref("y", k), xgap=1, ygap=1)
+        extra: dict[str, Any] = dict(xaxis=axis_ref("x", k), yaxis=axis_ref("y", k), xgap=1, ygap=1)
         if n_heads <= 16:
             extra.update(text=[[f"{v:.2f}" for v in row] for row in a], texttemplate="%{text}", textfont=dict(size=10))
         traces.append(enc.trace(heads, layers, c.WEIGHT_SCALE, "score" if k == 1 else None,
                                 f"{name} · %{{y}} %{{x}}: {{value}}", **extra))
         axes.update(_head_axes(k, x, y, n_heads, n_layers, titles=False))
         if (k - 1) // cols == rows - 1:
-            axes[_key("x", k)]["title"] = dict(text="head")
+            axes[axis_key("x", k)]["title"] = dict(text="head")
         if (k - 1) % cols == 0:
-            axes[_key("y", k)]["title"] = dict(text="layer")
+            axes[axis_key("y", k)]["title"] = dict(text="layer")
         best = np.unravel_index(int(np.argmax(a)), a.shape)
         notes.append(_panel_title(f"{name} (best L{best[0]} H{best[1]}: {a[best]:.2f})", x, y[1] + 4 / plot))
     subtitle = "<br><sup>mean attention weight on the keys each role predicts: 1 = all of it, 0 = none</sup>"
@@ -136,7 +129,7 @@ def patching_figure(p: Any, labels: Sequence[str], title: str = "Activation patc
     traces, axes, notes = [], {}, []
     for k, (name, values) in enumerate(panels, start=1):
         enc = encode(values, -m, m, exact=True, name=name)
-        extra: dict[str, Any] = dict(xaxis=_ref("x", k), yaxis=_ref("y", k), xgap=1, ygap=1)
+        extra: dict[str, Any] = dict(xaxis=axis_ref("x", k), yaxis=axis_ref("y", k), xgap=1, ygap=1)
         if n_heads <= 16:
             extra.update(text=[[f"{v:+.2f}" for v in row] for row in values], texttemplate="%{text}",
                          textfont=dict(size=10))
@@ -151,11 +144,11 @@ def patching_figure(p: Any, labels: Sequence[str], title: str = "Activation patc
     enc = encode(residual, -m, m, name="residual")
     traces.append(_without_zmid(enc.trace(names, rows, c.DIVERGING_SCALE, None,
                                           "residual at %{y}, position %{x}: patched restores {value}", fmt="+.3f",
-                                          xaxis=_ref("x", k), yaxis=_ref("y", k))))
+                                          xaxis=axis_ref("x", k), yaxis=axis_ref("y", k))))
     room = (width or c.DEFAULT_WIDTH) - 160
-    axes[_key("x", k)] = dict(anchor=_ref("y", k), domain=[0.0, 1.0], **c.category_ticks(names, toks, room),
+    axes[axis_key("x", k)] = dict(anchor=axis_ref("y", k), domain=[0.0, 1.0], **c.category_ticks(names, toks, room),
                               title=dict(text="position (token of the corrupted run)"))
-    axes[_key("y", k)] = dict(anchor=_ref("x", k), domain=list(res_y), type="category", autorange="reversed",
+    axes[axis_key("y", k)] = dict(anchor=axis_ref("x", k), domain=list(res_y), type="category", autorange="reversed",
                               tickfont=dict(size=c.TICK_FONT_SIZE))
     notes.append(_panel_title("residual stream patched at (layer, position)", (0.0, 1.0), res_y[1] + 4 / plot))
     a, b = answer_labels if answer_labels is not None else (f"#{p.answers[0]}", f"#{p.answers[1]}")
