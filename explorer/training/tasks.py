@@ -111,9 +111,17 @@ class DateTask:
         """ISO date -> its character ids + [EOS] (what the model should generate)."""
         return self.chars(iso) + [self.eos_id]
 
-    def encode_source(self, text: str, max_len: int | None = None) -> tuple[list[int], str | None]:
-        """Text -> model input ids, cut to ``max_len`` tokens with a notice saying so (else notice None)."""
+    def source_specials(self) -> tuple[list[int], list[int]]:
+        """The special tokens before and after a source text's characters."""
         raise NotImplementedError
+
+    def encode_source(self, text: str, max_len: int | None = None) -> tuple[list[int], str | None]:
+        """Text -> model input ids (its characters between `source_specials`), at most ``max_len`` (default
+        max_source_len) tokens: cut with a notice saying so (else notice None)."""
+        before, after = self.source_specials()
+        max_len = self.max_source_len if max_len is None else max_len
+        chars, notice = self._fit(self.chars(text), max_len - len(before) - len(after), max_len)
+        return before + chars + after, notice
 
     def _fit(self, chars: list[int], room: int, max_len: int) -> tuple[list[int], str | None]:
         if room < 0:
@@ -197,11 +205,8 @@ class DateTranslation(DateTask):
                    "(e.g. 'samedi 21 novembre 2026') into ISO YYYY-MM-DD, character by character. "
                    "Cross-attention shows which source characters each output digit reads.")
 
-    def encode_source(self, text: str, max_len: int | None = None) -> tuple[list[int], str | None]:
-        """``chars + [EOS]``, at most ``max_len`` (default max_source_len) tokens."""
-        max_len = self.max_source_len if max_len is None else max_len
-        chars, notice = self._fit(self.chars(text), max_len - 1, max_len)
-        return chars + [self.eos_id], notice
+    def source_specials(self) -> tuple[list[int], list[int]]:
+        return [], [self.eos_id]  # chars + [EOS]
 
     def training_batch(self, examples: Sequence[dates.DateExample]) -> Batch:
         src = [self.encode_source(e.text)[0] for e in examples]
@@ -237,11 +242,8 @@ class DateGPT(DateTask):
                    "YYYY-MM-DD; dates in English, French, German, Spanish, Italian, Portuguese or Dutch. "
                    "Causal self-attention shows which earlier characters each output digit reads.")
 
-    def encode_source(self, text: str, max_len: int | None = None) -> tuple[list[int], str | None]:
-        """The prompt ``[BOS] + chars + [SEP]``, at most ``max_len`` (default max_source_len) tokens."""
-        max_len = self.max_source_len if max_len is None else max_len
-        chars, notice = self._fit(self.chars(text), max_len - 2, max_len)
-        return [self.bos_id] + chars + [self.sep_id], notice
+    def source_specials(self) -> tuple[list[int], list[int]]:
+        return [self.bos_id], [self.sep_id]  # the prompt [BOS] + chars + [SEP]
 
     def training_batch(self, examples: Sequence[dates.DateExample]) -> Batch:
         inputs, labels = [], []
