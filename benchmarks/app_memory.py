@@ -8,7 +8,7 @@ the input really is 1,024 tokens.
 Each case runs in a fresh Python process (`python -m benchmarks.app_memory --child ...`): the rise of the
 process's resident high-water mark (VmHWM, reset through /proc/self/clear_refs after loading) above the RSS of
 the loaded model, for *no toggle* (one run) and *head off* (layer 0 head 0 off: a baseline and a toggled run).
-The app's own estimate for the request (explorer.app.request_memory) is reported beside it.
+The app's own estimate for the request (explorer.app.run.request_memory) is reported beside it.
 
 Run alone: python -m benchmarks.app_memory [--tokens 1024]
 """
@@ -80,9 +80,9 @@ def write_qwen2(folder: Path, shape: dict[str, Any]) -> Path:
 def one_request(loaded: Any, tokens: int, case: str) -> dict[str, Any]:
     """What /analyze does on the server for one click (tab 'attention'), with every figure serialised."""
     from explorer.app.limits import DEFAULT_CONTINUATION
-    from explorer.app.toggles import Toggles
-    from explorer.app.views import View
-    from explorer.app.views.analysis import analyze, tab_figures
+    from explorer.app.run.toggles import Toggles
+    from explorer.app.run.view import View
+    from explorer.app.tabs import analyze
     from explorer.viz import figure_json
 
     n_layers, n_heads = loaded.config.n_layers, loaded.config.n_heads
@@ -91,7 +91,7 @@ def one_request(loaded: Any, tokens: int, case: str) -> dict[str, Any]:
         heads = {"decoder": frozenset((la, h) for la in range(n_layers) for h in range(n_heads) if (la, h) != (0, 0))}
     t0 = time.perf_counter()
     a = analyze(loaded, text_of(tokens), "", Toggles(heads_on=heads), View(), tokens, DEFAULT_CONTINUATION)
-    sent = sum(len(figure_json(f)) for f in tab_figures(a, "attention").values())
+    sent = sum(len(figure_json(f)) for f in a.figures("attention").values())
     return {"tokens": len(a.tokens[1]), "figure_bytes_attention_tab": sent, "seconds": round(time.perf_counter() - t0, 2)}
 
 
@@ -100,7 +100,7 @@ def child(folder: Path, tokens: int, case: str, threads: int) -> dict[str, Any]:
 
     torch.set_num_threads(threads)
     import explorer
-    from explorer.app.request_memory import request_bytes
+    from explorer.app.run.request_memory import request_bytes
 
     loaded = explorer.load(folder, "cpu")
     loaded.model.eval()

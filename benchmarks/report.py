@@ -314,7 +314,8 @@ def long_inputs_section(res: dict[str, Any]) -> list[str]:
         if _skip(mem):
             L += [f"Skipped: {_skip(mem)}", ""]
         else:
-            L += _table(["case", "tokens", "loaded model RSS", "peak above it", "app's estimate (explorer.app.request_memory)",
+            L += _table(["case", "tokens", "loaded model RSS", "peak above it",
+                         "app's estimate (explorer.app.run.request_memory)",
                          "attention tab sent"],
                         [[r["case"], r["tokens"], f"{r['loaded_rss_mb']:,.0f} MB",
                           f"{r['peak_above_loaded_mb']:,.0f} MB", f"{r['estimate_mb']:,.0f} MB",
@@ -427,7 +428,7 @@ def markdown(res: dict[str, Any]) -> str:
         L += ["## 1. Update latency: text in -> every figure of the attention view serialised", ""]
         L += [f"Model: {lat.get('model')}. Explorer pipeline: {lat.get('ours_does')}. BertViz: "
               f"{lat.get('bertviz_does')}. App: what the Run button does on the server, "
-              "`explorer.app.views.analysis.analyze` and all 9 plots /analyze sends made ready for gr.Plot as "
+              "`explorer.app.run.result.analyze` and all 9 plots /analyze sends made ready for gr.Plot as "
               "`explorer.app.events.plot` does (the app reads at most 128 tokens); *no toggle*: the default settings "
               "(one model run); *head off*: layer 0 head 0 switched off (a baseline and a toggled run, baseline and "
               "difference heatmaps).", ""]

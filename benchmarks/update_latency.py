@@ -2,7 +2,7 @@
 
 Ours: explorer tokenizer -> explorer encoder (all-MiniLM-L6-v2, weights returned) ->
 `attention_overview` (all L x H heads, one tiled heatmap) + `head_heatmap` (one head) -> `figure_json`
-(the JSON text gr.Plot sends, as the app makes it). Also the app: `explorer.app.views.analysis.analyze`
+(the JSON text gr.Plot sends, as the app makes it). Also the app: `explorer.app.run.result.analyze`
 (baseline + toggled run and all of its figures, serialised) at the sizes the app accepts.
 BertViz: transformers tokenizer -> `BertModel(attn_implementation="eager")(output_attentions=True)` ->
 `bertviz.model_view(attention, tokens, html_action="return")` (data inlined in the HTML).
@@ -78,15 +78,15 @@ def bertviz_view(text: str) -> str:
 
 def app_available() -> str | None:
     try:
-        from explorer.app.views.analysis import analyze  # noqa: F401
+        from explorer.app.tabs import analyze  # noqa: F401
     except Exception as err:  # noqa: BLE001 - module being written or broken: report, do not fail
-        return f"explorer.app.views.analysis not importable: {type(err).__name__}: {err}"
+        return f"explorer.app.run.result not importable: {type(err).__name__}: {err}"
     return None
 
 
 def app_settings(head_off: bool) -> Any:
     """The app's default toggles, or the same with one head (layer 0, head 0) switched off."""
-    from explorer.app.toggles import Toggles
+    from explorer.app.run.toggles import Toggles
 
     if not head_off:
         return Toggles()
@@ -96,21 +96,22 @@ def app_settings(head_off: bool) -> Any:
 
 
 def app_update(text: str, head_off: bool = False) -> list[str]:
-    """What the app's Run button does on the server: `explorer.app.views.analysis.analyze` (one run without
+    """What the app's Run button does on the server: `explorer.app.run.result.analyze` (one run without
     toggles; two, baseline and toggled, with `head_off`) and each of the 9 figures /analyze sends made ready for
     gr.Plot as explorer.app.events does it (`events.plot`)."""
-    from explorer.app.views.analysis import analyze
+    from explorer.app.tabs import analyze
 
     a = analyze(_app_model(), text, None, app_settings(head_off), max_tokens=app_max_tokens())
-    figs = [a.attention.mask, a.attention.head, a.attention.baseline, a.attention.difference, a.overview,
-            a.attention.head, *a.generation, a.rollout]  # APP_PLOTS
+    figs = [a.figure("mask"), a.figure("head"), a.figure("baseline"), a.figure("difference"), a.figure("overview"),
+            a.figure("head"), a.figure("generation_self"), a.figure("generation_cross"),
+            a.figure("rollout")]  # APP_PLOTS
     to_plot = _ui_plot()
     return [to_plot(f) for f in figs]
 
 
 @cache
 def _ui_plot() -> Callable[[Any], str]:
-    from explorer.app.events import plot
+    from explorer.app.assets import plot
 
     return lambda fig: plot(fig).plot
 

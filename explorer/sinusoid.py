@@ -1,5 +1,5 @@
 """The sinusoidal position table of Vaswani et al., one pure function for every user: the model keeps it
-as a float32 buffer (model/positional.py), the positional tab plots it (viz, app/views/positional.py).
+as a float32 buffer (model/positional.py), the positional tab plots it (viz, app/tabs/positions.py).
 Numpy only, so the figures never import torch.
 
 Shapes: T positions, D model width.

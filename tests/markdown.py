@@ -13,7 +13,7 @@ README = ROOT / "README.md"
 
 # A python block starting with one of these is not run by tests/test_docs.py (the reason is the test's skip text).
 NEEDS_APP = "# needs a running app"  # run against a live app by tests/app/test_api.py, or not at all
-NEEDS_HUB = "# needs the Hub"  # tests never reach the network; the same calls run on tiny models (tests/outputs/test_causal_lm.py)
+NEEDS_HUB = "# needs the Hub"  # tests never reach the network; the same calls run on tiny models (tests/outputs/)
 
 _FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
 _LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")

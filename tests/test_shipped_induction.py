@@ -63,7 +63,8 @@ def test_card_and_metadata_carry_the_measurements(bundle):
     training = meta["training"]
     evaluation = training["evaluation"]
     card = (FOLDER / "README.md").read_text()
-    assert training["command"].startswith("python -m explorer.training.train --task induction --out checkpoints/induction-gpt")
+    assert training["command"].startswith("python -m explorer.training.train --task induction "
+                                          "--out checkpoints/induction-gpt")
     assert training["command"] in card
     # one torch thread: its CPU time is what the run takes on an idle core (wall time depends on the load)
     assert 0 < training["cpu_seconds"] <= 15 * 60
@@ -94,9 +95,9 @@ def test_the_app_offers_it_and_draws_the_induction_stripe(roles):
 
     from explorer.app.registry import ModelRegistry
     from explorer.app.session import AppContext, load_session
-    from explorer.app.toggles import Toggles
-    from explorer.app.views import View
-    from explorer.app.views.analysis import analyze
+    from explorer.app.run.toggles import Toggles
+    from explorer.app.run.view import View
+    from explorer.app.tabs import analyze
     from explorer.loading import shipped_names
 
     assert "induction-gpt" in shipped_names()
@@ -104,7 +105,7 @@ def test_the_app_offers_it_and_draws_the_induction_stripe(roles):
     layer, head = top_heads(roles["induction"])[0]
     text = loaded.task["examples"][0]  # 12 tokens, then the same 12 again
     result = analyze(loaded, text, None, Toggles(), View("decoder", layer, head, 1))
-    weights = np.array(result.attention.head.data[0].z, dtype=float)  # (T, T) query x key, [BOS] first
+    weights = np.array(result.figure("head").data[0].z, dtype=float)  # (T, T) query x key, [BOS] first
     span = len(text.split()) // 2
     T = 1 + 2 * span
     assert weights.shape[0] == weights.shape[1] >= T  # the text, then the tokens the app continued it with

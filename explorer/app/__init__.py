@@ -1,12 +1,12 @@
-"""The Gradio app, in rooms with one job each:
+"""The Gradio app (docs/architecture.md is its map):
 
+    page, tabs/          the layout: the shared parts (model panel, sentences, controls) and one module per tab
+    events, forms        the shared events (model, Run, opening a tab) and the typed forms every handler takes
+    link/                a link that reopens a view: its values, its state, its events, the guard for long ones
+    run/                 one Run: request, inputs, toggles, the model's runs, baseline vs toggled, the result
+    compute              every model computation, through spaces.GPU
+    session, registry    per-session state; shared models within a memory budget; kept results (kept)
     limits, errors       caps and the messages for them; what a person is told when something fails
-    registry, session    shared models within a memory budget; per-session state; load / build (build)
-    inputs, toggles      text -> ids and readable labels; page settings -> head masks and custom masks
-    runs, compare        one model run -> a typed result; baseline vs toggled
-    views/               a result -> the figures and tables of each tab
-    ui, labels, assets   layout only; "L0 H3" labels at the boundary; CSS and the page script
-    events, demo         wiring ({component: value} updates); the whole app
 
 `build_demo(...)` returns the Blocks (imports Gradio only when called).
 """

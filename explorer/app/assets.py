@@ -1,6 +1,7 @@
 """What the page carries besides components: its CSS (with the phone layout), the Plotly toolbar settings, and its
-script (clicking an overview tile opens that head; on a phone, tick labels that would overlap are hidden)."""
+script (on a phone, tick labels that would overlap are hidden; each tab adds its own, `Tab.script`)."""
 
+from collections.abc import Iterable
 from typing import Any
 
 PLOT_CONFIG = {  # Plotly modebar: the camera button saves a PNG of the figure
@@ -25,63 +26,6 @@ def plot(fig: Any) -> Any:
 # Opening or closing the model panel changes the width of the main column without a window resize event:
 # send one after the panel's slide, so responsive plots take their new width.
 REFLOW_JS = "() => { setTimeout(() => window.dispatchEvent(new Event('resize')), 350); }"
-# gr.Plot has no click event, so this script listens to plotly_click on the overview and writes
-# "layer,head,time" into a hidden textbox whose change event runs on the server (a script-set value fires no
-# input event in Gradio 6; the time stamp makes a second click on the same tile a change). Category names
-# carry the numbers ("layer 2 · query …", "head 5 · key …"); gaps start with a zero-width space and are ignored.
-# The Contributions tab's map and graph work the same way: a head cell's customdata is "kind|layer|head" (explorer.
-# viz.contributions), a graph edge's [kind, layer, head, attention, share] (explorer.viz.flow); the head is written
-# with a time stamp into #contrib-click.
-# The gaps between tiles are cells of the heatmap (so plotly.js draws it as one image, explorer.viz.overview); in
-# its percent form a gap's value is only the code of its transparent colour, so its hover label is hidden.
-TILE_CLICK_JS = """
-() => {
-  const isGap = (point) => String(point.x).startsWith('\u200b') || String(point.y).startsWith('\u200b');
-  const bind = () => {
-    const plot = document.querySelector('#overview-plot .js-plotly-plot');
-    if (!plot || !plot.on || plot.__explorerTileClick) return;
-    plot.__explorerTileClick = true;
-    plot.on('plotly_hover', (event) => {  // emitted right after the label is drawn, before the next paint
-      const point = event && event.points && event.points[0];
-      const labels = plot.querySelector('.hoverlayer');
-      if (point && labels) labels.style.visibility = isGap(point) ? 'hidden' : '';
-    });
-    plot.on('plotly_click', (event) => {
-      const point = event && event.points && event.points[0];
-      if (!point) return;
-      const layer = /^layer (\\d+) /.exec(String(point.y));
-      const head = /^head (\\d+) /.exec(String(point.x));
-      const box = document.querySelector('#overview-click textarea, #overview-click input');
-      if (!layer || !head || !box) return;
-      box.value = layer[1] + ',' + head[1] + ',' + Date.now();
-      box.dispatchEvent(new Event('input', {bubbles: true}));
-    });
-  };
-  // A head of the Contributions tab: a map cell's customdata "kind|layer|head", or a graph edge midpoint's
-  // [kind, layer, head, attention, share] (explorer.viz.flow) when its kind is "head".
-  const headOf = (data) => {
-    if (typeof data === 'string') return data;
-    if (Array.isArray(data) && data[0] === 'head') return data[3] + '|' + data[1] + '|' + data[2];
-    return '';
-  };
-  const bindContrib = (selector) => {
-    const plot = document.querySelector(selector + ' .js-plotly-plot');
-    if (!plot || !plot.on || plot.__explorerHeadClick) return;
-    plot.__explorerHeadClick = true;
-    plot.on('plotly_click', (event) => {
-      const point = event && event.points && event.points[0];
-      const cell = point ? headOf(point.customdata) : '';
-      const box = document.querySelector('#contrib-click textarea, #contrib-click input');
-      if (!/^(decoder|encoder|cross)\\|\\d+\\|\\d+$/.test(cell) || !box) return;
-      box.value = cell + '|' + Date.now();
-      box.dispatchEvent(new Event('input', {bubbles: true}));
-    });
-  };
-  const bindAll = () => { bind(); bindContrib('#contrib-plot'); bindContrib('#contrib-graph'); };
-  new MutationObserver(bindAll).observe(document.body, {childList: true, subtree: true});
-  bindAll();
-}
-"""
 # On a phone a heatmap has less room than its tick labels were spaced for (explorer.viz.common.category_ticks
 # assumes a desktop width): after each draw of a plot, hide every tick label that would overlap the last one shown on
 # its axis (their boxes on screen; the hover still names every cell). Screens wider than 640 px are left as drawn.
@@ -114,8 +58,15 @@ TICKS_JS = """
   bind();
 }
 """
-# The page's one script (Gradio takes one function): both of the above.
-PAGE_JS = f"() => {{ ({TILE_CLICK_JS.strip()})(); ({TICKS_JS.strip()})(); }}"
+
+
+def page_js(tabs: Iterable[Any]) -> str:
+    """The page's one script (Gradio takes one function): the tick thinning and each tab's own (`Tab.script`), each
+    in its own scope."""
+    parts = [f"({TICKS_JS.strip()})();", *(f"{{ {t.script.strip()} }}" for t in tabs if t.script)]
+    return "() => {\n" + "\n".join(parts) + "\n}"
+
+
 CSS = """
 .gradio-container {max-width: 1600px !important}
 #title {align-items: center}

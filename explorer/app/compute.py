@@ -13,14 +13,10 @@ threads, on the device the session chose (`--device auto` picks CUDA on a GPU ma
 A forked worker computes with one torch thread: the server has already run torch's OpenMP thread pool, which does
 not survive a fork (a CPU operation on more threads in the child hangs), and on a GPU worker the GPU does the work.
 
-    Compute(ctx).analyze(request, first_tab) -> yields FirstLook (a language model's attention) then Analysis
-    .importance(session, text1, text2, toggles, kind) -> (figure, Markdown)
-    .positional(session | None, d_model, length, base) -> PositionalView of figures
-    .roles(session, text, kind, head_mask) -> RoleResult
-    .patching(session, text1, text2, clean_answer, corrupted_answer) -> (figure, Markdown)
-    .lens(session, text) -> (figure, Markdown)
+    Compute(ctx, figures).analyze(request, first_tab) -> yields FirstLook (a language model's attention) then Analysis
+    .call(fn, session, request) -> fn(the session's model, request, max_tokens): a tab's computation
+    .call_optional(fn, session | None, request) -> the same, with None for a model it cannot have
     .compare_models(first, second) -> ModelComparison (two RunRequests, their models held together)
-    .contributions(session, ContributionRequest) -> Contributions (the graphs included; drawn by the server)
 
 A figure comes back as its JSON for gr.Plot (`assets.plot`): a Plotly figure made in one process and unpickled in
 another is not the same figure (an empty template comes back with default trace styles).
@@ -28,7 +24,6 @@ another is not the same figure (an empty template comes back with default trace 
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import inspect
 import os
@@ -38,18 +33,11 @@ from typing import Any
 import spaces
 import torch
 
-from .assets import plot
-from .request import RunRequest
+from .run.figures import RunFigures
+from .run.request import RunRequest
+from .run.result import Analysis, FirstLook, analyze_in_steps
 from .session import AppContext, Session, get_model, models_held
-from .toggles import Toggles
-from .views.analysis import Analysis, FirstLook, analyze_in_steps
-from .views.compare_models import ModelComparison, SideSettings, compare_models
-from .views.contributions import ContributionRequest, Contributions, contributions
-from .views.importance import importance_view
-from .views.lens import lens_view
-from .views.patching import patching_view
-from .views.positional import PositionalView, positional_view
-from .views.roles import RoleResult, score_roles
+from .side_by_side import ModelComparison, SideSettings, compare_models
 
 GPU: Callable[[Callable], Callable] = spaces.GPU  # replaced by a test double that forks like ZeroGPU
 
@@ -77,65 +65,46 @@ def on_gpu(fn: Callable) -> Callable:
 
 
 class Compute:
-    """The model computations of one app (its registry and caps in `ctx`), each through `on_gpu`."""
+    """The model computations of one app (its registry and caps in `ctx`, the page's Run figures), each through
+    `on_gpu`."""
 
-    def __init__(self, ctx: AppContext):
-        self.ctx = ctx
+    def __init__(self, ctx: AppContext, figures: RunFigures):
+        self.ctx, self.figures = ctx, figures
         self.analyze = on_gpu(self._analyze)
-        self.importance = on_gpu(self._importance)
-        self.positional = on_gpu(self._positional)
-        self.roles = on_gpu(self._roles)
-        self.patching = on_gpu(self._patching)
-        self.lens = on_gpu(self._lens)
+        self.call = on_gpu(self._call)
+        self.call_optional = on_gpu(self._call_optional)
         self.compare_models = on_gpu(self._compare_models)
-        self.contributions = on_gpu(self._contributions)
 
     def _analyze(self, request: RunRequest, first_tab: str) -> Iterator[FirstLook | Analysis]:
-        """A Run (views.analysis.analyze_in_steps): a language model's first look reduces `first_tab` only."""
+        """A Run (run.result.analyze_in_steps): a language model's first look reduces `first_tab` only."""
         loaded = get_model(request.session, self.ctx)
         yield from analyze_in_steps(loaded, request.text1, request.text2, request.toggles, request.view,
-                                    self.ctx.max_tokens, request.new_tokens, first_tab)
+                                    self.ctx.max_tokens, request.new_tokens, first_tab, figures=self.figures)
 
-    def _importance(self, session: Session, text1: str, text2: str, toggles: Toggles, kind: str) -> tuple[Any, str]:
-        fig, md = importance_view(get_model(session, self.ctx), text1, text2, toggles, kind, self.ctx.max_tokens)
-        return plot(fig), md
+    def _call(self, fn: Callable[[Any, Any, int], Any], session: Session, request: Any) -> Any:
+        """A tab's computation `fn(loaded, request, max_tokens)` on the session's model (`fn` a module-level function:
+        on ZeroGPU it is pickled by name to the worker)."""
+        return fn(get_model(session, self.ctx), request, self.ctx.max_tokens)
 
-    def _positional(self, session: Session | None, d_model: Any, length: Any, base: Any) -> PositionalView:
-        """The positional tab; without a session (or if its model cannot be had) the sinusoid alone."""
+    def _call_optional(self, fn: Callable[[Any, Any, int], Any], session: Session | None, request: Any) -> Any:
+        """`call` for a computation that can do without a model: `fn(None, ...)` when there is no session or its
+        model cannot be had (the Positions tab's textbook sinusoid)."""
         loaded = None
         if session is not None:
             try:
                 loaded = get_model(session, self.ctx)
-            except Exception:  # noqa: BLE001 - the sinusoidal views need no model
+            except Exception:  # noqa: BLE001 - the computation does without it
                 loaded = None
-        pv = positional_view(loaded, d_model, length, base)
-        return dataclasses.replace(pv, heat=plot(pv.heat), curves=plot(pv.curves), similarity=plot(pv.similarity),
-                                   model=[plot(f) for f in pv.model])
-
-    def _roles(self, session: Session, text: str, kind: str, head_mask: dict | None) -> RoleResult:
-        return score_roles(get_model(session, self.ctx), text, kind, head_mask, self.ctx.max_tokens)
-
-    def _patching(self, session: Session, text1: str, text2: str, clean_answer: str, corrupted_answer: str
-                  ) -> tuple[Any, str]:
-        fig, md = patching_view(get_model(session, self.ctx), text1, text2, clean_answer, corrupted_answer,
-                                self.ctx.max_tokens)
-        return plot(fig), md
-
-    def _lens(self, session: Session, text: str) -> tuple[Any, str]:
-        fig, md = lens_view(get_model(session, self.ctx), text, self.ctx.max_tokens)
-        return plot(fig), md
-
-    def _contributions(self, session: Session, request: ContributionRequest) -> Contributions:
-        """The Contributions tab's result, its contribution graphs included (drawn by the server)."""
-        return contributions(get_model(session, self.ctx), request, self.ctx.max_tokens)
+        return fn(loaded, request, self.ctx.max_tokens)
 
     def _compare_models(self, first: RunRequest, second: RunRequest) -> ModelComparison:
-        """Two models on the same sentences (views.compare_models), both held in the registry while they run. The
-        requests share their texts and continuation length (the first's are used)."""
+        """Two models on the same sentences (side_by_side), both held in the registry while they run. The requests
+        share their texts and continuation length (the first's are used)."""
         requests = (first, second)
         with models_held([r.session for r in requests], self.ctx) as models:
             sides = [SideSettings(model_name(r.session), m, r.toggles, r.view) for r, m in zip(requests, models)]
-            return compare_models(sides, first.text1, first.text2, self.ctx.max_tokens, first.new_tokens)
+            return compare_models(sides, first.text1, first.text2, self.ctx.max_tokens, first.new_tokens,
+                                  figures=self.figures)
 
 
 def model_name(session: Session) -> str:

@@ -1,5 +1,5 @@
-"""Where one prediction comes from (the Contributions tab's result), on sentence 1 as the model reads it (a sequence model:
-prompt or source and its own greedy answer; explorer.app.readings).
+"""Where one prediction comes from (the Contributions tab's result), on sentence 1 as the model reads it (a sequence
+model: prompt or source and its own greedy answer; explorer.app.readings).
 
 Three answers, each from the model actually run:
 - direct logit attribution (explorer.interpret.dla): each head's, each MLP's, the embeddings' and the biases' share
@@ -24,7 +24,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import torch
@@ -33,11 +32,11 @@ from ..checkpoints import LoadedModel
 from ..interpret.attribution import MAX_STEPS, METHODS, token_attribution
 from ..interpret.dla import ResidualParts, residual_parts
 from ..interpret.flow import ContributionGraph, contribution_graph
-from .errors import AppError, escape_md
-from .run.inputs import codec_for
+from .errors import AppError
 from .head_labels import head_label
-from .run.model_run import is_masked_lm
 from .readings import Reading, read_texts, token_id
+from .run.inputs import codec_for
+from .run.model_run import is_masked_lm
 from .run.toggles import Head, Toggles, head_mask
 
 DEFAULT_STEPS = 32

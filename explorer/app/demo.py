@@ -9,22 +9,27 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Sequence
+from typing import Any
 
 import gradio as gr
 import spaces
 
 from ..device import server_torch_threads
+from .assets import CSS, page_js
 from .catalog import model_choices
 from .cores import CoreShare
-from .events import Events
+from .events import PageEvents
 from .gradio_fixes import keep_one_entry_per_component
+from .idle_timers import page_middleware
 from .kept import KeptResults
+from .link.guard import guard_middleware
 from .limits import DEFAULT_KEPT_MEMORY, DEFAULT_MODEL_MEMORY, DEFAULT_REQUEST_MEMORY, MAX_TOKENS
-from .request_memory import MemoryGate
-from .registry import ModelRegistry
-from .session import AppContext, Session, default_second, default_source, device_choices, get_model
-from .ui import Start, launch_kwargs, layout
 from .model_panel import model_info
+from .page import Start, layout
+from .registry import ModelRegistry
+from .run.request_memory import MemoryGate
+from .session import AppContext, Session, default_second, default_source, device_choices, get_model
+from .tabs import TABS
 
 log = logging.getLogger(__name__)
 __all__ = ["build_demo", "launch_kwargs", "queue"]
@@ -56,7 +61,8 @@ def build_demo(*, allowed_dirs: Sequence[str] = (), device: str = "auto", checkp
                model_memory: int = DEFAULT_MODEL_MEMORY, request_memory: int = DEFAULT_REQUEST_MEMORY,
                kept_memory: int = DEFAULT_KEPT_MEMORY, threads: int | None = None) -> gr.Blocks:
     """The app. `checkpoint`: the model sessions start with (default: date-translator). `request_memory`: bytes
-    the /analyze requests running at once may take together (explorer.app.request_memory). `kept_memory`: bytes the Runs'
+    the /analyze requests running at once may take together (explorer.app.run.request_memory). `kept_memory`: bytes
+    the Runs'
     results kept for the sessions' tabs take together (explorer.app.kept). `threads`: torch threads of
     every request (None: the machine's, shared among the requests running at once, explorer.app.cores)."""
     if device not in device_choices():
@@ -70,16 +76,30 @@ def build_demo(*, allowed_dirs: Sequence[str] = (), device: str = "auto", checkp
                      MemoryGate(request_memory), CoreShare(server_torch_threads(threads), shared=threads is None),
                      KeptResults(kept_memory))
     source = checkpoint or default_source()
-    page = layout(starting_point(ctx, source, device), Session(source, device))
+    page = layout(starting_point(ctx, source, device), Session(source, device), TABS)
     with page.demo:
-        Events(page, ctx).wire()
+        PageEvents(page, ctx).wire()
     return page.demo
 
 
-# Gradio's queue records every event (id, session, status, times: ~0.4 kB) for its /monitoring dashboard,
-# keeps the last 10,000, and after every event rebuilds a pandas summary of all it keeps (~20 ms at 10,000).
-# The app launches with monitoring off (`launch_kwargs`), so keep one record and never summarise. Gradio reads
-# these variables when the queue is created (gradio/queueing.py, Queue.__init__); an operator's own values win.
+SESSION_CAPACITY = 1000  # sessions whose state Gradio keeps (least recently used dropped first; see launch_kwargs)
+
+
+def launch_kwargs() -> dict[str, Any]:
+    """What `launch` needs besides the address. run_history=False: Gradio would keep every run's inputs and outputs
+    (megabytes of plot JSON) in the browser's localStorage, re-serialising it after each click. No /monitoring
+    dashboard (QUEUE_ENV). state_session_capacity: Gradio keeps every session, closed or not, until it is among the
+    least recently used beyond this many (~0.4 MB each: docs/guarantees.md). Middleware: a link too long to open
+    gets a page in words (link.guard); the page's HTML starts with a script that stops Gradio's leaked timer loops
+    (idle_timers)."""
+    return dict(css=CSS, theme=gr.themes.Soft(), js=page_js(TABS), run_history=False, enable_monitoring=False,
+                state_session_capacity=SESSION_CAPACITY,
+                app_kwargs=dict(middleware=[*guard_middleware(), *page_middleware()]))
+
+
+# Gradio's queue records every event for its /monitoring dashboard and after each one rebuilds a summary of all it
+# keeps; the app runs without that dashboard, so keep one record and never summarise (read when the queue is made;
+# an operator's own values win).
 QUEUE_ENV = {"GRADIO_ANALYTICS_MAX_EVENTS": "1", "GRADIO_ANALYTICS_CACHE_FREQUENCY": str(10**12)}
 
 

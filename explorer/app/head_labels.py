@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterable
 
 from .errors import AppError
-from .toggles import Head
+from .run.toggles import Head
 
 _HEAD_LABEL = re.compile(r"L(\d{1,4}) H(\d{1,4})")
 _TILE_MESSAGE = re.compile(r"(\d{1,4}),(\d{1,4})(?:,\d+)?")

@@ -3,16 +3,15 @@
 The bug. A status tracker counts a pending event's seconds in a requestAnimationFrame loop, and stops it only
 when the tracker, still on the page, sees its status leave "pending" (statustracker-*.js: `ze` runs while `W`;
 nothing clears `W` when the tracker is removed). A tracker removed while pending loops for good, and the page's
-own "Loading..." tracker is removed that way when the app appears: every page, idle, ran a frame each vsync.
-Measured in headless Chromium on this app: 0.1 of a core idle (0.01-0.02 with the fix), taken from everything
-else on the machine (on a 2-core laptop running the app, from the model's forward pass).
+own "Loading..." tracker is removed that way when the app appears: every page, idle, ran a frame each vsync,
+taking CPU from everything else on the machine (on a laptop running the app, from the model's forward pass).
 
 The fix. No tracker needs a frame while none is shown (a shown tracker drops its `hide` class), so a frame asked
 for by a tracker's timer runs only if one is shown; otherwise its callback is dropped, which ends that loop, and
 Gradio starts a new loop when that tracker's status turns pending again. A shown timer reads tenths of a second,
 so after its first frame (at once: it shows the last Run's time until then) it gets one a tenth of a second after
-it asks, not at the next vsync. Chromium's CPU time in 3 s of a held 1,024-token Run: 0.31-0.48 s without the fix,
-0.23-0.29 s with it (one reading of 0.57). The timer ignores the handle it gets back (a timeout's). Only a frame
+it asks, not at the next vsync (the CPU it saves during a long Run: BENCHMARKS.md). The timer ignores the handle it
+gets back (a timeout's). Only a frame
 asked for by the tracker's own code is touched; Svelte's animation loop, wherever it was started from, is not.
 Gradio's bundle keeps its own reference to requestAnimationFrame from the moment it loads, before any script Gradio
 runs for the app (`js`, `head`), so the wrapper is a script placed first in the page's <head> by an ASGI

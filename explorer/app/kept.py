@@ -23,7 +23,7 @@ import numpy as np
 
 from .limits import DEFAULT_KEPT_MEMORY, format_bytes
 from .lru import ByteLRU
-from .request import RunRequest
+from .run.request import RunRequest
 
 RECOMPUTED = ("Your last Run's results had been let go to make room for other visitors, so this tab was computed "
               "again from your sentences and settings.")
@@ -70,7 +70,7 @@ def kept_bytes(value: Any) -> int:
 @dataclass(frozen=True)
 class Kept:
     seq: int  # which of its session's Runs this is (Shown.seq when it ended)
-    analysis: Any  # views.analysis.Analysis, without drawn figures
+    analysis: Any  # run.result.Analysis, without drawn figures
 
 
 class KeptResults:
@@ -146,6 +146,12 @@ class Shown:
     def result(self, store: KeptResults) -> Any | None:
         """The last Run's Analysis if the store still has it."""
         return store.find(self.id, self.seq)
+
+    def opening(self, tab: str) -> dict[str, Any]:
+        """`tab`, which a Run does not draw, was opened: the next Runs draw none of theirs meanwhile; no figures."""
+        self.tab = tab
+        self.opened += 1
+        return {}
 
     def open(self, tab: str, store: KeptResults, recompute: Callable[[RunRequest], Any]
              ) -> tuple[dict[str, Any], str | None]:

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 from ..checkpoints import LoadedModel
 from .errors import escape_md
-from .inputs import answer_length
+from .run.inputs import answer_length
 from .limits import DEFAULT_CONTINUATION
-from .runs import is_language_model, takes_length
+from .run.model_run import is_language_model, takes_length
 
 MAX_EXAMPLES = 12
 

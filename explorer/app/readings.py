@@ -18,9 +18,9 @@ from torch import Tensor
 
 from ..checkpoints import LoadedModel
 from .errors import AppError
-from .inputs import codec_for, encode_inputs
-from .runs import answer, generate_rows, is_language_model
-from .toggles import Toggles
+from .run.inputs import codec_for, encode_inputs
+from .run.model_run import answer, generate_rows, is_language_model
+from .run.toggles import Toggles
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
-"""The head-roles tab: what kind of head each one is (explorer.interpret.roles), scored on the typed text and on
-the probe the app generates (random tokens of the model's own vocabulary, repeated; seeded), the role labels of
-the overview's tiles, and the heads "switch off the top heads of this role" picks.
+"""What kind of head each one is (explorer.interpret.roles), as the page scores it: on the typed text and on the
+probe the app generates (random tokens of the model's own vocabulary, repeated; seeded); the role labels of the
+All heads tiles; and the heads "switch off the top heads of this role" picks (the Roles tab draws them).
 
 Shapes: L layers, H heads, T tokens. Scores are {role: (L, H)} in [0, 1], NaN where the text defines the role
 on no query (induction and duplicate need a repeated token). Induction is scored only on causal stacks (a
@@ -16,18 +16,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import plotly.graph_objects as go
 import torch
 from torch import Tensor
 
-from ... import viz
-from ...checkpoints import LoadedModel
-from ...interpret import (ROLES, CopyLosses, RepeatedTokens, copy_losses, head_roles, repeated_tokens, role_scores,
+from ..checkpoints import LoadedModel
+from ..interpret import (ROLES, CopyLosses, RepeatedTokens, copy_losses, head_roles, repeated_tokens, role_scores,
                           top_heads)
-from ..errors import AppError, escape_md
-from ..runs import Run
-from ..readings import Reading, read_texts
-from . import KIND_TITLES
+from .errors import AppError
+from .run.model_run import Run
+from .readings import Reading, read_texts
+from .run.view import KIND_TITLES
 
 ROLE_SHORT = {"previous": "prev", "duplicate": "dup", "induction": "ind", "first": "first", "self": "self",
               "local": "local"}
@@ -143,39 +141,3 @@ def role_ablation(result: RoleResult, role: str, k: int, rank_by: str) -> list[t
     if scores is None:
         raise AppError(NOT_CAUSAL.format(stack=KIND_TITLES[result.stack]))
     return top_heads(scores, max(0, int(k)))
-
-
-def losses_text(losses: tuple[CopyLosses, CopyLosses | None]) -> str:
-    base, toggled = losses
-    line = (f"Next-token loss on the probe: first copy {base.first:.3f} nats, repeated copy **{base.repeated:.3f}** "
-            f"nats with every head on")
-    if toggled is None:
-        return line + " (switch heads off to compare)."
-    return line + (f"; with your head toggles **{toggled.repeated:.3f}** nats on the repeated copy "
-                   f"({toggled.repeated - base.repeated:+.3f}; first copy {toggled.first:.3f}).")
-
-
-def best_heads_text(result: RoleResult) -> str:
-    parts = []
-    for role, scores in result.probe.items():
-        top = top_heads(scores, 1)
-        if top:
-            layer, head = top[0]
-            parts.append(f"{role} L{layer} H{head} ({float(scores[layer, head]):.2f})")
-    return "Strongest head per role on the probe: " + escape_md(", ".join(parts)) + "."
-
-
-def roles_markdown(result: RoleResult) -> str:
-    lines = [f"Scored: {KIND_TITLES[result.stack]}. Probe: {escape_md(result.probe_text)}.", best_heads_text(result)]
-    if result.stack != "decoder":
-        lines.append(NOT_CAUSAL.format(stack="the " + KIND_TITLES[result.stack]))
-    if result.losses is not None:
-        lines.append(losses_text(result.losses))
-    return "\n\n".join(lines)
-
-
-def roles_figures(result: RoleResult) -> tuple[go.Figure, go.Figure]:
-    """(roles on the probe, roles on the typed text): one layer x head heatmap per role."""
-    where = KIND_TITLES[result.stack]
-    return (viz.role_figure(result.probe, title=f"Head roles on the probe ({where})"),
-            viz.role_figure(result.text, title=f"Head roles on sentence 1 ({where})"))

@@ -22,9 +22,9 @@ from .cores import CoreShare
 from .kept import KeptResults
 from .errors import AppError
 from .limits import MAX_LOAD_PARAMETERS, MAX_TOKENS, check_model_name
-from .request_memory import MemoryGate
+from .run.request_memory import MemoryGate
 from .registry import ModelRegistry
-from .request import Session  # noqa: F401 (where the app reads it from)
+from .run.request import Session  # noqa: F401 (where the app reads it from)
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 BYTES_PER_PARAMETER = 4  # float32 on the CPU

@@ -1,6 +1,6 @@
 """Two models side by side on the same sentences (the "Compare models" tab, /compare_models).
 
-Each side is that model's own Run (`analysis.analyze`): its tokenizer reads the sentences (gpt2 and Pythia split
+Each side is that model's own Run (`run.result.analyze`): its tokenizer reads the sentences (gpt2 and Pythia split
 them differently, so each side labels its own tokens), its heads are switched on or off and its layer and head
 chosen on their own, with the masks, sentence, next-token position, measure and continuation length the page
 sets for both. So every figure of a side equals the figure of that model analysed alone with the same settings:
@@ -17,15 +17,15 @@ from dataclasses import dataclass
 
 import plotly.graph_objects as go
 
-from ...checkpoints import LoadedModel
-from ..errors import escape_md
-from ..limits import MAX_TOKENS
-from ..toggles import Toggles
-from . import KIND_TITLES, View
-from .analysis import Analysis, analyze
-from .output import OutputTable
+from ..checkpoints import LoadedModel
+from .errors import escape_md
+from .limits import MAX_TOKENS
+from .run.figures import RunFigures
+from .run.output_table import OutputTable
+from .run.result import Analysis, analyze
+from .run.toggles import Toggles
+from .run.view import KIND_TITLES, View
 
-SIDE_WIDTH = 560  # px of a side's plots in a 1280 px wide page (half the views column)
 MAX_LISTED_TOKENS = 60  # tokens of the chosen sentence listed in a side's heading; longer sentences end in "…"
 
 
@@ -58,12 +58,10 @@ class Side:
     def figures(self, width: int | None = None) -> dict[str, go.Figure]:
         """The chosen head (with this model's switches) and the All heads grid, as the model's own Run draws them;
         `width`: the grid's height fitted to a column that wide (`fit_overview`; the same traces)."""
-        head = self.analysis.figures("attention")["head"]
-        overview = self.analysis.figures("overview")["overview"]
+        head = self.analysis.figure("head")
+        overview = self.analysis.figure("overview", keep=False)  # its own figure: fitted in place
         if width is not None:
-            if "overview" in self.analysis.__dict__:  # the Analysis's cached figure: fit a copy
-                overview = go.Figure(overview)
-            fit_overview(overview, self.analysis.overview_width, width)
+            fit_overview(overview, self.analysis.reduction("overview").tiles.width, width)
         return dict(head=head, overview=overview)
 
     def tokens(self) -> list[str]:
@@ -113,11 +111,14 @@ class ModelComparison:
 
 
 def compare_models(sides: Sequence[SideSettings], text1: str | None, text2: str | None, max_tokens: int = MAX_TOKENS,
-                   new_tokens: int | None = None) -> ModelComparison:
-    """Both models' Runs on the same sentences (`analysis.analyze` each, one after the other: the first Run's
+                   new_tokens: int | None = None, *, figures: RunFigures | None = None) -> ModelComparison:
+    """Both models' Runs on the same sentences (`run.result.analyze` each, one after the other: the first Run's
     attention is reduced and let go before the second starts). Two sides; the same model twice is allowed."""
     if len(sides) != 2:
         raise ValueError(f"a comparison has two sides, got {len(sides)}")
-    runs = tuple(Side(s.name, analyze(s.loaded, text1, text2, s.toggles, s.view, max_tokens, new_tokens))
+    if figures is None:
+        from .tabs import RUN_FIGURES as figures  # the page's
+    runs = tuple(Side(s.name, analyze(s.loaded, text1, text2, s.toggles, s.view, max_tokens, new_tokens,
+                                      figures=figures))
                  for s in sides)
     return ModelComparison(runs)  # type: ignore[arg-type]

@@ -1,5 +1,5 @@
 """Hugging Face models in the explorer's one from-scratch core: one small module per family maps
-config.json onto a `TransformerConfig` and the checkpoint's tensors onto ours (see common.py).
+config.json onto a `TransformerConfig` and the checkpoint's tensors onto ours (see weight_plan.py).
 
     gpt2.py        GPT-2, DistilGPT-2                          model_type gpt2
     gpt_neox.py    GPT-NeoX, Pythia                            model_type gpt_neox

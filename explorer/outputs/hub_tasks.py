@@ -1,6 +1,7 @@
 """What the app offers for a model loaded from the Hub, per kind of output head: the task dicts the importers attach
 to a loaded model (its examples, special ids and limits), in one neutral home that loading (explorer.importers) and
-the output modules (explorer.outputs.causal_lm, explorer.outputs.seq2seq, explorer.outputs.masked_lm) both read, so neither reaches into the other.
+the output modules (explorer.outputs.causal_lm, explorer.outputs.seq2seq, explorer.outputs.masked_lm) both read,
+so neither reaches into the other.
 
     causal_lm_task(name, tokenizer, config, family)             -> {"name": "causal-lm", "examples", "bos_id", ...}
     seq2seq_task(name, folder, tokenizer, config, family)       -> {"name": "seq2seq", "bos_id": the decoder start

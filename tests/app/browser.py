@@ -105,7 +105,7 @@ class Runs:
 
 
 def record_runs(monkeypatch: Any) -> Runs:
-    """From now on, each Run the server computes to its end is recorded (views.analysis.analyze_in_steps, wrapped
+    """From now on, each Run the server computes to its end is recorded (run.result.analyze_in_steps, wrapped
     where explorer.app.compute calls it)."""
     from explorer.app import compute
 

@@ -26,9 +26,9 @@ def app(ctx):
     from explorer.app.build import BuildSpec
     from explorer.app.head_labels import head_labels, parse_heads
     from explorer.app.session import build_session, load_session
-    from explorer.app.toggles import Toggles
-    from explorer.app.views import View
-    from explorer.app.views.analysis import analyze
+    from explorer.app.run.toggles import Toggles
+    from explorer.app.run.view import View
+    from explorer.app.tabs import analyze
 
     def build(arch="encoder-decoder", **over):
         return build_session(BuildSpec(**{**SMALL, "arch": arch, **over}), "cpu", ctx)

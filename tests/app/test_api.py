@@ -149,3 +149,43 @@ def test_roles_switch_off_role_lens_and_patching(client):
     assert status == "" and "Metric: logit" in md and figure(fig)["data"]
     status, md, fig = fresh.predict(DATE1, "", "", "", api_name="/patching")
     assert "second box" in status and "Traceback" not in status
+
+
+def test_the_http_api_is_the_one_documented_before_the_tabs_were_modules(client):
+    """gradio_client's view_api() against tests/app/api_reference.json, taken before the page was one module per tab:
+    the same endpoints with the same parameters (names, order, types, defaults) and the same returns, in order. Only
+    /load_model and /build_model may return more (the page's components a model change updates; what they returned
+    before is all still there). Gradio labels unlabelled components "value_<id>": ids are not compared."""
+    import re
+    from collections import Counter
+    from pathlib import Path
+
+    def normal(x):
+        return json.loads(re.sub(r"value_\d+", "value_*", json.dumps(x, sort_keys=True)))
+
+    reference = json.loads((Path(__file__).parent / "api_reference.json").read_text())
+    now = normal(client.view_api(print_info=False, return_format="dict")["named_endpoints"])
+    assert set(reference) <= set(now)
+    for name, before in reference.items():
+        assert now[name]["parameters"] == before["parameters"], name
+        if name in ("/load_model", "/build_model"):
+            counted = Counter(json.dumps(r, sort_keys=True) for r in now[name]["returns"])
+            assert not Counter(json.dumps(r, sort_keys=True) for r in before["returns"]) - counted, name
+        else:
+            assert now[name]["returns"] == before["returns"], name
+
+
+def test_a_link_too_long_to_open_gets_a_page_in_words(client):
+    """8,000 CJK characters in s1 make a 72 kB URL: the app answers with a page that says so, not Gradio's bare 500."""
+    import urllib.error
+    import urllib.request
+    from urllib.parse import quote
+
+    url = client.src.rstrip("/") + "/?s1=" + quote("日本語のテキスト" * 1000)
+    assert len(url) > 65_536
+    try:
+        urllib.request.urlopen(url, timeout=HANG_S)
+        raise AssertionError("a 72 kB link opened")
+    except urllib.error.HTTPError as err:
+        status, text = err.code, err.read().decode()
+    assert status == 414 and "This link is too long to open" in text and "Open Transformer Explorer" in text

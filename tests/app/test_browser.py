@@ -193,7 +193,7 @@ def test_clicking_an_overview_tile_opens_that_head(app_url, chromium_args):
 
 def test_switching_tab_draws_it_without_running_the_model(app_url, chromium_args, monkeypatch):
     """Run draws only the visible tab; opening another tab draws its figures from the kept result."""
-    import explorer.app.views.analysis as analysis
+    import explorer.app.run.result as analysis
 
     text = "lundi 3 mars 2025"  # no other test of this module runs it: the model runs counted are this page's
     started = []  # text1 of each model run begun (compare_in_steps)

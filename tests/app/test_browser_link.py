@@ -56,13 +56,15 @@ class Browser:
         self.context.set_default_timeout(HANG_MS)  # the hang guard only
         self.errors: list[str] = []
 
-    def open(self, url: str):
-        """`url` once the Run the page makes on load has ended."""
+    def open(self, url: str, first_run: bool = True):
+        """`url` once the Run the page makes on load has ended (`first_run`: judged by the Attention tab's output, which
+        a page opened on another tab does not lay out)."""
         page = self.context.new_page()
         page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda e: self.errors.append(str(e)))
         page.goto(url)
-        page.wait_for_function(FIRST_RUN_JS)
+        if first_run:
+            page.wait_for_function(FIRST_RUN_JS)
         return page
 
 
@@ -181,3 +183,28 @@ def test_an_invalid_value_is_named_and_the_rest_restored(app_url, chromium, monk
     assert page.locator("#kind input").input_value() == "decoder"
     assert not page.locator("#padding input").is_checked()
     assert "date-translator" in page.evaluate(TEXT, "headline")  # the page's own model
+
+
+RESULT = """id => {
+  const el = document.querySelector('#' + id);
+  if (!el) return false;
+  const gd = el.querySelector('.js-plotly-plot');
+  if (gd) return !!(gd.data && gd.data.length);
+  return el.innerText.trim() !== '';
+}"""
+
+
+def test_a_link_to_any_tab_opens_it_computed(app_url, chromium):
+    """?tab=<id> for every tab of the page (tabs.TABS): the tab is shown and its result is there (tabs a Run draws,
+    and tabs with their own button: as if the button had been pressed), with no warning on the status line."""
+    from explorer.app.tabs import TABS
+
+    for tab in TABS:
+        page = chromium.open(f"{app_url}?tab={tab.id}", first_run=False)
+        page.wait_for_function(f"() => ({RESULT})('{tab.result}')")
+        page.wait_for_function(IDLE_JS)
+        selected = page.locator("#views [role=tab][aria-selected=true]").inner_text()
+        assert selected == tab.title, (tab.id, selected)
+        status = page.evaluate(TEXT, "status")
+        assert "⚠️" not in status and page.evaluate(TEXT, "link-notice") == "", (tab.id, status)
+        page.close()

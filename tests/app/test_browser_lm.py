@@ -190,7 +190,7 @@ COUNTED_JS = f"""() => {{
 def test_a_run_shows_its_timer_on_the_status_line_alone(lm_app, chromium_path, chromium_args, monkeypatch):
     """While a Run computes its attention, a timer on the status line (drawn: Gradio gives its minimal tracker no
     height, which clipped the timer away), counting at ten frames a second, and no progress overlay on any output."""
-    from explorer.app.views.analysis import FirstLook
+    from explorer.app.run.result import FirstLook
 
     with opened(lm_app, chromium_path, chromium_args, init_script=FRAMES_INIT) as (page, errors):
         page.wait_for_function(ANSWERED_JS)

@@ -14,9 +14,9 @@ pytest.importorskip("gradio_client")
 from explorer.app.demo import build_demo, launch_kwargs, queue  # noqa: E402
 from explorer.app.registry import ModelRegistry  # noqa: E402
 from explorer.app.session import AppContext, load_session  # noqa: E402
-from explorer.app.toggles import Toggles  # noqa: E402
-from explorer.app.views import View  # noqa: E402
-from explorer.app.views.analysis import analyze  # noqa: E402
+from explorer.app.run.toggles import Toggles  # noqa: E402
+from explorer.app.run.view import View  # noqa: E402
+from explorer.app.tabs import analyze  # noqa: E402
 from explorer.viz.serialize import figure_json  # noqa: E402
 from tests.app.tiny_models import tiny_gpt2, tiny_llama  # noqa: E402
 from tests.hang import gradio_client  # noqa: E402
@@ -166,32 +166,33 @@ def test_the_client_example_of_the_docs(url, capsys):
 
 
 def test_a_links_model2_sets_the_second_model_and_a_copied_link_carries_it():
-    """The link's hooks (events_link): ?tab=compare&model2=date-gpt sets the tab's second model; a copied link names
-    the second model while the Compare models tab is shown, and only then."""
+    """The Compare models tab's link key: ?tab=compare&model2=date-gpt sets the tab's second model; a copied link
+    names the second model while the Compare models tab is shown, and only then."""
     from types import SimpleNamespace
 
     from explorer.app.demo import starting_point
-    from explorer.app.events import Events
+    from explorer.app.events import PageEvents
+    from explorer.app.link.opening import LinkEvents
+    from explorer.app.page import layout
     from explorer.app.session import Session
-    from explorer.app.ui import layout
+    from explorer.app.tabs import TABS
 
     ctx = AppContext(ModelRegistry())
-    page = layout(starting_point(ctx, "date-translator", "cpu"), Session("date-translator", "cpu"))
+    page = layout(starting_point(ctx, "date-translator", "cpu"), Session("date-translator", "cpu"), TABS)
     with page.demo:
-        ev = Events(page, ctx)
-    t = page.views.compare
+        link = LinkEvents(PageEvents(page, ctx))
+    t = page.parts["compare"]
     request = SimpleNamespace(query_params={"tab": "compare", "model2": "date-gpt", "layer": "1"})
-    updates = ev.link.open_page(Session("date-translator", "cpu"), request)
-    assert updates[t.model2] == "date-gpt" and updates[page.views.tab] == "compare"
-    assert len(updates[t.groups2["decoder"]]["value"]) == 16 and not updates[page.inputs.link_notice]
-    bad = ev.link.open_page(Session("date-translator", "cpu"),
-                            SimpleNamespace(query_params={"tab": "compare", "model2": "no-such/model-here"}))
+    updates = link.open_page(Session("date-translator", "cpu"), request)
+    assert updates[t.model2] == "date-gpt" and updates[page.visible_tab] == "compare"
+    assert len(updates[t.heads2["decoder"]]["value"]) == 16 and not updates[page.inputs.link_notice]
+    bad = link.open_page(Session("date-translator", "cpu"),
+                         SimpleNamespace(query_params={"tab": "compare", "model2": "no-such/model-here"}))
     assert "model2" in bad[page.inputs.link_notice] and t.model2 not in bad
     heads = [f"L{la} H{h}" for la in range(2) for h in range(4)]
-    page_values = [Session("date-translator", "cpu"), "3 May 2024", "", None, "cross", 0, 0, 1, "weights", heads,
-                   heads, heads, True, True, "none", 0, 2, -1, 10, "date-gpt"]
+    tab_values = ["date-gpt" if k.key == "model2" else None for tab in TABS for k in tab.link_keys]
     for tab, carried in (("compare", True), ("overview", False)):
-        values = list(page_values)
-        values[3] = tab
-        query = ev.link.link_of_page(*values, tab)[page.inputs.link_query]
+        values = [Session("date-translator", "cpu"), "3 May 2024", "", tab, "cross", 0, 0, 1, "weights", heads,
+                  heads, heads, True, True, "none", 0, 2, -1, 10, *tab_values]
+        query = link.link_of_page(*values)[page.inputs.link_query]
         assert ("model2=date-gpt" in query) == carried, query

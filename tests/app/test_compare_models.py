@@ -1,4 +1,4 @@
-"""Two models side by side (explorer.app.views.compare_models): each side equals that model analysed alone, head
+"""Two models side by side (explorer.app.side_by_side): each side equals that model analysed alone, head
 switches and views apply per model, both models are held against the model memory budget, bad input is refused."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from explorer.app.errors import AppError
 from explorer.app.lru import ByteLRU
 from explorer.app.registry import ModelRegistry, model_bytes
 from explorer.app.session import AppContext, Session, load_session, models_held, second_session
-from explorer.app.toggles import Toggles
-from explorer.app.views import View
-from explorer.app.views.analysis import analyze
-from explorer.app.views.compare_models import SideSettings, compare_models
+from explorer.app.run.toggles import Toggles
+from explorer.app.run.view import View
+from explorer.app.tabs import analyze
+from explorer.app.side_by_side import SideSettings, compare_models
 from explorer.viz.serialize import figure_json
 from tests.app.tiny_models import tiny_gpt2, tiny_llama
 

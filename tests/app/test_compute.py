@@ -14,10 +14,18 @@ import pytest
 from gradio.components.plot import PlotData
 
 from explorer.app import compute
-from explorer.app.kept import Shown
+from explorer.app.contribution_result import Contributions
+from explorer.app.forms import RunForm
 from explorer.app.head_labels import head_labels
+from explorer.app.kept import Shown
 from explorer.app.session import AppContext, Session
-from explorer.app.views.contributions import Contributions
+from explorer.app.tabs import TABS
+from explorer.app.tabs.compare import CompareForm
+from explorer.app.tabs.contributions import ContributionForm
+from explorer.app.tabs.importance import ImportanceForm
+from explorer.app.tabs.lens import LensForm
+from explorer.app.tabs.positions import PositionalForm
+from explorer.app.tabs.roles import RolesForm, SwitchOffForm
 from explorer.model import Transformer
 from tests.app.zerogpu import ForkedCalls
 
@@ -28,17 +36,19 @@ HEADS = head_labels(2, 4)
 
 def page(ctx: AppContext, model: str = MODEL):
     from explorer.app.demo import starting_point
-    from explorer.app.events import Events
-    from explorer.app.ui import layout
+    from explorer.app.events import PageEvents
+    from explorer.app.page import layout
 
-    built = layout(starting_point(ctx, model, "cpu"), Session(model, "cpu"))
+    built = layout(starting_point(ctx, model, "cpu"), Session(model, "cpu"), TABS)
     with built.demo:
-        return Events(built, ctx)
+        ev = PageEvents(built, ctx)
+        ev.wire()  # the tabs' handlers (ev.tab_events)
+    return ev
 
 
 @pytest.fixture(scope="module")
 def pages():
-    """(in-process Events, Events whose computations fork like ZeroGPU, the double's record of calls)."""
+    """(in-process PageEvents, PageEvents whose computations fork like ZeroGPU, the double's record of calls)."""
     from explorer.app.registry import ModelRegistry
 
     forked = ForkedCalls()
@@ -82,8 +92,8 @@ def values(ev, updates) -> dict:
 
 
 def analyze(ev, shown, tab="attention", text=DATE1, enc=HEADS[1:]):
-    return ev.analyze_at_once(Session(MODEL, "cpu"), text, DATE2, True, True, "none", 0, 2, enc, HEADS, HEADS,
-                              "cross", 1, 0, 1, -1, 8, tab, shown=shown)
+    return ev.analyze_at_once(RunForm(Session(MODEL, "cpu"), text, DATE2, True, True, "none", 0, 2, enc, HEADS, HEADS,
+                                      "cross", 1, 0, 1, tab=tab), shown)
 
 
 def test_a_run_and_its_tabs_are_computed_in_a_forked_worker_and_kept_in_the_server(pages):
@@ -108,18 +118,24 @@ def test_a_run_and_its_tabs_are_computed_in_a_forked_worker_and_kept_in_the_serv
 def test_the_other_model_tabs_run_in_a_forked_worker(pages):
     here, there, forked = pages
     session = Session(MODEL, "cpu")
+    compare = CompareForm(session=session, model2="date-gpt", sentence1=DATE1, sentence2=DATE2, padding_mask=True,
+                          causal_mask=True, custom_mask="none", blocked_position=0, window=2, encoder_heads_on=HEADS,
+                          decoder_heads_on=HEADS, cross_heads_on=HEADS[1:], kind="cross", layer=1, head=0, sentence=1,
+                          predict_after=-1, continue_tokens=8, measure="weights", kind2="decoder", layer2=3, head2=1,
+                          encoder_heads_on2=[], decoder_heads_on2=head_labels(4, 4)[2:], cross_heads_on2=[])
     calls = {
-        "importance": lambda ev: ev.importance(session, DATE1, DATE2, True, True, "none", 0, 2, "cross"),
-        "positional": lambda ev: ev.positional(session, 64, 40, 10000),
-        "roles": lambda ev: ev.heads.roles(session, DATE1, "decoder", HEADS, HEADS[2:], HEADS),
-        "lens": lambda ev: ev.heads.lens(session, DATE1),
-        "switch_off_role": lambda ev: ev.heads.switch_off_role(session, DATE1, "decoder", "self", 2, "probe"),
-        "compare_models": lambda ev: ev.compare.compare_models(session, "date-gpt", DATE1, DATE2, True, True, "none",
-                                                               0, 2, HEADS, HEADS, HEADS[1:], "cross", 1, 0, 1, -1, 8,
-                                                               "weights", "decoder", 3, 1, [], head_labels(4, 4)[2:],
-                                                               []),
-        "contributions": lambda ev: ev.contrib.contributions(session, DATE1, 3, "", "", "integrated_gradients", 4,
-                                                             HEADS, HEADS, HEADS[1:]),
+        "importance": lambda ev: ev.tab_events["importance"].ranked(
+            ImportanceForm(session, DATE1, DATE2, True, True, "none", 0, 2, "cross")),
+        "positional": lambda ev: ev.tab_events["positions"].shown(PositionalForm(session, 64, 40, 10000)),
+        "roles": lambda ev: ev.tab_events["roles"].scored(RolesForm(session, DATE1, "decoder", HEADS, HEADS[2:],
+                                                                    HEADS)),
+        "lens": lambda ev: ev.tab_events["lens"].read(LensForm(session, DATE1)),
+        "switch_off_role": lambda ev: ev.tab_events["roles"].switched_off(
+            SwitchOffForm(session, DATE1, "decoder", "self", 2, "probe")),
+        "compare_models": lambda ev: ev.tab_events["compare"].compared(compare),
+        "contributions": lambda ev: ev.tab_events["contributions"].attributed(
+            ContributionForm(session, DATE1, position=3, steps=4, encoder_heads_on=HEADS, decoder_heads_on=HEADS,
+                             cross_heads_on=HEADS[1:])),
     }
     expected = {name: values(here, call(here)) for name, call in calls.items()}
     assert not expected["compare_models"]["status"] and "date-gpt" in expected["compare_models"]["compare2-md"]
@@ -154,10 +170,11 @@ def test_a_language_models_run_comes_in_two_steps_from_the_worker(tmp_path):
         ev = page(AppContext(ModelRegistry(), allowed_dirs=(str(tmp_path),)), "tiny-gpt2")
     shown, labels = Shown(), head_labels(2, 6)
     with server_runs_no_model():
-        steps = list(ev.analyze(Session("tiny-gpt2", "cpu"), "The cat sat on the mat", "", True, True, "none", 0, 2,
-                                [], labels[1:], [], "decoder", 1, 2, 1, -1, 3, "overview", shown=shown))
+        form = RunForm(Session("tiny-gpt2", "cpu"), "The cat sat on the mat", "", True, True, "none", 0, 2, [],
+                       labels[1:], [], "decoder", 1, 2, 1, continue_tokens=3, tab="overview")
+        steps = list(ev.analyze(form, shown))
     first, second, last = steps[0], steps[1], steps[2]
     assert "overview-plot" in values(ev, first) and "computing the next-token" in first[ev.status]
     assert list(values(ev, second)) == ["large-plot"]
-    assert len(last[ev.page.views.output_df]) == 10 and len(forked.pids) == 1
+    assert len(last[ev.page.parts["attention"].output_df]) == 10 and len(forked.pids) == 1
     assert shown.result(ev.ctx.kept) is not None

@@ -1,5 +1,5 @@
-"""The Contributions tab's computation (explorer.app.views.contributions, no Gradio) on a tiny GPT-2, the shipped
-date-translator (cross-attention heads), a tiny BERT masked LM at its [MASK] and a bare encoder: the map's numbers are
+"""The Contributions tab's computation (explorer.app.contribution_result and contribution_text, no Gradio) on a tiny
+GPT-2, the shipped date-translator (cross-attention heads), a tiny BERT masked LM at its [MASK] and a bare encoder: the map's numbers are
 direct_logit_attribution's and add up to the model's own logit, a switched-off head's share is 0 and the toggled
 logit is the toggled model's, the token attribution is token_attribution's, and bad input is a message."""
 
@@ -18,12 +18,11 @@ from explorer.app.head_labels import head_labels, parse_heads
 from explorer.app.registry import ModelRegistry
 from explorer.app.readings import read_texts
 from explorer.app.session import AppContext, load_session
-from explorer.app.views.contributions import (ContributionRequest, attribution_markdown, attribution_table,
-                                              contribution_figures, contributions, graph_figure, head_table,
-                                              parse_head, summary_markdown)
+from explorer.app.contribution_result import ContributionRequest, contributions
+from explorer.app.contribution_text import (attribution_markdown, attribution_table, contribution_figures, graph_figure,
+                                            head_table, parse_head, summary_markdown)
 from explorer.interpret.attribution import token_attribution
 from explorer.interpret.dla import direct_logit_attribution, residual_parts
-from explorer.viz.common import message_text
 from tests.app.tiny_models import MLM_SHAPE, tiny_bert_mlm
 from tests.importers.harness import VOCAB, byte_level_tokenizer, make_case, perturb, save_folder
 from tests.importers.seq2seq_harness import wordpiece_tokenizer

@@ -69,8 +69,8 @@ def test_a_request_that_fails_is_no_longer_counted():
 def test_a_share_changes_the_numbers_only_in_their_last_bits(app):
     """A request alone computes with more threads than one among others; float32 kernels then sum in another
     order, so the same Run may differ by rounding, never by more (the answers shown are the same)."""
-    from explorer.app.toggles import Toggles
-    from explorer.app.views import View
+    from explorer.app.run.toggles import Toggles
+    from explorer.app.run.view import View
 
     _, loaded = app.build("encoder", d_model=64, n_heads=4, d_ff=256)
     before = torch.get_num_threads()
@@ -84,6 +84,7 @@ def test_a_share_changes_the_numbers_only_in_their_last_bits(app):
     finally:
         torch.set_num_threads(before)
     one, two = runs
-    np.testing.assert_allclose(one.reduced.attention.toggled.weights, two.reduced.attention.toggled.weights, atol=1e-6)
-    np.testing.assert_allclose(one.reduced.rollout.mean, two.reduced.rollout.mean, atol=1e-6)
+    np.testing.assert_allclose(one.reduction("attention").toggled.weights, two.reduction("attention").toggled.weights,
+                               atol=1e-6)
+    np.testing.assert_allclose(one.reduction("rollout").mean, two.reduction("rollout").mean, atol=1e-6)
     assert one.output.rows == two.output.rows and one.tokens == two.tokens

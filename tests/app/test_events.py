@@ -1,5 +1,6 @@
-"""The page's handlers called as Gradio calls them: which tab a Run draws when the person opens another tab while
-it runs (kept.Shown), and a language model's Run in two steps (its attention first, then its outputs)."""
+"""The page's shared handlers (explorer.app.events) called with typed forms: which tab a Run draws when the person
+opens another tab while it runs (kept.Shown), and a language model's Run in two steps (its attention first, then its
+outputs)."""
 
 from __future__ import annotations
 
@@ -11,14 +12,19 @@ import gradio as gr
 import pytest
 import torch
 
-from explorer.app import events as events_module
+from explorer.app.assets import plot
 from explorer.app.errors import AppError
+from explorer.app.forms import RunForm
 from explorer.app.head_labels import head_labels
-from explorer.app.session import Session, get_model
-from explorer.app.toggles import Toggles
-from explorer.app.views import analysis as analysis_module
 from explorer.app.kept import Shown
-from explorer.app.views.output import NEXT_TOKEN_HEADERS
+from explorer.app.run import result as analysis_module
+from explorer.app.run.output_table import NEXT_TOKEN_HEADERS
+from explorer.app.run.result import WAITING
+from explorer.app.run.toggles import Toggles
+from explorer.app.run.view import View
+from explorer.app.session import Session, get_model
+from explorer.app.tabs import TABS, analyze
+from explorer.app.tabs.attention import NO_OUTPUTS
 from tests.hang import HANG_S
 
 MODEL = "date-translator"
@@ -28,12 +34,12 @@ DATE1, DATE2 = "samedi 21 novembre 2026", "3 May 2024"
 @pytest.fixture(scope="module")
 def page_events(ctx):
     from explorer.app.demo import starting_point
-    from explorer.app.events import Events
-    from explorer.app.ui import layout
+    from explorer.app.events import PageEvents
+    from explorer.app.page import layout
 
-    page = layout(starting_point(ctx, MODEL, "cpu"), Session(MODEL, "cpu"))
+    page = layout(starting_point(ctx, MODEL, "cpu"), Session(MODEL, "cpu"), TABS)
     with page.demo:
-        ev = Events(page, ctx)
+        ev = PageEvents(page, ctx)
     return ev
 
 
@@ -41,8 +47,9 @@ def run(ev, text, tab, shown):
     """/analyze with every head on and the default masks."""
     kinds = get_model(Session(MODEL, "cpu"), ev.ctx).config.attention_kinds()
     enc, dec, cross = (head_labels(*kinds[k]) for k in ("encoder", "decoder", "cross"))
-    steps = list(ev.analyze(Session(MODEL, "cpu"), text, "", True, True, "none", 0, 2, enc, dec, cross, "cross", 0,
-                            0, 1, -1, 8, tab, shown=shown))
+    form = RunForm(Session(MODEL, "cpu"), text, "", True, True, "none", 0, 2, enc, dec, cross, "cross", 0, 0, 1,
+                   tab=tab)
+    steps = list(ev.analyze(form, shown))
     # A translation model's Run is answered at once; the empty update after it keeps Gradio's closing message
     # (which repeats the last update's values) from sending and drawing everything twice.
     assert len(steps) == 2 and steps[1] == {ev.status: gr.skip()}
@@ -52,12 +59,12 @@ def run(ev, text, tab, shown):
 
 
 def drawn(ev, updates) -> set[str]:
-    """Names of the figures (views.analysis.TAB_FIGURES) in a handler's updates."""
+    """Names of the figures (tabs' RunFigure names) in a handler's updates."""
     return {name for name, plot in ev.plots.items() if plot in updates}
 
 
 def plot_json(ev, updates, name) -> str:
-    """The JSON a handler sent for one figure (by TAB_FIGURES name)."""
+    """The JSON a handler sent for one figure (by its name)."""
     return updates[ev.plots[name]].plot
 
 
@@ -66,7 +73,7 @@ def test_a_run_draws_the_tab_it_was_clicked_on_and_keeps_the_result(page_events)
     out = run(ev, DATE1, "overview", shown=shown)
     assert drawn(ev, out) == {"overview", "large"} and out[ev.page.kept] is shown and shown.result(ev.ctx.kept) is not None
     opened = ev.show_tab("rollout", shown)
-    assert drawn(ev, opened) == {"rollout"} and opened[ev.page.views.tab] == "rollout"
+    assert drawn(ev, opened) == {"rollout"} and opened[ev.page.visible_tab] == "rollout"
     # The next Run draws the tab opened last, whatever its own (stale) tab input says.
     assert drawn(ev, run(ev, DATE2, "overview", shown=shown)) == {"rollout"}
 
@@ -100,14 +107,14 @@ def test_a_tab_opened_during_a_run_shows_that_run(page_events, monkeypatch):
     assert drawn(ev, result["out"]) == {"overview", "large"}  # not the attention tab it was clicked on
     # Each shows its own run: the overview's tokens are those of the sentence of that run.
     assert json.loads(plot_json(ev, opened, "overview")) != json.loads(plot_json(ev, result["out"], "overview"))
-    assert plot_json(ev, result["out"], "overview") == events_module.plot(second.overview).plot
+    assert plot_json(ev, result["out"], "overview") == plot(second.figure("overview")).plot
 
 
 def test_a_tab_drawn_while_a_run_ends_is_drawn_again_from_that_run(page_events, monkeypatch):
     ev, shown = page_events, Shown()
     run(ev, DATE1, "attention", shown)
     first = shown.result(ev.ctx.kept)
-    newer = analysis_module.analyze(get_model(Session(MODEL, "cpu"), ev.ctx), DATE2, "", Toggles())
+    newer = analyze(get_model(Session(MODEL, "cpu"), ev.ctx), DATE2, "", Toggles())
     real, drawn_from = analysis_module.Analysis.figures, []
 
     def run_ends_meanwhile(a, tab, skip=()):
@@ -138,7 +145,7 @@ def test_a_tab_whose_result_was_let_go_is_computed_again_and_says_so(page_events
 def test_a_tab_opened_before_the_first_run_ends_draws_nothing_until_it_does(page_events):
     ev, shown = page_events, Shown()
     opened = ev.show_tab("generation", shown)
-    assert drawn(ev, opened) == set() and opened[ev.page.views.tab] == "generation"
+    assert drawn(ev, opened) == set() and opened[ev.page.visible_tab] == "generation"
     assert drawn(ev, run(ev, DATE1, "attention", shown)) == {"generation_self", "generation_cross"}
 
 
@@ -149,10 +156,11 @@ def test_the_api_draws_the_tab_it_names(page_events):
     assert shown.visible_tab("all") == "all" and shown.visible_tab(None) == "attention"
     ev = page_events
     heads = head_labels(2, 4)  # the date-translator: every head on
-    args = (Session(MODEL, "cpu"), DATE1, "", True, True, "none", 0, 2, heads, heads, heads, "cross", 0, 0, 1, -1, 8)
-    ev.analyze_at_once(*args, "attention", "weights", shown)
+    form = RunForm(Session(MODEL, "cpu"), DATE1, "", True, True, "none", 0, 2, heads, heads, heads, "cross", 0, 0, 1,
+                   tab="attention")
+    ev.analyze_at_once(form, shown)
     ev.show_tab("rollout", shown)
-    assert drawn(ev, ev.analyze_at_once(*args, "attention", "weights", shown)) >= {"mask", "head", "baseline"}
+    assert drawn(ev, ev.analyze_at_once(form, shown)) >= {"mask", "head", "baseline"}
 
 
 
@@ -165,10 +173,10 @@ def lm_events(tmp_path_factory):
     """Events of a page whose model is a tiny GPT-2 in the Hugging Face layout (an allowed folder)."""
     transformers = pytest.importorskip("transformers")
     from explorer.app.demo import starting_point
-    from explorer.app.events import Events
+    from explorer.app.events import PageEvents
     from explorer.app.registry import ModelRegistry
     from explorer.app.session import AppContext
-    from explorer.app.ui import layout
+    from explorer.app.page import layout
     from tests.importers.harness import VOCAB, byte_level_tokenizer, make_case
 
     root = tmp_path_factory.mktemp("models")
@@ -178,26 +186,31 @@ def lm_events(tmp_path_factory):
               lambda hf, layer: hf.transformer.h[layer].attn.c_proj,
               {"bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>", "add_bos_token": False})
     ctx = AppContext(ModelRegistry(), allowed_dirs=(str(root),))
-    page = layout(starting_point(ctx, "tiny-gpt2", "cpu"), Session("tiny-gpt2", "cpu"))
+    page = layout(starting_point(ctx, "tiny-gpt2", "cpu"), Session("tiny-gpt2", "cpu"), TABS)
     with page.demo:
-        ev = Events(page, ctx)
+        ev = PageEvents(page, ctx)
     return ev
 
 
 def lm_run(ev, tab, shown, heads_on=None):
     """/analyze of the tiny GPT-2 as Gradio calls it: the handler's generator of updates, not yet started."""
-    labels = head_labels(2, 6)
-    return ev.analyze(Session("tiny-gpt2", "cpu"), LM_TEXT, "", True, True, "none", 0, 2, [],
-                      labels if heads_on is None else heads_on, [], "decoder", 1, 2, 1, -1, 3, tab, shown=shown)
+    return ev.analyze(lm_form(tab, heads_on), shown)
+
+
+def lm_form(tab, heads_on=None) -> RunForm:
+    """The tiny GPT-2's Run: decoder L1 H2, 3 tokens of continuation, `heads_on` (default: every head on)."""
+    return RunForm(Session("tiny-gpt2", "cpu"), LM_TEXT, "", True, True, "none", 0, 2, [],
+                   head_labels(2, 6) if heads_on is None else heads_on, [], "decoder", 1, 2, 1, continue_tokens=3,
+                   tab=tab)
 
 
 def test_a_language_model_shows_its_attention_before_its_outputs(lm_events):
     ev, shown = lm_events, Shown()
-    v, steps = ev.page.views, lm_run(ev, "overview", shown=shown)
+    v, steps = ev.page.parts["attention"], lm_run(ev, "overview", shown=shown)
     first = next(steps)
     # The grid of the visible tab, while the vocabulary head, predictions and continuation are computed.
     assert drawn(ev, first) == {"overview"} and shown.result(ev.ctx.kept) is None
-    assert events_module.PREDICTING in first[ev.status] and first[v.output_md] == events_module.PREDICTING
+    assert WAITING in first[ev.status] and first[v.output_md] == WAITING
     assert first[v.output_df].empty and list(first[v.output_df].columns) == NEXT_TOKEN_HEADERS  # no stale rows
     assert v.tokens_df not in first
     # Then the chosen head's view below the grid, alone (the outputs are still being computed).
@@ -211,15 +224,15 @@ def test_a_language_model_shows_its_attention_before_its_outputs(lm_events):
     a = shown.result(ev.ctx.kept)
     # The figures on the page already are not sent again; they are the finished result's own.
     assert drawn(ev, last) == set() and last[ev.page.kept] is shown
-    assert plot_json(ev, first, "overview") == events_module.plot(a.overview).plot
-    assert "No toggle" in last[ev.status] and events_module.PREDICTING not in last[ev.status]
+    assert plot_json(ev, first, "overview") == plot(a.figure("overview")).plot
+    assert "No toggle" in last[ev.status] and WAITING not in last[ev.status]
     assert list(last[v.output_df].columns) == NEXT_TOKEN_HEADERS and len(last[v.output_df]) == 10
     assert len(last[v.tokens_df]) == len(a.tokens[1])
     # The same answer as a Run made in one step.
-    whole = analysis_module.analyze(get_model(Session("tiny-gpt2", "cpu"), ev.ctx), LM_TEXT, "", Toggles(),
-                                    analysis_module.View("decoder", 1, 2, 1), new_tokens=3)
+    whole = analyze(get_model(Session("tiny-gpt2", "cpu"), ev.ctx), LM_TEXT, "", Toggles(), View("decoder", 1, 2, 1),
+                    new_tokens=3)
     assert a.output.rows == whole.output.rows and a.output.summary == whole.output.summary
-    assert events_module.plot(a.overview).plot == events_module.plot(whole.overview).plot
+    assert plot(a.figure("overview")).plot == plot(whole.figure("overview")).plot
 
 
 def test_a_tab_opened_after_the_outputs_are_sent_is_drawn_again_from_that_run(lm_events):
@@ -231,11 +244,11 @@ def test_a_tab_opened_after_the_outputs_are_sent_is_drawn_again_from_that_run(lm
     steps = lm_run(ev, "overview", shown, heads_on=[h for h in head_labels(2, 6) if h != "L0 H1"])  # Run 2
     next(steps), next(steps), next(steps)  # its grid, its chosen head, its outputs: not kept yet
     opened = ev.show_tab("rollout", shown)
-    assert plot_json(ev, opened, "rollout") == events_module.plot(first.rollout).plot  # Run 1's, the newest then
+    assert plot_json(ev, opened, "rollout") == plot(first.figure("rollout")).plot  # Run 1's, the newest then
     closing, = list(steps)
     second = shown.result(ev.ctx.kept)
     assert second is not first and drawn(ev, closing) == {"rollout"}
-    assert plot_json(ev, closing, "rollout") == events_module.plot(second.rollout).plot
+    assert plot_json(ev, closing, "rollout") == plot(second.figure("rollout")).plot
     assert plot_json(ev, closing, "rollout") != plot_json(ev, opened, "rollout")  # the head off changed it
 
 
@@ -248,7 +261,8 @@ def test_the_end_of_a_run_draws_what_its_first_look_could_not(lm_events):
     assert drawn(ev, next(steps)) == {"mask", "head", "baseline", "difference"}
     last, _ = list(steps)
     assert drawn(ev, last) == {"surprisal"}
-    assert "p = " in last[ev.page.views.output_md] and "with the toggles p = " in last[ev.page.views.output_md]
+    output_md = ev.page.parts["attention"].output_md
+    assert "p = " in last[output_md] and "with the toggles p = " in last[output_md]
 
 
 def test_a_tab_opened_after_the_first_look_is_drawn_whole_at_the_end(lm_events):
@@ -276,7 +290,7 @@ def test_an_error_after_the_first_look_becomes_the_status_line(lm_events, monkey
     updates = list(lm_run(ev, "overview", shown=shown))
     assert len(updates) == 3 and drawn(ev, updates[0]) == {"overview"}
     # The output panel no longer says its predictions are coming, and the status line says why.
-    assert updates[1] == {ev.page.views.output_md: events_module.NO_OUTPUTS}
+    assert updates[1] == {ev.page.parts["attention"].output_md: NO_OUTPUTS}
     assert updates[2] == {ev.status: "⚠️ the vocabulary head ran out of memory"} and shown.result(ev.ctx.kept) is None
 
 
@@ -318,22 +332,24 @@ def test_each_step_of_a_run_computes_with_the_requests_share_of_the_cores(lm_eve
 def test_the_api_gets_a_language_models_run_in_one_answer(lm_events):
     """/analyze (analyze_at_once): the two steps merged, nothing left saying the outputs are coming."""
     ev, shown = lm_events, Shown()
-    labels = head_labels(2, 6)
-    out = ev.analyze_at_once(Session("tiny-gpt2", "cpu"), LM_TEXT, "", True, True, "none", 0, 2, [], labels, [],
-                             "decoder", 1, 2, 1, -1, 3, "overview", shown=shown)
-    v = ev.page.views
+    out = ev.analyze_at_once(lm_form("overview"), shown)
+    v = ev.page.parts["attention"]
     assert drawn(ev, out) == {"overview", "large"} and len(out[v.output_df]) == 10
-    assert events_module.PREDICTING not in out[ev.status] and out[v.output_md].startswith("Sentence 1")
-    assert plot_json(ev, out, "overview") == events_module.plot(shown.result(ev.ctx.kept).overview).plot
+    assert WAITING not in out[ev.status] and out[v.output_md].startswith("Sentence 1")
+    assert plot_json(ev, out, "overview") == plot(shown.result(ev.ctx.kept).figure("overview")).plot
 
 
-def test_the_positional_tab_redrawn_after_a_run_leaves_its_status(page_events):
-    """After a model change the page runs the model, then redraws the positional tab: that must not wipe what the
-    Run said on the status line (its notices, "No toggle is active"); its own error would still show."""
+def test_the_positions_tab_redrawn_after_a_run_leaves_its_status(page_events):
+    """After a model change the page runs the model, then redraws the Positions tab: that must not wipe what the Run
+    said on the status line (its notices, "No toggle is active"); its own error would still show."""
+    from explorer.app.tabs.positions import PositionalForm, PositionsEvents
+
     ev = page_events
+    parts = ev.page.parts["positions"]
+    tab = PositionsEvents(ev, parts)
     session = Session(MODEL, "cpu")
-    after = ev.positional_after_run(session, 32, 20, 10000)
-    assert ev.status not in after and ev.page.views.pe_heat in after
-    assert ev.positional(session, 32, 20, 10000)[ev.status] == ""  # /positional itself still clears it
-    failed = ev.positional_after_run(session, 5000, 20, 10000)
+    after = tab.after_run(PositionalForm(session, 32, 20, 10000))
+    assert ev.status not in after and parts.heat in after
+    assert tab.shown(PositionalForm(session, 32, 20, 10000))[ev.status] == ""  # /positional itself still clears it
+    failed = tab.after_run(PositionalForm(session, 5000, 20, 10000))
     assert failed[ev.status].startswith("⚠️")

@@ -1,4 +1,4 @@
-"""The page side of the link (explorer.app.events_link) without a browser: where a copied link points, and the
+"""The page side of the link (explorer.app.link.opening) without a browser: where a copied link points, and the
 page's query read with its repeated keys."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 from starlette.datastructures import QueryParams
 
-from explorer.app.events_link import copy_link_js, query_pairs, space_page
+from explorer.app.link.opening import copy_link_js, query_pairs, space_page
 
 
 def test_a_copied_link_points_to_the_space_page_on_a_space(monkeypatch):

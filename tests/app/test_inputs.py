@@ -1,11 +1,11 @@
-"""Text -> model input (explorer.app.inputs): cleaning, caps with notices, readable labels, the token table."""
+"""Text -> model input (explorer.app.run.inputs): cleaning, caps with notices, readable labels, the token table."""
 
 from __future__ import annotations
 
 import pytest
 
 from explorer.app.errors import AppError
-from explorer.app.inputs import DateCodec, TokenizerCodec, clean_texts, codec_for, encode_inputs, token_table
+from explorer.app.run.inputs import DateCodec, TokenizerCodec, clean_texts, codec_for, encode_inputs, token_table
 from explorer.app.limits import MAX_CHARS
 from explorer.app.session import MINILM
 
@@ -65,7 +65,7 @@ def test_a_450_word_paragraph_reaches_the_model_whole(app):
 
 
 def test_decoder_prompts_leave_room_for_the_answer(app):
-    from explorer.app.inputs import token_limit
+    from explorer.app.run.inputs import token_limit
 
     _, gpt = app.build("decoder", positional="learned")
     inputs = encode_inputs(gpt, codec_for(gpt), "1 " * 400, None, 128)

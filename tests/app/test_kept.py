@@ -12,11 +12,11 @@ import pytest
 
 from explorer.app.kept import RECOMPUTED, KeptResults, Shown, kept_bytes
 from explorer.app.lru import ByteLRU
-from explorer.app.request import RunRequest
+from explorer.app.run.request import RunRequest
 from explorer.app.session import Session
-from explorer.app.toggles import Toggles
-from explorer.app.views import View
-from explorer.app.views.analysis import DRAWN, analyze
+from explorer.app.run.toggles import Toggles
+from explorer.app.run.view import View
+from explorer.app.tabs import analyze
 from explorer.viz.serialize import figure_json
 
 
@@ -68,14 +68,14 @@ def analysis_of(loaded, text, heads_off=True):
 
 def test_a_kept_result_holds_no_figures_and_does_not_grow_when_drawn(date_model):
     a = analysis_of(date_model, "samedi 21 novembre 2026")
-    a.attention, a.overview  # a Run's own result caches what it drew
+    a.figure("head"), a.figure("overview")  # a Run's own result caches what it drew
     kept = a.kept()
-    assert not set(DRAWN) & set(vars(kept)) and set(DRAWN) & set(vars(a))
+    assert kept.drawn is None and {"head", "overview"} <= set(a.drawn)
     before = kept_bytes(kept)
     figures = kept.figures("all")
     assert {"mask", "head", "overview", "rollout", "generation_self"} <= set(figures)
-    kept.attention, kept.rollout  # even the figure properties draw without caching on a kept result
-    assert kept_bytes(kept) == before and not set(DRAWN) & set(vars(kept))
+    kept.figure("head"), kept.figure("rollout")  # even one figure draws without caching on a kept result
+    assert kept_bytes(kept) == before and kept.drawn is None
     # The figures of a kept result are those of the Run it came from.
     for name in ("head", "overview", "rollout", "generation_cross"):
         assert figure_json(figures[name]) == figure_json(a.figures("all")[name])

@@ -11,13 +11,14 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 
-from explorer.app.compare import compare
+from explorer.app.run.pair import compare
 from explorer.app.errors import AppError
 from explorer.app.registry import ModelRegistry
-from explorer.app.runs import NextTokens
+from explorer.app.run.sentence_outputs import NextTokens
 from explorer.app.session import AppContext, load_session
-from explorer.app.views import View
-from explorer.app.views.analysis import Analysis
+from explorer.app.run.view import View
+from explorer.app.run.result import Analysis
+from explorer.app.tabs import RUN_FIGURES
 from tests.importers.harness import VOCAB, byte_level_tokenizer, make_case
 from explorer.viz.common import message_text
 
@@ -41,7 +42,7 @@ def gpt(tmp_path_factory):
 def test_next_tokens_equal_transformers(gpt, app):
     _, loaded, hf = gpt
     cmp = compare(loaded, TEXT, None, app.toggles(), 128, new_tokens=3)
-    a = Analysis(cmp, View(position=2))
+    a = Analysis(cmp, View(position=2), RUN_FIGURES)
     out = cmp.baseline.outputs[0]
     assert isinstance(out, NextTokens)
     ids = torch.tensor([cmp.inputs.rows[0]])
@@ -65,7 +66,7 @@ def test_a_head_off_changes_the_favourites_probability(gpt, app):
     _, loaded, _ = gpt
     heads = {"decoder": [h for h in app.all_heads(loaded)["decoder"] if not h.startswith("L0")]}
     cmp = compare(loaded, TEXT, None, app.toggles(heads), 128, new_tokens=2)
-    a = Analysis(cmp, View())
+    a = Analysis(cmp, View(), RUN_FIGURES)
     base, tog = cmp.baseline.outputs[0], cmp.toggled.outputs[0]
     last = len(cmp.inputs.rows[0]) - 1
     favourite, toggled_top = int(base.top_ids[last, 0]), tog.top_ids[last].tolist()
@@ -75,7 +76,7 @@ def test_a_head_off_changes_the_favourites_probability(gpt, app):
         rank = toggled_top.index(favourite)
         assert float(tog.favourite_probs[last]) == pytest.approx(float(tog.top_probs[last, rank]), abs=1e-6)
     assert "with the toggles p =" in a.output.summary
-    assert a.surprisal.data[1].name == "with toggles" and len(a.surprisal.data[0].x) == last
+    assert a.figure("surprisal").data[1].name == "with toggles" and len(a.figure("surprisal").data[0].x) == last
 
 
 def test_two_sentences_without_a_pad_token(gpt, app):
@@ -97,7 +98,7 @@ def test_two_sentences_without_a_pad_token(gpt, app):
 def test_position_out_of_range_is_clamped(gpt, app):
     _, loaded, _ = gpt
     cmp = compare(loaded, TEXT, None, app.toggles(), 128, new_tokens=0)
-    a = Analysis(cmp, View(position=999))
+    a = Analysis(cmp, View(position=999), RUN_FIGURES)
     last = len(cmp.inputs.rows[0]) - 1
     assert f"(position {last})" in a.output.summary
 
@@ -105,7 +106,7 @@ def test_position_out_of_range_is_clamped(gpt, app):
 def test_surprisal_view_only_for_language_models(app):
     _, loaded = app.build()
     a = app.analyze(loaded, app.DATE1, None)
-    assert "language models" in message_text(a.surprisal)
+    assert "language models" in message_text(a.figure("surprisal"))
 
 
 def test_offline_hub_model_is_one_sentence_and_keeps_the_session(monkeypatch):
@@ -122,9 +123,9 @@ def test_head_tabs_on_a_hub_language_model(gpt):
     """Roles, lens and patching on the tiny GPT-2 (no pad token; the sentence read as typed): the lens's last row
     is transformers' own prediction, patching compares the two sentences' top tokens."""
     from explorer.app.errors import escape_md
-    from explorer.app.views.lens import lens_view
-    from explorer.app.views.patching import patching_view
-    from explorer.app.views.roles import score_roles
+    from explorer.app.tabs.lens import lens_view
+    from explorer.app.tabs.patching import patching_view
+    from explorer.app.role_scores import score_roles
 
     _, loaded, hf = gpt
     roles = score_roles(loaded, TEXT, "decoder", None, 128)
@@ -145,7 +146,7 @@ def test_head_tabs_on_a_hub_language_model(gpt):
 def test_compare_in_steps_hands_over_the_attention_before_the_outputs(gpt, app):
     """A language model's comparison comes twice: attention only (outputs pending), then complete; the finished
     runs hold the same attention and the same outputs as a comparison made in one go."""
-    from explorer.app.compare import compare_in_steps
+    from explorer.app.run.pair import compare_in_steps
 
     _, loaded, _ = gpt
     heads = app.all_heads(loaded)
@@ -167,7 +168,7 @@ def test_compare_in_steps_hands_over_the_attention_before_the_outputs(gpt, app):
 
 
 def test_other_models_compare_in_one_step(app):
-    from explorer.app.compare import compare_in_steps
+    from explorer.app.run.pair import compare_in_steps
 
     _, loaded = app.build("encoder-decoder")
     (only,) = list(compare_in_steps(loaded, app.DATE1, None, app.toggles(), 128))

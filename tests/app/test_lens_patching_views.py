@@ -1,4 +1,4 @@
-"""The logit-lens and activation-patching tabs (explorer.app.views.lens / .patching): what they read, their
+"""The logit-lens and activation-patching tabs (explorer.app.run.view.lens / .patching): what they read, their
 summaries, and the messages (never a traceback) when a model or the sentences do not fit."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from explorer.app.errors import AppError
-from explorer.app.views.lens import first_layer_on_top, lens_markdown, lens_view
-from explorer.app.views.patching import patching_view
+from explorer.app.tabs.lens import first_layer_on_top, lens_markdown, lens_view
+from explorer.app.tabs.patching import patching_view
 from explorer.interpret import LogitLens
 
 

@@ -1,5 +1,5 @@
-"""The link's state (explorer.app.link): every key read and written, a round trip through the query string, and what
-a link may not do: unknown keys and invalid values become notices (the rest stands), hostile values (paths, HTML,
+"""The link's state (explorer.app.link.state): every key read and written, a round trip through the query string, and
+what a link may not do: unknown keys and invalid values become notices (the rest stands), hostile values (paths, HTML,
 very long strings, unicode) reach nothing a person could not type."""
 
 from __future__ import annotations
@@ -10,12 +10,16 @@ from urllib.parse import parse_qsl
 import pytest
 
 from explorer.app.errors import AppError
+from explorer.app.head_labels import parse_heads
 from explorer.app.limits import MAX_CHARS, MAX_NEW_TOKENS
-from explorer.app.link import KEYS, LINK_TABS, LinkState, format_off, from_page, notice_line, parse_link, parse_off
+from explorer.app.link.docs import documented_keys, keys_table
+from explorer.app.link.state import KEYS, SAFE_QUERY, LinkState, fit_length, from_page, notice_line, parse_link
+from explorer.app.link.values import format_off, parse_off
 from explorer.app.session import checked_source
+from explorer.app.tabs import TABS
 
 KINDS = {"encoder": (2, 4), "decoder": (2, 4), "cross": (2, 4)}
-TABS = tuple(t for t in LINK_TABS.values() if t != "contributions")
+TAB_IDS = [t.id for t in TABS]
 
 
 def accept_any(name: str) -> str:
@@ -26,15 +30,18 @@ def parse(query, check_model=accept_any, tabs=TABS):
     return parse_link(query, check_model=check_model, tabs=tabs)
 
 
-FULL = LinkState(model="date-translator", model2="owner/other", text1="samedi 21 novembre 2026", text2="3 May 2024",
-                 tab="positional", kind="decoder", layer=1, head=3, sentence=2, measure="values",
+FULL = LinkState(model="date-translator", text1="samedi 21 novembre 2026", text2="3 May 2024",
+                 tab="positions", kind="decoder", layer=1, head=3, sentence=2, measure="values",
                  off={"decoder": frozenset({(1, 2), (1, 3)}), "cross": frozenset({(0, 0)})}, padding=False,
-                 causal=True, mask="block token", blocked=4, window=5, position=-2, new_tokens=12)
+                 causal=True, mask="block token", blocked=4, window=5, position=-2, new_tokens=12,
+                 tab_values={"role": "previous", "k": 2, "rank": "typed text", "at": -3, "token": "t4",
+                             "method": "input_x_gradient", "steps": 16, "threshold": 0.1, "pe_d": 32, "pe_len": 50,
+                             "model2": "owner/other"})
 
 
 def test_every_key_is_written_in_canonical_order_and_read_back():
     query = FULL.to_query()
-    assert [k for k, _ in parse_qsl(query)] == list(KEYS.values())
+    assert [k for k, _ in parse_qsl(query)] == [*KEYS.values(), *FULL.tab_values]
     assert "off=decoder:L1H2,L1H3;cross:L0H0" in query  # readable
     assert "tab=positions" in query and "continue=12" in query and "mask=block%20token" in query
     state, notices = parse(query)
@@ -42,9 +49,12 @@ def test_every_key_is_written_in_canonical_order_and_read_back():
 
 
 def test_each_key_alone():
-    cases = {"model=date-gpt": dict(model="date-gpt"), "model2=a/b": dict(model2="a/b"),
+    cases = {"model=date-gpt": dict(model="date-gpt"), "model2=a/b": dict(tab_values={"model2": "a/b"}),
              "s1=hello%20world": dict(text1="hello world"), "s1=a+b": dict(text1="a b"), "s2=": dict(text2=""),
-             "tab=overview": dict(tab="overview"), "tab=positions": dict(tab="positional"),
+             "tab=overview": dict(tab="overview"), "tab=positions": dict(tab="positions"),
+             "tab=contributions": dict(tab="contributions"), "tab=api": dict(tab="api"),
+             "at=6": dict(tab_values={"at": 6}), "token=%233": dict(tab_values={"token": "#3"}),
+             "role=induction&k=2": dict(tab_values={"role": "induction", "k": 2}),
              "kind=cross": dict(kind="cross"), "layer=0": dict(layer=0), "head=7": dict(head=7),
              "sentence=2": dict(sentence=2), "measure=weights": dict(measure="weights"),
              "off=encoder:L0H1": dict(off={"encoder": frozenset({(0, 1)})}),
@@ -60,7 +70,8 @@ def test_each_key_alone():
 
 def test_invalid_values_are_named_and_the_rest_is_restored():
     query = ("s1=hello&layer=x&head=-1&sentence=3&kind=self&measure=colour&padding=maybe&mask=rm%20-rf&window=17"
-             "&continue=41&blocked=-2&position=1e9&tab=api&off=decoder:L1H2,Q3&layer=1&colour=blue")
+             "&continue=41&blocked=-2&position=1e9&tab=nope&off=decoder:L1H2,Q3&layer=1&colour=blue&k=99&at=x"
+             "&method=magic&threshold=0.9")
     state, notices = parse(query)
     assert state == LinkState(text1="hello")
     text = " | ".join(notices)
@@ -69,7 +80,9 @@ def test_invalid_values_are_named_and_the_rest_is_restored():
                  "measure 'colour' is not one of weights, values", "padding 'maybe' is not 1 or 0",
                  "mask 'rm -rf' is not one of", "window '17' is not between 0 and 16",
                  f"continue '41' is not between 0 and {MAX_NEW_TOKENS}", "blocked '-2' is not between",
-                 "position '1e9' is not a whole number", "tab 'api' is not a tab of this page",
+                 "position '1e9' is not a whole number", "tab 'nope' is not a tab of this page",
+                 "k '99' is not between 1 and 64", "at 'x' is not a whole number", "method 'magic' is not one of",
+                 "threshold '0.9' is not between 0.01 and 0.5",
                  "off 'decoder:L1H2,Q3' names a head 'Q3'", "layer given twice", "unknown key 'colour'"):
         assert part in text, (part, text)
     line = notice_line(notices)
@@ -77,10 +90,24 @@ def test_invalid_values_are_named_and_the_rest_is_restored():
 
 
 def test_a_tab_the_page_does_not_have_is_refused():
-    state, notices = parse("tab=contributions")
+    without = [t for t in TABS if t.id != "contributions"]
+    state, notices = parse("tab=contributions&at=3", tabs=without)
     assert state.tab is None and "tab 'contributions' is not a tab of this page" in notices[0]
-    state, notices = parse("tab=contributions", tabs=(*TABS, "contributions"))
+    assert "unknown key 'at'" in notices[1]  # nor its keys
+    state, notices = parse("tab=contributions")
     assert state.tab == "contributions" and notices == []
+
+
+def test_every_tab_is_linkable_and_its_keys_documented():
+    """A link opens any tab of the page; every key a link may carry (the page's and each tab's) is in docs/link.md."""
+    from pathlib import Path
+
+    for tab_id in TAB_IDS:
+        assert parse(f"tab={tab_id}") == (LinkState(tab=tab_id), [])
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "link.md").read_text()
+    assert keys_table() in doc, "run python scripts/docs_tables.py"  # made from TABS
+    for key in documented_keys():
+        assert f"| `{key}`" in doc or f", `{key}`" in doc, key
 
 
 def test_gradio_and_hub_keys_are_ignored_and_a_mapping_or_pairs_are_read():
@@ -107,7 +134,7 @@ def test_model_names_go_through_the_pages_allow_list(allowed):
                "a" * 301, "", "   ", "<script>alert(1)</script>", "owner/name\x00", "file:///etc/passwd",
                "https://evil.example/model", "owner/name@../../x", "ünïcödé/名前"]
     for bad in hostile:
-        state, notices = parse({"model": bad, "model2": bad, "layer": "1"}, check_model=check)
+        state, notices = parse([("model", bad), ("model2", bad), ("layer", "1")], check_model=check)
         assert state == LinkState(layer=1), bad  # refused; the rest stands
         assert len(notices) == 2 and notices[0].startswith("model ") and notices[1].startswith("model2 "), notices
 
@@ -152,11 +179,11 @@ def test_fitted_to_a_model_keeps_what_it_has():
     kinds = {"encoder": (2, 4), "decoder": (3, 4), "cross": (3, 4)}
     state = LinkState(kind="decoder", layer=2, head=3, tab="lens",
                       off={"decoder": frozenset({(2, 0), (5, 0)}), "cross": frozenset({(0, 0)})})
-    fitted, notices = state.fitted(kinds, tabs=TABS)
+    fitted, notices = state.fitted(kinds, tabs=TAB_IDS)
     assert fitted == state.__class__(**{**state.__dict__, "off": {"decoder": {(2, 0)}, "cross": {(0, 0)}}})
     assert notices == ["off decoder:L5H0: the decoder attention has 3 layers × 4 heads"]
     lm = {"decoder": (2, 2)}
-    fitted, notices = state.fitted(lm, tabs=[t for t in TABS if t != "roles"])
+    fitted, notices = state.fitted(lm, tabs=[t for t in TAB_IDS if t != "roles"])
     assert (fitted.kind, fitted.layer, fitted.head, fitted.tab) == ("decoder", None, None, "lens")
     assert fitted.off == {"decoder": frozenset()}  # both heads named are beyond this model
     assert "off decoder:L2H0,L5H0: the decoder attention has 2 layers × 2 heads" in notices
@@ -168,8 +195,8 @@ def test_fitted_to_a_model_keeps_what_it_has():
 
 def test_heads_on_lists_the_pages_labels():
     state = LinkState(off={"decoder": frozenset({(0, 1)})})
-    assert state.heads_on({"encoder": (1, 2), "decoder": (1, 2)}) == {"encoder": ["L0 H0", "L0 H1"],
-                                                                      "decoder": ["L0 H0"]}
+    assert state.heads_on({"encoder": (1, 2), "decoder": (1, 2)}) == {"encoder": {(0, 0), (0, 1)},
+                                                                      "decoder": {(0, 0)}}
     assert LinkState().heads_on(KINDS) is None
 
 
@@ -187,7 +214,33 @@ def test_the_link_of_the_page_round_trips():
     query = state.to_query()
     assert "off=decoder:L0H0;cross:L0H0,L0H1,L1H0,L1H1" in query and "window=3&" in query
     assert parse(query) == (state, [])
-    assert state.heads_on(page["kinds"]) == {**page["heads_on"]}
-    # a built model has no name: the link leaves the model out; the API tab is not a view to link
+    assert state.heads_on(page["kinds"]) == {k: parse_heads(v) for k, v in page["heads_on"].items()}
+    # a built model has no name: the link leaves the model out
     state, _ = from_page(**{**page, "source": "", "tab": "api"}, check_model=accept_any)
-    assert state.model is None and state.tab is None
+    assert state.model is None and state.tab == "api"
+
+
+def test_the_shown_tabs_own_keys_go_into_the_link():
+    page = dict(source="induction-gpt", text1="t1 t2", text2="", tab="contributions", kind="decoder", layer=0, head=0,
+                sentence=1, measure="weights", heads_on=None, kinds={"decoder": (2, 4)}, padding=True, causal=True,
+                mask="none", blocked=0, window=2, position=-1, new_tokens=8)
+    state, notices = from_page(**page, check_model=accept_any,
+                               tab_values={"at": 4.0, "token": "t3", "minus": "", "steps": 32.0, "threshold": 0.04})
+    assert notices == [] and state.tab_values == {"at": 4, "token": "t3", "minus": "", "steps": 32, "threshold": 0.04}
+    assert "at=4&token=t3&minus=&steps=32&threshold=0.04" in state.to_query()
+    assert parse(state.to_query()) == (state, [])
+
+
+def test_a_link_too_long_to_open_is_cut_at_a_character_and_says_so():
+    """8,000 CJK characters are 72 kB of URL (each 9 bytes percent-encoded): more than Gradio opens. The copied link
+    carries the sentence cut to fit, at a character, and names the cut."""
+    text = "日本語のテキスト" * 1000  # 8,000 characters
+    state = LinkState(model="date-gpt", text1=text, text2="🙂" * 10, layer=1)
+    assert len(state.to_query()) > 65_536
+    cut, notices = fit_length(state)
+    query = cut.to_query()
+    assert len(query) <= SAFE_QUERY and cut.text1 == text[:len(cut.text1)] and len(cut.text1) > 5_000
+    assert cut.text2 == "🙂" * 10 and cut.layer == 1
+    assert parse(query)[0].text1 == cut.text1  # opens to the same characters: no broken escape at the end
+    assert notices == [f"s1 was cut to its first {len(cut.text1):,} of 8,000 characters so that the link opens"]
+    assert fit_length(LinkState(text1="short")) == (LinkState(text1="short"), [])

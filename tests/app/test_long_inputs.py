@@ -23,14 +23,14 @@ def gpt2_shaped(tmp_path_factory):
 
 @pytest.mark.parametrize("head_off", [False, True])
 def test_run_payload_at_1024_tokens_is_within_4_mb(gpt2_shaped, head_off):
-    from explorer.app.toggles import Toggles
-    from explorer.app.views import View
-    from explorer.app.views.analysis import TAB_FIGURES, analyze, tab_figures
+    from explorer.app.run.toggles import Toggles
+    from explorer.app.run.view import View
+    from explorer.app.tabs import RUN_FIGURES, analyze
     from explorer.viz import figure_json
 
     heads = {"decoder": frozenset((la, h) for la in range(12) for h in range(12) if (la, h) != (0, 0))}
     a = analyze(gpt2_shaped, long_text(), None, Toggles(heads_on=heads if head_off else None), View(), 1024, 0)
     assert len(a.tokens[1]) == 1024 and "1,024" in a.status  # cut to 1,024 tokens, and the notice says so
-    sizes = {tab: sum(len(figure_json(f).encode()) for f in tab_figures(a, tab).values()) for tab in TAB_FIGURES}
+    sizes = {tab: sum(len(figure_json(f).encode()) for f in a.figures(tab).values()) for tab in RUN_FIGURES.by_tab}
     assert max(sizes.values()) <= RUN_BYTES_GOAL, sizes  # a Run sends the visible tab
     assert sizes["attention"] > 100_000  # the heatmaps really are in it (not message figures)

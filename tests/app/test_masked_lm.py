@@ -15,13 +15,14 @@ import torch
 transformers = pytest.importorskip("transformers")
 
 from explorer.app.catalog import CURATED
-from explorer.app.compare import compare
+from explorer.app.run.pair import compare
 from explorer.app.errors import escape_md
 from explorer.app.registry import ModelRegistry
-from explorer.app.runs import Embedding, MaskFillers
+from explorer.app.run.sentence_outputs import Embedding, MaskFillers
 from explorer.app.session import AppContext, load_session
-from explorer.app.views import View
-from explorer.app.views.analysis import Analysis
+from explorer.app.run.view import View
+from explorer.app.run.result import Analysis
+from explorer.app.tabs import RUN_FIGURES
 from tests.app.tiny_models import MLM_SHAPE, tiny_bert_mlm, tiny_roberta_mlm
 from tests.importers.harness import perturb, save_folder
 from tests.importers.seq2seq_harness import wordpiece_tokenizer
@@ -57,7 +58,7 @@ def test_fillers_equal_transformers(mlms, app, name):
     filler = out.fillers[0]
     assert filler.position == position and filler.ids == top.indices.tolist()
     np.testing.assert_allclose(filler.probs, top.values.numpy(), atol=1e-5)
-    a = Analysis(cmp, View())
+    a = Analysis(cmp, View(), RUN_FIGURES)
     assert a.output.headers == ["#", "position", "rank", "filler (baseline)", "p baseline", "filler (toggled)",
                                 "p toggled"]
     assert len(a.output.rows) == 10 and a.output.rows[0][3] == loaded.tokenizer.labels([filler.ids[0]])[0]
@@ -83,7 +84,7 @@ def test_heads_off_change_the_fillers(mlms, app):
     expected = logits[base.fillers[0].position].softmax(-1)[favourite].item()
     assert tog.favourite_probs == [pytest.approx(expected, abs=1e-6)]
     assert tog.favourite_probs[0] != pytest.approx(base.fillers[0].probs[0], abs=1e-4)
-    a = Analysis(cmp, View())
+    a = Analysis(cmp, View(), RUN_FIGURES)
     assert "with the toggles p =" in a.output.summary
     assert any(r[3:5] != r[5:7] for r in a.output.rows)  # the toggled top 10 differs
 
@@ -93,7 +94,7 @@ def test_encoder_without_a_head_keeps_embeddings(mlms, app):
     assert loaded.task["name"] == "sentence-embedding"
     cmp = compare(loaded, "The cat sat on the mat.", "A dog ran.", app.toggles(), 128)
     assert isinstance(cmp.baseline.outputs[0], Embedding)
-    assert "cosine similarity" in Analysis(cmp, View()).output.rows[0][0]
+    assert "cosine similarity" in Analysis(cmp, View(), RUN_FIGURES).output.rows[0][0]
 
 
 def test_curated_models_are_the_spaces_models():

@@ -1,4 +1,4 @@
-"""A request's memory estimate and the gate that bounds the requests running at once (explorer.app.request_memory)."""
+"""A request's memory estimate and the gate that bounds the requests running at once (app.run.request_memory)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import time
 
 import pytest
 
-from explorer.app.request_memory import MemoryGate, analysis_bytes, request_bytes
-from explorer.app.request import RunRequest
+from explorer.app.run.request_memory import MemoryGate, analysis_bytes, request_bytes
+from explorer.app.run.request import RunRequest
 from explorer.app.session import Session
-from explorer.app.views import View
+from explorer.app.run.view import View
 from explorer.model import TransformerConfig
 from tests.hang import HANG_S
 
@@ -43,7 +43,7 @@ def test_estimate_of_gpt2_small_at_1024_tokens_by_hand():
 
 def test_estimate_grows_with_the_square_of_the_tokens_and_covers_the_returned_attention(app):
     """An upper bound of what a run keeps: the attention the runs really returned fits in the estimate."""
-    from explorer.app.compare import compare
+    from explorer.app.run.pair import compare
 
     _, loaded = app.build("decoder")
     heads_off = app.toggles({"decoder": ["L0 H0", "L1 H2"]})

@@ -1,5 +1,5 @@
-"""The head-roles tab (explorer.app.views.roles): scores on the typed text and the probe, the overview's role
-labels, the heads a role ablation picks, and the probe's copy losses with heads off."""
+"""The head roles the page scores (explorer.app.role_scores, drawn by the Roles tab): scores on the typed text and the
+probe, the overview's role labels, the heads a role ablation picks, and the probe's copy losses with heads off."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ import math
 import pytest
 import torch
 
-from explorer.app.compare import compare
+from explorer.app.run.pair import compare
 from explorer.app.errors import AppError
 from explorer.app.readings import read_texts
-from explorer.app.toggles import Toggles
-from explorer.app.views.roles import (RoleResult, role_ablation, roles_markdown, score_roles, stack_of, text_scores,
-                                      tile_notes)
+from explorer.app.run.toggles import Toggles
+from explorer.app.role_scores import RoleResult, role_ablation, score_roles, stack_of, text_scores, tile_notes
+from explorer.app.tabs.roles import roles_markdown
 from explorer.interpret import ROLES, copy_losses, head_mask_without, head_roles, repeated_tokens
 
 
@@ -36,7 +36,7 @@ def test_overview_labels_come_from_the_baseline_attention(app):
     a = app.analyze(loaded, app.DATE1, app.DATE2, app.toggles({"decoder": ["L0 H0"]}), view)
     c = compare(loaded, app.DATE1, app.DATE2, Toggles(), 1024)
     got = text_scores(c.baseline, "decoder", 1)
-    assert a.reduced.overview.roles == tile_notes(got)  # the toggled overview is labelled with the baseline's roles
+    assert a.reduction("overview").roles == tile_notes(got)  # the toggled grid is labelled with the baseline's roles
     ids = torch.tensor([c.baseline.ids["decoder"][1]])
     want = head_roles(loaded.model, ids, padding=False)["decoder"]
     for role in ROLES:

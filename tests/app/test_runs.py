@@ -1,13 +1,14 @@
-"""One model run -> a typed result, and baseline vs toggled (explorer.app.runs, explorer.app.compare)."""
+"""One model run -> a typed result, and baseline vs toggled (explorer.app.run.model_run, explorer.app.run.pair)."""
 
 from __future__ import annotations
 
 import torch
 
-from explorer.app.compare import compare
-from explorer.app.inputs import codec_for, encode_inputs
-from explorer.app.runs import ClassProbabilities, Embedding, GeneratedText, run_model
-from explorer.app.toggles import Toggles
+from explorer.app.run.pair import compare
+from explorer.app.run.inputs import codec_for, encode_inputs
+from explorer.app.run.model_run import run_model
+from explorer.app.run.sentence_outputs import ClassProbabilities, Embedding, GeneratedText
+from explorer.app.run.toggles import Toggles
 
 
 def test_sequence_run_has_every_kind_with_masks_and_labels(app):
@@ -48,7 +49,7 @@ def test_toggled_run_reads_the_baselines_answer(app):
 
 
 def test_no_toggle_runs_once(app, monkeypatch):
-    import explorer.app.compare as compare_module
+    import explorer.app.run.pair as compare_module
 
     _, loaded = app.build("encoder")
     calls = []

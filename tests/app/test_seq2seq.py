@@ -13,13 +13,14 @@ import torch
 transformers = pytest.importorskip("transformers")
 pytest.importorskip("sentencepiece")
 
-from explorer.app.compare import compare
+from explorer.app.run.pair import compare
 from explorer.app.registry import ModelRegistry
 from explorer.app.session import AppContext, load_session
-from explorer.app.views import View
-from explorer.app.views.analysis import Analysis, tab_figures
+from explorer.app.run.view import View
+from explorer.app.run.result import Analysis
+from explorer.app.tabs import RUN_FIGURES
 from explorer.app.model_panel import model_info
-from explorer.app.views.positional import positional_view
+from explorer.app.tabs.positions import positional_view
 from explorer.outputs.seq2seq import compare_outputs, translate
 
 from tests.app.tiny_models import MARIAN_HEAD, MARIAN_TEXT, tiny_llama, tiny_marian, tiny_t5
@@ -58,7 +59,7 @@ def test_output_is_the_greedy_translation(models, app):
 def test_a_cross_attention_head_off_changes_the_translation(models, app):
     marian = models["tiny-marian"]
     toggles = cross_off(app, marian, MARIAN_HEAD)
-    a = Analysis(compare(marian, MARIAN_TEXT, None, toggles, 128, new_tokens=40), View("cross", 1, 0, 1))
+    a = Analysis(compare(marian, MARIAN_TEXT, None, toggles, 128, new_tokens=40), View("cross", 1, 0, 1), RUN_FIGURES)
     layer, head = (int(x[1:]) for x in MARIAN_HEAD.split())
     mask = torch.ones(2, 4)
     mask[layer, head] = 0
@@ -73,7 +74,7 @@ def test_a_cross_attention_head_off_changes_the_translation(models, app):
 def test_generation_tab_shows_both_attentions_per_generated_token(models, app):
     marian = models["tiny-marian"]
     cmp = compare(marian, MARIAN_TEXT, None, cross_off(app, marian, "L0 H1"), 128, new_tokens=6)
-    figures = tab_figures(Analysis(cmp, View("cross", 1, 2, 1)), "generation")
+    figures = Analysis(cmp, View("cross", 1, 2, 1), RUN_FIGURES).figures("generation")
     out, n_source = cmp.toggled.outputs[0], len(cmp.inputs.rows[0])
     cross, own = figures["generation_cross"].data[0], figures["generation_self"].data[0]
     rows = cmp.toggled.generations[0][0].attention_matrix("cross", 1, 0)[2]  # (N, S) layer 1, head 2

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from explorer.app.errors import AppError
-from explorer.app.inputs import codec_for, encode_inputs
+from explorer.app.run.inputs import codec_for, encode_inputs
 from explorer.app.readings import common_prefix, read_texts, token_id
 
 

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from explorer.app.errors import AppError
-from explorer.app.views.importance import importance_view
+from explorer.app.tabs.importance import importance_view
 from explorer.app.model_panel import model_info
-from explorer.app.views.positional import positional_view
+from explorer.app.tabs.positions import positional_view
 from explorer.loading import shipped_names
 from explorer.viz.common import message_text
 
@@ -68,7 +68,7 @@ def translator(app):
 
 
 def test_trained_translator_head_toggles(app, translator):
-    from explorer.app.compare import compare
+    from explorer.app.run.pair import compare
 
     heads = app.all_heads(translator)
     base = app.analyze(translator, "samedi 21 novembre 2026", None, view=app.View("cross", 1, 0, 1))
@@ -97,4 +97,4 @@ def test_trained_gpt_needs_its_causal_mask(app):
     assert base.output.rows[0][2] == "2026-11-21" and not base.output.changed
     peek = app.analyze(loaded, text, None, app.toggles(causal=False), app.View("decoder", 1, 0, 1))
     assert peek.output.changed  # trained with the look-ahead mask, it fails without it
-    assert np.triu(np.nan_to_num(z(peek.attention.head)), 1).sum() > 0
+    assert np.triu(np.nan_to_num(z(peek.figure("head"))), 1).sum() > 0

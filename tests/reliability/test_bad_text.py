@@ -24,14 +24,16 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from explorer.app.errors import AppError, escape_md
-from explorer.app.inputs import Inputs, codec_for, encode_inputs, token_limit
+from explorer.app.run.inputs import Inputs, codec_for, encode_inputs, token_limit
 from explorer.app.limits import MAX_CHARS, MAX_TOKENS
 from explorer.app.registry import ModelRegistry
-from explorer.app.runs import Embedding, GeneratedText, Run, run_model
+from explorer.app.run.model_run import Run, run_model
+from explorer.app.run.sentence_outputs import Embedding, GeneratedText
 from explorer.app.session import AppContext, build_session, load_session
-from explorer.app.toggles import CUSTOM_MASKS, Toggles, custom_mask, head_mask
-from explorer.app.views import View
-from explorer.app.views.analysis import Analysis, analyze
+from explorer.app.run.toggles import CUSTOM_MASKS, Toggles, custom_mask, head_mask
+from explorer.app.run.view import View
+from explorer.app.run.result import Analysis
+from explorer.app.tabs import analyze
 from explorer.batching import pad_rows
 from explorer.model import masks as M
 from explorer.viz import OverviewGrid
@@ -217,14 +219,14 @@ def check_analysis(a: Analysis, inputs: Inputs) -> None:
     assert all(isinstance(r[2], str) for r in rows)
     out_rows = a.output.rows
     assert out_rows and all(math.isfinite(x) for x in numbers(out_rows))
-    figs = [a.attention.mask, a.attention.head, a.attention.baseline, a.attention.difference, a.overview,
-            *a.generation, a.rollout]
+    figs = [a.figure("mask"), a.figure("head"), a.figure("baseline"), a.figure("difference"), a.figure("overview"),
+            a.figure("generation_self"), a.figure("generation_cross"), a.figure("rollout")]
     for fig in figs:
         for trace in fig.data:
             z = getattr(trace, "z", None)
             if z is not None:
                 zs = np.array(z, dtype=float)
-                if fig is a.overview:  # the empty cells between tiles (exact form: NaN) are no values
+                if fig is a.figure("overview"):  # the empty cells between tiles (exact form: NaN) are no values
                     zs = zs[np.ix_(*tile_cells(fig))]
                 assert np.isfinite(zs).all(), f"non-finite value in {fig.layout.title.text!r}"
             for axis in ("x", "y"):
@@ -234,7 +236,7 @@ def check_analysis(a: Analysis, inputs: Inputs) -> None:
     # The chosen head's heatmap (trace 0) holds every weight, masked ones too (0): exact float32, or beyond
     # 64 x 64 cells percent codes (zmax 100, each rounded by at most 0.005). Each query row sums to 1, or to 0
     # when every key of the row is masked.
-    head = a.attention.head.data[0]
+    head = a.figure("head").data[0]
     percent = head.zmax == 100
     shown = np.array(head.z, dtype=float) / (100.0 if percent else 1.0)
     sums = shown.sum(-1)

@@ -21,8 +21,8 @@ import torch
 from explorer.app.errors import AppError
 from explorer.app.registry import ModelRegistry
 from explorer.app.session import AppContext, load_session
-from explorer.app.toggles import Toggles
-from explorer.app.views.analysis import analyze
+from explorer.app.run.toggles import Toggles
+from explorer.app.tabs import analyze
 from tests.hang import SUBPROCESS_S, gradio_client
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,2 +1,3 @@
-"""A link that reopens a view: its values (`values`), the state a link asks for (`state`), the page's events that open
-and copy it (`events`), and the page in words for a link too long to open (`guard`)."""
+"""A link that reopens a view: its values (`values`), the state a link asks for (`state`), opening and copying one on
+the page (`opening`), docs/link.md's table of keys (`docs`), and the page in words for a link too long to open
+(`guard`)."""

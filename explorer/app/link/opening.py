@@ -1,15 +1,13 @@
-"""A link that reopens the view (explorer.app.link) on the page: opening the page restores what its URL's query asks
-for, then the page runs as on any first load; "Copy link" builds the link of what the page shows.
+"""A link that reopens the view (explorer.app.link.state) on the page: opening the page restores what its URL's
+query asks for, then the page runs as on any first load; "Copy link" builds the link of what the page shows.
 
 Opening: Gradio's page-load event gets the page's query (`gr.Request.query_params`; the page's script sends the
 URL's query with each event). Without link keys the page opens as it always did. With them, the model is loaded
-(the same checks as a typed name), the components are set from the link fitted to that model, and the notice line
-names what could not be taken. Copying: the server turns the components' values into the query (the same parser as
-an opened link), and a script in the browser puts the page's address before it, copies it and shows it.
-
-Second model: `model2` is parsed and checked like `model` and kept in the state; `model2_updates` is the hook that
-applies it (the side-by-side comparison fills it and `model2_inputs` / `model2_of_page`, which give its value for a
-copied link). Until then a link's model2 is named in the notice as not shown.
+(the same checks as a typed name), the components are set from the link fitted to that model (each tab sets its own
+keys: `Tab.restore_link`), the notice line names what could not be taken, and after the first Run a tab with its own
+button is computed as if that button had been pressed. Copying: the server turns the components' values into the
+query (the same parser as an opened link; a tab's own keys only while it is the tab shown), cut to a length the
+app can open (`state.fit_length`), and a script in the browser puts the page's address before it and copies it.
 """
 
 from __future__ import annotations
@@ -17,18 +15,21 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Iterable
 from typing import Any
 
 import gradio as gr
 from gradio.utils import get_space
 
-from ..checkpoints import LoadedModel
-from .errors import escape_md, user_message
-from .handlers import PRIVATE, reporting
-from .link import LinkState, default_kind, from_page, notice_line, parse_link, show
-from .session import AppContext, Session, checked_source, get_model, load_session
-from .ui import HEAD_GROUPS, Page
+from ...checkpoints import LoadedModel
+from ..errors import escape_md, user_message
+from ..handlers import PRIVATE, reporting
+from ..head_switches import switch_updates
+from ..page import Page
+from ..run.request import page_heads
+from ..run.view import default_kind
+from ..session import Session, checked_source, get_model, load_session
+from .state import LinkState, fit_length, from_page, notice_line, parse_link
+from .values import show
 
 # Where the copied link points: the page's own address (origin + path: on a Space opened at *.hf.space, that one);
 # on a Space, the Space's page on huggingface.co, which passes its query to the app's iframe when it opens (Hugging
@@ -39,13 +40,6 @@ COPY_LINK_JS = """async (query) => {
   try { await navigator.clipboard.writeText(url); } catch (e) {}  // no clipboard (or not allowed): the box shows it
   return url;
 }"""
-# After the Run of a page opened on a tab with its own button (roles, patching, lens, importance): press it.
-TAB_BUTTONS = {"roles": "roles-run", "patching": "patch-run", "lens": "lens-run", "importance": "imp-run"}
-RUN_TAB_JS = f"""(tab) => {{
-  const id = {json.dumps(TAB_BUTTONS)}[tab];
-  const button = id && document.querySelector('#' + id);
-  if (button) button.click();
-}}"""
 _SPACE_ID = re.compile(r"[A-Za-z0-9][\w.-]{0,95}/[A-Za-z0-9][\w.-]{0,95}")
 
 
@@ -57,6 +51,15 @@ def space_page() -> str:
 
 def copy_link_js() -> str:
     return COPY_LINK_JS.replace("SPACE_PAGE", json.dumps(space_page()))
+
+
+def run_tab_js(buttons: dict[str, str]) -> str:
+    """After the first Run of a page opened on a tab with its own button (tab id -> the button's elem_id): press it."""
+    return f"""(tab) => {{
+  const id = {json.dumps(buttons)}[tab];
+  const button = id && document.querySelector('#' + id);
+  if (button) button.click();
+}}"""
 
 
 def query_pairs(request: Any) -> list[tuple[str, str]]:
@@ -75,33 +78,31 @@ def merged(update: Any, **props: Any) -> dict:
 
 
 class LinkEvents:
-    """The page-load and "Copy link" handlers of one page; `model_updates` is the page's (Events.model_updates)."""
+    """The page-load and "Copy link" handlers of one page; `app` is the page's shared events (events.PageEvents)."""
 
-    def __init__(self, page: Page, ctx: AppContext, model_updates: Any):
-        self.page, self.ctx, self.model_updates = page, ctx, model_updates
-        self.status = page.inputs.status
-        i, c, v = page.inputs, page.controls, page.views
-        self.groups = [c.heads[k] for k, _, _ in HEAD_GROUPS]
-        self.restored = [c.padding, c.causal, c.custom, c.block_token, c.window, c.sentence, c.measure, v.tab,
-                         v.tab_strip, i.link_notice]  # what a link sets beyond what a model change sets
-        self.check_model = functools.partial(checked_source, allowed_dirs=ctx.allowed_dirs)
-        self.model2_inputs: list[Any] = []  # the comparison's second-model component(s), for a copied link
+    def __init__(self, app: Any):
+        self.app, self.page, self.ctx = app, app.page, app.ctx
+        self.status = app.status
+        page: Page = self.page
+        c, i = page.controls, page.inputs
+        self.restored = [c.padding, c.causal, c.custom, c.block_token, c.window, c.sentence, c.measure,
+                         page.visible_tab, page.tab_strip, i.link_notice,
+                         *(x for t in page.registry for x in t.restored(page.parts[t.id]))]
+        self.check_model = functools.partial(checked_source, allowed_dirs=self.ctx.allowed_dirs)
 
-    def page_tabs(self, loaded: LoadedModel | None = None) -> list[str]:
-        """The tabs the page has (those a link may open), and of them those shown for `loaded`."""
-        tabs = [t for t in self.page.views.tabs if t != "api"]
-        if loaded is not None and "decoder" not in loaded.config.attention_kinds():
-            tabs.remove("lens")  # hidden without a decoder (events_heads)
-        return tabs
+    def shown_tabs(self, loaded: LoadedModel | None) -> list[str]:
+        """The tabs the page shows for `loaded` (those a link may open)."""
+        info = None if loaded is None else self.app.info_of(loaded)
+        return [t.id for t in self.page.registry if loaded is None or t.shown_for(info)]
 
     # ------------------------------------------------------------------ opening a link
     @reporting
-    def open_page(self, session, request: gr.Request, progress=gr.Progress()):
+    def open_page(self, session: Any, request: gr.Request, progress: Any = gr.Progress()) -> dict:
         """Page load: describe the session's model; with a link in the page's address, restore its view first."""
         pairs = query_pairs(request)
         if not any(not k.startswith("__") for k, _ in pairs):
-            return self.model_updates(session, get_model(session, self.ctx, progress), "")
-        state, notices = parse_link(pairs, check_model=self.check_model, tabs=self.page_tabs())
+            return self.app.model_updates(session, get_model(session, self.ctx, progress), "")
+        state, notices = parse_link(pairs, check_model=self.check_model, tabs=self.page.registry)
         loaded = None
         if state.model is not None:
             try:
@@ -110,20 +111,24 @@ class LinkEvents:
                 notices.append(f"model {show(state.model)} could not be loaded: {user_message(err)}")
         if loaded is None:
             loaded = get_model(session, self.ctx, progress)
-        updates = self.model_updates(session, loaded, "")
-        state, misfits = state.fitted(loaded.config.attention_kinds(), self.page_tabs(loaded))
+        updates = self.app.model_updates(session, loaded, "")
+        state, misfits = state.fitted(loaded.config.attention_kinds(), self.shown_tabs(loaded))
         notices += misfits
         updates.update(self.restore(state, loaded, updates))
-        m2_updates, m2_notices = self.model2_updates(state.model2)
-        updates.update(m2_updates)
-        notices += m2_notices
+        for t in self.page.registry:
+            own = {k.key: state.tab_values[k.key] for k in t.link_keys if k.key in state.tab_values}
+            if own:
+                tab_updates, tab_notices = t.restore_link(self.page.parts[t.id], self.app, own)
+                updates.update(tab_updates)
+                notices += tab_notices
         line = notice_line(notices)
         updates[self.page.inputs.link_notice] = "⚠️ " + escape_md(line) if line else ""
         return updates
 
     def restore(self, state: LinkState, loaded: LoadedModel, updates: dict) -> dict:
         """The component updates that set the page to `state` (fitted to `loaded`), on top of a model change's."""
-        i, c, v = self.page.inputs, self.page.controls, self.page.views
+        page = self.page
+        i, c = page.inputs, page.controls
         kinds = loaded.config.attention_kinds()
         kind = state.kind or default_kind(kinds)
         n_layers, n_heads = kinds[kind]
@@ -138,58 +143,56 @@ class LinkEvents:
             if value is not None:
                 out[component] = merged(updates.get(component), value=value)
         on = state.heads_on(kinds)
-        for k, group in zip((k for k, _, _ in HEAD_GROUPS), self.groups):
-            if on is not None and k in on:
-                out[group] = merged(updates.get(group), value=on[k])
+        if on is not None:
+            for group, update in switch_updates(c.heads, kinds, on).items():
+                out[group] = merged(updates.get(group), value=update["value"])
         if state.tab is not None:
-            out[v.tab] = state.tab
-            out[v.tab_strip] = gr.update(selected=state.tab)
+            out[page.visible_tab] = state.tab
+            out[page.tab_strip] = gr.update(selected=state.tab)
         return out
 
-    def model2_updates(self, model2: str | None) -> tuple[dict, list[str]]:
-        """Hook for the side-by-side comparison: the updates that show `model2` (already checked like `model`) beside
-        the first, and notices. Without the comparison, a link's model2 is named as not shown."""
-        if model2 is None:
-            return {}, []
-        return {}, [f"model2 {show(model2)} is not shown: this page has no side-by-side comparison"]
-
-    def model2_of_page(self, *values: Any) -> str | None:
-        """Hook for the comparison: the second model's name from the values of `model2_inputs` (None: none)."""
-        return None
-
     # ------------------------------------------------------------------ copying a link
+    def link_inputs(self) -> list[Any]:
+        page = self.page
+        i, c = page.inputs, page.controls
+        return [page.session, i.text1, i.text2, page.visible_tab, c.kind, c.layer, c.head, c.sentence, c.measure,
+                *c.head_groups, c.padding, c.causal, c.custom, c.block_token, c.window, c.position, c.new_tokens,
+                *(getattr(page.parts[t.id], k.part) for t in page.registry for k in t.link_keys)]
+
     @reporting
-    def link_of_page(self, session, text1, text2, tab, kind, layer, head, sentence, measure, encoder_heads_on,
-                     decoder_heads_on, cross_heads_on, padding, causal, custom, blocked, window, position, new_tokens,
-                     *model2_values):
+    def link_of_page(self, session: Any, text1: Any, text2: Any, tab: Any, kind: Any, layer: Any, head: Any,
+                     sentence: Any, measure: Any, encoder_heads_on: Any, decoder_heads_on: Any, cross_heads_on: Any,
+                     padding: Any, causal: Any, custom: Any, blocked: Any, window: Any, position: Any,
+                     new_tokens: Any, *tab_values: Any) -> dict:
         """The query of the page's view (the script puts the address before it), and a notice of what it leaves out."""
         loaded = get_model(session, self.ctx) if isinstance(session, Session) else None
         kinds = loaded.config.attention_kinds() if loaded is not None else {}
-        heads = {"encoder": encoder_heads_on, "decoder": decoder_heads_on, "cross": cross_heads_on}
+        keys = [(t.id, k.key) for t in self.page.registry for k in t.link_keys]
+        own = {key: value for (tab_id, key), value in zip(keys, tab_values) if tab_id == tab and value is not None}
         state, notices = from_page(
-            source=session.source if isinstance(session, Session) else None,
-            model2=self.model2_of_page(*model2_values), text1=text1, text2=text2, tab=tab, kind=kind, layer=layer,
-            head=head, sentence=sentence, measure=measure, heads_on={k: heads[k] or [] for k in kinds}, kinds=kinds,
+            source=session.source if isinstance(session, Session) else None, text1=text1, text2=text2, tab=tab,
+            kind=kind, layer=layer, head=head, sentence=sentence, measure=measure,
+            heads_on=page_heads(kinds, encoder_heads_on, decoder_heads_on, cross_heads_on), kinds=kinds,
             padding=padding, causal=causal, mask=custom, blocked=blocked, window=window, position=position,
-            new_tokens=new_tokens, check_model=self.check_model)
+            new_tokens=new_tokens, check_model=self.check_model, tab_values=own, tabs=self.page.registry)
         if isinstance(session, Session) and session.build is not None:
             notices.append("a built model has no name a link can carry, so the link opens the starting model")
-        line = notice_line(notices).replace("The rest of the link was restored.", "The rest is in the link.")
+        state, cuts = fit_length(state)
+        line = notice_line(notices + cuts, ending="The rest is in the link.")
         i = self.page.inputs
         return {i.link_query: state.to_query(), i.link_url: gr.update(visible=True),
                 i.link_notice: "⚠️ " + escape_md(line) if line else ""}
 
     # ------------------------------------------------------------------ wiring
-    def wire(self, model_outputs: Iterable[Any], then_analyze: Any, after_first_run: Any) -> None:
-        """The page-load event (then its first Run, `after_first_run(run)` and the tab's own button) and "Copy
+    def wire(self) -> None:
+        """The page-load event (then its first Run, what follows a model change, and the tab's own button) and "Copy
         link". Unnamed events: wire after the named ones."""
-        page, i, c, v = self.page, self.page.inputs, self.page.controls, self.page.views
-        opened = page.demo.load(self.open_page, [page.session], [*model_outputs, *self.restored], **PRIVATE)
-        ran = then_analyze(opened)
-        after_first_run(ran)
-        ran.then(None, [v.tab], None, js=RUN_TAB_JS, **PRIVATE)
-        link_inputs = [page.session, i.text1, i.text2, v.tab, c.kind, c.layer, c.head, c.sentence, c.measure,
-                       *self.groups, c.padding, c.causal, c.custom, c.block_token, c.window, c.position,
-                       c.new_tokens, *self.model2_inputs]
-        i.copy_link.click(self.link_of_page, link_inputs, [i.link_query, i.link_url, i.link_notice, self.status],
-                          **PRIVATE).then(None, [i.link_query], [i.link_url], js=copy_link_js(), **PRIVATE)
+        app, page = self.app, self.page
+        i = page.inputs
+        opened = page.demo.load(self.open_page, [page.session], [*app.model_outputs, *self.restored], **PRIVATE)
+        ran = app.after_model(opened)
+        buttons = {t.id: t.button for t in page.registry if t.button}
+        ran.then(None, [page.visible_tab], None, js=run_tab_js(buttons), **PRIVATE)
+        i.copy_link.click(self.link_of_page, self.link_inputs(), [i.link_query, i.link_url, i.link_notice,
+                                                                  self.status], **PRIVATE
+                          ).then(None, [i.link_query], [i.link_url], js=copy_link_js(), **PRIVATE)

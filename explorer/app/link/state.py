@@ -1,81 +1,71 @@
 """A link that reopens a view: the page's settings as a URL query, and back.
 
-    state, notices = parse_link(request.query_params, check_model=..., tabs=...)   # opening a link
+    state, notices = parse_link(request.query_params, check_model=...)   # opening a link
     state.to_query()   # "model=date-translator&s1=3%20May%202024&layer=1&off=decoder:L1H2,L1H3;cross:L0H0"
 
-The keys, in their canonical order (docs/link.md): model, model2, s1, s2, tab, kind, layer, head, sentence, measure,
-off, padding, causal, mask, blocked, window, position, continue. Each value goes through the checks the same value
-goes through when typed on the page: a model name through `check_model` (the page passes the allow-list of shipped
-names, allowed folders and Hub ids, explorer.app.session.checked_source), the numbers through the ranges of the
-page's fields (`RunRequest.from_page`, `Toggles`), the choices through the page's choices. Parsing never raises: an
+The page's keys (`KEYS`), in their canonical order: model, s1, s2, tab, kind, layer, head, sentence, measure, off,
+padding, causal, mask, blocked, window, position, continue; then each tab's own keys (`Tab.link_keys`: the Compare
+models tab's model2, the Contributions tab's position and tokens, ...), in the order of the tabs. Each value goes
+through the checks the same value goes through when typed on the page: a model name through `check_model` (the page
+passes the allow-list of shipped names, allowed folders and Hub ids, explorer.app.session.checked_source), the
+numbers through the ranges of the page's fields, the choices through the page's choices. Parsing never raises: an
 unknown key or an invalid value becomes a notice (one short phrase each, `notice_line` joins them) and is left out,
 and the rest stands. Keys that start with "__" are Gradio's and Hugging Face's own (`__theme`, `__sign`): ignored.
 
 What a value means for one model (a layer it has, a kind of attention, a tab it shows) is checked once the model is
-known: `LinkState.fitted`. Pure: no Gradio, no files (the file system is reached only through `check_model`).
+known: `LinkState.fitted`. A copied link never exceeds `SAFE_QUERY` characters: its sentences are cut to fit
+(`fit_length`). Pure: no Gradio, no files (the file system is reached only through `check_model`).
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Collection, Iterable, Mapping
-from dataclasses import dataclass, fields, replace
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
-from urllib.parse import parse_qsl, quote, urlencode
+from urllib.parse import quote, urlencode
 
-from .head_labels import parse_heads
-from .limits import MAX_CHARS, MAX_NAME_CHARS, MAX_NEW_TOKENS
-from .toggles import CUSTOM_MASKS, Head
-from .views import KIND_TITLES, MEASURES
+from ..head_labels import parse_heads
+from ..limits import MAX_NAME_CHARS, MAX_NEW_TOKENS
+from ..run.toggles import CUSTOM_MASKS, Head
+from ..run.view import MEASURES, default_kind
+from .values import (KINDS, Invalid, choice, flag, format_off, number_text, parse_off, query_pairs, sentence_text,
+                     show, whole)
 
-# The link's name of each tab -> the page's tab id. "contributions" and "compare" are accepted only where the page has
-# that tab.
-LINK_TABS = {"attention": "attention", "overview": "overview", "roles": "roles", "patching": "patching",
-             "lens": "lens", "generation": "generation", "positions": "positional", "importance": "importance",
-             "rollout": "rollout", "contributions": "contributions", "compare": "compare"}
-TAB_NAMES = {tab_id: name for name, tab_id in LINK_TABS.items()}
-KINDS = tuple(KIND_TITLES)  # encoder, decoder, cross: the order `off` lists them in
 WINDOW = (0, 16)  # the "Window k" slider
 SENTENCES = (1, 2)
 BIG = 10**6  # blocked position / predict-after position: the page's fields have no bound; a link's are bounded
-MAX_PAIRS = 64  # keys read from one link (there are 18)
-SHOWN_CHARS = 30  # of a rejected value, in its notice
-_WHOLE = re.compile(r"[+-]?\d{1,7}")
-_HEAD = re.compile(r"L(\d{1,4}) ?H(\d{1,4})")
-_FLAGS = {"1": True, "true": True, "on": True, "yes": True, "0": False, "false": False, "off": False, "no": False}
+MAX_PAIRS = 64  # keys read from one link
 SAFE = ":,;/@"  # left as they are in a link (valid in a query; `off` and Hub ids stay readable)
+# Gradio answers a bare "Internal Server Error" for a URL over 65,536 characters (measured: its root route); a copied
+# link's query stays this far below, with room for the longest address the page may be at.
+SAFE_QUERY = 60_000
 
 CheckModel = Callable[[str], str]  # a typed model name -> the name to load, or an exception naming the problem
-
-
-def show(value: str) -> str:
-    """A rejected value for its notice: quoted, control characters escaped, at most SHOWN_CHARS characters."""
-    return repr(value[:SHOWN_CHARS] + ("…" if len(value) > SHOWN_CHARS else ""))
 
 
 @dataclass(frozen=True)
 class LinkState:
     """The view a link asks for; None = not in the link (the page's default then). The names are the page's; the
-    link's keys are `KEYS` (s1 = text1, continue = new_tokens, ...)."""
+    link's keys are `KEYS` (s1 = text1, continue = new_tokens, ...). `tab_values`: each tab's own keys -> values."""
 
     model: str | None = None  # shipped name, Hub id or allowed folder, as typed
-    model2: str | None = None  # a second model, for the side-by-side comparison (applied by its hook, see events)
     text1: str | None = None
     text2: str | None = None  # "" = no second sentence (a link says so: the model's example would be used)
-    tab: str | None = None  # the page's tab id ("positional" for the link's "positions")
+    tab: str | None = None  # a tab id (tabs.TABS)
     kind: str | None = None  # encoder / decoder / cross
     layer: int | None = None
     head: int | None = None
     sentence: int | None = None  # 1 or 2
-    measure: str | None = None  # views.MEASURES
+    measure: str | None = None  # run.view.MEASURES
     off: Mapping[str, frozenset[Head]] | None = None  # kind -> heads switched off (every other head on)
     padding: bool | None = None
     causal: bool | None = None
-    mask: str | None = None  # toggles.CUSTOM_MASKS
+    mask: str | None = None  # run.toggles.CUSTOM_MASKS
     blocked: int | None = None  # "block token": the key position hidden
     window: int | None = None  # "local window": half-width k
     position: int | None = None  # a language model's next-token position (-1 = last)
     new_tokens: int | None = None  # tokens a language model continues with
+    tab_values: Mapping[str, Any] = field(default_factory=dict)  # a tab's own key -> its value
 
     def to_query(self) -> str:
         """The query string (no "?"), keys in canonical order, values URL-encoded; fields that are None are left out,
@@ -89,13 +79,10 @@ class LinkState:
                 value = format_off(value)
                 if not value:
                     continue
-            elif name == "tab":
-                value = TAB_NAMES.get(value)
-                if value is None:
-                    continue
             elif isinstance(value, bool):
                 value = "1" if value else "0"
             pairs.append((key, str(value)))
+        pairs += [(key, number_text(value)) for key, value in self.tab_values.items()]
         return urlencode(pairs, quote_via=quote, safe=SAFE)
 
     def fitted(self, kinds: Mapping[str, tuple[int, int]], tabs: Collection[str]) -> tuple[LinkState, list[str]]:
@@ -122,114 +109,67 @@ class LinkState:
                 layers, per_layer = kinds[k]
                 wrong = sorted(h for h in heads if not (h[0] < layers and h[1] < per_layer))
                 if wrong:
-                    notices.append(f"off {k}:{format_heads(wrong)}: the {k} attention has {layers} layers × "
-                                   f"{per_layer} heads")
+                    notices.append(f"off {k}:{','.join(f'L{a}H{b}' for a, b in wrong)}: the {k} attention has "
+                                   f"{layers} layers × {per_layer} heads")
                 off[k] = frozenset(heads) - frozenset(wrong)
             changes["off"] = off
         if self.tab is not None and self.tab not in tabs:
-            notices.append(f"tab {TAB_NAMES.get(self.tab, self.tab)!r} is not shown for this model")
+            notices.append(f"tab {self.tab!r} is not shown for this model")
             changes["tab"] = None
         return replace(self, **changes), notices
 
-    def heads_on(self, kinds: Mapping[str, tuple[int, int]]) -> dict[str, list[str]] | None:
-        """kind -> the page's labels of the heads on ("L0 H1", layer by layer); None when the link has no `off`."""
+    def heads_on(self, kinds: Mapping[str, tuple[int, int]]) -> dict[str, set[Head]] | None:
+        """kind -> the heads on (every head but those `off`); None when the link has no `off`."""
         if self.off is None:
             return None
-        return {k: [f"L{layer} H{head}" for layer in range(n_layers) for head in range(n_heads)
-                    if (layer, head) not in self.off.get(k, ())] for k, (n_layers, n_heads) in kinds.items()}
+        return {k: {(la, h) for la in range(n_layers) for h in range(n_heads)} - set(self.off.get(k, ()))
+                for k, (n_layers, n_heads) in kinds.items()}
 
 
 # field name -> the link's key, in canonical order
-KEYS = {"model": "model", "model2": "model2", "text1": "s1", "text2": "s2", "tab": "tab", "kind": "kind",
-        "layer": "layer", "head": "head", "sentence": "sentence", "measure": "measure", "off": "off",
-        "padding": "padding", "causal": "causal", "mask": "mask", "blocked": "blocked", "window": "window",
-        "position": "position", "new_tokens": "continue"}
-assert list(KEYS) == [f.name for f in fields(LinkState)]
+KEYS = {"model": "model", "text1": "s1", "text2": "s2", "tab": "tab", "kind": "kind", "layer": "layer",
+        "head": "head", "sentence": "sentence", "measure": "measure", "off": "off", "padding": "padding",
+        "causal": "causal", "mask": "mask", "blocked": "blocked", "window": "window", "position": "position",
+        "new_tokens": "continue"}
+assert list(KEYS) == [f.name for f in fields(LinkState)][:-1]
 FIELDS = {key: name for name, key in KEYS.items()}
 
 
-def default_kind(kinds: Mapping[str, Any]) -> str:
-    """The attention the page shows first for a model (as explorer.app.events.model_updates chooses it)."""
-    return "cross" if "cross" in kinds else next(iter(kinds))
+def tab_keys(tabs: Iterable[Any]) -> dict[str, Any]:
+    """Every tab's own link keys (`tabs.base.LinkKey`), by key, in the tabs' order; a key a tab shares with the
+    page's or another tab's is an error of the page."""
+    keys: dict[str, Any] = {}
+    for t in tabs:
+        for k in t.link_keys:
+            if k.key in keys or k.key in FIELDS:
+                raise ValueError(f"the link key {k.key!r} of tab {t.id!r} is taken")
+            keys[k.key] = k
+    return keys
 
 
-def format_heads(heads: Iterable[Head]) -> str:
-    return ",".join(f"L{layer}H{head}" for layer, head in sorted(heads))
+def all_tabs() -> Sequence[Any]:
+    from ..tabs import TABS
+
+    return TABS
 
 
-def format_off(off: Mapping[str, Collection[Head]]) -> str:
-    """{"decoder": {(1, 2), (1, 3)}, "cross": {(0, 0)}} -> "decoder:L1H2,L1H3;cross:L0H0" (kinds in KINDS order,
-    heads sorted; kinds with no head off left out)."""
-    return ";".join(f"{k}:{format_heads(off[k])}" for k in KINDS if off.get(k))
-
-
-class Invalid(ValueError):
-    """A value a key does not accept; its message completes "key 'value' ...": the notice."""
-
-
-def parse_off(text: str) -> dict[str, frozenset[Head]]:
-    """"decoder:L1H2,L1H3;cross:L0H0" -> kind -> heads off. "L1 H2" (the page's label) is accepted too."""
-    off: dict[str, set[Head]] = {}
-    for group in filter(None, (g.strip() for g in text.split(";"))):
-        kind, colon, heads = group.partition(":")
-        kind = kind.strip()
-        if not colon or kind not in KINDS:
-            raise Invalid(f"is not of the form kind:L0H1,L0H2;kind:… with kind one of {', '.join(KINDS)}")
-        for label in filter(None, (h.strip() for h in heads.split(","))):
-            m = _HEAD.fullmatch(label)
-            if not m:
-                raise Invalid(f"names a head {show(label)} not of the form L0H1")
-            off.setdefault(kind, set()).add((int(m.group(1)), int(m.group(2))))
-    return {k: frozenset(v) for k, v in off.items()}
-
-
-def whole(text: str, low: int, high: int) -> int:
-    if not _WHOLE.fullmatch(text.strip()):
-        raise Invalid("is not a whole number")
-    value = int(text)
-    if not low <= value <= high:
-        raise Invalid(f"is not between {low:,} and {high:,}")
-    return value
-
-
-def choice(text: str, choices: Collection[str]) -> str:
-    if text not in choices:
-        raise Invalid(f"is not one of {', '.join(choices)}")
-    return text
-
-
-def flag(text: str) -> bool:
-    try:
-        return _FLAGS[text.strip().lower()]
-    except KeyError:
-        raise Invalid("is not 1 or 0") from None
-
-
-def sentence_text(text: str, notices: list[str], key: str) -> str:
-    """A sentence as typed: any text; beyond MAX_CHARS it is cut (the page's Run cuts there too)."""
-    if len(text) > MAX_CHARS:
-        notices.append(f"{key} has {len(text):,} characters; only the first {MAX_CHARS:,} are used")
-        return text[:MAX_CHARS]
-    return text
-
-
-def parse_value(key: str, text: str, check_model: CheckModel, tabs: Collection[str], notices: list[str]) -> Any:
-    """One key's value; Invalid when the key does not accept it (sentences are cut, with a notice)."""
-    if key in ("model", "model2"):
+def parse_value(key: str, text: str, check_model: CheckModel, tabs: Sequence[Any], notices: list[str]) -> Any:
+    """One page key's value; Invalid when the key does not accept it (sentences are cut, with a notice)."""
+    if key == "model":
         if len(text.strip()) > MAX_NAME_CHARS:
             raise Invalid(f"is longer than {MAX_NAME_CHARS} characters")
         try:
             return check_model(text)
-        except Exception as err:
+        except Exception as err:  # noqa: BLE001 - any refusal becomes the notice
             why = str(err)
             raise Invalid(f"cannot be opened: {why[:160]}{'…' if len(why) > 160 else ''}") from err
     if key in ("s1", "s2"):
         return sentence_text(text, notices, key)
     if key == "tab":
-        tab_id = LINK_TABS.get(text)
-        if tab_id is None or tab_id not in tabs:
-            raise Invalid(f"is not a tab of this page ({', '.join(n for n, t in LINK_TABS.items() if t in tabs)})")
-        return tab_id
+        ids = [t.id for t in tabs]
+        if text not in ids:
+            raise Invalid(f"is not a tab of this page ({', '.join(ids)})")
+        return text
     if key == "kind":
         return choice(text, KINDS)
     if key in ("layer", "head"):
@@ -255,32 +195,22 @@ def parse_value(key: str, text: str, check_model: CheckModel, tabs: Collection[s
     raise AssertionError(key)
 
 
-def query_pairs(query: Mapping[str, Any] | Iterable[tuple[str, Any]] | str) -> list[tuple[str, str]]:
-    """A query string, a mapping (Gradio's request.query_params: str values, or lists) or pairs -> (key, value)."""
-    if isinstance(query, str):
-        return parse_qsl(query.lstrip("?"), keep_blank_values=True, max_num_fields=None)
-    items = query.items() if isinstance(query, Mapping) else query
-    pairs = []
-    for key, value in items:
-        values = value if isinstance(value, (list, tuple)) else [value]
-        pairs.extend((str(key), "" if v is None else str(v)) for v in values)
-    return pairs
-
-
 def parse_link(query: Mapping[str, Any] | Iterable[tuple[str, Any]] | str, *, check_model: CheckModel,
-               tabs: Collection[str] = tuple(t for t in LINK_TABS.values() if t not in ("contributions", "compare"))
-               ) -> tuple[LinkState, list[str]]:
+               tabs: Sequence[Any] | None = None) -> tuple[LinkState, list[str]]:
     """The state a link asks for, and a notice for each key or value it could not take (unknown key, invalid value,
-    a key given twice: the first stands). `tabs`: the page's tab ids."""
+    a key given twice: the first stands). `tabs`: the page's tabs (default: tabs.TABS)."""
+    tabs = all_tabs() if tabs is None else tabs
+    own = tab_keys(tabs)
     notices: list[str] = []
     values: dict[str, Any] = {}
+    tab_values: dict[str, Any] = {}
     seen: set[str] = set()
     pairs = [(k, v) for k, v in query_pairs(query) if not k.startswith("__")]
     if len(pairs) > MAX_PAIRS:
         notices.append(f"only the first {MAX_PAIRS} of its {len(pairs)} keys were read")
         pairs = pairs[:MAX_PAIRS]
     for key, text in pairs:
-        if key not in FIELDS:
+        if key not in FIELDS and key not in own:
             notices.append(f"unknown key {show(key)}")
             continue
         if key in seen:
@@ -288,46 +218,68 @@ def parse_link(query: Mapping[str, Any] | Iterable[tuple[str, Any]] | str, *, ch
             continue
         seen.add(key)
         try:
-            values[FIELDS[key]] = parse_value(key, text, check_model, tabs, notices)
+            if key in FIELDS:
+                values[FIELDS[key]] = parse_value(key, text, check_model, tabs, notices)
+            else:
+                tab_values[key] = own[key].parse(text, check_model)
         except Invalid as err:
             notices.append(f"{key} {show(text)} {err}")
-    return LinkState(**values), notices
+    ordered = {k: tab_values[k] for k in own if k in tab_values}
+    return LinkState(**values, tab_values=ordered), notices
 
 
-def from_page(*, source: str | None, model2: str | None = None, text1: Any, text2: Any, tab: Any, kind: Any,
-              layer: Any, head: Any, sentence: Any, measure: Any, heads_on: Mapping[str, Any] | None,
-              kinds: Mapping[str, tuple[int, int]], padding: Any, causal: Any, mask: Any, blocked: Any, window: Any,
-              position: Any, new_tokens: Any, check_model: CheckModel) -> tuple[LinkState, list[str]]:
+def from_page(*, source: str | None, text1: Any, text2: Any, tab: Any, kind: Any, layer: Any, head: Any,
+              sentence: Any, measure: Any, heads_on: Mapping[str, Any] | None, kinds: Mapping[str, tuple[int, int]],
+              padding: Any, causal: Any, mask: Any, blocked: Any, window: Any, position: Any, new_tokens: Any,
+              check_model: CheckModel, tab_values: Mapping[str, Any] | None = None,
+              tabs: Sequence[Any] | None = None) -> tuple[LinkState, list[str]]:
     """The link of what the page shows: its component values through the same parser as an opened link (a value the
     page holds that a link would refuse is left out, with its notice). `heads_on`: kind -> the labels on (None: all);
-    a tab a link cannot open (API) is left out."""
+    `tab_values`: the shown tab's own keys -> its components' values."""
     off = {}
     for k, (n_layers, n_heads) in kinds.items():
         on = parse_heads((heads_on or {}).get(k, [])) if heads_on is not None and k in heads_on else None
         if on is not None:
             off[k] = {(la, h) for la in range(n_layers) for h in range(n_heads)} - on
-    raw = {"model": source, "model2": model2, "s1": text1, "s2": text2, "tab": TAB_NAMES.get(str(tab or "")),
-           "kind": kind, "layer": layer, "head": head, "sentence": sentence, "measure": measure,
-           "off": format_off(off), "padding": _bool_text(padding), "causal": _bool_text(causal), "mask": mask,
-           "blocked": blocked, "window": window, "position": position, "continue": new_tokens}
-    pairs = [(k, _number_text(v)) for k, v in raw.items() if v is not None and not (k in ("model", "model2") and not v)
+    raw = {"model": source, "s1": text1, "s2": text2, "tab": tab or None, "kind": kind, "layer": layer, "head": head,
+           "sentence": sentence, "measure": measure, "off": format_off(off),
+           "padding": None if padding is None else "1" if padding else "0",
+           "causal": None if causal is None else "1" if causal else "0", "mask": mask, "blocked": blocked,
+           "window": window, "position": position, "continue": new_tokens, **(tab_values or {})}
+    pairs = [(k, number_text(v)) for k, v in raw.items() if v is not None and not (k in ("model", "model2") and not v)
              and not (k == "off" and not v)]
-    return parse_link(pairs, check_model=check_model, tabs=LINK_TABS.values())
+    return parse_link(pairs, check_model=check_model, tabs=tabs)
 
 
-def _bool_text(value: Any) -> str | None:
-    return None if value is None else "1" if value else "0"
+def fit_length(state: LinkState, limit: int = SAFE_QUERY) -> tuple[LinkState, list[str]]:
+    """The state with its sentences cut (at a character) until its query is at most `limit` characters, and a
+    notice per sentence cut. The longer sentence is cut first."""
+    notices: list[str] = []
+    if len(state.to_query()) <= limit:
+        return state, notices
+    for name, key in sorted((("text1", "s1"), ("text2", "s2")), key=lambda nk: -len(getattr(state, nk[0]) or "")):
+        text = getattr(state, name) or ""
+        empty = len(replace(state, **{name: ""}).to_query())
+        if empty > limit:  # even without it the link is too long: cut it whole, then the other one
+            state = replace(state, **{name: ""})
+        else:
+            low, high = 0, len(text)  # the most characters that fit
+            while low < high:
+                mid = (low + high + 1) // 2
+                if len(replace(state, **{name: text[:mid]}).to_query()) <= limit:
+                    low = mid
+                else:
+                    high = mid - 1
+            state = replace(state, **{name: text[:low]})
+        kept = len(getattr(state, name) or "")
+        notices.append(f"{key} was cut to its first {kept:,} of {len(text):,} characters so that the link opens")
+        if len(state.to_query()) <= limit:
+            break
+    return state, notices
 
 
-def _number_text(value: Any) -> str:
-    """A page number (Gradio gives floats for gr.Number / gr.Slider: 3.0) as the link writes it: "3"."""
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
-
-
-def notice_line(notices: list[str]) -> str:
+def notice_line(notices: list[str], ending: str = "The rest of the link was restored.") -> str:
     """The one-line notice of a link that could not be taken whole ("" when it was)."""
     if not notices:
         return ""
-    return "Link: " + "; ".join(notices) + ". The rest of the link was restored."
+    return "Link: " + "; ".join(notices) + ". " + ending

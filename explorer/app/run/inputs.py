@@ -14,11 +14,11 @@ from typing import Any, Protocol
 
 import torch
 
-from ..batching import pad_rows
-from ..checkpoints import LoadedModel
-from ..tokenizer import Tokenizer, token_labels
-from .errors import AppError
-from .limits import MAX_CHARS, MAX_NEW_TOKENS, chars_notice, tokens_notice
+from ...batching import pad_rows
+from ...checkpoints import LoadedModel
+from ...tokenizer import Tokenizer, token_labels
+from ..errors import AppError
+from ..limits import MAX_CHARS, MAX_NEW_TOKENS, chars_notice, tokens_notice
 
 PAD_LABEL = "[PAD]"
 DATE_TASKS = ("date-translation", "date-gpt")
@@ -75,7 +75,7 @@ class DateCodec:
 def codec_for(loaded: LoadedModel) -> TextCodec:
     """The date task's codec for the date models (when their tokenizer fits the task), else the tokenizer's."""
     if loaded.task.get("name") in DATE_TASKS:
-        from ..training.tasks import task_from_dict
+        from ...training.tasks import task_from_dict
 
         try:
             return DateCodec(task_from_dict(loaded.task, loaded.tokenizer))

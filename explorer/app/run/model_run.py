@@ -5,73 +5,34 @@ Shapes: B sentences, L layers, H heads, S source / T target length, N generated 
 "encoder" (self), "decoder" (self) and "cross". Sequence models first generate their answer (greedy, with
 the toggles), then run once over source + answer so that every layer's attention over the answer is shown;
 a `teacher` (the baseline's answer) makes the toggled run attend over the same tokens, so the two can be
-subtracted. Hub encoder-decoders (T5, BART, Marian) generate with `explorer.outputs.generate` like the date models, never
-choosing their task's `suppress_ids`; a masked LM's output is the top fillers of each mask token (explorer.outputs.masked_lm).
+subtracted. Hub encoder-decoders (T5, BART, Marian) generate with `explorer.outputs.generate` like the date models,
+never choosing their task's `suppress_ids`; a masked LM's output is the top fillers of each mask token
+(explorer.outputs.masked_lm).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import torch
 from torch import Tensor
 
-from ..outputs import causal_lm, masked_lm
-from ..outputs.classifier import class_probabilities
-from ..batching import pad_rows
-from ..checkpoints import LoadedModel
-from ..outputs.generate import Generation, generate
-from ..model.cache import DecoderCache
-from ..interpret.value_weighted import value_norms
-from ..model import Record
-from ..model.returns import AttentionMasks
-from .errors import AppError
+from ...outputs import causal_lm, masked_lm
+from ...outputs.classifier import class_probabilities
+from ...batching import pad_rows
+from ...checkpoints import LoadedModel
+from ...outputs.generate import Generation, generate
+from ...model.cache import DecoderCache
+from ...model.returns import AttentionMasks
+from ..errors import AppError
 from .inputs import PAD_LABEL, Inputs, TextCodec, answer_length, pad_id_of, row_mask
-from .limits import MAX_NEW_TOKENS
+from ..limits import MAX_NEW_TOKENS
+from .returned import full_masks, norms_of, on_cpu, values_record, weights_dtype
+from .sentence_outputs import ClassProbabilities, Embedding, GeneratedText, MaskFillers, NextTokens, Output
 from .toggles import Toggles, custom_mask
 
 
-@dataclass(frozen=True)
-class GeneratedText:
-    text: str
-    ids: list[int]  # generated ids, up to and including the end token
-    labels: list[str]
-    probs: list[float]  # probability of each generated token when it was chosen
-
-
-@dataclass(frozen=True)
-class Embedding:
-    vector: Tensor  # (D,) pooled last hidden state
-
-
-@dataclass(frozen=True)
-class ClassProbabilities:
-    probs: dict[str, float]  # class name -> probability
-
-
-@dataclass(frozen=True)
-class MaskFillers:
-    """A masked language model on one sentence: the most probable fillers of each of its M mask tokens."""
-
-    fillers: list[causal_lm.NextTokens]  # per mask token, in order: its position, the top-k ids, labels, probabilities
-    favourite_probs: list[float] | None  # per mask token, the probability of the baseline's top filler (toggled run)
-    mask_token: str  # the model's mask token ([MASK], <mask>), for a sentence that has none
-
-
-@dataclass(frozen=True)
-class NextTokens:
-    """A causal language model on one sentence: what it expects after each of its T tokens."""
-
-    top_ids: Tensor  # (T, k) the most probable next tokens after each position
-    top_probs: Tensor  # (T, k)
-    surprisal: Tensor  # (T - 1,) nats of each token but the first, given the ones before
-    favourite_probs: Tensor | None  # (T,) probability of the baseline's favourite after each position (toggled run)
-    continuation: GeneratedText  # greedy continuation of the whole sentence
-
-
-Output = GeneratedText | Embedding | ClassProbabilities | NextTokens | MaskFillers
 TOP_K = 10  # next tokens listed per position
 
 
@@ -103,46 +64,9 @@ class Run:
             rest(baseline)
 
 
-FLOAT32_WEIGHTS_LIMIT = 64 * 1024**2  # bytes of one run's attention below which it is kept in float32
-
-
-def weights_dtype(loaded: LoadedModel, batch: int, length: int) -> torch.dtype | None:
-    """float16 for the returned attention when a run's weights in float32 would pass FLOAT32_WEIGHTS_LIMIT (1,024
-    tokens on GPT-2 small: 604 MB -> 302 MB); short inputs keep float32, so small views hover exact values."""
-    c = loaded.config
-    heads = (c.encoder_layers + 2 * c.decoder_layers) * c.n_heads
-    return torch.float16 if 4 * batch * heads * length * length > FLOAT32_WEIGHTS_LIMIT else None
-
-
-def full_masks(out_masks: Any, attentions: dict[str, tuple[Tensor, ...]]) -> dict[str, Tensor]:
-    """The model's broadcastable masks -> (B, Tq, Tk) per kind (all True where the model masked nothing)."""
-    result = {}
-    for kind, layers in attentions.items():
-        B, _, Tq, Tk = layers[0].shape
-        mask = getattr(out_masks, kind)
-        full = torch.ones(B, Tq, Tk, dtype=torch.bool) if mask is None else mask[:, 0].cpu().expand(B, Tq, Tk)
-        result[kind] = full.clone()
-    return result
-
-
-def values_record() -> Record:
-    """A record of the values alone: what value-weighted attention needs (the heads' outputs and the norms' divisors
-    are neither kept nor computed)."""
-    return Record(only={"v"})
-
-
-def norms_of(loaded: LoadedModel, record: Record, kinds) -> dict[str, tuple[Tensor, ...]]:
-    """kind -> per layer (B, H, S) value norms on the CPU (float32), for each attention kind of the run."""
-    return {kind: tuple(n.float().cpu() for n in value_norms(loaded.model, record, kind)) for kind in kinds}
-
-
-def on_cpu(attentions: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
-    """The weights on the CPU, in the dtype they came back in (float16 for long inputs, see weights_dtype)."""
-    return tuple(a.cpu() for a in attentions)
-
-
 def mask_fillers(loaded: LoadedModel, logits: Tensor, inputs: Inputs, baseline: Run | None) -> list[Output]:
-    """Top fillers of every mask token per sentence from the MLM logits (B, T, V) (explorer.outputs.masked_lm); a toggled run
+    """Top fillers of every mask token per sentence from the MLM logits (B, T, V) (explorer.outputs.masked_lm); a
+    toggled run
     also rates the baseline's top filler of each mask."""
     task, outputs = loaded.task, []
     for b, row in enumerate(inputs.rows):
@@ -170,7 +94,7 @@ def run_encoder(loaded: LoadedModel, inputs: Inputs, toggles: Toggles, head_mask
     elif out.logits is not None and is_masked_lm(loaded):
         outputs = mask_fillers(loaded, out.logits, inputs, baseline)
     else:
-        from ..outputs.embeddings import cls_pool, mean_pool
+        from ...outputs.embeddings import cls_pool, mean_pool
 
         pool = cls_pool if loaded.task.get("pooling") == "cls" else mean_pool
         pooled = pool(out.last_hidden_state.float(), real).cpu()

@@ -16,11 +16,11 @@ import plotly.graph_objects as go
 
 from ... import viz
 from ...labels import printable
-from ..compare import Comparison
+from .pair import Comparison
 from ..errors import escape_md
-from ..inputs import TextCodec
-from ..runs import ClassProbabilities, Embedding, GeneratedText, MaskFillers, NextTokens
-from . import View
+from .inputs import TextCodec
+from .sentence_outputs import ClassProbabilities, Embedding, GeneratedText, MaskFillers, NextTokens
+from .view import View
 
 
 @dataclass

@@ -3,10 +3,9 @@
 The baseline has every head on and the default masks (padding + causal, no custom mask); the toggled run
 has what the person set. With nothing toggled the toggled run is the baseline (the model runs once).
 `compare_in_steps` hands over a language model's comparison as soon as its attention is known, then again
-once its outputs are (see `runs.run_language_model`). The outputs are computed in a thread of their own from the
+once its outputs are (see `model_run.run_language_model`). The outputs are computed in a thread of their own from the
 moment the attention is known, so that drawing and sending the attention (the caller's work between the two
-steps: Python, mostly holding the GIL, while torch releases it) does not wait for them, nor they for it: at
-1,024 tokens on GPT-2 small the outputs take ~1.2 s and the first look's drawing and sending ~0.4 s.
+steps: Python, mostly holding the GIL, while torch releases it) does not wait for them, nor they for it.
 """
 
 from __future__ import annotations
@@ -18,9 +17,9 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..checkpoints import LoadedModel
+from ...checkpoints import LoadedModel
 from .inputs import Inputs, TextCodec, codec_for, encode_inputs
-from .runs import Run, run_model
+from .model_run import Run, run_model
 from .toggles import Toggles, head_mask
 
 

@@ -2,25 +2,24 @@
 `RunRequest`, one Run: that session, the sentences, the masks and head switches, the view, and how many tokens a
 language model continues with.
 
-The page's /analyze event has many inputs (their names and order are the HTTP API); `RunRequest.from_page` turns
-them into this object, and everything after the boundary (the memory gate, the runs, the kept result and a tab
-computed again from it) reads its fields by name.
+The page's /analyze event has many inputs (their names and order are the HTTP API); `forms.RunForm` turns them into
+this object, and everything after the boundary (the memory gate, the runs, the kept result and a tab computed again
+from it) reads its fields by name.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 import json
+from dataclasses import dataclass
 from typing import Any
 
-from .build import BuildSpec
-from .errors import AppError
-from .head_labels import parse_heads
-from .limits import DEFAULT_CONTINUATION, MAX_NEW_TOKENS
+from ..build import BuildSpec
+from ..errors import AppError
+from ..head_labels import parse_heads
+from ..limits import DEFAULT_CONTINUATION, MAX_NEW_TOKENS
 from .toggles import Toggles
-from .views import View
-
+from .view import View
 
 
 def whole_number(value: Any, default: int) -> int:
@@ -42,6 +41,13 @@ def toggles_from(padding: Any, causal: Any, custom: Any, block_token: Any, windo
         raise AppError(f"mask settings must be whole numbers: {err}") from err
     heads = None if heads_on is None else {k: parse_heads(v) for k, v in heads_on.items()}
     return Toggles(bool(padding), bool(causal), custom or "none", block, win, heads)
+
+
+def page_heads(kinds: Mapping[str, Any], encoder: Any, decoder: Any, cross: Any) -> dict[str, list[str]]:
+    """The page's three head-switch values -> kind -> the labels of the heads on, for the kinds a model has (a kind
+    whose switches are empty or missing has every head off)."""
+    given = {"encoder": encoder, "decoder": decoder, "cross": cross}
+    return {k: list(given.get(k) or []) for k in kinds}
 
 
 @dataclass(frozen=True)
@@ -70,15 +76,8 @@ class RunRequest:
     new_tokens: int  # tokens a language model continues with (a Hub encoder-decoder generates at most)
 
     @classmethod
-    def from_page(cls, session: Session, kinds: Mapping[str, Any], sentence1: Any, sentence2: Any, padding: Any,
-                  causal: Any, custom: Any, blocked_position: Any, window: Any, heads_on: Mapping[str, Any],
-                  kind: Any, layer: Any, head: Any, sentence: Any, predict_after: Any,
-                  continue_tokens: Any, measure: Any = "weights") -> "RunRequest":
-        """The page's values (`heads_on`: kind -> the labels of the heads switched on) for a model whose attention
-        kinds are `kinds`; AppError naming a value that is not a number."""
-        toggles = toggles_from(padding, causal, custom, blocked_position, window,
-                               {k: heads_on.get(k) or [] for k in kinds})
-        view = View(str(kind or ""), whole_number(layer, 0), whole_number(head, 0), whole_number(sentence, 1),
-                    whole_number(predict_after, -1), str(measure or "weights"))
+    def of(cls, session: Session, text1: Any, text2: Any, toggles: Toggles, view: View,
+           continue_tokens: Any = DEFAULT_CONTINUATION) -> "RunRequest":
+        """A Run of the page's texts (any value; None = empty) with tokens to continue clamped to the page's range."""
         new_tokens = min(max(whole_number(continue_tokens, DEFAULT_CONTINUATION), 0), MAX_NEW_TOKENS)
-        return cls(session, str(sentence1 or ""), str(sentence2 or ""), toggles, view, new_tokens)
+        return cls(session, str(text1 or ""), str(text2 or ""), toggles, view, new_tokens)

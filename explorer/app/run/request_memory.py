@@ -2,13 +2,12 @@
 
 Shapes: B sentences, T tokens (the input, plus the tokens a decoder generates), H heads, V vocabulary.
 A request's memory is dominated by attention, which grows with T^2: each run returns every head's (B, H, T, T)
-weights (float16 past runs.FLOAT32_WEIGHTS_LIMIT), a toggled request makes two runs, and one block of query rows'
+weights (float16 past returned.FLOAT32_WEIGHTS_LIMIT), a toggled request makes two runs, and one block of query rows'
 float32 scores exists while a layer is computed (explorer.model.attention.BLOCK_CELLS), then one layer in float32
 while the figures reduce it. Generation keeps a key/value cache (explorer.model.cache) of every decoder layer; only
 with the causal mask off does each generated token rerun the decoder over its prefix with every layer's weights.
-A language model's logits (B, T, V) come on top. `request_bytes` adds these up; it is an upper
-bound of what benchmarks/app_memory.py measures (1,024 tokens on GPT-2 small: estimated 888 MB without a toggle and
-1,245 MB with a head off; measured 712-828 MB and 1,151-1,228 MB above the loaded model in four runs).
+A language model's logits (B, T, V) come on top. `request_bytes` adds these up; it is an upper bound of what
+benchmarks/app_memory.py measures (BENCHMARKS.md, "memory").
 
 `MemoryGate` is a semaphore weighted by those bytes: a request waits until its estimate fits in what the requests
 already running left of `--request-memory`; one that needs more than the whole budget runs alone. Gradio's
@@ -22,12 +21,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from ..checkpoints import LoadedModel
-from ..model import TransformerConfig
-from ..model.attention import BLOCK_CELLS
+from ...checkpoints import LoadedModel
+from ...model import TransformerConfig
+from ...model.attention import BLOCK_CELLS
 from .inputs import codec_for, encode_inputs
-from .limits import DEFAULT_REQUEST_MEMORY, MAX_NEW_TOKENS
-from .runs import FLOAT32_WEIGHTS_LIMIT
+from ..limits import DEFAULT_REQUEST_MEMORY, MAX_NEW_TOKENS
+from .returned import FLOAT32_WEIGHTS_LIMIT
 
 if TYPE_CHECKING:
     from .request import RunRequest
@@ -36,8 +35,7 @@ from .toggles import head_mask
 SCORE_COPIES = 3  # float32 score blocks alive while a layer's attention is computed: scores, softmax, cast
 ACTIVATION_COPIES = 16  # (B, T, D) float32 activations alive at once in a forward pass (residual, norms, MLP ...)
 # Memory the allocator holds besides the returned weights: a layer's weights are made block by block between other
-# allocations, and freed blocks stay in the heap among them (measured: a head-off request at 1,024 tokens peaked
-# ~10% of its weights above the other terms).
+# allocations, and freed blocks stay in the heap among them (benchmarks/app_memory.py measures how much).
 HEAP_SLACK = 0.15
 
 
@@ -48,7 +46,7 @@ def request_bytes(config: TransformerConfig, batch: int, tokens: int, *, toggled
     t = tokens + (MAX_NEW_TOKENS if config.arch == "decoder" else 0)  # a decoder-only model continues the input
     heads = sum(n_layers * n_heads for n_layers, n_heads in config.attention_kinds().values())  # every kind's
     cells = batch * heads * t * t
-    kept = cells * (2 if 4 * cells > FLOAT32_WEIGHTS_LIMIT else 4)  # one run's returned weights (runs.weights_dtype)
+    kept = cells * (2 if 4 * cells > FLOAT32_WEIGHTS_LIMIT else 4)  # one run's weights (returned.weights_dtype)
     cache = 2 * 4 * batch * t * config.resolved_kv_heads * config.resolved_head_dim * config.decoder_layers
     # generation: the key/value cache, or without the causal mask a step's weights of every layer over the prefix
     step = 0 if not generates else cache if causal else kept

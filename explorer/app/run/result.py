@@ -1,74 +1,62 @@
-"""Everything /analyze shows. The runs are reduced to what each tab draws (one head's matrices, the overview's
-pooled tiles, the head-averaged attention for rollout, the generation steps of the chosen head, the output
-table) and the full attention is let go; each tab's figures are drawn when asked for. So a result kept for the
-session's tabs (explorer.app.kept, without its figures) is small, and switching tab draws from it without running
-the model again.
+"""Everything a Run shows: its notices, token table and output table, and every tab's figures drawn from reductions
+of the runs (`figures.RunFigure`: one head's matrices, the overview's pooled tiles, the head-averaged attention for
+rollout, ...). Once the reductions are made the full attention is let go, so a result kept for the session's tabs
+(explorer.app.kept, without its figures) is small, and opening another tab draws from it without running the model.
 
-A language model's outputs come after its attention (`compare_in_steps`): a `FirstLook` holds the visible tab's
-reductions, drawn at once, and the Analysis reuses them once the outputs are known. Both are plain data (arrays,
-labels, tables), so they may come from another process (explorer.app.compute).
+A language model's outputs come after its attention (`pair.compare_in_steps`): a `FirstLook` holds the reductions
+of the visible tab's first figures, drawn at once, and the Analysis reuses them once the outputs are known. Both are
+plain data (arrays, labels, tables), so they may come from another process (explorer.app.compute).
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Collection, Iterator
-from functools import cached_property
+from collections.abc import Collection, Iterator, Mapping
 from typing import Any
 
-import plotly.graph_objects as go
+import numpy as np
 
 from ...checkpoints import LoadedModel
-from ..compare import Comparison, compare, compare_in_steps
 from ..errors import escape_md
-from ..inputs import token_table
 from ..limits import MAX_TOKENS
-from ..toggles import Toggles
-from . import View
-from .attention import (AttentionFigures, attention_figures, attention_inputs, attention_kinds, overview_figure,
-                        overview_inputs, rollout_figure, rollout_inputs)
-from .generation import generation_figures, generation_inputs
-from .output import output_table, surprisal_figure, surprisal_inputs
+from .figures import ALL, Reduction, RunFigure, RunFigures, draw
+from .inputs import token_table
+from .output_table import output_table
+from .pair import Comparison, compare, compare_in_steps
+from .toggles import Toggles
+from .view import View
 
 NO_TOGGLE = "No toggle is active: switch a head off or change a mask to compare."
-# The figures of each tab /analyze draws, by name.
-TAB_FIGURES = {"attention": ("mask", "head", "baseline", "difference", "surprisal"), "overview": ("overview", "large"),
-               "generation": ("generation_self", "generation_cross"), "rollout": ("rollout",)}
+WAITING = "Attention drawn; computing the next-token predictions and the continuation…"  # a language model's first look
+
+
+def attention_kinds(run: Any) -> dict[str, tuple[int, int]]:
+    """kind -> (layers, heads) of a run (`model_run.Run`)."""
+    return {kind: (len(layers), layers[0].shape[1]) for kind, layers in run.attentions.items()}
 
 
 class Reductions:
-    """The runs' attention and outputs reduced to what each tab draws, each reduction made once, when first asked
-    for. `complete` makes the ones not made yet and lets go of the runs: a complete Reductions is plain data."""
+    """The runs reduced to what the figures draw, each reduction made once, when first asked for. `complete` makes
+    the ones not made yet and lets go of the runs: a complete Reductions is plain data."""
 
-    def __init__(self, cmp: Comparison, view: View):
+    def __init__(self, cmp: Comparison, view: View, makers: Mapping[str, Reduction]):
         self.cmp: Comparison | None = cmp
         self.view = view.fitted(attention_kinds(cmp.toggled), len(cmp.inputs.rows))
+        self._makers = dict(makers)
+        self.made: dict[str, Any] = {}
 
-    @cached_property
-    def attention(self):
-        return attention_inputs(self.cmp, self.view)
-
-    @cached_property
-    def overview(self):
-        return overview_inputs(self.cmp, self.view)
-
-    @cached_property
-    def rollout(self):
-        return rollout_inputs(self.cmp, self.view)
-
-    @cached_property
-    def generation(self):
-        return generation_inputs(self.cmp, self.view)
-
-    @cached_property
-    def surprisal(self):
-        return surprisal_inputs(self.cmp, self.view)
+    def __call__(self, reduction: Reduction) -> Any:
+        if reduction.name not in self.made:
+            if self.cmp is None:
+                raise KeyError(f"the reduction {reduction.name!r} was not made before the runs were let go")
+            self.made[reduction.name] = reduction.make(self.cmp, self.view)
+        return self.made[reduction.name]
 
     def complete(self) -> "Reductions":
         if self.cmp is not None:
-            for name in REDUCED:
-                getattr(self, name)
-            self.cmp = None
+            for reduction in self._makers.values():
+                self(reduction)
+            self.cmp, self._makers = None, {}
         return self
 
     def __getstate__(self) -> dict:
@@ -76,105 +64,83 @@ class Reductions:
         return dict(self.complete().__dict__)
 
 
-REDUCED = ("attention", "overview", "rollout", "generation", "surprisal")  # Reductions' cached properties
-
-
-class drawn_figure(cached_property):
-    """A figure property drawn on first access and cached on a Run's own result; a kept result (`Analysis.kept`)
-    draws it again on each access instead, so it never grows past the bytes the store counted for it."""
-
-    def __get__(self, instance: Any, owner: Any = None) -> Any:
-        if instance is not None and instance.__dict__.get("_kept"):
-            return self.func(instance)
-        return super().__get__(instance, owner)
+def change_by_layer(cmp: Comparison, view: View) -> np.ndarray:
+    """(L,) the largest change of any attention weight of the view's kind and sentence, per layer."""
+    return np.array([float((t[view.row] - s[view.row]).abs().max()) for t, s in
+                     zip(cmp.toggled.attentions[view.kind], cmp.baseline.attentions[view.kind])])
 
 
 class Analysis:
-    def __init__(self, cmp: Comparison, view: View, reduced: Reductions | None = None, later: bool = False):
+    """A Run's result: `status` (Markdown notices), `tokens` and `output` tables, and the figures of any tab."""
+
+    def __init__(self, cmp: Comparison, view: View, figures: RunFigures, reduced: Reductions | None = None,
+                 later: bool = False):
         """`reduced`: this comparison's reductions made already (for its first look), reused, not made again.
         `later`: the reductions no tab has asked for yet are made by `complete` (or when first drawn), so that a
         Run's outputs and its visible tab are sent first (`analyze_in_steps`); until then this holds the runs."""
-        reduced = reduced if reduced is not None else Reductions(cmp, view)
+        reduced = reduced if reduced is not None else Reductions(cmp, view, figures.reductions)
         self.view = view = reduced.view
         notes = ["⚠️ " + escape_md(n) for n in cmp.notices] + ([NO_TOGGLE] if cmp.no_toggle else [])
         self.status = "\n\n".join(notes)  # Markdown: notices about the input and masks, whether anything is toggled
         self.tokens = token_table(cmp.inputs)
         self.output = output_table(cmp, view)
+        self.change_by_layer = change_by_layer(cmp, view)
+        self.figure_set = figures
         self.reduced = reduced if later else reduced.complete()
+        self.drawn: dict[str, Any] | None = {}  # figures drawn for this Run while it is sent; None once kept
 
     def complete(self) -> "Analysis":
         """Every tab's reductions made, the runs let go (a no-op for a complete result)."""
         self.reduced.complete()
         return self
 
-    # The figures, drawn on first access and cached on this object (a Run's own result, while it is sent).
-    @drawn_figure
-    def attention(self) -> AttentionFigures:
-        return attention_figures(self.reduced.attention)
-
     @property
     def output_summary(self) -> str:
-        change = ", ".join(f"L{n}: {d:.3f}" for n, d in enumerate(self.reduced.attention.change_by_layer))
+        change = ", ".join(f"L{n}: {d:.3f}" for n, d in enumerate(self.change_by_layer))
         return (f"{self.output.summary}\n\nLargest change of any attention weight per layer "
                 f"({self.view.kind}): {change}")
 
-    @property
-    def overview_width(self) -> int:
-        """The figure width (px) the All heads tiles were pooled for."""
-        return self.reduced.overview.tiles.width
-
-    @drawn_figure
-    def surprisal(self) -> go.Figure:
-        return surprisal_figure(self.reduced.surprisal)
-
-    @drawn_figure
-    def overview(self) -> go.Figure:
-        return overview_figure(self.reduced.overview)
-
-    @drawn_figure
-    def generation(self) -> tuple[go.Figure, go.Figure]:
-        return generation_figures(self.reduced.generation)
-
-    @drawn_figure
-    def rollout(self) -> go.Figure:
-        return rollout_figure(self.reduced.rollout)
-
     def kept(self) -> "Analysis":
-        """This result, complete, without its drawn figures: what the store of kept results holds (explorer.app.kept)."""
+        """This result, complete, without its drawn figures: what the store of kept results holds (explorer.app.kept)
+        — a kept result draws its figures again when asked, so it never grows past the bytes the store counted."""
         kept = copy.copy(self.complete())
-        for name in DRAWN:
-            kept.__dict__.pop(name, None)
-        kept._kept = True
+        kept.drawn = None
         return kept
 
-    def figures(self, tab: str, skip: Collection[str] = ()) -> dict[str, go.Figure]:
-        """The figures of one tab ("all": of every tab) but those named in `skip`, by name (TAB_FIGURES); a figure
-        drawn already is reused, the others are drawn now and not cached (a kept result stays its size)."""
-        tabs = list(TAB_FIGURES) if tab == "all" else [tab] if tab in TAB_FIGURES else []
-        names = [n for t in tabs for n in TAB_FIGURES[t] if n not in skip]
-        cached = self.__dict__
-        figures: dict[str, go.Figure] = {}
-        if {"mask", "head", "baseline", "difference", "large"} & set(names):
-            f = cached.get("attention") or attention_figures(self.reduced.attention)
-            figures.update(mask=f.mask, head=f.head, baseline=f.baseline, difference=f.difference, large=f.head)
-        if "surprisal" in names:
-            figures["surprisal"] = cached.get("surprisal") or surprisal_figure(self.reduced.surprisal)
-        if "overview" in names:
-            figures["overview"] = cached.get("overview") or overview_figure(self.reduced.overview)
-        if {"generation_self", "generation_cross"} & set(names):
-            figures.update(zip(TAB_FIGURES["generation"], cached.get("generation") or
-                               generation_figures(self.reduced.generation)))
-        if "rollout" in names:
-            figures["rollout"] = cached.get("rollout") or rollout_figure(self.reduced.rollout)
-        return {n: figures[n] for n in names}
+    def figures(self, tab: str, skip: Collection[str] = ()) -> dict[str, Any]:
+        """The figures of one tab ("all": of every tab) but those named in `skip`, by name."""
+        wanted = [f for f in self.figure_set.of_tab(tab) if f.name not in skip]
+        out = draw(wanted, self.reduced, self.drawn)
+        if self.drawn is not None:
+            self.drawn.update(out)
+        return out
 
+    def figure(self, name: str, keep: bool = True) -> Any:
+        """One figure by name, whichever tab draws it (KeyError for a name no tab draws); `keep`: cached on a Run's
+        own result (False: a figure of its own, which the caller may change)."""
+        wanted = [f for f in self.figure_set.of_tab(ALL) if f.name == name]
+        if not wanted:
+            raise KeyError(name)
+        if not keep:
+            return draw(wanted, self.reduced)[name]
+        out = draw(wanted, self.reduced, self.drawn)
+        if self.drawn is not None:
+            self.drawn.update(out)
+        return out[name]
 
-DRAWN = ("attention", "surprisal", "overview", "generation", "rollout")  # Analysis's cached figure properties
+    def reduction(self, name: str) -> Any:
+        """The data one reduction made of this Run (by its name)."""
+        return self.reduced(self.figure_set.reductions[name])
+
+    def __getstate__(self) -> dict:
+        """Pickled without drawn figures (a Plotly figure made in one process is not the same in another)."""
+        return {**self.__dict__, "drawn": {}}
 
 
 def analyze(loaded: LoadedModel, text1: str | None, text2: str | None, toggles: Toggles, view: View | None = None,
-            max_tokens: int = MAX_TOKENS, new_tokens: int | None = None) -> Analysis:
-    return Analysis(compare(loaded, text1, text2, toggles, max_tokens, new_tokens), view or View())
+            max_tokens: int = MAX_TOKENS, new_tokens: int | None = None, *, figures: RunFigures) -> Analysis:
+    """A whole Run's result at once; `figures`: the page's (tabs.RUN_FIGURES)."""
+    return Analysis(compare(loaded, text1, text2, toggles, max_tokens, new_tokens), view or View(), figures)
 
 
 class FirstLook:
@@ -182,55 +148,35 @@ class FirstLook:
     one tab it was asked for (plain arrays and labels: it may cross spaces.GPU's process boundary,
     explorer.app.compute)."""
 
-    def __init__(self, reduced: Reductions, cmp: Comparison, tab: str, names: tuple[str, ...]):
-        self.tab, self.names = tab, names
+    def __init__(self, reduced: Reductions, cmp: Comparison, tab: str, figures: tuple[RunFigure, ...]):
+        self.tab, self.names = tab, tuple(f.name for f in figures)
         self.status = "\n\n".join("⚠️ " + escape_md(n) for n in cmp.notices)
-        needs = {"overview": "overview", "rollout": "rollout"}
-        self.reduced = {need: getattr(reduced, need) for need in
-                        {needs.get(n, "attention") for n in names}}  # attention: mask, head, baseline, difference, large
+        self._figures = figures
+        self.reduced = {f.reduction.name: reduced(f.reduction) for f in figures}
 
-    def figures(self, tab: str) -> dict[str, go.Figure]:
-        """Its figures (`names`, of TAB_FIGURES) that need only the attention; none for a tab other than its own
-        (opened meanwhile) or "all" (the API waits for the whole result)."""
+    def figures(self, tab: str) -> dict[str, Any]:
+        """Its figures; none for a tab other than its own (opened meanwhile) or "all" (the API waits for the whole
+        result)."""
         if tab != self.tab:
             return {}
-        figures = {}
-        if "attention" in self.reduced:
-            f = attention_figures(self.reduced["attention"])
-            figures.update(mask=f.mask, head=f.head, baseline=f.baseline, difference=f.difference, large=f.head)
-        if "overview" in self.reduced:
-            figures["overview"] = overview_figure(self.reduced["overview"])
-        if "rollout" in self.reduced:
-            figures["rollout"] = rollout_figure(self.reduced["rollout"])
-        return {n: figures[n] for n in self.names}
-
-
-# The first looks at a tab while a language model's outputs are computed, in order: the All heads grid is sent
-# alone, then the chosen head's view below it (its 1,024 x 1,024 map would delay the grid by ~0.5 s in the browser).
-FIRST_LOOKS = {"attention": (("mask", "head", "baseline", "difference"),), "overview": (("overview",), ("large",)),
-               "rollout": (("rollout",),)}
+        return draw(self._figures, lambda r: self.reduced[r.name])
 
 
 def analyze_in_steps(loaded: LoadedModel, text1: str | None, text2: str | None, toggles: Toggles,
                      view: View | None = None, max_tokens: int = MAX_TOKENS, new_tokens: int | None = None,
-                     first_tab: str = "attention") -> Iterator[FirstLook | Analysis]:
-    """`analyze`, handing over FirstLooks (`FIRST_LOOKS` of `first_tab`) while a language model's outputs are
+                     first_tab: str = "attention", *, figures: RunFigures) -> Iterator[FirstLook | Analysis]:
+    """`analyze`, handing over FirstLooks (`RunFigures.first_looks(first_tab)`) while a language model's outputs are
     computed (in a thread of their own, begun once the first look is made: `Comparison.start_outputs`); then the
     Analysis, which reuses the reductions made for the looks and makes the others when asked or completed
     (`Analysis.complete`: after its tab and outputs are sent)."""
     view, reduced = view or View(), None
     for cmp in compare_in_steps(loaded, text1, text2, toggles, max_tokens, new_tokens):
         if not cmp.complete:
-            reduced = Reductions(cmp, view)
-            for k, names in enumerate(FIRST_LOOKS.get(first_tab, ())):
-                look = FirstLook(reduced, cmp, first_tab, names)
+            reduced = Reductions(cmp, view, figures.reductions)
+            for k, step in enumerate(figures.first_looks(first_tab)):
+                look = FirstLook(reduced, cmp, first_tab, step)
                 if k == 0:
                     cmp.start_outputs()
                 yield look
         else:
-            yield Analysis(cmp, view, reduced, later=True)
-
-
-def tab_figures(a: Analysis, tab: str) -> dict[str, go.Figure]:
-    """The figures of one tab ("all": of every tab), by name (TAB_FIGURES); {} for a tab without any."""
-    return a.figures(tab)
+            yield Analysis(cmp, view, figures, reduced, later=True)

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import torch
 
-from ..model import TransformerConfig
-from ..model import masks as M
-from .errors import AppError
+from ...model import TransformerConfig
+from ...model import masks as M
+from ..errors import AppError
 
 Head = tuple[int, int]  # (layer, head)
 CUSTOM_MASKS = ("none", "block token", "local window", "no self")

@@ -1,18 +1,25 @@
-"""From a run (or a loaded model) to what each tab of the page shows: figures, tables and Markdown.
+"""Which attention the figures of a Run show (`View`), and the names of the attention kinds.
 
-Nothing here runs the model except `importance` (which is its own analysis) and `positional` (which reads
-the model's position table); everything else draws a `Comparison` that `explorer.app.compare` made.
+Attention kinds are "encoder" (self), "decoder" (self) and "cross"; a model's kinds map each to (layers, heads).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import AppError
 
 KIND_TITLES = {"encoder": "encoder self-attention", "decoder": "decoder self-attention",
                "cross": "cross-attention (decoder → encoder)"}
 KIND_SHORT = {"encoder": "encoder self-attn.", "decoder": "decoder self-attn.", "cross": "cross-attention"}
+
+
+def default_kind(kinds: Mapping[str, Any]) -> str:
+    """The attention the page shows first for a model: cross-attention where there is one (what an encoder-decoder
+    is about), else its first kind."""
+    return "cross" if "cross" in kinds else next(iter(kinds))
 
 
 MEASURES = {"weights": "attention weights", "values": "weight × |value written| (Kobayashi et al. 2020)"}

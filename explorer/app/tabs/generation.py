@@ -1,22 +1,25 @@
-"""The generation tab: how the answer was written, one token at a time (toggled run).
+"""The Generation tab: how the answer was written, one token at a time (toggled run).
 
 Shapes: N generated tokens, K tokens the decoder had read so far, S source tokens. Row t of each figure is
 the attention of the step that produced token t: over the tokens so far (decoder self-attention) and over
 the source (cross-attention). Keys a step had not produced yet are drawn as masked. `generation_inputs`
-keeps only the chosen head's rows; `generation_figures` draws them.
+keeps only the chosen head's rows; `self_figure` and `cross_figure` draw them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
+import gradio as gr
 import numpy as np
-import plotly.graph_objects as go
 
 from ... import viz
-from ..compare import Comparison
-from ..runs import GeneratedText, NextTokens, Output
-from . import View
+from ..run.figures import Reduction, RunFigure
+from ..run.sentence_outputs import GeneratedText, NextTokens, Output
+from ..run.pair import Comparison
+from ..run.view import View
+from .base import Tab
 
 NOT_GENERATING = "This model does not generate text (encoder only): see the attention tab."
 NO_CROSS = "A decoder-only model has no cross-attention: its prompt is part of the self-attention on the left."
@@ -64,16 +67,56 @@ def generation_inputs(cmp: Comparison, view: View) -> GenerationInputs:
                             cross, sources)
 
 
-def generation_figures(inp: GenerationInputs) -> tuple[go.Figure, go.Figure]:
-    """(decoder self-attention per generated token, cross-attention per generated token)."""
+def self_figure(inp: GenerationInputs) -> Any:
+    """Decoder self-attention per generated token."""
     if inp.message is not None:
-        return viz.message_figure(inp.message), viz.message_figure(inp.message)
+        return viz.message_figure(inp.message)
     layer, head = inp.view.layer, inp.view.head
-    self_fig = viz.head_heatmap(inp.self_rows, inp.queries, inp.keys, mask=inp.reached,
-                                title=f"Decoder self-attention per generated token (layer {layer}, head {head})",
-                                x_title="tokens so far (key)", y_title="generated token (query)")
-    if inp.cross_rows is None:
-        return self_fig, viz.message_figure(NO_CROSS)
-    cross_fig = viz.cross_attention_heatmap(inp.cross_rows, inp.queries, inp.sources,
-                                            title=f"Cross-attention per generated token (layer {layer}, head {head})")
-    return self_fig, cross_fig
+    return viz.head_heatmap(inp.self_rows, inp.queries, inp.keys, mask=inp.reached,
+                            title=f"Decoder self-attention per generated token (layer {layer}, head {head})",
+                            x_title="tokens so far (key)", y_title="generated token (query)")
+
+
+def cross_figure(inp: GenerationInputs) -> Any:
+    """Cross-attention per generated token (a message for decoder-only models)."""
+    if inp.message is not None or inp.cross_rows is None:
+        return viz.message_figure(inp.message or NO_CROSS)
+    layer, head = inp.view.layer, inp.view.head
+    return viz.cross_attention_heatmap(inp.cross_rows, inp.queries, inp.sources,
+                                       title=f"Cross-attention per generated token (layer {layer}, head {head})")
+
+
+GENERATION = Reduction("generation", generation_inputs)
+
+
+@dataclass
+class GenerationParts:
+    generation_self: gr.Plot
+    generation_cross: gr.Plot  # shown for models with cross-attention only
+
+
+class GenerationTab(Tab):
+    id = "generation"
+    title = "Generation"
+    result = "gen-self"
+    help = ("The answer one token per row: which earlier tokens the chosen head read when writing it (and, in an "
+            "encoder-decoder model, which source tokens: on the right).")
+    figures = (RunFigure("generation_self", GENERATION, self_figure, api_order=6),
+               RunFigure("generation_cross", GENERATION, cross_figure, api_order=7))
+
+    def layout(self, start: Any) -> GenerationParts:
+        cross = start.info is None or "cross" in start.info.kinds
+        with gr.Row():
+            generation_self = gr.Plot(label="Decoder self-attention per generated token", show_label=False,
+                                      elem_id="gen-self")
+            # Without cross-attention the self-attention plot has the whole row (a half-width plot cannot label a
+            # 1,000-token prompt's keys).
+            generation_cross = gr.Plot(label="Cross-attention per generated token", show_label=False,
+                                       elem_id="gen-cross", visible=cross)
+        return GenerationParts(generation_self, generation_cross)
+
+    def model_updates(self, parts: GenerationParts, info: Any) -> dict:
+        return {parts.generation_cross: gr.update(visible="cross" in info.kinds)}
+
+
+TAB = GenerationTab()

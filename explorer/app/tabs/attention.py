@@ -1,0 +1,147 @@
+"""The Attention & output tab: the chosen head with the toggles, the mask the model applied, a language model's
+surprisal, the output table (baseline vs toggled), the same head without the toggles and the difference, and the
+tokens with their ids.
+
+Shapes: Tq query / Tk key length of the chosen kind. The figures read one reduction (`ATTENTION`: the chosen head's
+matrices with and without the toggles, and the masks the model applied) and `SURPRISAL`; the values are the model's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import gradio as gr
+import pandas as pd
+
+from ... import viz
+from ..run.attention_maps import HeadView, head_view, value_name
+from ..run.figures import Reduction, RunFigure
+from ..run.output_table import NEXT_TOKEN_HEADERS, surprisal_figure, surprisal_inputs
+from ..run.pair import Comparison
+from ..run.result import WAITING
+from ..run.view import KIND_SHORT, View
+from .base import Tab
+
+NO_TOGGLE_BASELINE = ("No toggle is active, so the baseline is the view above. Switch a head off or change a "
+                      "mask to compare.")
+NO_TOGGLE_DIFFERENCE = "The difference (toggled − baseline) appears here once a toggle is active."
+NO_OUTPUTS = "The predictions could not be computed: see the message above."
+
+
+@dataclass(frozen=True)
+class AttentionInputs:
+    view: View
+    toggled: HeadView
+    baseline: HeadView | None  # None when nothing is toggled
+    head_on: bool
+
+
+def attention_inputs(cmp: Comparison, view: View) -> AttentionInputs:
+    on = cmp.head_mask is None or bool(cmp.head_mask[view.kind][view.layer, view.head])
+    shown = head_view(cmp.toggled, view)
+    return AttentionInputs(view, shown, None if cmp.no_toggle else head_view(cmp.baseline, view, shown.mask), on)
+
+
+def mask_figure(inp: AttentionInputs) -> Any:
+    tog = inp.toggled
+    return viz.mask_heatmap(tog.mask, tog.queries, tog.keys,
+                            title=f"Mask: {KIND_SHORT[inp.view.kind]} · sentence {inp.view.sentence}")
+
+
+def head_figure(inp: AttentionInputs) -> Any:
+    tog = inp.toggled
+    return viz.head_heatmap(tog.weights, tog.queries, tog.keys, mask=tog.mask, head_off=not inp.head_on,
+                            title=f"With toggles: {inp.view.where()}", value_name=value_name(inp.view))
+
+
+def baseline_figure(inp: AttentionInputs) -> Any:
+    base = inp.baseline
+    if base is None:  # the baseline would repeat the view above
+        return viz.message_figure(NO_TOGGLE_BASELINE)
+    return viz.head_heatmap(base.weights, base.queries, base.keys, mask=base.mask,
+                            title=f"Without toggles: {inp.view.where()}", value_name=value_name(inp.view))
+
+
+def difference_figure(inp: AttentionInputs) -> Any:
+    tog, base = inp.toggled, inp.baseline
+    if base is None:  # the difference would be blank
+        return viz.message_figure(NO_TOGGLE_DIFFERENCE)
+    name = value_name(inp.view)
+    return viz.difference_heatmap(tog.weights, base.weights, tog.queries, tog.keys,
+                                  title=f"With − without toggles: {inp.view.where()}", a_name="toggled",
+                                  b_name="baseline", value_name="attention" if name == viz.WEIGHT else name)
+
+
+ATTENTION = Reduction("attention", attention_inputs)
+SURPRISAL = Reduction("surprisal", surprisal_inputs)
+
+
+def frame(headers: list[str], rows: list[list[Any]]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=headers)
+
+
+def plot(elem_id: str, label: str, visible: bool = True) -> gr.Plot:
+    return gr.Plot(label=label, show_label=False, elem_id=elem_id, visible=visible)
+
+
+@dataclass
+class AttentionParts:
+    head: gr.Plot
+    mask: gr.Plot
+    surprisal: gr.Plot
+    output_md: gr.Markdown
+    output_df: gr.Dataframe
+    baseline: gr.Plot
+    difference: gr.Plot
+    tokens_df: gr.Dataframe
+
+
+class AttentionTab(Tab):
+    id = "attention"
+    title = "Attention & output"
+    result = "head-plot"
+    help = ("Rows are queries, columns keys; brighter = more attention. Right: the mask the model applied "
+            "(blue = may attend). Below: the output, then the same head without toggles and the difference.")
+    figures = (RunFigure("mask", ATTENTION, mask_figure, first_look=0, api_order=0),
+               RunFigure("head", ATTENTION, head_figure, first_look=0, api_order=1),
+               RunFigure("baseline", ATTENTION, baseline_figure, first_look=0, api_order=2),
+               RunFigure("difference", ATTENTION, difference_figure, first_look=0, api_order=3),
+               RunFigure("surprisal", SURPRISAL, surprisal_figure, api_order=9))
+
+    def layout(self, start: Any) -> AttentionParts:
+        language = start.info is not None and start.info.language_model
+        with gr.Row():
+            head = plot("head-plot", "Attention with the toggles")
+            mask = plot("mask-plot", "Mask")
+        surprisal = plot("surprisal-plot", "Surprisal of each token", visible=language)
+        output_md = gr.Markdown(elem_id="output-summary")
+        output_df = gr.Dataframe(label="Output: baseline vs toggled", interactive=False, wrap=True,
+                                 elem_id="output-table")
+        with gr.Row():
+            baseline = plot("baseline-plot", "Attention without toggles")
+            difference = plot("diff-plot", "Difference")
+        tokens_df = gr.Dataframe(label="Tokens and ids", interactive=False, elem_id="tokens", max_height=300)
+        return AttentionParts(head, mask, surprisal, output_md, output_df, baseline, difference, tokens_df)
+
+    def run_outputs(self, parts: AttentionParts) -> list[Any]:
+        return [parts.tokens_df, parts.output_md, parts.output_df]
+
+    def run_updates(self, parts: AttentionParts, result: Any) -> dict:
+        """A Run's tokens, output summary and output table (`run.result.Analysis`)."""
+        return {parts.tokens_df: frame(*result.tokens), parts.output_md: result.output_summary,
+                parts.output_df: frame(result.output.headers, result.output.rows)}
+
+    def waiting_updates(self, parts: AttentionParts) -> dict:
+        """While a language model's predictions are computed (its attention drawn already)."""
+        return {parts.output_md: WAITING, parts.output_df: frame(NEXT_TOKEN_HEADERS, [])}
+
+    def failed_updates(self, parts: AttentionParts) -> dict:
+        """After `waiting_updates`, when the Run failed (its message is on the status line)."""
+        return {parts.output_md: NO_OUTPUTS}
+
+    def model_updates(self, parts: AttentionParts, info: Any) -> dict:
+        return {parts.surprisal: gr.update(visible=info.language_model)}
+
+
+TAB = AttentionTab()
