@@ -39,11 +39,11 @@ that made it the default, and benchmarks/attribution_ig.py runs both). On smooth
 5 points, is usually well within 2%. Captum's ``riemann_trapezoid`` cannot serve: its weights on n points are 1/n
 with halved ends, which add up to 1 - 1/n, so its sum falls short by 1/n of the change.
 
-A fixed number of points (``steps`` an int, 1..257) runs Captum's Gauss-Legendre rule by default (``integration``;
-Captum's other rules are accepted, and ``"simpson"`` runs our rule at an odd number of points: the automatic result
-equals the fixed run at its own count). On the shipped models no fixed 32-point rule stays under 2% at every position:
-over every answer position of their examples (induction-gpt: the second half of each; padding baseline, special tokens
-kept) 50 of 263 miss 2% with Gauss-Legendre, 26 with ``riemann_middle``.
+A fixed number of points (``steps`` an int, 1..256) runs Captum's Gauss-Legendre rule by default (``integration``;
+Captum's other rules are accepted, and ``"simpson"`` runs our rule at an odd number of points up to 257: the automatic
+result equals the fixed run at its own count). On the shipped models no fixed 32-point rule stays under 2% at every
+position: over every answer position of their examples (induction-gpt: the second half of each; padding baseline,
+special tokens kept) 50 of 263 miss 2% with Gauss-Legendre, 26 with ``riemann_middle``.
 
 ``minus`` attributes a logit difference, logit(token) - logit(minus), as one function: both logits on the same points.
 
@@ -92,7 +92,8 @@ SIMPSON = "simpson"  # ours: composite Simpson on equally spaced points, nested 
 INTEGRATIONS = CAPTUM_INTEGRATIONS + (SIMPSON,)
 AUTO = "auto"  # steps="auto" (or None): as many points as reach the target, up to max_steps
 DEFAULT_STEPS = 32  # the fixed count the Contributions tab asks for by default
-MAX_STEPS = 257  # 2^8 + 1: the automatic rule's last level; a fixed count is 1..MAX_STEPS too
+MAX_STEPS = 256  # a fixed count of points: 1..MAX_STEPS (Simpson's rule: odd counts up to MAX_AUTO_STEPS)
+MAX_AUTO_STEPS = 257  # 2^8 + 1: the automatic rule's last level, its default limit
 FIRST_LEVEL = 2  # the automatic rule starts at 2^2 + 1 = 5 points (3 points pass 2% by luck too often)
 TARGET = 0.02  # the automatic rule stops when |delta| < TARGET * |f(x) - f(baseline)|
 # What one integration point keeps for the backward pass, per token, layer and unit of width: 70 bytes measured
@@ -356,7 +357,7 @@ def token_attribution(model: Transformer, ids: Any, *, position: int = -1, token
                       padding: bool = True, method: str = "integrated_gradients", baseline: str = "pad",
                       steps: int | str | None = AUTO, keep_ids: Collection[int] = (), integration: str | None = None,
                       attribute_target: bool = True, internal_batch_size: int | None = None, target: float = TARGET,
-                      max_steps: int = MAX_STEPS) -> TokenAttribution:
+                      max_steps: int = MAX_AUTO_STEPS) -> TokenAttribution:
     """Each input token's attribution for the logit of ``token`` (None: the top token) at ``position``, or with
     ``minus`` for logit(token) - logit(minus) (both logits on the same points).
 
@@ -366,9 +367,9 @@ def token_attribution(model: Transformer, ids: Any, *, position: int = -1, token
     switch of the padding masks (padding tokens masked as keys). ``keep_ids``: token ids that
     keep their embedding in the baseline (pass ``tokenizer.special_ids``). ``steps``: ``"auto"`` (or None, the
     default) chooses the integration points for this request (Simpson's rule on nested points, 5 to ``max_steps``,
-    until |delta| < ``target`` |f(x) - f(baseline)|); an int (1..257) is a fixed count by ``integration`` (default
-    Captum's Gauss-Legendre; ``"simpson"`` at an odd count). ``internal_batch_size`` points per batch (default: as
-    many as keep the saved activations near 512 MB, :func:`default_batch`). See the module docstring.
+    until |delta| < ``target`` |f(x) - f(baseline)|); an int (1..256) is a fixed count by ``integration`` (default
+    Captum's Gauss-Legendre; ``"simpson"`` at an odd count, up to 257). ``internal_batch_size`` points per batch
+    (default: as many as keep the saved activations near 512 MB, :func:`default_batch`). See the module docstring.
     """
     kind = _kind(model)
     if method not in METHODS:
@@ -376,12 +377,13 @@ def token_attribution(model: Transformer, ids: Any, *, position: int = -1, token
     if baseline not in BASELINES:
         raise ValueError(f"baseline must be one of {BASELINES}, got {baseline!r}")
     adaptive = steps is None or steps == AUTO
-    if not adaptive and (isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= MAX_STEPS):
-        raise ValueError(f"steps must be \"auto\" or an int in 1..{MAX_STEPS}, got {steps!r}")
     if integration is None:
         integration = SIMPSON if adaptive else "gausslegendre"
     if integration not in INTEGRATIONS:
         raise ValueError(f"integration must be one of {INTEGRATIONS}, got {integration!r}")
+    most = MAX_AUTO_STEPS if integration == SIMPSON else MAX_STEPS  # Simpson's: up to the automatic rule's last level
+    if not adaptive and (isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= most):
+        raise ValueError(f"steps must be \"auto\" or an int in 1..{most}, got {steps!r}")
     if method == "integrated_gradients":
         if adaptive and integration != SIMPSON:
             raise ValueError(f"automatic points use Simpson's rule on nested points; for Captum's {integration!r} "
@@ -390,8 +392,9 @@ def token_attribution(model: Transformer, ids: Any, *, position: int = -1, token
             raise ValueError(f"Simpson's rule takes an odd number of points, 3 or more (5, 9, 17, ...), got {steps}")
     if isinstance(target, bool) or not isinstance(target, (int, float)) or not 0 < target < 1:
         raise ValueError(f"target must be a number above 0 and below 1 (a share of the change), got {target!r}")
-    if isinstance(max_steps, bool) or not isinstance(max_steps, int) or not 2**FIRST_LEVEL + 1 <= max_steps <= MAX_STEPS:
-        raise ValueError(f"max_steps must be an int in {2**FIRST_LEVEL + 1}..{MAX_STEPS}, got {max_steps!r}")
+    if isinstance(max_steps, bool) or not isinstance(max_steps, int) or \
+            not 2**FIRST_LEVEL + 1 <= max_steps <= MAX_AUTO_STEPS:
+        raise ValueError(f"max_steps must be an int in {2**FIRST_LEVEL + 1}..{MAX_AUTO_STEPS}, got {max_steps!r}")
     if internal_batch_size is not None and (not isinstance(internal_batch_size, int) or internal_batch_size < 1):
         raise ValueError(f"internal_batch_size must be a positive int, got {internal_batch_size!r}")
     if model.training:

@@ -17,7 +17,7 @@ import torch
 import explorer
 from explorer.data.dates import TYPED_DATES
 from explorer.interpret import TokenAttribution, token_attribution
-from explorer.interpret.attribution import MAX_STEPS, _path_values, simpson_rule
+from explorer.interpret.attribution import MAX_AUTO_STEPS, MAX_STEPS, _path_values, simpson_rule
 from explorer.model import Transformer, TransformerConfig
 from explorer.tasks import task_from_dict
 
@@ -115,6 +115,7 @@ def shipped_examples(name):
 
 
 LEVELS = tuple(2**m + 1 for m in range(2, 9))  # the automatic rule's point counts: 5, 9, ..., 257
+assert LEVELS[-1] == MAX_AUTO_STEPS
 
 
 def assert_complete_and_equal_to_a_fixed_run(model, ids, tgt, keep, **kwargs):
@@ -359,9 +360,12 @@ def test_more_steps_converge_and_the_step_limits():
     deltas = [abs(token_attribution(model, IDS, steps=n, integration="riemann_middle").delta) for n in (4, 32, 256)]
     assert deltas[2] < deltas[1] < deltas[0]
     for steps in (0, MAX_STEPS + 1, -1, 2.5, True, "many"):
-        with pytest.raises(ValueError, match='steps must be "auto" or an int in 1..257'):
+        with pytest.raises(ValueError, match='steps must be "auto" or an int in 1..256'):
             token_attribution(model, IDS, steps=steps)
-    assert token_attribution(model, IDS, steps=None).adaptive and token_attribution(model, IDS, steps=257).steps == 257
+    with pytest.raises(ValueError, match='steps must be "auto" or an int in 1..257, got 259'):
+        token_attribution(model, IDS, steps=259, integration="simpson")
+    assert token_attribution(model, IDS, steps=None).adaptive
+    assert token_attribution(model, IDS, steps=257, integration="simpson").steps == 257  # the automatic rule's limit
 
 
 # ---------------------------------------------------------------- baselines
