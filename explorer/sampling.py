@@ -29,7 +29,7 @@ A seed is an int in 0..MAX_SEED (2**31 - 1): it fits in a link's query string, a
 from __future__ import annotations
 
 import math
-import operator
+import numbers
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -50,12 +50,9 @@ def _number(value: Any, name: str) -> float:
 
 
 def _whole(value: Any, name: str) -> int:
-    if isinstance(value, bool):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):  # numpy integers are Integral too
         raise ValueError(f"{name} must be a whole number, got {value!r}")
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise ValueError(f"{name} must be a whole number, got {value!r}") from None
+    return int(value)
 
 
 @dataclass(frozen=True)

@@ -333,3 +333,20 @@ def test_continue_text_samples_with_a_seed():
     assert a.ids == b.ids and a.generation.sampling.seed == 3
     greedy = continue_text(model, tok, "w3 w4 w5", 8)
     assert greedy.generation.sampling is None and greedy.generation.uniforms is None
+
+
+def test_translate_and_compare_outputs_sample_with_one_seed():
+    """The shipped date translator, sampled hot: the same seed gives the same output; compare_outputs gives both runs
+    the seed, so a switched-off head that writes nothing changes nothing, and the uniforms are the same."""
+    import explorer
+    from explorer.seq2seq import compare_outputs, translate
+
+    loaded = explorer.load("date-translator", "cpu")
+    hot = Sampling(temperature=3.0, seed=5)
+    a, b = (translate(loaded, "21 novembre 2026", sampling=hot) for _ in range(2))
+    assert a.ids == b.ids and a.generation.sampling == hot
+    assert a.ids != translate(loaded, "21 novembre 2026").ids  # so hot that it is not the greedy answer
+    everything = {"decoder": torch.ones(loaded.config.decoder_layers, loaded.config.n_heads)}
+    change = compare_outputs(loaded, "21 novembre 2026", everything, sampling=hot)
+    assert change.first_difference is None and change.baseline.ids == a.ids
+    assert torch.equal(change.baseline.generation.uniforms, change.toggled.generation.uniforms)
