@@ -101,20 +101,31 @@ def test_memory_quick(tmp_path):
 
 
 def test_token_attribution_quick(tmp_path):
-    """The token-attribution section runs on a tiny GPT-2 shape: every case timed, IG complete, peaks measured."""
+    """The token-attribution section runs on a tiny GPT-2 shape: every case timed, IG complete, peaks measured; the
+    shipped models' cases compare the points chosen per request with the fixed 32 and Gauss-Legendre per request."""
     out_json, out_md = tmp_path / "r.json", tmp_path / "B.md"
     assert main(["--quick", "--only", "ig", "--json", str(out_json), "--md", str(out_md)]) == 0
     res = json.loads(out_json.read_text())
     attr = res["token_attribution"]
     assert attr["tokens"] == 16 and attr["steps"] == 32
     assert [r["case"] for r in attr["by_case"]] == ["forward", "input_x_gradient", "integrated_gradients",
-                                                    "integrated_gradients_batch_8"]
+                                                    "integrated_gradients_fixed_32",
+                                                    "integrated_gradients_fixed_32_batch_8"]
     for r in attr["by_case"]:
         assert measured(r["ms"], r["peak_above_model_mb"])
         if r["case"].startswith("integrated"):
-            assert r["relative_delta"] < 0.02
+            assert r["relative_delta"] < 0.02 and r["reached"]
+    auto = attr["by_case"][2]
+    assert auto["integration"] == "simpson" and auto["steps"] == auto["evaluations"] == 5  # smooth: the first level
+    shipped = attr["shipped"]
+    assert {r["model"] for r in shipped["rows"]} == {"induction-gpt", "date-gpt", "date-gpt typed", "date-translator"}
+    for r in shipped["rows"]:
+        assert r["auto_reached"] and r["auto_steps"] in (5, 9, 17, 33, 65, 129, 257) and r["auto_ms"] > 0
+        assert r["gl_evaluations"] >= r["gl_steps"] and r["fixed_ms"] > 0
+    assert set(shipped["totals"]) == {"induction-gpt", "date-gpt", "date-gpt typed", "date-translator"}
     assert next(t for t in res["targets"] if t["key"] == "token_attribution_128")["measured"] is None  # 16 tokens only
-    assert "## 12. Token attribution" in out_md.read_text()
+    text = out_md.read_text()
+    assert "## 12. Token attribution" in text and "Gauss-Legendre per request" in text and "3 mars 2025" in text
 
 
 def test_flow_quick(tmp_path):

@@ -1,6 +1,6 @@
 """What a causal language model says, as plain functions the app (or a notebook) shows: the next
 token's top-k at a chosen position, the same with heads toggled and how much the baseline's favourite
-moved, the surprisal of each token of a text, and greedy continuation with attention per new token.
+moved, the surprisal of each token of a text, and continuation (greedy, or sampled) with attention per new token.
 
 Shapes: B batch, T tokens, V vocabulary, N generated tokens.
 
@@ -9,7 +9,7 @@ Shapes: B batch, T tokens, V vocabulary, N generated tokens.
     surprisal(logits (B, T, V), ids (B, T), key_mask (B, T))      -> (B, T-1) nats, entry t for token t+1
     predictions(logits (B, T, V), ids, key_mask, k, favourites)   -> Predictions: top-k, surprisal, favourites
     head_predictions(generator, hidden (B, T, D), ids, ...)        -> the same, the vocabulary head run in chunks
-    continue_text(model, tokenizer, text, max_new_tokens, ...)    -> Continuation (ids, labels, text, steps)
+    continue_text(model, tokenizer, text, max_new_tokens, ..., sampling) -> Continuation (ids, labels, text, steps)
 
 Every number comes from the logits the model computed; labels come from `Tokenizer.labels`, so a
 token reads the same here as on the heatmap axes.
@@ -29,8 +29,7 @@ from .generate import Generation, generate
 from ..model import Transformer
 from ..model.heads import Generator
 from ..tokenizer import Tokenizer
-
-
+from .sampling import Sampling
 
 
 @dataclass
@@ -186,14 +185,16 @@ class Continuation:
     ids: list[int]  # the generated tokens, up to and including EOS if it came
     labels: list[str]  # their labels (Tokenizer.labels)
     text: str  # the generated tokens decoded
-    probs: list[float]  # probability of each chosen token
+    probs: list[float]  # probability of each chosen token (the model's, at temperature 1, even when sampled)
     generation: Generation  # attention of every step: generation.steps[n].decoder[layer] (1, H, K)
 
 
 @torch.no_grad()
 def continue_text(model: Transformer, tokenizer: Tokenizer, text: str, max_new_tokens: int = 20, *,
-                  head_mask: Mapping[str, Any] | None = None, max_length: int | None = None) -> Continuation:
-    """Greedy continuation of `text` (encoded with the model's special tokens, e.g. BOS)."""
+                  head_mask: Mapping[str, Any] | None = None, max_length: int | None = None,
+                  sampling: Sampling | None = None) -> Continuation:
+    """Greedy continuation of `text` (encoded with the model's special tokens, e.g. BOS); with `sampling`, each token
+    is drawn (explorer.outputs.sampling: temperature, top-k, top-p, seed), and the same seed gives the same continuation."""
     if model.config.arch != "decoder":
         raise ValueError("continue_text needs a decoder-only (causal) language model")
     prompt = tokenizer.encode(text, max_length=max_length or model.config.max_len).ids
@@ -201,7 +202,7 @@ def continue_text(model: Transformer, tokenizer: Tokenizer, text: str, max_new_t
         raise ValueError("the text gives no tokens")
     src = torch.tensor([prompt], device=model.device)
     gen = generate(model, src, eos_id=tokenizer.eos_id, max_new_tokens=max_new_tokens, head_mask=head_mask,
-                   key_mask=torch.ones_like(src, dtype=torch.bool))
+                   key_mask=torch.ones_like(src, dtype=torch.bool), sampling=sampling)
     ids = gen.tokens[0].tolist()
     if tokenizer.eos_id is not None and tokenizer.eos_id in ids:
         ids = ids[: ids.index(tokenizer.eos_id) + 1]

@@ -1,10 +1,12 @@
-"""Greedy decoding that shows its work: every generated token comes with the decoder
-self-attention and cross-attention row it was computed with, in every layer and head.
+"""Decoding that shows its work: every generated token comes with the decoder self-attention and
+cross-attention row it was computed with, in every layer and head. Greedy by default (the most probable token at each
+step); with `sampling` (explorer.outputs.sampling.Sampling) each token is drawn after temperature, top-k and top-p, from one
+generator seeded per call.
 
 Shapes: B batch, H heads, L layers, S source length, P prompt length, N generated tokens.
 
     generate(model, src (B, S) | prompt (B, P), bos_id=..., eos_id=..., max_new_tokens=N, ...)
-        -> Generation(tokens (B, N), log_probs (B, N), steps: N x StepAttention)
+        -> Generation(tokens (B, N), log_probs (B, N), steps: N x StepAttention, uniforms (B, N) when sampling)
     StepAttention.decoder[l]: (B, H, K) self-attention of the new token over the K tokens so far
     StepAttention.cross[l]:   (B, H, S) its attention over the source (encoder-decoder only)
 
@@ -19,7 +21,11 @@ token (the model then counts positions from each row's first real token, as an u
 without one, prompts containing `config.pad_id` are refused. A generated token is always a real token, even
 one equal to the padding id. An encoder-decoder's decoder input (the
 start token, then the tokens generated) is all real tokens, even where the start token is the padding
-id (T5, Marian). `suppress_ids` are never chosen (Marian's `bad_words_ids`: its padding token).
+id (T5, Marian). `suppress_ids` are never chosen (Marian's `bad_words_ids`: its padding token), sampled or not.
+
+Sampling draws one uniform number per row at every step, finished rows included, from a generator made from the seed
+for this call: step n of every call with the same seed and batch size reads the same number, so a baseline run and a
+toggled run draw the same token wherever their distributions agree, and the cache (or its absence) changes nothing.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from torch import Tensor
 
 from ..model import Transformer
 from ..model.cache import DecoderCache
+from .sampling import Sampling, draw, sampling_probs
 
 
 @dataclass
@@ -47,6 +54,10 @@ class Generation:
     steps: list[StepAttention]  # one per generated position
     prefix: Tensor  # (B, K) what the decoder was fed: start token / prompt + generated tokens
     finished: Tensor  # (B,) True where eos was produced
+    sampling: Sampling | None = None  # how the tokens were drawn; None = greedy
+    uniforms: Tensor | None = None  # (B, N) float64 sampling: the uniform number each step drew (also after finishing)
+    sampled_probs: Tensor | None = None  # (B, N) float64 sampling: each chosen token's probability in the distribution
+    #                                      it was drawn from (after temperature, top-k, top-p; 1 after finishing)
 
     def attention_matrix(self, kind: str, layer: int, batch_index: int = 0) -> Tensor:
         """(H, N, K_max) rows of every step for one layer, zero-padded on the right (self-attention)."""
@@ -60,14 +71,17 @@ def generate(model: Transformer, src: Tensor, *, bos_id: int | None = None, eos_
              max_new_tokens: int = 32, padding: bool = True, causal: bool = True,
              attn_mask: Tensor | None = None, head_mask: Mapping[str, Any] | None = None,
              key_mask: Tensor | None = None, suppress_ids: Sequence[int] = (),
-             weights_dtype: torch.dtype | None = None, cache: DecoderCache | None = None) -> Generation:
-    """Greedy decoding for encoder-decoder (src = source ids, decoding starts from `bos_id`) and
-    decoder-only models (src = prompt ids, equal length or left-padded with `key_mask`, continued).
+             weights_dtype: torch.dtype | None = None, cache: DecoderCache | None = None,
+             sampling: Sampling | None = None) -> Generation:
+    """Greedy (or, with `sampling`, sampled) decoding for encoder-decoder (src = source ids, decoding starts from
+    `bos_id`) and decoder-only models (src = prompt ids, equal length or left-padded with `key_mask`, continued).
     `key_mask` (B, S|P), True = real token, marks padding explicitly (the source's, or the prompts').
     `weights_dtype`: each step's attention is cast to it layer by layer (float16 for long prefixes).
     `cache` (decoder-only, causal): the prompt's keys and values but the last token's, from a run already made
     with the same masks and head toggles (Transformer.forward(cache=...), then DecoderCache.select)."""
     config = model.config
+    if sampling is not None and not isinstance(sampling, Sampling):
+        raise ValueError(f"sampling must be an explorer.outputs.sampling.Sampling or None (greedy), got {sampling!r}")
     if config.arch == "encoder":
         raise ValueError("an encoder-only model does not generate text")
     masks = model.head_masks(head_mask)
@@ -91,7 +105,8 @@ def generate(model: Transformer, src: Tensor, *, bos_id: int | None = None, eos_
     max_new_tokens = min(max_new_tokens, config.max_len - prefix.shape[1])
     finished = torch.zeros(B, dtype=torch.bool, device=src.device)
     filler = config.pad_id if config.pad_id is not None else (eos_id if eos_id is not None else 0)
-    tokens, log_probs, steps = [], [], []
+    tokens, log_probs, steps, uniforms, sampled_probs = [], [], [], [], []
+    rng = sampling.generator() if sampling is not None else None  # this call's own: the seed replays it
     decode_args = dict(padding=padding, causal=causal, head_mask=masks.get("decoder"),
                        cross_head_mask=masks.get("cross"))
     if cache is not None and (config.arch != "decoder" or not causal or cache.length != prefix.shape[1] - 1):
@@ -109,7 +124,18 @@ def generate(model: Transformer, src: Tensor, *, bos_id: int | None = None, eos_
         step_log_probs = model.generator(dec.output[:, -1])  # (B, V)
         if suppress_ids:
             step_log_probs[:, list(suppress_ids)] = -torch.inf  # never chosen; the others keep their log-probability
-        best_log_prob, best = step_log_probs.max(dim=-1)
+        if sampling is None:
+            best_log_prob, best = step_log_probs.max(dim=-1)
+        else:
+            # One uniform per row per step, drawn whatever happens (finished rows too), read by the inverse CDF: the
+            # n-th step of every run with this seed uses the same number, so runs differ only where their
+            # distributions do.
+            u = sampling.uniforms(rng, B)
+            dist = sampling_probs(step_log_probs, sampling)
+            best = draw(dist, u)
+            best_log_prob = step_log_probs.gather(-1, best[:, None])[:, 0]
+            uniforms.append(u)
+            sampled_probs.append(dist.probs.gather(-1, best[:, None])[:, 0].cpu().masked_fill(finished.cpu(), 1.0))
         best = best.masked_fill(finished, filler)
         best_log_prob = best_log_prob.masked_fill(finished, 0.0)
         # clone: a view of the last row would keep each step's whole (B, H, K, K) weights alive
@@ -126,8 +152,12 @@ def generate(model: Transformer, src: Tensor, *, bos_id: int | None = None, eos_
             if finished.all():
                 break
     empty = torch.zeros(B, 0, dtype=torch.long, device=src.device)
+    drawn = None if sampling is None else (torch.stack(uniforms, 1) if uniforms else torch.zeros(B, 0).double(),
+                                           torch.stack(sampled_probs, 1) if sampled_probs else
+                                           torch.zeros(B, 0).double())
     return Generation(torch.stack(tokens, 1) if tokens else empty,
-                      torch.stack(log_probs, 1) if log_probs else empty.float(), steps, prefix, finished)
+                      torch.stack(log_probs, 1) if log_probs else empty.float(), steps, prefix, finished, sampling,
+                      *(drawn or (None, None)))
 
 
 def check_prompt_padding(model: Transformer, src: Tensor, key_mask: Tensor | None, padding: bool) -> None:

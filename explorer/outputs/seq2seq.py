@@ -4,14 +4,15 @@ self-attention and cross-attention, and the same with heads switched off, side b
 
 Shapes: S source tokens, N generated tokens, H heads, L layers.
 
-    translate(loaded, text, max_new_tokens, head_mask)  -> Output (source ids, ids, labels, text, probs,
+    translate(loaded, text, max_new_tokens, head_mask, sampling) -> Output (source ids, ids, labels, text, probs,
         generation: generation.steps[n].cross[l] (1, H, S), .decoder[l] (1, H, n + 1))
     compare_outputs(loaded, text, head_mask, ...)       -> OutputChange (baseline, toggled, first position
         where they differ or None)
 
 Generation is greedy from the decoder start token (`decoder_start_token_id`: T5 and Marian start with
 the padding id, BART with </s>) until EOS or `max_new_tokens`; it equals transformers' greedy
-`generate` token for token (tests/importers/test_seq2seq_generation.py).
+`generate` token for token (tests/importers/test_seq2seq_generation.py). With `sampling` (explorer.outputs.sampling) each
+token is drawn instead; compare_outputs gives both runs the same seed, so they differ only where the heads do.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import torch
 
 from .generate import Generation, generate
 from .hub_tasks import DEFAULT_MAX_NEW_TOKENS
+from .sampling import Sampling
 
 if TYPE_CHECKING:
     from ..checkpoints import LoadedModel
@@ -49,8 +51,10 @@ class OutputChange:
 
 @torch.no_grad()
 def translate(loaded: LoadedModel, text: str, max_new_tokens: int | None = None, *,
-              head_mask: Mapping[str, Any] | None = None, max_length: int | None = None) -> Output:
-    """Greedy output of an encoder-decoder for one source text (encoded with its special tokens)."""
+              head_mask: Mapping[str, Any] | None = None, max_length: int | None = None,
+              sampling: Sampling | None = None) -> Output:
+    """Greedy (or, with `sampling`, sampled) output of an encoder-decoder for one source text (encoded with its
+    special tokens)."""
     model, task = loaded.model, loaded.task
     if model.config.arch != "encoder-decoder":
         raise ValueError("translate needs an encoder-decoder model")
@@ -61,7 +65,8 @@ def translate(loaded: LoadedModel, text: str, max_new_tokens: int | None = None,
     eos = task.get("eos_id", loaded.target_tokenizer.eos_id)
     gen = generate(model, src, bos_id=task["bos_id"], eos_id=eos, head_mask=head_mask,
                    max_new_tokens=max_new_tokens or task.get("max_new_tokens", DEFAULT_MAX_NEW_TOKENS),
-                   key_mask=torch.ones_like(src, dtype=torch.bool), suppress_ids=task.get("suppress_ids", ()))
+                   key_mask=torch.ones_like(src, dtype=torch.bool), suppress_ids=task.get("suppress_ids", ()),
+                   sampling=sampling)
     ids = gen.tokens[0].tolist()
     if eos is not None and eos in ids:
         ids = ids[: ids.index(eos) + 1]

@@ -18,6 +18,7 @@ from explorer.viz.mask import mask_heatmap
 from explorer.viz.overview import (OverviewGrid, OverviewTiles, attention_overview, draw_overview,
                                   overview_grid_index, overview_tiles)
 from explorer.viz.positional import position_similarity, positional_curves, positional_heatmap
+from explorer.viz.sampling import sampling_figure
 from explorer.viz.serialize import figure_json
 from explorer.viz.summary import (attention_rollout, head_average, head_importance_chart, rollout_from_average,
                                  rollout_heatmap, spearman)
@@ -56,6 +57,7 @@ __all__ = [
     "role_figure",
     "rollout_from_average",
     "rollout_heatmap",
+    "sampling_figure",
     "sinusoidal_table",
     "spearman",
     "surprisal_chart",

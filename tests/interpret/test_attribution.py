@@ -1,9 +1,11 @@
-"""Token attribution (explorer.interpret.attribution): completeness on the shipped models; input x gradient and
-integrated gradients equal hand computations that go through the model's ordinary forward (the token embeddings
-replaced by a hook on the test's own model, so neither Captum nor token_embeds is involved); the padding-token
-baseline; the Hugging Face families against transformers' own gradients (inputs_embeds); head masks; nothing
-stored on the shared model (no parameter .grad, no hook ever registered, concurrent calls equal lone ones); grad
-and inference modes; refusals."""
+"""Token attribution (explorer.interpret.attribution): completeness on the shipped models and on dates typed as people
+type them, with the points chosen per request (equal to a fixed run at the chosen count; the limit's message);
+input x gradient and integrated gradients (Captum's rules and our Simpson rule) equal hand computations that go
+through the model's ordinary forward (the token embeddings replaced by a hook on the test's own model, so neither
+Captum nor token_embeds is involved), and our rule equals Captum's at Captum's points; logit differences; the
+padding-token baseline; the Hugging Face families against transformers' own gradients (inputs_embeds); head masks;
+nothing stored on the shared model (no parameter .grad, no hook ever registered, concurrent calls equal lone ones);
+grad and inference modes; refusals."""
 
 from __future__ import annotations
 
@@ -13,7 +15,9 @@ import pytest
 import torch
 
 import explorer
+from explorer.training.dates import TYPED_DATES
 from explorer.interpret import TokenAttribution, token_attribution
+from explorer.interpret.attribution import MAX_AUTO_STEPS, MAX_STEPS, _path_values, simpson_rule
 from explorer.model import Transformer, TransformerConfig
 from explorer.training.tasks import task_from_dict
 
@@ -72,9 +76,13 @@ def hand_input_x_gradient(model, ids, tgt, position, token, head_mask=None):
     return {s: (x[s] * g)[0].sum(-1) for s, g in zip(x, grads)}  # (T,) each
 
 
-def hand_integrated_gradients(model, ids, tgt, position, token, baseline, steps, keep=()):
-    """Riemann midpoint sum: (x - b) * mean over alpha_k = (k - 1/2) / steps of the gradient at b + alpha_k (x - b)."""
+def hand_integrated_gradients(model, ids, tgt, position, token, baseline, steps, keep=(), rule=None):
+    """Riemann midpoint sum: (x - b) * mean over alpha_k = (k - 1/2) / steps of the gradient at b + alpha_k (x - b);
+    or, with `rule` = (alphas, weights), (x - b) * sum_k w_k gradient at b + alpha_k (x - b)."""
     alphas = (torch.arange(steps, dtype=torch.float64) + 0.5) / steps
+    weights = torch.full((steps,), 1.0 / steps, dtype=torch.float64)
+    if rule is not None:
+        alphas, weights = rule
     x, b, path = {}, {}, {}
     for s in sides(model, tgt):
         tokens = seq(s, ids, tgt, model)
@@ -84,7 +92,7 @@ def hand_integrated_gradients(model, ids, tgt, position, token, baseline, steps,
         path[s] = (b[s] + alphas[:, None, None] * (x[s] - b[s])).requires_grad_()  # (steps, T, D)
     logit = logit_with_embeddings(model, ids, tgt, position, token, path).sum()
     grads = torch.autograd.grad(logit, list(path.values()))
-    return {s: ((x[s] - b[s]) * g.mean(0)).sum(-1) for s, g in zip(path, grads)}
+    return {s: ((x[s] - b[s]) * (weights[:, None, None] * g).sum(0)).sum(-1) for s, g in zip(path, grads)}
 
 
 def top_token(model, ids, tgt, position):
@@ -106,28 +114,88 @@ def shipped_examples(name):
     return bundle.model, tok, [(task.encode_source(t)[0], tgt) for t in bundle.task["examples"]]
 
 
+LEVELS = tuple(2**m + 1 for m in range(2, 9))  # the automatic rule's point counts: 5, 9, ..., 257
+assert LEVELS[-1] == MAX_AUTO_STEPS
+
+
+def assert_complete_and_equal_to_a_fixed_run(model, ids, tgt, keep, **kwargs):
+    """The default (points chosen for the request): under 2% of the change within the limit, the identities hold,
+    and a fixed Simpson run at the chosen count gives the same numbers. -> the result."""
+    a = token_attribution(model, ids, tgt=tgt, keep_ids=keep, **kwargs)
+    assert (a.method, a.baseline, a.integration, a.adaptive) == ("integrated_gradients", "pad", "simpson", True)
+    assert a.steps in LEVELS and a.evaluations == a.steps  # every level reuses the points of the one before
+    assert a.reached and a.message is None and a.relative_delta < 0.02, (ids, a.steps, a.relative_delta)
+    total = float(a.attributions.double().sum())
+    if a.target_attributions is not None:
+        total += float(a.target_attributions.double().sum())
+    change = a.logit - a.baseline_logit
+    assert total - a.delta == pytest.approx(change, abs=1e-4 * max(1.0, abs(a.logit)))
+    assert a.relative_delta == pytest.approx(abs(a.delta) / abs(change))
+    alphas, weights = simpson_rule(a.steps)
+    assert torch.equal(a.alphas, alphas) and float(weights @ a.integrand) == pytest.approx(total, rel=1e-5)
+    fixed = token_attribution(model, ids, tgt=tgt, keep_ids=keep, steps=a.steps, integration="simpson", **kwargs)
+    assert not fixed.adaptive and fixed.steps == a.steps
+    assert torch.allclose(fixed.attributions, a.attributions, rtol=1e-5, atol=1e-6)
+    assert fixed.delta == pytest.approx(a.delta, abs=1e-5 * max(1.0, abs(change)))
+    if smaller := [n for n in LEVELS if n < a.steps]:  # the level before did not reach the target
+        before = token_attribution(model, ids, tgt=tgt, keep_ids=keep, steps=smaller[-1], integration="simpson",
+                                   **kwargs)
+        assert before.relative_delta >= 0.02 and not before.reached
+    return a
+
+
 @pytest.mark.parametrize("name", SHIPPED)
 def test_completeness_on_the_shipped_models(name):
-    """Default integrated gradients (32 Gauss-Legendre points, padding-token baseline, the tokenizer's special
-    tokens kept): |delta| < 2% of |f(x) - f(baseline)| on every example, and Captum's identity
-    sum(attributions) - delta == f(x) - f(baseline) holds."""
+    """Default integrated gradients (points chosen per request, padding-token baseline, the tokenizer's special
+    tokens kept): |delta| < 2% of |f(x) - f(baseline)| on every example, Captum's identity
+    sum(attributions) - delta == f(x) - f(baseline) holds, and a fixed run at the chosen count is the same."""
     model, tok, examples = shipped_examples(name)
     assert len(examples) >= 4
     for ids, tgt in examples:
-        a = token_attribution(model, ids, tgt=tgt, keep_ids=tok.special_ids)
-        assert (a.method, a.steps, a.baseline, a.integration) == ("integrated_gradients", 32, "pad", "gausslegendre")
-        total = float(a.attributions.double().sum())
-        if a.target_attributions is not None:
-            total += float(a.target_attributions.double().sum())
-        change = a.logit - a.baseline_logit
-        assert total - a.delta == pytest.approx(change, abs=1e-4 * max(1.0, abs(a.logit)))
-        assert a.relative_delta == pytest.approx(abs(a.delta) / abs(change))
-        assert a.relative_delta < 0.02, (name, ids, a.relative_delta)
+        a = assert_complete_and_equal_to_a_fixed_run(model, ids, tgt, tok.special_ids)
         assert torch.equal(a.kept, torch.isin(a.ids, torch.tensor(sorted(tok.special_ids))))
         assert torch.all(a.attributions[a.kept] == 0)
         with torch.no_grad():  # f(x) is the model's own logit, for its own top token
             logits = model(torch.tensor([ids]), None if tgt is None else torch.tensor([tgt])).logits[0, -1]
         assert a.token == int(logits.argmax()) and a.logit == pytest.approx(float(logits[a.token]), abs=1e-4)
+
+
+def test_dates_typed_as_people_type_them_on_date_gpt():
+    """The first answer token of date-gpt on 12 dates typed by hand (7 languages; no CLDR rendering): each reaches 2%
+    within the limit, each at its own count of points."""
+    bundle = explorer.load("date-gpt", "cpu")
+    task = task_from_dict(bundle.task, bundle.tokenizer)
+    assert len(TYPED_DATES) == 12
+    steps = []
+    for text in TYPED_DATES:
+        ids = task.encode_source(text)[0]
+        steps.append(assert_complete_and_equal_to_a_fixed_run(bundle.model, ids, None, bundle.tokenizer.special_ids
+                                                              ).steps)
+    assert len(set(steps)) > 1  # chosen per request
+
+
+def test_the_limit_says_so_in_words():
+    """A limit below what the request needs: the last level's numbers, reached False and a message with the numbers;
+    a fixed count that misses the target says so too."""
+    bundle = explorer.load("date-gpt", "cpu")
+    task = task_from_dict(bundle.task, bundle.tokenizer)
+    ids = task.encode_source("8 mai 1945")[0]
+    keep = bundle.tokenizer.special_ids
+    free = token_attribution(bundle.model, ids, keep_ids=keep)
+    assert free.steps > 9
+    capped = token_attribution(bundle.model, ids, keep_ids=keep, max_steps=9)
+    assert (capped.steps, capped.evaluations, capped.reached) == (9, 9, False) and capped.relative_delta >= 0.02
+    assert capped.message == ("The attributions do not add up to within 2%: at the limit of 9 integration points their "
+                              f"sum still misses f(input) − f(baseline) by {capped.relative_delta:.1%} of it. Read "
+                              "them as approximate.")
+    assert torch.equal(capped.attributions, token_attribution(bundle.model, ids, keep_ids=keep, steps=9,
+                                                              integration="simpson").attributions)
+    few = token_attribution(bundle.model, ids, keep_ids=keep, steps=2)
+    assert not few.reached and not few.adaptive and few.message.startswith("With 2 integration points the "
+                                                                          "attributions' sum misses")
+    assert token_attribution(bundle.model, ids, keep_ids=keep, steps=64).message is None
+    ixg = token_attribution(bundle.model, ids, method="input_x_gradient")
+    assert ixg.reached is None and ixg.message is None and not ixg.adaptive  # no completeness promised
 
 
 def test_input_x_gradient_identity_on_a_shipped_model():
@@ -170,7 +238,7 @@ def test_integrated_gradients_equal_a_riemann_sum_by_hand(arch, baseline):
     position = -1 if arch != "masked-lm" else 2
     keep = (1, 3)  # the sequences' first and last tokens keep their embedding
     token = top_token(model, IDS, tgt, position)
-    a = token_attribution(model, IDS, tgt=tgt, position=position, baseline=baseline, keep_ids=keep)
+    a = token_attribution(model, IDS, tgt=tgt, position=position, baseline=baseline, keep_ids=keep, steps=32)
     hand = hand_integrated_gradients(model, IDS, tgt, position, token, baseline, 1024, keep)
     main = hand["tgt"] if arch == "decoder" else hand["src"]
     scale = float(main.abs().max())
@@ -180,6 +248,93 @@ def test_integrated_gradients_equal_a_riemann_sum_by_hand(arch, baseline):
         assert torch.allclose(a.target_attributions.double(), hand["tgt"], atol=2e-3 * scale)
         assert a.target_attributions[0] == 0
     assert a.relative_delta < 1e-3
+
+
+@pytest.mark.parametrize("arch", ["decoder", "encoder-decoder", "masked-lm"])
+def test_simpson_equals_the_same_rule_by_hand(arch):
+    """Our rule, fixed and chosen per request, equals the same points and weights written out by hand (through the
+    model's own forward and a hook), and the automatic result is the fixed one at its count."""
+    model = built("encoder", mlm_head=True) if arch == "masked-lm" else built(arch)
+    tgt = TGT if arch == "encoder-decoder" else None
+    position = -1 if arch != "masked-lm" else 2
+    token = top_token(model, IDS, tgt, position)
+    for steps in (9, "auto"):
+        a = token_attribution(model, IDS, tgt=tgt, position=position, keep_ids=(1,), steps=steps,
+                              integration="simpson")
+        hand = hand_integrated_gradients(model, IDS, tgt, position, token, "pad", a.steps, (1,),
+                                         rule=simpson_rule(a.steps))
+        main = hand["tgt"] if arch == "decoder" else hand["src"]
+        assert torch.allclose(a.attributions.double(), main, atol=1e-8, rtol=1e-6)  # returned in float32
+        if arch == "encoder-decoder":
+            assert torch.allclose(a.target_attributions.double(), hand["tgt"], atol=1e-8, rtol=1e-6)
+        total = sum(float(v.sum()) for v in hand.values())
+        assert a.delta == pytest.approx(total - (a.logit - a.baseline_logit), abs=1e-10)  # from the float64 sums
+        assert a.integration == "simpson" and a.adaptive == (steps == "auto")
+    assert a.steps == 5 and a.relative_delta < 0.02  # smooth: the first level is enough
+
+
+def test_simpsons_rule():
+    """Weights add up to 1, cubics are exact, and each level's points are the level before's plus the midpoints."""
+    for n in (3, 5, 9, 257):
+        alphas, weights = simpson_rule(n)
+        assert float(weights.sum()) == pytest.approx(1.0, abs=1e-15)
+        assert float(weights @ alphas**3) == pytest.approx(0.25, abs=1e-15)
+        assert torch.equal(simpson_rule(2 * n - 1)[0][::2], alphas)
+    with pytest.raises(ValueError, match="odd number of points"):
+        simpson_rule(4)
+
+
+def test_our_points_equal_captums_at_captums_points():
+    """The per-point values our rule reuses, weighted by Captum's Gauss-Legendre weights at its points, give Captum's
+    own attributions (Captum multiplies by its step sizes in float32: 1e-7)."""
+    import numpy as np
+
+    from explorer.interpret.attribution import _baseline, _logit_rows
+
+    model = built()
+    token = top_token(model, IDS, None, -1)
+    ours_fixed = token_attribution(model, IDS, token=token, steps=16)  # Captum, Gauss-Legendre
+    nodes, weights = np.polynomial.legendre.leggauss(16)
+    rows = _logit_rows(model, "decoder", IDS[None], None, -1, {}, None, True)
+    x = model.tgt_embed.token(IDS[None]).detach()
+    b = _baseline(model.tgt_embed.token, x, "pad", 0, torch.zeros(1, len(IDS), dtype=torch.bool))
+    with torch.enable_grad():
+        values = _path_values(lambda e: rows(e)[:, token], (x,), (b,), torch.tensor(0.5 * (1 + nodes)), 5)[0]
+    mine = torch.tensor(0.5 * weights) @ values  # (T,)
+    assert torch.allclose(mine, ours_fixed.attributions.double(), rtol=1e-6, atol=1e-7)
+
+
+def test_captums_trapezoid_weights_add_up_to_less_than_one():
+    """Why the automatic rule is ours: Captum's riemann_trapezoid on n points weighs 1/n with halved ends, so a
+    constant integrand (a linear f) comes out (n - 1) / n of its integral."""
+    from captum.attr import IntegratedGradients
+
+    x = torch.ones(1, 4, dtype=torch.float64)
+    attrs, delta = IntegratedGradients(lambda v: 3.0 * v.sum(-1)).attribute(
+        x, baselines=torch.zeros_like(x), n_steps=8, method="riemann_trapezoid", return_convergence_delta=True)
+    assert float(attrs.sum()) == pytest.approx(12.0 * 7 / 8) and float(delta) == pytest.approx(-1.5)
+
+
+@pytest.mark.parametrize("steps", [9, "auto"])
+def test_a_logit_difference_is_one_function_on_the_same_points(steps):
+    """minus: the attributions of logit(a) - logit(b) are those of a minus those of b at the same points; chosen per
+    request, the points are chosen for the difference."""
+    model = built("encoder-decoder")
+    a, b = 11, 13
+    diff = token_attribution(model, IDS, tgt=TGT, token=a, minus=b, steps=steps, integration="simpson")
+    one, other = (token_attribution(model, IDS, tgt=TGT, token=t, steps=diff.steps, integration="simpson")
+                  for t in (a, b))
+    assert diff.minus == b and diff.token == a
+    assert diff.logit == pytest.approx(one.logit - other.logit, abs=1e-12)
+    assert diff.baseline_logit == pytest.approx(one.baseline_logit - other.baseline_logit, abs=1e-12)
+    assert torch.allclose(diff.attributions, one.attributions - other.attributions, atol=1e-6)
+    assert torch.allclose(diff.target_attributions, one.target_attributions - other.target_attributions, atol=1e-6)
+    assert diff.delta == pytest.approx(one.delta - other.delta, abs=1e-9)
+    captum = token_attribution(model, IDS, tgt=TGT, token=a, minus=b, steps=8)  # Captum's rule: one function too
+    pair = [token_attribution(model, IDS, tgt=TGT, token=t, steps=8) for t in (a, b)]
+    assert torch.allclose(captum.attributions, pair[0].attributions - pair[1].attributions, atol=1e-6)
+    ixg = token_attribution(model, IDS, tgt=TGT, token=a, minus=b, method="input_x_gradient")
+    assert ixg.minus == b and ixg.steps == 1
 
 
 def test_equals_captums_layer_integrated_gradients_on_the_embedding_module():
@@ -194,7 +349,7 @@ def test_equals_captums_layer_integrated_gradients_on_the_embedding_module():
     lig = LayerIntegratedGradients(lambda ids: model(ids, padding=False).logits[:, -1, token], model.tgt_embed.token)
     theirs, delta = lig.attribute(IDS[None], baselines=torch.zeros_like(IDS)[None], n_steps=32,
                                   return_convergence_delta=True)
-    ours = token_attribution(model, IDS, baseline="pad", padding=False, token=token)
+    ours = token_attribution(model, IDS, baseline="pad", padding=False, token=token, steps=32)
     assert torch.allclose(ours.attributions.double(), theirs[0].sum(-1), atol=1e-6)
     assert ours.delta == pytest.approx(float(delta), abs=1e-6)
     assert all_hooks(model) == []  # Captum removed its own hooks (a concurrent caller would have seen them)
@@ -204,9 +359,13 @@ def test_more_steps_converge_and_the_step_limits():
     model = built()
     deltas = [abs(token_attribution(model, IDS, steps=n, integration="riemann_middle").delta) for n in (4, 32, 256)]
     assert deltas[2] < deltas[1] < deltas[0]
-    for steps in (0, 257, -1, 2.5, True):
-        with pytest.raises(ValueError, match="steps must be an int in 1..256"):
+    for steps in (0, MAX_STEPS + 1, -1, 2.5, True, "many"):
+        with pytest.raises(ValueError, match='steps must be "auto" or an int in 1..256'):
             token_attribution(model, IDS, steps=steps)
+    with pytest.raises(ValueError, match='steps must be "auto" or an int in 1..257, got 259'):
+        token_attribution(model, IDS, steps=259, integration="simpson")
+    assert token_attribution(model, IDS, steps=None).adaptive
+    assert token_attribution(model, IDS, steps=257, integration="simpson").steps == 257  # the automatic rule's limit
 
 
 # ---------------------------------------------------------------- baselines
@@ -350,7 +509,7 @@ def test_head_mask_gives_the_toggled_models_attributions(arch):
     with torch.no_grad():
         toggled = model(IDS[None], None if tgt is None else tgt[None], head_mask=mask).logits[0, -1, token]
     assert off.logit == pytest.approx(float(toggled))
-    ig = token_attribution(model, IDS, tgt=tgt, head_mask=mask)
+    ig = token_attribution(model, IDS, tgt=tgt, head_mask=mask, steps=32)
     assert ig.token == top_token_masked(model, IDS, tgt, mask) and ig.relative_delta < 1e-3
 
 
@@ -487,7 +646,21 @@ def test_bad_input_is_refused_with_a_clear_message():
     with pytest.raises(ValueError, match="baseline must be one of"):
         token_attribution(model, IDS, baseline="mask")
     with pytest.raises(ValueError, match="integration must be one of"):
-        token_attribution(model, IDS, integration="simpson")
+        token_attribution(model, IDS, integration="romberg")
+    with pytest.raises(ValueError, match="automatic points use Simpson's rule .* for Captum's 'gausslegendre' give a"):
+        token_attribution(model, IDS, integration="gausslegendre")
+    with pytest.raises(ValueError, match="Simpson's rule takes an odd number of points, 3 or more .* got 8"):
+        token_attribution(model, IDS, steps=8, integration="simpson")
+    for target in (0, 1, -0.1, "2%", True):
+        with pytest.raises(ValueError, match="target must be a number above 0 and below 1"):
+            token_attribution(model, IDS, target=target)
+    for cap in (4, 258, 9.0):
+        with pytest.raises(ValueError, match="max_steps must be an int in 5..257"):
+            token_attribution(model, IDS, max_steps=cap)
+    with pytest.raises(ValueError, match=r"minus token 40 is outside the vocabulary \(0..39\)"):
+        token_attribution(model, IDS, token=3, minus=V)
+    with pytest.raises(ValueError, match="minus is the token itself"):
+        token_attribution(model, IDS, token=3, minus=3)
     with pytest.raises(ValueError, match="one non-empty sequence"):
         token_attribution(model, torch.zeros(2, 3, dtype=torch.long))
     with pytest.raises(ValueError, match="takes one sequence"):

@@ -54,6 +54,13 @@ def _dla_runs(kinds=("decoder",), toggled=False):
     return runs
 
 
+def _sampling(**settings):
+    import torch
+
+    from explorer.outputs.sampling import Sampling, next_token_distribution
+    return next_token_distribution(torch.tensor(RNG.standard_normal(50)), Sampling(**settings))
+
+
 CAUSAL = np.tril(np.ones((T, T), dtype=bool))
 HEAD_MASK = np.ones((2, 3))
 HEAD_MASK[1, 2] = 0
@@ -94,6 +101,9 @@ BUILDERS = {
     "attribution_strip_long_two": lambda: viz.attribution_strip([("source", TOKENS, RNG.standard_normal(T)),
                                                                  ("decoder input", BIG, RNG.standard_normal(100))]),
     "lens": lambda: viz.lens_figure(_lens(3, T), TOKENS, token_text=lambda i: f"<t{i}>"),
+    "sampling": lambda: viz.sampling_figure(_sampling(temperature=0.7, top_k=5, top_p=0.6), TOKENS, chosen=3,
+                                            uniform=0.25),
+    "sampling_plain": lambda: viz.sampling_figure(_sampling(), TOKENS[:3]),
 }
 # dtype names both plotly.js bundles decode (Gradio's 3.3.1 and plotly.py's 4.1.1; no float16, see test_viz_browser)
 DECODED_DTYPES = {"i1", "u1", "i2", "u2", "i4", "u4", "f4", "f8"}
