@@ -282,10 +282,11 @@ def _resolve_position(position: int, length: int) -> int:
     return position % length
 
 
-def _recorded_run(model: Transformer, ids: Tensor, tgt: Tensor | None, head_mask: Mapping[str, Any] | None,
-                  record: Record, what: str) -> tuple[Tensor, Tensor]:
-    """One forward pass filling `record` -> (the sequence whose logits are read (1, T), the output (1, T, D) of the
-    stack the head reads, after its final norm). `what` names the analysis in messages."""
+def recorded_run(model: Transformer, ids: Tensor, tgt: Tensor | None, head_mask: Mapping[str, Any] | None,
+                 record: Record, what: str, resid_hook=None) -> tuple[Tensor, Tensor]:
+    """One forward pass filling `record` (without the LM head) -> (the sequence whose logits are read (1, T), the
+    output (1, T, D) of the stack the head reads, after its final norm). `what` names the analysis in messages;
+    `resid_hook` goes to the model (to read the residual stream in the same pass)."""
     if model.training:
         raise ValueError(f"{what} needs the model in eval mode (model.eval()): dropout would change every part at "
                          "random")
@@ -300,15 +301,15 @@ def _recorded_run(model: Transformer, ids: Tensor, tgt: Tensor | None, head_mask
     device = model.device
     ids = as_row(ids, "ids").to(device)
     masks = model.head_masks(head_mask)
+    run = dict(need_weights=False, record=record, resid_hook=resid_hook)
     if arch == "decoder":
-        return ids, model.decode(ids, head_mask=masks.get("decoder"), need_weights=False, record=record).output
-    enc = model.encode(ids, head_mask=masks.get("encoder"), need_weights=False, record=record)
+        return ids, model.decode(ids, head_mask=masks.get("decoder"), **run).output
+    enc = model.encode(ids, head_mask=masks.get("encoder"), **run)
     if arch == "encoder":
         return ids, enc.memory
     seq = as_row(tgt, "tgt").to(device)
     out = model.decode(seq, enc.memory, enc.key_mask, head_mask=masks.get("decoder"),
-                       cross_head_mask=masks.get("cross"), key_mask=model.target_key_mask(seq, True),
-                       need_weights=False, record=record).output
+                       cross_head_mask=masks.get("cross"), key_mask=model.target_key_mask(seq, True), **run).output
     return seq, out
 
 
@@ -343,7 +344,7 @@ def residual_parts(model: Transformer, ids: Tensor, *, position: int = -1, tgt: 
     `position` then counts in tgt). head_mask: as the model's forward takes it ({kind: (L, H)}, 1 = on)."""
     config, arch = model.config, model.config.arch
     record = Record()
-    seq, out = _recorded_run(model, ids, tgt, head_mask, record, "direct logit attribution")
+    seq, out = recorded_run(model, ids, tgt, head_mask, record, "direct logit attribution")
     t = _resolve_position(position, seq.shape[1])
     if model.classifier is not None and t != 0:
         raise ValueError(f"a classifier reads the first token only: pass position=0 (got {position})")
@@ -403,6 +404,44 @@ def _walk_from_site(model: Transformer, stack, record: Record, t: int, layer: in
         parts.norm(stack.norm, record[f"{kind}.final.scale"][0, t])
 
 
+def check_direct_site(model: Transformer, site: str) -> tuple[int, str]:
+    """(layer, point) of a resid_hook site whose stack reaches the logits directly; ValueError otherwise."""
+    stack_kind, layer, point = site.split(".")
+    reads = "encoder" if model.config.arch == "encoder" else "decoder"
+    if stack_kind != reads:
+        why = " (an encoder's output reaches an encoder-decoder's logits only through cross-attention)" \
+            if stack_kind == "encoder" else ""
+        raise ValueError(f"site {site!r}: no direct path to the logits from the {stack_kind}{why}")
+    if point not in SITE_ORDER:
+        raise ValueError(f"site {site!r} is not a residual-stream site ({', '.join(SITE_ORDER)})")
+    return int(layer), point
+
+
+@torch.no_grad()
+def tokens_of_directions(model: Transformer, record: Record, out: Tensor, length: int, site: str, directions: Tensor,
+                         position: int = -1, k: int = 10) -> HeadTokens:
+    """direction_tokens from a run already made (recorded_run with a Record of at least the norms' "scale" and
+    "mlp.scale", its output `out` (1, T, D) and sequence length)."""
+    layer, point = check_direct_site(model, site)
+    single = directions.dim() == 1
+    rows = directions.detach().double().cpu().reshape(-1, model.config.d_model)  # (n, D)
+    t = _resolve_position(position, length)
+    if model.classifier is not None and t != 0:
+        raise ValueError(f"a classifier reads the first token only: pass position=0 (got {position})")
+    n = rows.shape[0]
+    parts = _Parts({"rest": slice(n, n + 1)}, n + 1, model.config.d_model)
+    parts.p[:n] = rows
+    stack = model.encoder if model.config.arch == "encoder" else model.decoder
+    _walk_from_site(model, stack, record, t, layer, point, parts)
+    _, unembedding = _through_head(model, parts, out, t)
+    weight = unembedding.weight  # (V, Du)
+    logits = (weight @ parts.p[:n].to(device=weight.device, dtype=weight.dtype).T).T  # (V, n) -> (n, V)
+    k = min(ResidualParts._check_k(k), logits.shape[-1])
+    top, bottom = logits.topk(k, dim=-1), logits.topk(k, dim=-1, largest=False)
+    pick = (lambda v: v[0]) if single else (lambda v: v)
+    return HeadTokens(pick(top.indices), pick(top.values), pick(bottom.indices), pick(bottom.values))
+
+
 @torch.no_grad()
 def direction_tokens(model: Transformer, ids: Tensor, site: str, directions: Tensor, *, position: int = -1,
                      tgt: Tensor | None = None, head_mask: Mapping[str, Any] | None = None, k: int = 10) -> HeadTokens:
@@ -411,31 +450,7 @@ def direction_tokens(model: Transformer, ids: Tensor, site: str, directions: Ten
     every norm after the site (frozen at that position, betas left out) and the head, times the unembedding, as a
     head's tokens are. The values are the logit change adding the direction there makes through that path (an SAE
     latent's decoder row: explorer.interpret.sae.latent_tokens). -> HeadTokens of (n, k) ((k,) for one direction)."""
-    stack_kind, layer, point = site.split(".")
-    arch = model.config.arch
-    reads = "encoder" if arch == "encoder" else "decoder"
-    if stack_kind != reads:
-        why = " (an encoder's output reaches an encoder-decoder's logits only through cross-attention)" \
-            if stack_kind == "encoder" else ""
-        raise ValueError(f"site {site!r}: no direct path to the logits from the {stack_kind}{why}")
-    if point not in SITE_ORDER:
-        raise ValueError(f"site {site!r} is not a residual-stream site ({', '.join(SITE_ORDER)})")
-    single = directions.dim() == 1
-    rows = directions.detach().double().cpu().reshape(-1, model.config.d_model)  # (n, D)
+    check_direct_site(model, site)
     record = Record(only={"scale", "mlp.scale"})
-    seq, out = _recorded_run(model, ids, tgt, head_mask, record, "a direction's tokens")
-    t = _resolve_position(position, seq.shape[1])
-    if model.classifier is not None and t != 0:
-        raise ValueError(f"a classifier reads the first token only: pass position=0 (got {position})")
-    n = rows.shape[0]
-    parts = _Parts({"rest": slice(n, n + 1)}, n + 1, model.config.d_model)
-    parts.p[:n] = rows
-    stack = model.encoder if reads == "encoder" else model.decoder
-    _walk_from_site(model, stack, record, t, int(layer), point, parts)
-    _, unembedding = _through_head(model, parts, out, t)
-    weight = unembedding.weight  # (V, Du)
-    logits = (weight @ parts.p[:n].to(device=weight.device, dtype=weight.dtype).T).T  # (V, n) -> (n, V)
-    k = min(ResidualParts._check_k(k), logits.shape[-1])
-    top, bottom = logits.topk(k, dim=-1), logits.topk(k, dim=-1, largest=False)
-    pick = (lambda v: v[0]) if single else (lambda v: v)
-    return HeadTokens(pick(top.indices), pick(top.values), pick(bottom.indices), pick(bottom.values))
+    seq, out = recorded_run(model, ids, tgt, head_mask, record, "a direction's tokens")
+    return tokens_of_directions(model, record, out, seq.shape[1], site, directions, position, k)

@@ -13,8 +13,8 @@ off / clamp / add them like heads, and steer from a contrast (ActAdd) without on
 
 from .core import ARCHITECTURES, NORMALIZATIONS, SAE, random_sae
 from .dashboards import LatentDashboards, LatentExample, latent_dashboards, latent_examples
-from .features import (LatentReading, SAEMetrics, explained_variance, latent_activations, latent_tokens,
-                       read_latents, sae_metrics)
+from .features import (FeaturesView, LatentReading, SAEMetrics, explained_variance, features_view,
+                       features_view_bytes, latent_activations, latent_tokens, read_latents, reading_of, sae_metrics)
 from .files import (DEFAULT_MAX_SAE_BYTES, SAEFileError, SAEWarning, load_sae, log_density, resolve_sae_source,
                     save_sae, shipped_saes)
 from .hooks import hook_site, parse_hook_name, site_hook_name
@@ -24,11 +24,11 @@ from .steer import ContrastSteering, add_hook, contrast_steering, contrast_vecto
 from .switches import LatentSwitch, LatentSwitches
 
 __all__ = [
-    "ARCHITECTURES", "ContinuedText", "ContrastSteering", "DEFAULT_MAX_SAE_BYTES", "LatentDashboards", "LatentExample",
+    "ARCHITECTURES", "ContinuedText", "ContrastSteering", "DEFAULT_MAX_SAE_BYTES", "FeaturesView", "LatentDashboards", "LatentExample",
     "LatentReading", "LatentSwitch", "LatentSwitches", "NORMALIZATIONS", "SAE", "SAEFileError", "SAEMetrics",
     "SAEWarning", "SteeredOutputs", "add_hook", "capture_site", "contrast_steering", "contrast_vector",
-    "explained_variance", "hook_site", "latent_activations", "latent_dashboards", "latent_examples", "latent_tokens",
-    "layer_site", "load_sae", "log_density", "parse_hook_name", "random_sae", "read_latents", "resolve_sae_source",
+    "explained_variance", "features_view", "features_view_bytes", "hook_site", "latent_activations", "latent_dashboards", "latent_examples", "latent_tokens",
+    "layer_site", "load_sae", "log_density", "parse_hook_name", "random_sae", "read_latents", "reading_of", "resolve_sae_source",
     "sae_hook", "sae_metrics", "save_sae", "shipped_saes", "site_hook_name", "splice_sae", "steered_outputs",
     "switch_outputs",
 ]

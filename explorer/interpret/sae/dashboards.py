@@ -1,7 +1,7 @@
 """Latent dashboards over a set of texts (Neuronpedia's feature page, SAELens's feature density): for every latent,
 its top activating examples, the fraction of tokens it fires on, and a histogram of its non-zero activations.
 
-The model runs once per text, only up to the SAE's site (capture_site); the residual stream of all the texts is kept
+The model runs once per batch of texts of one length, only up to the SAE's site (capture_site); the residual stream of all the texts is kept
 (N tokens x D floats, within `max_bytes`) and encoded twice, `chunk` tokens at a time: the first pass keeps a running
 top-k over tokens for every latent, each latent's firing count and maximum; the second counts the non-zero
 activations into `bins` equal bins of [0, max] per latent. Nothing of size (N, F) is ever held.
@@ -74,27 +74,36 @@ def _check_count(value: int, name: str) -> int:
 @torch.no_grad()
 def latent_dashboards(model: Transformer, texts: Sequence[Tensor], sae: SAE, *, latents: Sequence[int] | None = None,
                       k: int = 10, bins: int = 32, max_bytes: float = DEFAULT_DASHBOARD_BYTES,
-                      chunk: int = CHUNK) -> LatentDashboards:
-    """Dashboards of `latents` (None: all) over `texts` (token ids, each (T,) | (1, T)); see the module docstring."""
+                      chunk: int = CHUNK, batch: int = 64) -> LatentDashboards:
+    """Dashboards of `latents` (None: all) over `texts` (token ids, each (T,) | (1, T), no padding; texts of one length
+    run `batch` at a time); see the module docstring."""
     k, bins, chunk = _check_count(k, "k"), _check_count(bins, "bins"), _check_count(chunk, "chunk")
+    batch = _check_count(batch, "batch")
     chosen = torch.arange(sae.d_sae) if latents is None else torch.as_tensor(list(latents), dtype=torch.long)
     if chosen.dim() != 1 or not len(chosen) or int(chosen.min()) < 0 or int(chosen.max()) >= sae.d_sae:
         raise ValueError(f"latents must be a non-empty list of latents 0..{sae.d_sae - 1}")
     n = len(chosen)
     result_bytes = n * (k * 20 + bins * 8 + 16)
     site = hook_site(model.config, sae.hook_name)
-    streams, where, held = [], [], result_bytes
-    for index, ids in enumerate(texts):
-        x = capture_site(model, as_row(ids, f"text {index}"), site)[0].to(sae.device, sae.dtype)  # (T, D)
-        held += x.numel() * x.element_size()
-        if held > max_bytes:
-            raise ValueError(f"the texts' residual streams and the dashboards need more than {max_bytes / 1e6:,.0f} MB "
-                             f"(reached at text {index}): pass fewer texts or latents")
-        streams.append(x)
-        where.append(torch.stack([torch.full((x.shape[0],), index), torch.arange(x.shape[0])], 1))  # (T, 2)
-    if not streams:
+    rows = [as_row(ids, f"text {index}")[0] for index, ids in enumerate(texts)]
+    if not rows or not sum(len(r) for r in rows):
         raise ValueError("no texts to read")
-    X, where = torch.cat(streams), torch.cat(where)  # (N, D), (N, 2) text and position of each token
+    held = result_bytes + sum(len(r) for r in rows) * sae.d_in * 4
+    if held > max_bytes:
+        raise ValueError(f"the texts' residual streams and the dashboards need {held / 1e6:,.1f} MB, more than "
+                         f"{max_bytes / 1e6:,.1f} MB: pass fewer texts or latents")
+    streams: dict[int, Tensor] = {}
+    by_length: dict[int, list[int]] = {}
+    for index, ids in enumerate(rows):
+        by_length.setdefault(len(ids), []).append(index)
+    for length, indices in by_length.items():  # texts of one length run together: no padding, one forward each
+        for start in range(0, len(indices), batch):
+            group = indices[start:start + batch]
+            x = capture_site(model, torch.stack([rows[i] for i in group]), site).to(sae.device, sae.dtype)  # (b, T, D)
+            streams.update(zip(group, x))
+    X = torch.cat([streams[i] for i in range(len(rows))])  # (N, D) in text order
+    where = torch.cat([torch.stack([torch.full((len(r),), i), torch.arange(len(r))], 1)
+                       for i, r in enumerate(rows)])  # (N, 2) text and position of each token
     del streams
     N = X.shape[0]
     device = sae.device

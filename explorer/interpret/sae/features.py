@@ -15,6 +15,7 @@ Tokens in `ignore_ids` (SAELens's ignore_tokens: usually BOS / EOS / padding) ar
 prediction is left out when the token it is made at is ignored (SAELens's mask[:, :-1]).
 
 Shapes: T tokens, D = d_in, F = d_sae, k latents kept per token, V vocabulary.
+    features_view(model, ids, sae, latent, k) -> FeaturesView: the tab's whole computation in one pass
     read_latents(model, ids, sae, k) -> LatentReading: top (T, k) latents and values, per-token L0 and error norms
     latent_activations(model, ids, sae, latent) -> (T,)
     latent_tokens(model, ids, sae, latent, k) -> HeadTokens of (k,)
@@ -23,15 +24,17 @@ Shapes: T tokens, D = d_in, F = d_sae, k latents kept per token, V vocabulary.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ...model import Transformer
-from ..dla import HeadTokens, direction_tokens
+from ...lm import resolve_position
+from ...model import Record, Transformer
+from ..dla import HeadTokens, direction_tokens, recorded_run, tokens_of_directions
 from ..sequence import as_row
 from .core import SAE
 from .hooks import hook_site
@@ -75,30 +78,36 @@ def explained_variance(x: Tensor, x_hat: Tensor) -> float:
     return 1.0 - mse / variance
 
 
-@torch.no_grad()
-def read_latents(model: Transformer, ids: Tensor, sae: SAE, *, k: int = 8, tgt: Tensor | None = None,
-                 chunk: int = CHUNK_TOKENS) -> LatentReading:
-    """The model run up to the SAE's site on ids (T,) | (1, T) (tgt: an encoder-decoder's decoder input), then the
-    SAE encoded `chunk` tokens at a time: the k strongest latents at each token, L0, the reconstruction's errors."""
-    site = hook_site(model.config, sae.hook_name)
-    x = capture_site(model, as_row(ids, "ids"), site, tgt=tgt)[0].to(sae.dtype)  # (T, D)
+def reading_of(sae: SAE, x: Tensor, site: str, *, k: int = 8, chunk: int = CHUNK_TOKENS) -> LatentReading:
+    """The LatentReading of the residual stream x (T, D) at `site`: the SAE encoded `chunk` tokens at a time (no
+    (T, F) tensor is held): the k strongest latents at each token, L0, the reconstruction's errors."""
     k = _check_k(k, sae.d_sae)
     tops, values, l0, errors, x_hats = [], [], [], [], []
     for start in range(0, x.shape[0], chunk):
-        xs = x[start:start + chunk].to(sae.device)  # (c, D)
+        xs = x[start:start + chunk].to(device=sae.device, dtype=sae.dtype)  # (c, D)
         f = sae.encode(xs)  # (c, F)
         top = f.topk(k, dim=-1)
         tops.append(top.indices.cpu())
         values.append(top.values.cpu())
-        l0.append((f != 0).sum(-1).cpu())
+        l0.append(f.sign().sum(-1).long().cpu())  # latents >= 0 (ReLU in every architecture): sign counts them
         x_hat = sae.decode(f, xs)  # (c, D)
         errors.append((xs - x_hat).norm(dim=-1).cpu())
         x_hats.append(x_hat.cpu())
     x_hat = torch.cat(x_hats)
-    x = x.cpu()
+    x = x.to(sae.dtype).cpu()
     error = torch.cat(errors)
     return LatentReading(site, torch.cat(tops), torch.cat(values), torch.cat(l0), x.norm(dim=-1), error,
                          explained_variance(x, x_hat), float(error.double().pow(2).mean()))
+
+
+@torch.no_grad()
+def read_latents(model: Transformer, ids: Tensor, sae: SAE, *, k: int = 8, tgt: Tensor | None = None,
+                 chunk: int = CHUNK_TOKENS) -> LatentReading:
+    """The model run up to the SAE's site on ids (T,) | (1, T) (tgt: an encoder-decoder's decoder input; the run stops
+    there), then reading_of: the k strongest latents at each token, L0, the reconstruction's errors."""
+    site = hook_site(model.config, sae.hook_name)
+    x = capture_site(model, as_row(ids, "ids"), site, tgt=tgt)[0]  # (T, D)
+    return reading_of(sae, x, site, k=k, chunk=chunk)
 
 
 def _check_latent(sae: SAE, latent: int) -> int:
@@ -204,3 +213,60 @@ def sae_metrics(model: Transformer, batches: Iterable[Tensor], sae: SAE, *, igno
     else:
         clean_ce = sae_ce = zero_ce = recovered = None
     return SAEMetrics(n, l0_sum / n, ev, mse, clean_ce, sae_ce, zero_ce, recovered)
+
+
+# ------------------------------------------------------------------------------------------ the tab in one pass
+@dataclass
+class FeaturesView:
+    """What the Features tab shows for one sentence, from one forward pass (without the LM head)."""
+
+    reading: LatentReading
+    latent: int  # the latent shown in detail: the one asked for, else the strongest at `position`
+    activations: Tensor  # (T,) its activation at every token
+    tokens: HeadTokens | None  # the tokens its decoder row promotes / suppresses at `position` (None: no direct path
+    #                            from the site to an output head: an encoder-decoder's encoder, a bare encoder)
+    position: int  # where the latent was chosen and its tokens read (resolved, counted from 0)
+
+
+@torch.no_grad()
+def features_view(model: Transformer, ids: Tensor, sae: SAE, *, latent: int | None = None, position: int = -1,
+                  k: int = 8, tokens_k: int = 10, tgt: Tensor | None = None,
+                  head_mask: Mapping[str, Any] | None = None, chunk: int = CHUNK_TOKENS) -> FeaturesView:
+    """The Features tab's computation: one run of the stacks (no LM head, no attention weights) reading the residual
+    stream at the SAE's site and the norms' divisors, then reading_of, one latent's activations along the sentence
+    and its promoted / suppressed tokens (latent_tokens) at `position`. ids (T,) | (1, T); tgt: an encoder-decoder's
+    decoder input. `position` counts in the sequence the SAE reads (an encoder-decoder's source for an encoder site,
+    where there are no tokens to show)."""
+    site = hook_site(model.config, sae.hook_name)
+    if latent is not None:
+        _check_latent(sae, latent)
+    captured: dict[str, Tensor] = {}
+
+    def read(name: str, x: Tensor) -> Tensor:
+        if name == site:
+            captured["x"] = x
+        return x
+
+    has_head = model.generator is not None or model.mlm is not None or model.classifier is not None
+    direct = has_head and site.split(".")[0] == ("encoder" if model.config.arch == "encoder" else "decoder")
+    record = Record(only={"scale", "mlp.scale"} if direct else ())
+    seq, out = recorded_run(model, ids, tgt, head_mask, record, "the Features tab", resid_hook=read)
+    x = captured["x"][0]  # (T, D) of the stack the SAE reads
+    reading = reading_of(sae, x, site, k=k, chunk=chunk)
+    t = resolve_position(position, x.shape[0])
+    if latent is None:
+        latent = int(reading.top_latents[t, 0])
+    activations = sae.encode_latents(x, torch.tensor([latent]))[:, 0].cpu()  # (T,)
+    tokens = tokens_of_directions(model, record, out, seq.shape[1], site, sae.W_dec[latent], t, tokens_k) \
+        if direct else None
+    return FeaturesView(reading, latent, activations, tokens, t)
+
+
+def features_view_bytes(config, sae: SAE, tokens: int, chunk: int = CHUNK_TOKENS) -> int:
+    """An upper estimate of what features_view holds at once above the model and the SAE, in bytes: the stacks' run
+    without attention weights (a few (T, D) and (T, d_ff) tensors per layer at a time, and a (H, T, T) score block
+    on SDPA's math path), then a chunk's latents (chunk, F) three times over (encode, the top-k, decode)."""
+    T, D = tokens, config.d_model
+    run = 4 * T * (8 * D + 2 * config.d_ff) + 4 * config.n_heads * T * T
+    latents = 3 * 4 * min(chunk, T) * sae.d_sae
+    return run + latents + 4 * T * D * 4
