@@ -38,7 +38,7 @@ from typing import Any
 import torch
 
 from benchmarks.attribution_ig import reset_peak, status_mb
-from benchmarks.common import interleaved, median_time, ratio
+from benchmarks.common import interleaved, median_time, peak_section_parser, ratio
 from benchmarks.hub_lm import GPT2_SMALL, TINY, write_folder
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -168,15 +168,8 @@ QUICK = dict(tokens=(16,), repeats=1, shape=TINY, d_sae=256, texts=40)
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--tokens", type=int, nargs="+", default=[128, 1024])
-    ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--quick", action="store_true", help="a tiny model shape (smoke test)")
-    ap.add_argument("--no-peak", action="store_true", help="skip the peak-memory subprocesses")
-    ap.add_argument("--peak", action="store_true", help=argparse.SUPPRESS)  # child process: one length
-    ap.add_argument("--shape", help=argparse.SUPPRESS)
+    ap = peak_section_parser(__doc__, repeats=5)
     ap.add_argument("--d-sae", type=int, default=D_SAE, help=argparse.SUPPRESS)
-    ap.add_argument("--threads", type=int, default=torch.get_num_threads(), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.peak:
         print(json.dumps(peak_child(json.loads(args.shape), args.d_sae, args.tokens[0], args.threads)))
