@@ -143,6 +143,9 @@ def test_capture_stops_at_the_site_and_reads_the_hidden_state(family):
     for layer in range(len(hidden) - 1):
         got = capture_site(model, family.ids, f"{stack}.{layer}.resid_pre", tgt=family.tgt)
         torch.testing.assert_close(got, hidden[layer], rtol=0, atol=TOLERANCE)
+        if model.config.arch == "encoder-decoder":  # the encoder alone: no decoder input needed
+            torch.testing.assert_close(capture_site(model, family.ids, f"encoder.{layer}.resid_pre"), hidden[layer],
+                                       rtol=0, atol=TOLERANCE)
 
 
 # ------------------------------------------------------------------------------------------ reading

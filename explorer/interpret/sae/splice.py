@@ -56,7 +56,7 @@ def sae_hook(model: Transformer, sae: SAE, switches: Any = None, *, keep_error: 
             return x
         if keep_error and not switches:
             return x
-        xs = x.to(sae.dtype)
+        xs = x.to(device=sae.device, dtype=sae.dtype)
         if keep_error:
             out = xs
             if len(latents):
@@ -69,7 +69,7 @@ def sae_hook(model: Transformer, sae: SAE, switches: Any = None, *, keep_error: 
             out = sae.decode(f, xs)
         if added is not None:
             out = out + added
-        return out.to(x.dtype)
+        return out.to(device=x.device, dtype=x.dtype)
 
     return splice
 
@@ -107,7 +107,8 @@ class _Stop(Exception):
 def capture_site(model: Transformer, ids: Tensor, site: str, *, tgt: Tensor | None = None,
                  **forward: Any) -> Tensor:
     """The residual stream x (B, T, D) at `site` (e.g. hook_site(config, sae.hook_name)) on ids (T,) | (B, T); the run
-    stops there, so the layers after it and the unembedding are never computed."""
+    stops there, so the layers after it and the unembedding are never computed. An encoder-decoder's encoder site
+    needs no tgt (only the encoder runs)."""
 
     def stop(name: str, x: Tensor) -> Tensor:
         if name == site:
@@ -115,7 +116,12 @@ def capture_site(model: Transformer, ids: Tensor, site: str, *, tgt: Tensor | No
         return x
 
     try:
-        run_hooked(model, ids, tgt, stop, **forward)
+        if model.config.arch == "encoder-decoder" and site.startswith("encoder.") and tgt is None:
+            ids = ids[None] if ids.dim() == 1 else ids
+            forward.setdefault("need_weights", False)
+            model.encode(ids.to(model.device), resid_hook=stop, **forward)
+        else:
+            run_hooked(model, ids, tgt, stop, **forward)
     except _Stop as found:
         return found.x
     raise ValueError(f"the run never reached {site!r}")
