@@ -19,7 +19,7 @@ from safetensors.torch import load_file, save_file
 from explorer.interpret import sae as sae_module
 from explorer.interpret.sae import (SAE, LatentSwitch, LatentSwitches, SAEFileError, SAEWarning, hook_site,
                                     load_sae, log_density, random_sae, resolve_sae_source, save_sae, site_hook_name)
-from explorer.interpret.sae import files as sae_files
+from explorer.interpret.sae import sources as sae_sources
 from explorer.model import TransformerConfig, Transformer
 from tests.interpret.sae_cases import CASES, D, F, inputs, make_sae
 
@@ -299,8 +299,8 @@ def test_text_sources_go_through_the_allow_list(tmp_path, monkeypatch):
     assert resolve_sae_source("owner/name@v1.0/a/b") == ("hub", "owner/name/a/b", "v1.0")
     with pytest.raises(SAEFileError):
         resolve_sae_source("owner/name/../secrets")
-    monkeypatch.setattr(sae_files, "SAES_DIR", tmp_path / "allowed")
-    assert sae_files.shipped_saes() == ["my-sae"]
+    monkeypatch.setattr(sae_sources, "SAES_DIR", tmp_path / "allowed")
+    assert sae_sources.shipped_saes() == ["my-sae"]
     assert resolve_sae_source("my-sae") == ("shipped", str(tmp_path / "allowed" / "my-sae"), None)
     assert load_sae("my-sae").source.startswith("shipped SAE")
 

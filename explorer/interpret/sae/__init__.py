@@ -3,6 +3,7 @@ off / clamp / add them like heads, and steer from a contrast (ActAdd) without on
 
     core        the SAE object (tensors + settings), SAELens's encode / decode
     files       load_sae / save_sae (cfg.json + sae_weights.safetensors [+ sparsity.safetensors])
+    sources     shipped SAEs, allowed folders, Hub repos' folders: the allow-list for typed names
     hooks       TransformerLens hook names (metadata.hook_name) -> the model's residual-stream sites
     switches    LatentSwitches: "12:off,40:clamp=3.5,7:add=-2", parsed, validated, formatted for links
     splice      the SAE spliced into a run (error term kept), baseline vs switched outputs
@@ -15,8 +16,8 @@ from .core import ARCHITECTURES, NORMALIZATIONS, SAE, random_sae
 from .dashboards import LatentDashboards, LatentExample, latent_dashboards, latent_examples
 from .features import (FeaturesView, LatentReading, SAEMetrics, explained_variance, features_view,
                        features_view_bytes, latent_activations, latent_tokens, read_latents, reading_of, sae_metrics)
-from .files import (DEFAULT_MAX_SAE_BYTES, SAEFileError, SAEWarning, load_sae, log_density, resolve_sae_source,
-                    save_sae, shipped_saes)
+from .files import DEFAULT_MAX_SAE_BYTES, SAEWarning, load_sae, log_density, save_sae
+from .sources import SAEFileError, resolve_sae_source, shipped_saes
 from .hooks import hook_site, parse_hook_name, site_hook_name
 from .splice import (ContinuedText, SteeredOutputs, capture_site, sae_hook, splice_sae, steered_outputs,
                      switch_outputs)

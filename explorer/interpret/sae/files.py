@@ -17,10 +17,9 @@ than the byte budget) raises SAEFileError (a CheckpointError and a ValueError) n
 name that differs from the model's is a warning (SAEWarning, also kept in `sae.notes`): SAELens's names ("gpt2-small")
 and Hub ids ("openai-community/gpt2") name the same model differently, so it cannot be a refusal.
 
-Sources, as explorer.loading treats model names (the Python API trusts a pathlib.Path; text goes through the
-allow-list): a shipped SAE name (a folder under checkpoints/saes/), a folder inside `allowed_dirs`, or a Hub repo
-and the SAE's folder in it, "owner/name[@revision]/path/in/repo" (HfFileSystem's spelling). Hub files are fetched
-cfg.json first: the byte budget is checked on it before the weights are downloaded.
+Sources (explorer.interpret.sae.sources): a pathlib.Path is trusted; text goes through the allow-list of
+resolve_sae_source (a shipped SAE, a folder inside `allowed_dirs`, "owner/name[@revision]/path/in/repo" on the Hub).
+Hub files are fetched cfg.json first: the byte budget is checked on it before the weights are downloaded.
 """
 
 from __future__ import annotations
@@ -40,76 +39,25 @@ from safetensors.torch import save_file
 from torch import Tensor
 
 from ...checkpoints import CheckpointError, describe, read_json, read_safetensors, require_file, safetensors_shapes
-from ...loading import CHECKPOINTS_DIR, SHIPPED_NAME, _inside, _real_dir, _split_hub_id, fetch_hub
+from ...loading import fetch_hub
 from ...model import Transformer
 from .core import ARCHITECTURES, IDENTITY_NORMALIZATIONS, NORMALIZATIONS, SAE
 from .hooks import hook_site, parse_hook_name
+from .sources import CFG_FILE, SAEFileError, resolve_sae_source
 
-CFG_FILE = "cfg.json"
 WEIGHTS_FILE = "sae_weights.safetensors"
 SPARSITY_FILE = "sparsity.safetensors"
 CARD_FILE = "README.md"
-SAES_DIR = CHECKPOINTS_DIR / "saes"  # shipped SAEs: checkpoints/saes/<name>/
 DEFAULT_MAX_SAE_BYTES = 2_000_000_000  # the Python API's limit (float32 bytes in memory); the app passes its own
 SAE_LENS_VERSION = "6.54.12"  # the SAELens whose format and code this package follows (written by save_sae)
-FOLDER_PART = re.compile(r"^[A-Za-z0-9._-]+$")
 MODEL_ALIASES = {"gpt2-small": "gpt2", "gpt2": "gpt2"}  # TransformerLens's names -> the Hub's
-
-
-class SAEFileError(CheckpointError, ValueError):
-    """An SAE folder that cannot be loaded; the message names the file and the key."""
 
 
 class SAEWarning(UserWarning):
     """An SAE that loads but may not fit the model (e.g. trained on a model of another name)."""
 
 
-# ------------------------------------------------------------------------------------------ sources
-def shipped_saes() -> list[str]:
-    """Folders under checkpoints/saes/ that hold a cfg.json, sorted."""
-    if not SAES_DIR.is_dir():
-        return []
-    return sorted(p.name for p in SAES_DIR.iterdir()
-                  if SHIPPED_NAME.match(p.name) and not p.name.startswith(".") and (p / CFG_FILE).is_file())
-
-
-def _split_hub_folder(text: str) -> tuple[str, str | None, str] | None:
-    """'owner/name[@rev]/path/in/repo' -> (repo_id, revision, 'path/in/repo'), or None."""
-    parts = text.split("/")
-    if len(parts) < 2:
-        return None
-    hub = _split_hub_id("/".join(parts[:2]))
-    folder = parts[2:]
-    if hub is None or not all(FOLDER_PART.match(p) and p not in (".", "..") for p in folder):
-        return None
-    return hub[0], hub[1], "/".join(folder)
-
-
-def resolve_sae_source(text: str, allowed_dirs: Iterable[str | PathLike] | None = ()) -> tuple[str, str, str | None]:
-    """Text typed by a person -> ("shipped" | "local", folder, None) or ("hub", "repo_id/folder", revision);
-    SAEFileError for anything not safe to load. Order: shipped SAE name, a folder inside `allowed_dirs`
-    (None = anywhere), a Hub repo's folder."""
-    text = str(text).strip()
-    if not text or "\x00" in text or len(text) > 4096:
-        raise SAEFileError("empty or invalid SAE name")
-    if SHIPPED_NAME.match(text) and not text.startswith(".") and text in shipped_saes():
-        return "shipped", str(SAES_DIR / text), None
-    roots = None if allowed_dirs is None else [Path(d).expanduser().resolve() for d in allowed_dirs]
-    typed = Path(text).expanduser()
-    candidates = [typed] if roots is None or typed.is_absolute() else [root / typed for root in roots]
-    for candidate in candidates:
-        real = _real_dir(candidate)
-        if real is not None and (roots is None or any(_inside(real, root) for root in roots)):
-            return "local", str(real), None
-    hub = _split_hub_folder(text)
-    if hub is not None and not typed.is_absolute():
-        repo, revision, folder = hub
-        return "hub", f"{repo}/{folder}" if folder else repo, revision
-    shipped = ", ".join(shipped_saes()) or "none installed"
-    raise SAEFileError(f"{text!r} is neither a shipped SAE ({shipped}), an allowed local folder, nor a Hugging Face "
-                       "Hub repo and folder like owner/name/path/to/sae or owner/name@revision/path/to/sae")
-
-
+# ------------------------------------------------------------------------------------------ the Hub
 def _fetch_hub_sae(where: str, revision: str | None, cache_dir, max_bytes: float | None) -> tuple[Path, str]:
     """cfg.json of a Hub SAE first, the budget checked on it, then its weights (and sparsity, if any)."""
     owner, name, *folder = where.split("/")
