@@ -267,7 +267,7 @@ def features_view_bytes(config, sae: SAE, tokens: int, chunk: int = CHUNK_TOKENS
     the stacks' run without attention weights (every layer's hidden state, a few (T, D) and (T, d_ff) tensors of
     the layer running, an (H, T, T) score block on SDPA's math path), then a chunk's latents (chunk, F) five times over
     (the pre-activations, the latents, their sign for L0, the top-k's and decode's working copies). GPT-2 small with a
-    24,576-latent SAE at 1,024 tokens: 268 MiB estimated, 251 MiB measured (benchmarks/sae.py, a loaded machine)."""
+    24,576-latent SAE at 1,024 tokens: 267 MiB estimated, 251 MiB measured (benchmarks/sae.py, a loaded machine)."""
     T, D = tokens, config.d_model
     layers = max(config.encoder_layers or 0, config.decoder_layers or 0)
     run = 4 * T * D * (layers + 1) + 4 * T * (8 * D + 2 * config.d_ff) + 4 * config.n_heads * T * T
