@@ -7,6 +7,7 @@ is a ratio of two medians measured in the same process, interleaved where it mat
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 import os
 import platform
@@ -23,6 +24,22 @@ MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 # is exactly N tokens (checked in `text_of_tokens`).
 WORDS = ("the cat sat on a mat and the dog ran to the park while one bird sang in a tree near my house "
          "then it rained so we went home").split()
+
+
+def peak_section_parser(doc: str, repeats: int) -> argparse.ArgumentParser:
+    """The command line of a section run alone whose peak memory is measured in child processes: --tokens, --repeats,
+    --quick, --no-peak, and the child's hidden --peak (one length), --shape and --threads."""
+    import torch
+
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tokens", type=int, nargs="+", default=[128, 1024])
+    ap.add_argument("--repeats", type=int, default=repeats)
+    ap.add_argument("--quick", action="store_true", help="a tiny model shape (smoke test)")
+    ap.add_argument("--no-peak", action="store_true", help="skip the peak-memory subprocesses")
+    ap.add_argument("--peak", action="store_true", help=argparse.SUPPRESS)  # child process: one length
+    ap.add_argument("--shape", help=argparse.SUPPRESS)
+    ap.add_argument("--threads", type=int, default=torch.get_num_threads(), help=argparse.SUPPRESS)
+    return ap
 
 
 def median_time(fn: Callable[[], Any], repeats: int, warmup: int = 1) -> tuple[float, Any]:

@@ -14,7 +14,6 @@ Run alone: python -m benchmarks.flow [--tokens 128 1024] [--repeats 3] [--quick]
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -27,7 +26,7 @@ from typing import Any
 import torch
 
 from benchmarks.attribution_ig import reset_peak, status_mb
-from benchmarks.common import median_time
+from benchmarks.common import median_time, peak_section_parser
 from benchmarks.hub_lm import GPT2_SMALL, TINY, write_folder
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -93,15 +92,7 @@ def run(tokens=(128, 1024), repeats: int = 3, shape: dict[str, int] | None = Non
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--tokens", type=int, nargs="+", default=[128, 1024])
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--quick", action="store_true", help="a tiny model shape (smoke test)")
-    ap.add_argument("--no-peak", action="store_true", help="skip the peak-memory subprocesses")
-    ap.add_argument("--peak", action="store_true", help=argparse.SUPPRESS)  # child process: one length
-    ap.add_argument("--shape", help=argparse.SUPPRESS)
-    ap.add_argument("--threads", type=int, default=torch.get_num_threads(), help=argparse.SUPPRESS)
-    args = ap.parse_args(argv)
+    args = peak_section_parser(__doc__, repeats=3).parse_args(argv)
     if args.peak:
         print(json.dumps(peak_child(json.loads(args.shape), args.tokens[0], args.threads)))
         return

@@ -47,6 +47,14 @@ TARGETS = [
      "<= 6000 ms"),
     ("flow_1024_peak", "Contribution graph at 1,024 tokens, GPT-2-small shape: peak above the loaded model, MB",
      "<= 1536"),
+    ("sae_encode_1024", "SAE of 24,576 latents on the GPT-2-small residual stream, 1,024 tokens: encode + top latents "
+     "per token", "<= 500 ms"),
+    ("sae_tab_128", "Features tab's computation at 128 tokens (SAE of 24,576 latents, GPT-2-small shape) / one forward",
+     "<= 1.5"),
+    ("sae_tab_1024_peak", "Features tab's computation at 1,024 tokens, GPT-2-small shape: peak above the loaded model "
+     "and SAE, MB", "<= 1536"),
+    ("sae_dashboards", "Latent dashboards of a 512-latent SAE on the shipped date-gpt over 2,000 of its examples, s",
+     "<= 10"),
 ]
 
 
@@ -137,6 +145,18 @@ def measured_values(res: dict[str, Any]) -> dict[str, float | None]:
                 v[f"flow_{n}"] = row["ms"]
                 if n == 1024:
                     v["flow_1024_peak"] = row.get("peak_above_model_mb")
+    sae = res.get("sae") or {}
+    if sae.get("gpt2_small"):  # a --quick run's tiny shape is no measurement of the targets
+        row = _row(sae.get("by_tokens", []), 1024)
+        if row:
+            v["sae_encode_1024"] = row["encode_top_ms"]
+            v["sae_tab_1024_peak"] = row.get("peak_above_model_mb")
+        row = _row(sae.get("by_tokens", []), 128)
+        if row:
+            v["sae_tab_128"] = row["ratio_features_view_over_forward"]
+    dash = sae.get("dashboards") or {}
+    if dash.get("texts") == 2000:
+        v["sae_dashboards"] = dash["s"]
     return v
 
 
@@ -311,6 +331,35 @@ def flow_section(flow: dict[str, Any] | None) -> list[str]:
              r["edges"], r["head_edges"], r["rows_with_head_parts"]] for r in flow.get("by_tokens", [])]
     return L + _table(["tokens", "time", "CPU s (all threads)", "peak MB above the model", "nodes", "edges",
                        "head edges", "rows with head parts"], rows)
+
+
+def sae_section(sae: dict[str, Any] | None) -> list[str]:
+    """Section 14: SAEs (explorer.interpret.sae): encode, the Features tab's computation, dashboards."""
+    if not sae:
+        return []
+    L = ["## 14. Sparse autoencoders: encode, the Features tab, dashboards", ""]
+    if _skip(sae):
+        return L + [f"Skipped: {_skip(sae)}", ""]
+    L += [f"{sae['model']}, loaded with `explorer.load`; SAE: {sae['sae']}. {sae['threads']} torch threads, median of "
+          f"{sae['repeats']}, the cases interleaved. forward: one forward without attention weights (the fast path); "
+          "with weights: every attention returned, as the page's Run; encode + top: the SAE on the residual vectors, "
+          f"256 tokens at a time, top {sae['k']} latents per token; reading: that plus the reconstruction; Features "
+          "tab: `features_view` (one run of the stacks reading the site and the norms, the reading, one latent along "
+          "the sentence and its tokens); switched: one forward with two latents switched through the splice. Peak: "
+          "the Features tab at each length in a fresh process, the rise of its RSS high-water mark above the loaded "
+          "model and SAE, beside `features_view_bytes`'s estimate.", ""]
+    rows = [[r["tokens"], _f(r["forward_ms"]), _f(r["forward_weights_ms"]), _f(r["encode_top_ms"]),
+             _f(r["reading_ms"]), _f(r["features_view_ms"]), _f(r["switched_ms"]),
+             r["ratio_features_view_over_forward"], _f(r.get("peak_above_model_mb")), _f(r.get("estimate_mb"))]
+            for r in sae.get("by_tokens", [])]
+    L += _table(["tokens", "forward ms", "with weights ms", "encode + top ms", "reading ms", "Features tab ms",
+                 "switched ms", "tab / forward", "peak MB", "estimate MB"], rows)
+    d = sae.get("dashboards")
+    if d:
+        L += [f"Dashboards: {d['model']}, a random SAE of {d['d_sae']} latents at blocks.2.hook_resid_pre, "
+              f"`latent_dashboards` over {d['texts']:,} of its generated examples ({d['tokens']:,} tokens), every "
+              f"latent, 10 examples, 32 bins: {d['s']:.2f} s; result {d['result_kb']:,.0f} kB.", ""]
+    return L
 
 
 def threads_label(row: dict[str, Any]) -> str:
@@ -605,6 +654,7 @@ def markdown(res: dict[str, Any]) -> str:
     L += attribution_section(res.get("dla"))
     L += token_attribution_section(res.get("token_attribution"))
     L += flow_section(res.get("flow"))
+    L += sae_section(res.get("sae"))
     prof = res.get("profiles") or {}
     if prof:
         L += ["## Where the time goes (targets missed)", ""]

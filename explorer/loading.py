@@ -248,16 +248,22 @@ def snapshot_download(*args, **kwargs) -> str:
     return download(*args, **kwargs)
 
 
-def _snapshot(repo_id: str, revision: str | None, cache_dir: str | None, local_only: bool) -> Path:
+def _snapshot(repo_id: str, revision: str | None, cache_dir: str | None, local_only: bool,
+              patterns: list[str] | None = None) -> Path:
     kwargs = {"revision": revision, "cache_dir": cache_dir, "local_files_only": local_only}
+    if patterns is not None:
+        return Path(snapshot_download(repo_id, allow_patterns=patterns, **kwargs))
     folder = Path(snapshot_download(repo_id, allow_patterns=HUB_FILES, **kwargs))
     if not any((folder / name).is_file() for name in ("model.safetensors", "model.safetensors.index.json")):
         folder = Path(snapshot_download(repo_id, allow_patterns=PICKLE_FALLBACK, **kwargs))
     return folder
 
 
-def fetch_hub(repo_id: str, revision: str | None = None, cache_dir: str | PathLike | None = None) -> tuple[Path, str]:
-    """Download (or find in the cache, or in an offline mirror) a Hub repo -> (folder, description)."""
+def fetch_hub(repo_id: str, revision: str | None = None, cache_dir: str | PathLike | None = None,
+              patterns: list[str] | None = None) -> tuple[Path, str]:
+    """Download (or find in the cache, or in an offline mirror) a Hub repo -> (folder, description).
+    `patterns`: the files to fetch (allow_patterns, e.g. one SAE's folder in a repo of many); None = a model's
+    (HUB_FILES, then pytorch_model.bin when there are no safetensors)."""
     from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError, RevisionNotFoundError
 
     if cache_dir is None:
@@ -267,7 +273,7 @@ def fetch_hub(repo_id: str, revision: str | None = None, cache_dir: str | PathLi
     errors: list[str] = []
     for local_only in ((True,) if offline else (False, True)):
         try:
-            folder = _snapshot(repo_id, revision, cache_dir, local_only)
+            folder = _snapshot(repo_id, revision, cache_dir, local_only, patterns)
             return folder, f"Hugging Face Hub {repo_id}@{folder.name[:12]}"
         except (RepositoryNotFoundError, GatedRepoError, RevisionNotFoundError) as err:
             if not local_only:  # the Hub answered: a definite no, not a connection problem
@@ -277,7 +283,7 @@ def fetch_hub(repo_id: str, revision: str | None = None, cache_dir: str | PathLi
             errors.append(f"{type(err).__name__}")
         except Exception as err:  # connection errors, offline mode, missing or incomplete cache
             errors.append(f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}")
-    mirror = offline_mirror(repo_id, revision)
+    mirror = offline_mirror(repo_id, revision) if patterns is None else None
     if mirror is not None:
         return mirror
     known = OFFLINE_MIRRORS.get(repo_id)

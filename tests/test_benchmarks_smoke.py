@@ -265,3 +265,21 @@ def test_figure_targets():
     assert got["figures_128"] == (0.009, True)
     assert got["figures_1024"] == (3.6, True)  # the largest tab (the whole attention set is not one tab)
     assert got["draw_1024"] == (1500.0, True)
+
+
+def test_sae_quick(tmp_path):
+    """The SAE section runs on a tiny GPT-2 shape and a small SAE: every case timed, peak measured, dashboards built;
+    a tiny shape measures no target."""
+    out_json, out_md = tmp_path / "r.json", tmp_path / "B.md"
+    assert main(["--quick", "--only", "sae", "--json", str(out_json), "--md", str(out_md)]) == 0
+    res = json.loads(out_json.read_text())
+    sae = res["sae"]
+    assert sae["gpt2_small"] is False and sae["d_sae"] == 256
+    (row,) = sae["by_tokens"]
+    assert row["tokens"] == 16
+    assert measured(row["forward_ms"], row["forward_weights_ms"], row["encode_top_ms"], row["reading_ms"],
+                    row["features_view_ms"], row["switched_ms"], row["peak_above_model_mb"], row["estimate_mb"])
+    dash = sae["dashboards"]
+    assert dash["texts"] == 40 and dash["tokens"] > 40 and measured(dash["s"], dash["result_kb"])
+    assert all(t["measured"] is None for t in res["targets"] if t["key"].startswith("sae_"))
+    assert "## 14. Sparse autoencoders" in out_md.read_text()

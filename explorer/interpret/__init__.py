@@ -3,14 +3,15 @@
 (explorer.interpret.patching); where a prediction comes from: direct logit attribution and each head's
 promoted / suppressed tokens (explorer.interpret.dla), value-weighted attention
 (explorer.interpret.value_weighted), token attribution (explorer.interpret.attribution), the contribution graph
-of Information Flow Routes (explorer.interpret.flow).
+of Information Flow Routes (explorer.interpret.flow); sparse autoencoders, latent switches and contrast steering
+(explorer.interpret.sae, imported on its own).
 
 Functions on a model's returned attention and hidden states; they run the model only through its
 forward pass and store nothing on it.
 """
 
-from .dla import (HeadTokens, LogitAttribution, ResidualParts, direct_logit_attribution, head_tokens,
-                  residual_parts)
+from .dla import (HeadTokens, LogitAttribution, ResidualParts, direct_logit_attribution, direction_tokens,
+                  head_tokens, residual_parts)
 from .attribution import TokenAttribution, token_attribution
 from .flow import (ContributionGraph, FlowEdge, FlowNode, NodeShares, contribution_graph,
                    proximity_shares)
@@ -23,7 +24,8 @@ from .value_weighted import head_value_norms, value_norms, value_weighted, value
 __all__ = [
     "ContributionGraph", "CopyLosses", "DEFAULT_WINDOW", "FlowEdge", "FlowNode", "HeadTokens", "LogitAttribution",
     "LogitLens", "NodeShares", "Patching", "ROLES", "RepeatedTokens", "ResidualParts", "TokenAttribution",
-    "activation_patching", "contribution_graph", "copy_losses", "direct_logit_attribution", "head_mask_without",
+    "activation_patching", "contribution_graph", "copy_losses", "direct_logit_attribution", "direction_tokens",
+    "head_mask_without",
     "head_roles", "head_tokens", "head_value_norms", "lens_logits", "logit_lens", "probe_vocabulary",
     "proximity_shares", "repeated_tokens", "residual_parts", "role_patterns", "role_scores", "token_attribution",
     "top_heads", "unembed", "value_norms", "value_weighted", "value_weighted_attention",

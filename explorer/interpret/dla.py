@@ -40,6 +40,8 @@ N = parts (1 embeddings + L*H heads [+ L*H cross heads] + L MLPs + 1 rest), k to
     direct_logit_attribution(...)    -> LogitAttribution: heads (L, H), cross (L, H) | None, mlps (L,), ...
     ResidualParts.all_head_tokens(k) -> {kind: HeadTokens of (L, H, k)}
     head_tokens(model, ids, kind, layer, head, k) -> HeadTokens of (k,)
+    direction_tokens(model, ids, site, directions (n, D), k) -> HeadTokens of (n, k): the same for directions added
+                                     to the residual stream at a site (an SAE latent's decoder row, a steering vector)
 """
 
 from __future__ import annotations
@@ -280,6 +282,53 @@ def _resolve_position(position: int, length: int) -> int:
     return position % length
 
 
+def recorded_run(model: Transformer, ids: Tensor, tgt: Tensor | None, head_mask: Mapping[str, Any] | None,
+                 record: Record, what: str, resid_hook=None) -> tuple[Tensor, Tensor]:
+    """One forward pass filling `record` (without the LM head) -> (the sequence whose logits are read (1, T), the
+    output (1, T, D) of the stack the head reads, after its final norm). `what` names the analysis in messages;
+    `resid_hook` goes to the model (to read the residual stream in the same pass)."""
+    arch = model.config.arch
+    check_inputs(model, what, tgt, needs_tgt=arch == "encoder-decoder")
+    if arch == "encoder" and model.mlm is None and model.classifier is None:
+        raise ValueError("this model has no output head (a bare encoder, e.g. a sentence-embedding model): "
+                         "there is no logit to attribute")
+    device = model.device
+    ids = as_row(ids, "ids").to(device)
+    masks = model.head_masks(head_mask)
+    run = dict(need_weights=False, record=record, resid_hook=resid_hook)
+    if arch == "decoder":
+        return ids, model.decode(ids, head_mask=masks.get("decoder"), **run).output
+    enc = model.encode(ids, head_mask=masks.get("encoder"), **run)
+    if arch == "encoder":
+        return ids, enc.memory
+    seq = as_row(tgt, "tgt").to(device)
+    out = model.decode(seq, enc.memory, enc.key_mask, head_mask=masks.get("decoder"),
+                       cross_head_mask=masks.get("cross"), key_mask=model.target_key_mask(seq, True), **run).output
+    return seq, out
+
+
+def _through_head(model: Transformer, parts: _Parts, out: Tensor, t: int) -> tuple[Tensor, nn.Linear]:
+    """Carry the parts through the head on top of the stack (frozen at position t of `out` (1, T, D)) -> (the model's
+    own logits there (V,), the linear layer whose rows are the tokens' (classes') directions)."""
+    x = out[0, t]  # (D,) the stack's output at the position, after its final norm
+    if model.generator is not None:
+        parts.p *= model.generator.scale
+        return model.generator.logits(x), model.generator.proj  # (V,)
+    if model.mlm is not None:
+        mlm = model.mlm
+        hidden = mlm.dense(x)  # (D,)
+        active = mlm.activation(hidden)
+        parts.linear(mlm.dense)
+        parts.gate(hidden, active)
+        parts.norm(mlm.norm, norm_scale(mlm.norm, active))
+        return mlm(x), mlm.proj  # (V,)
+    classifier = model.classifier
+    hidden = classifier.fc1(x)  # (hidden,)
+    parts.linear(classifier.fc1)
+    parts.gate(hidden, torch.relu(hidden))
+    return classifier(out[:, :1])[0], classifier.final  # (C,): the classifier reads token 0
+
+
 @torch.no_grad()
 def residual_parts(model: Transformer, ids: Tensor, *, position: int = -1, tgt: Tensor | None = None,
                    head_mask: Mapping[str, Any] | None = None) -> ResidualParts:
@@ -288,26 +337,8 @@ def residual_parts(model: Transformer, ids: Tensor, *, position: int = -1, tgt: 
     ids: the sequence (decoder-only, encoders) or the source (encoder-decoders, with `tgt` the decoder input;
     `position` then counts in tgt). head_mask: as the model's forward takes it ({kind: (L, H)}, 1 = on)."""
     config, arch = model.config, model.config.arch
-    check_inputs(model, "direct logit attribution", tgt, needs_tgt=arch == "encoder-decoder")
-    if arch == "encoder" and model.mlm is None and model.classifier is None:
-        raise ValueError("this model has no output head (a bare encoder, e.g. a sentence-embedding model): "
-                         "there is no logit to attribute")
-    device = model.device
-    ids = as_row(ids, "ids").to(device)
-    masks = model.head_masks(head_mask)
     record = Record()
-    if arch == "decoder":
-        seq = ids
-        out = model.decode(ids, head_mask=masks.get("decoder"), need_weights=False, record=record).output
-    else:
-        enc = model.encode(ids, head_mask=masks.get("encoder"), need_weights=False, record=record)
-        if arch == "encoder":
-            seq, out = ids, enc.memory
-        else:
-            seq = as_row(tgt, "tgt").to(device)
-            out = model.decode(seq, enc.memory, enc.key_mask, head_mask=masks.get("decoder"),
-                               cross_head_mask=masks.get("cross"), key_mask=model.target_key_mask(seq, True),
-                               need_weights=False, record=record).output
+    seq, out = recorded_run(model, ids, tgt, head_mask, record, "direct logit attribution")
     t = _resolve_position(position, seq.shape[1])
     if model.classifier is not None and t != 0:
         raise ValueError(f"a classifier reads the first token only: pass position=0 (got {position})")
@@ -324,27 +355,7 @@ def residual_parts(model: Transformer, ids: Tensor, *, position: int = -1, tgt: 
     parts = _Parts(rows, start + 1, config.d_model)
     stack, embed = (model.encoder, model.src_embed) if kind == "encoder" else (model.decoder, model.tgt_embed)
     _walk_stack(model, stack, embed, record, t, parts)
-    x = out[0, t]  # (D,) the stack's output at the position, after its final norm
-    if model.generator is not None:
-        parts.p *= model.generator.scale
-        logits = model.generator.logits(x)  # (V,)
-        unembedding = model.generator.proj
-    elif model.mlm is not None:
-        mlm = model.mlm
-        hidden = mlm.dense(x)  # (D,)
-        active = mlm.activation(hidden)
-        parts.linear(mlm.dense)
-        parts.gate(hidden, active)
-        parts.norm(mlm.norm, norm_scale(mlm.norm, active))
-        logits = mlm(x)  # (V,)
-        unembedding = mlm.proj
-    else:
-        classifier = model.classifier
-        hidden = classifier.fc1(x)  # (hidden,)
-        parts.linear(classifier.fc1)
-        parts.gate(hidden, torch.relu(hidden))
-        logits = classifier(out[:, :1])[0]  # (C,): the classifier reads token 0
-        unembedding = classifier.final
+    logits, unembedding = _through_head(model, parts, out, t)
     return ResidualParts(parts.p, rows, shapes, unembedding.weight, unembedding.bias, logits.float(), t, kind)
 
 
@@ -361,3 +372,79 @@ def head_tokens(model: Transformer, ids: Tensor, kind: str, layer: int, head: in
     """The k tokens head (kind, layer, head)'s output at `position` promotes most, and the k it suppresses most."""
     parts = residual_parts(model, ids, position=position, tgt=tgt, head_mask=head_mask)
     return parts.head_tokens(kind, layer, head, k)
+
+
+# ----------------------------------------------------------------------------------------------- a direction
+SITE_ORDER = {"resid_pre": 0, "resid_mid": 1, "resid_mid_cross": 2, "resid_post": 3}
+
+
+def _walk_from_site(model: Transformer, stack, record: Record, t: int, layer: int, point: str, parts: _Parts) -> None:
+    """Carry parts added to the residual stream at (layer, point) through every norm after it (post-norm layers end
+    each sublayer with one: resid_mid is followed by the attention sublayer's norm, resid_mid_cross by the cross one,
+    resid_post by the feed-forward one) and the stack's final norm, each frozen at position t."""
+    kind = stack.kind
+    if not model.config.norm_first:
+        for i in range(layer, len(stack.layers)):
+            block = stack.layers[i]
+            sublayer = block.attn_sublayer if kind == "encoder" else block.self_sublayer
+            norms = [("resid_mid", sublayer.norm, f"{kind}.{i}.scale")]
+            if getattr(block, "cross_attn", None) is not None:
+                norms.append(("resid_mid_cross", block.cross_sublayer.norm, f"cross.{i}.scale"))
+            norms.append(("resid_post", block.ff_sublayer.norm, f"{kind}.{i}.mlp.scale"))
+            for after, norm, scale in norms:
+                if i > layer or SITE_ORDER[after] >= SITE_ORDER[point]:
+                    parts.norm(norm, record[scale][0, t])
+    if stack.norm is not None:
+        parts.norm(stack.norm, record[f"{kind}.final.scale"][0, t])
+
+
+def check_direct_site(model: Transformer, site: str) -> tuple[int, str]:
+    """(layer, point) of a resid_hook site whose stack reaches the logits directly; ValueError otherwise."""
+    stack_kind, layer, point = site.split(".")
+    reads = "encoder" if model.config.arch == "encoder" else "decoder"
+    if stack_kind != reads:
+        why = " (an encoder's output reaches an encoder-decoder's logits only through cross-attention)" \
+            if stack_kind == "encoder" else ""
+        raise ValueError(f"site {site!r}: no direct path to the logits from the {stack_kind}{why}")
+    if point not in SITE_ORDER:
+        raise ValueError(f"site {site!r} is not a residual-stream site ({', '.join(SITE_ORDER)})")
+    return int(layer), point
+
+
+@torch.no_grad()
+def tokens_of_directions(model: Transformer, record: Record, out: Tensor, length: int, site: str, directions: Tensor,
+                         position: int = -1, k: int = 10) -> HeadTokens:
+    """direction_tokens from a run already made (recorded_run with a Record of at least the norms' "scale" and
+    "mlp.scale", its output `out` (1, T, D) and sequence length)."""
+    layer, point = check_direct_site(model, site)
+    single = directions.dim() == 1
+    rows = directions.detach().double().cpu().reshape(-1, model.config.d_model)  # (n, D)
+    t = _resolve_position(position, length)
+    if model.classifier is not None and t != 0:
+        raise ValueError(f"a classifier reads the first token only: pass position=0 (got {position})")
+    n = rows.shape[0]
+    parts = _Parts({"rest": slice(n, n + 1)}, n + 1, model.config.d_model)
+    parts.p[:n] = rows
+    stack = model.encoder if model.config.arch == "encoder" else model.decoder
+    _walk_from_site(model, stack, record, t, layer, point, parts)
+    _, unembedding = _through_head(model, parts, out, t)
+    weight = unembedding.weight  # (V, Du)
+    logits = (weight @ parts.p[:n].to(device=weight.device, dtype=weight.dtype).T).T  # (V, n) -> (n, V)
+    k = min(ResidualParts._check_k(k), logits.shape[-1])
+    top, bottom = logits.topk(k, dim=-1), logits.topk(k, dim=-1, largest=False)
+    pick = (lambda v: v[0]) if single else (lambda v: v)
+    return HeadTokens(pick(top.indices), pick(top.values), pick(bottom.indices), pick(bottom.values))
+
+
+@torch.no_grad()
+def direction_tokens(model: Transformer, ids: Tensor, site: str, directions: Tensor, *, position: int = -1,
+                     tgt: Tensor | None = None, head_mask: Mapping[str, Any] | None = None, k: int = 10) -> HeadTokens:
+    """The tokens that residual-stream directions (n, D) | (D,) added at `site` ("{stack}.{layer}.{point}", the model's
+    resid_hook sites) promote and suppress most through the direct path at `position`: each direction carried through
+    every norm after the site (frozen at that position, betas left out) and the head, times the unembedding, as a
+    head's tokens are. The values are the logit change adding the direction there makes through that path (an SAE
+    latent's decoder row: explorer.interpret.sae.latent_tokens). -> HeadTokens of (n, k) ((k,) for one direction)."""
+    check_direct_site(model, site)
+    record = Record(only={"scale", "mlp.scale"})
+    seq, out = recorded_run(model, ids, tgt, head_mask, record, "a direction's tokens")
+    return tokens_of_directions(model, record, out, seq.shape[1], site, directions, position, k)

@@ -12,6 +12,9 @@ Shapes: B batch, H heads, T target length, S source length, D model width, F = d
     self_cache / cross_cache are this call's KVSlots of the two (decoding with a cache, see cache.py).
     record / cross_record: this call's RecordSlots (see record.py) of the layer ("scale", "v", "z", "mlp",
     "mlp.scale") and of its cross-attention ("scale", "v", "z"), or None.
+    resid_hook: this call's (point, x (B, T, D)) -> x of the layer, or None: reads or replaces the residual stream
+    where TransformerLens's blocks have hook_resid_mid, hook_resid_mid_cross and hook_resid_post (see
+    SublayerConnection: the sum before a post-norm sublayer's norm); "resid_mid" only in sequential layers.
 
     sequential (default): x = x + attn(norm1 x); x = x + ff(norm2 x)       (pre-norm; post-norm likewise)
     parallel_residual:    x = x + attn(norm1 x) + ff(norm2 x)              (GPT-NeoX)
@@ -23,6 +26,8 @@ Submodule names follow torch.nn.TransformerEncoderLayer where they can (`self_at
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -33,6 +38,13 @@ from .config import TransformerConfig
 from .norms import make_norm
 from .record import RecordSlot
 from .rotary import RotaryTables
+
+LayerResidHook = Callable[[str, Tensor], Tensor]  # (point, x (B, T, D)) -> x: one layer's residual-stream hook
+
+
+def at_point(hook: LayerResidHook | None, point: str) -> Callable[[Tensor], Tensor] | None:
+    """The layer's hook as one point's x -> x (None stays None)."""
+    return None if hook is None else (lambda x: hook(point, x))
 
 
 def gelu_tanh(x: Tensor) -> Tensor:
@@ -72,6 +84,8 @@ class SublayerConnection(nn.Module):
     post-norm: norm(x + dropout(sublayer(x)))      (`enter` is the identity, `exit` adds and normalises)
     Split in two calls so attention can hand back its weights without any state on the module.
     With a RecordSlot, the call that normalises records the norm's divisor as `name` (one check per call).
+    `hook` (per call) reads or replaces the sum x + sublayer(...) before a post-norm's norm: the residual stream
+    as TransformerLens's hook_resid_mid / hook_resid_post see it (its BERT block hooks the sum before each norm).
     """
 
     def __init__(self, d_model: int, dropout: float, norm_first: bool, eps: float, norm: str = "layernorm"):
@@ -87,8 +101,11 @@ class SublayerConnection(nn.Module):
             record.put_scale(name, self.norm, x)
         return self.norm(x)
 
-    def exit(self, x: Tensor, sublayer_out: Tensor, record: RecordSlot | None = None, name: str = "scale") -> Tensor:
+    def exit(self, x: Tensor, sublayer_out: Tensor, record: RecordSlot | None = None, name: str = "scale",
+             hook: Callable[[Tensor], Tensor] | None = None) -> Tensor:
         y = x + self.dropout(sublayer_out)
+        if hook is not None:
+            y = hook(y)
         if self.norm_first:
             return y
         if record is not None:
@@ -125,17 +142,20 @@ class EncoderLayer(nn.Module):
                 need_weights: bool = True, rotary: RotaryTables | None = None,
                 score_bias: Tensor | None = None, head_hook: HeadHook | None = None,
                 weights_dtype: torch.dtype | None = None,
-                record: RecordSlot | None = None, plans: dict | None = None) -> tuple[Tensor, Tensor | None]:
+                record: RecordSlot | None = None, plans: dict | None = None,
+                resid_hook: LayerResidHook | None = None) -> tuple[Tensor, Tensor | None]:
         attn_out, weights = self.self_attn(self.attn_sublayer.enter(x, record), mask=mask, head_mask=head_mask,
                                            rotary=rotary, need_weights=need_weights, bias=score_bias,
                                            head_hook=head_hook, weights_dtype=weights_dtype, record=record,
                                            plans=plans)
-        y = self.attn_sublayer.exit(x, attn_out, record)
+        # parallel: x + attn is no point of the residual stream (TransformerLens has no hook_resid_mid there)
+        y = self.attn_sublayer.exit(x, attn_out, record,
+                                    hook=None if self.parallel_residual else at_point(resid_hook, "resid_mid"))
         ff_in = x if self.parallel_residual else y  # parallel: both sublayers read the layer's input
         ff_out = self.feed_forward(self.ff_sublayer.enter(ff_in, record, "mlp.scale"))
         if record is not None:
             record["mlp"] = ff_out
-        return self.ff_sublayer.exit(y, ff_out, record, "mlp.scale"), weights
+        return self.ff_sublayer.exit(y, ff_out, record, "mlp.scale", at_point(resid_hook, "resid_post")), weights
 
 
 class DecoderLayer(nn.Module):
@@ -159,13 +179,14 @@ class DecoderLayer(nn.Module):
                 cross_head_hook: HeadHook | None = None, self_cache: KVSlot | None = None,
                 cross_cache: KVSlot | None = None,
                 weights_dtype: torch.dtype | None = None, record: RecordSlot | None = None,
-                cross_record: RecordSlot | None = None, plans: dict | None = None
-                ) -> tuple[Tensor, Tensor | None, Tensor | None]:
+                cross_record: RecordSlot | None = None, plans: dict | None = None,
+                resid_hook: LayerResidHook | None = None) -> tuple[Tensor, Tensor | None, Tensor | None]:
         attn_out, self_weights = self.self_attn(self.self_sublayer.enter(x, record), mask=self_mask,
                                                 head_mask=head_mask, rotary=rotary, need_weights=need_weights,
                                                 bias=score_bias, head_hook=head_hook, cache=self_cache,
                                                 weights_dtype=weights_dtype, record=record, plans=plans)
-        y = self.self_sublayer.exit(x, attn_out, record)
+        y = self.self_sublayer.exit(x, attn_out, record,
+                                    hook=None if self.parallel_residual else at_point(resid_hook, "resid_mid"))
         cross_weights = None
         if self.cross_attn is not None:
             if memory is None:
@@ -175,9 +196,10 @@ class DecoderLayer(nn.Module):
                                                        need_weights=need_weights, head_hook=cross_head_hook,
                                                        cache=cross_cache, weights_dtype=weights_dtype,
                                                        record=cross_record, plans=plans)
-            y = self.cross_sublayer.exit(y, cross_out, cross_record)
+            y = self.cross_sublayer.exit(y, cross_out, cross_record, hook=at_point(resid_hook, "resid_mid_cross"))
         ff_in = x if self.parallel_residual else y
         ff_out = self.feed_forward(self.ff_sublayer.enter(ff_in, record, "mlp.scale"))
         if record is not None:
             record["mlp"] = ff_out
-        return self.ff_sublayer.exit(y, ff_out, record, "mlp.scale"), self_weights, cross_weights
+        return (self.ff_sublayer.exit(y, ff_out, record, "mlp.scale", at_point(resid_hook, "resid_post")),
+                self_weights, cross_weights)

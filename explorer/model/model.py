@@ -24,10 +24,13 @@ head mask and W_o; kind "encoder", "decoder" or "cross", layer from 0) on both a
 may read z (capture a run's head outputs) or return a replacement of the same shape (activation
 patching, explorer.interpret.patching). `record`, per call too, is a Record (record.py) that the run fills
 with every layer's head outputs, values, feed-forward outputs and norm divisors (direct logit attribution
-reads it). `encode` and `decode` take `token_embeds` (B, T, D), also per call: the token embeddings to use
-instead of looking the ids up (before the x sqrt(D) scale and positions), so gradients with respect to the
-tokens need no hook on a shared module (explorer.interpret.attribution). Token positions count from each
-row's first real token (`position_ids`), so a left-padded row computes what the unpadded one does.
+reads it). `resid_hook`, per call too, is a callable (site, x) -> x called with the residual stream x (B, T, D) at
+every site "{stack}.{layer}.{point}" of TransformerLens's hook_resid_pre / _mid / _mid_cross / _post (see
+stacks.py): it may read x or return a replacement (an SAE splice, a steering vector: explorer.interpret.sae).
+`encode` and `decode` take `token_embeds` (B, T, D), also per call: the token embeddings to use instead of
+looking the ids up (before the x sqrt(D) scale and positions), so gradients with respect to the tokens need no
+hook on a shared module (explorer.interpret.attribution). Token positions count from each row's first real token
+(`position_ids`), so a left-padded row computes what the unpadded one does.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ from .masks import causal_mask, combine_masks, normalize_mask
 from .returns import AttentionMasks, Attentions, DecoderResult, EncoderResult, HiddenStates, TransformerOutput
 from .positional import Embeddings, position_ids
 from .record import Record
-from .stacks import Decoder, Encoder, StackHeadHook
+from .stacks import Decoder, Encoder, ResidHook, StackHeadHook
 
 HEAD_MASK_KINDS = ("encoder", "decoder", "cross")
 
@@ -130,7 +133,8 @@ class Transformer(nn.Module):
                head_mask: Tensor | None = None, token_type_ids: Tensor | None = None,
                need_weights: bool = True, key_mask: Tensor | None = None,
                weights_dtype: torch.dtype | None = None, head_hook: StackHeadHook | None = None,
-               record: Record | None = None, token_embeds: Tensor | None = None) -> EncoderResult:
+               record: Record | None = None, token_embeds: Tensor | None = None,
+               resid_hook: ResidHook | None = None) -> EncoderResult:
         """src (B, S) -> memory (B, S, D) and the encoder's attention.
 
         token_embeds (B, S, D), per call like head_hook: the token embeddings of src (what `src_embed.token`
@@ -144,7 +148,7 @@ class Transformer(nn.Module):
                            token_embeds=token_embeds)
         run = self.encoder.run(x, key_mask=key_mask, attn_mask=attn_mask, head_mask=head_mask,
                                need_weights=need_weights, positions=positions, weights_dtype=weights_dtype,
-                               head_hook=head_hook, record=record)
+                               head_hook=head_hook, record=record, resid_hook=resid_hook)
         return EncoderResult(run.output, key_mask, run.attentions.self_attn, run.hidden_states, run.self_mask)
 
     def decode(self, tgt: Tensor, memory: Tensor | None = None, memory_key_mask: Tensor | None = None, *,
@@ -153,7 +157,7 @@ class Transformer(nn.Module):
                need_weights: bool = True, key_mask: Tensor | None = None,
                weights_dtype: torch.dtype | None = None, head_hook: StackHeadHook | None = None,
                cache: DecoderCache | None = None, record: Record | None = None,
-               token_embeds: Tensor | None = None) -> DecoderResult:
+               token_embeds: Tensor | None = None, resid_hook: ResidHook | None = None) -> DecoderResult:
         """tgt (B, T) (+ memory (B, S, D)) -> decoder output (B, T, D) and its attention.
 
         With a `cache` holding the first K tokens' keys and values, only tgt[:, K:] is run: the masks are those
@@ -182,7 +186,7 @@ class Transformer(nn.Module):
         run = self.decoder.run(x, memory, key_mask=key_mask, memory_key_mask=memory_key_mask,
                                attn_mask=self_mask, head_mask=head_mask, cross_head_mask=cross_head_mask,
                                need_weights=need_weights, positions=positions, weights_dtype=weights_dtype,
-                               head_hook=head_hook, cache=cache, record=record)
+                               head_hook=head_hook, cache=cache, record=record, resid_hook=resid_hook)
         return DecoderResult(run.output, run.attentions.self_attn, run.attentions.cross, run.hidden_states,
                              run.self_mask, run.memory_mask)
 
@@ -192,12 +196,14 @@ class Transformer(nn.Module):
                 token_type_ids: Tensor | None = None, need_weights: bool = True,
                 key_mask: Tensor | None = None, tgt_key_mask: Tensor | None = None,
                 weights_dtype: torch.dtype | None = None, head_hook: StackHeadHook | None = None,
-                cache: DecoderCache | None = None, record: Record | None = None) -> TransformerOutput:
+                cache: DecoderCache | None = None, record: Record | None = None,
+                resid_hook: ResidHook | None = None) -> TransformerOutput:
         """See the module docstring; weights_dtype: the returned attention in this dtype, cast layer by layer
         (float16 halves what a long input keeps; None = the compute dtype). cache (decoder-only, causal): an empty
         DecoderCache the run fills with every token's keys and values, so a continuation need not run them again."""
         masks = self.head_masks(head_mask)
-        weights = dict(need_weights=need_weights, weights_dtype=weights_dtype, head_hook=head_hook, record=record)
+        weights = dict(need_weights=need_weights, weights_dtype=weights_dtype, head_hook=head_hook, record=record,
+                       resid_hook=resid_hook)
         arch = self.config.arch
         if cache is not None and (arch != "decoder" or not causal or cache.length):
             raise ValueError("forward fills an empty cache, for a causal decoder-only model only")

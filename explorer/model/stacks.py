@@ -17,6 +17,18 @@ Shapes: B batch, H heads, L layers, T length of x, S memory length, D model widt
           record    Record of this call (record.py), per call like head_hook: each layer writes its sites
                     under "{kind}.{layer}." ("encoder" / "decoder", and "cross" for cross-attention), the
                     final norm its divisor as "{kind}.final.scale"
+          resid_hook (site, x (B, T, D)) -> x of the same shape, per call: reads or replaces the residual stream
+                    at the sites of TransformerLens's blocks, named "{kind}.{layer}.{point}" (kind "encoder" /
+                    "decoder", the stack's), point:
+                      resid_pre        the layer's input (layer 0: the embeddings)
+                      resid_mid        x + self-attention output (sequential layers only: GPT-NeoX's parallel
+                                       residual has no such point)
+                      resid_mid_cross  resid_mid (normed if post-norm) + cross-attention output (decoders of
+                                       encoder-decoders)
+                      resid_post       the layer's output; in a post-norm layer (BERT, BART, ...) the sum before
+                                       its last norm, as TransformerLens's BERT block hooks it
+                    With a cache, x holds only the T new tokens. hidden_states hold what the layers read and
+                    wrote after the hook
       -> StackOutput(output (B, T, D), attentions=StackAttentions(self_attn, cross))
          with one (B, H, T, T) / (B, H, T, S) tensor per layer ( () where there is none).
 
@@ -51,6 +63,8 @@ from .relative import RelativePositionBias
 from .rotary import RotaryTables, rotary_tables
 
 StackHeadHook = Callable[[str, int, Tensor], Tensor]  # (kind, layer, z (B, H, T, Dh)) -> z
+ResidHook = Callable[[str, Tensor], Tensor]  # (site "{kind}.{layer}.{point}", x (B, T, D)) -> x
+RESID_POINTS = ("resid_pre", "resid_mid", "resid_mid_cross", "resid_post")
 
 
 class StackAttentions(NamedTuple):
@@ -76,11 +90,25 @@ class LayerInputs(NamedTuple):
     weights_dtype: torch.dtype | None = None  # the returned weights' dtype (None: the compute dtype)
     record: Record | None = None  # per-call record of the layers' activations (record.py)
     plans: dict | None = None  # the masks' block plans, made by the first layer for all (attention.block_plan)
+    resid_hook: ResidHook | None = None  # per-call reader / replacer of the residual stream
 
 
 def bind_hook(hook: StackHeadHook | None, kind: str, layer: int):
     """The stack-wide hook as one attention block's z -> z (None stays None)."""
     return None if hook is None else (lambda z: hook(kind, layer, z))
+
+
+def call_resid_hook(hook: ResidHook, site: str, x: Tensor) -> Tensor:
+    hooked = hook(site, x)
+    if not isinstance(hooked, Tensor) or hooked.shape != x.shape:
+        got = tuple(hooked.shape) if isinstance(hooked, Tensor) else type(hooked).__name__
+        raise ValueError(f"resid_hook must return x shaped {tuple(x.shape)} at {site}, got {got}")
+    return hooked
+
+
+def bind_resid_hook(hook: ResidHook | None, kind: str, layer: int):
+    """The stack-wide residual hook as one layer's (point, x) -> x (None stays None)."""
+    return None if hook is None else (lambda point, x: call_resid_hook(hook, f"{kind}.{layer}.{point}", x))
 
 
 class StackRun(NamedTuple):
@@ -130,7 +158,7 @@ class Stack(nn.Module):
             need_weights: bool = True, first_layer: int = 0, positions: Tensor | None = None,
             weights_dtype: torch.dtype | None = None,
             head_hook: StackHeadHook | None = None, cache: DecoderCache | None = None,
-            record: Record | None = None) -> StackRun:
+            record: Record | None = None, resid_hook: ResidHook | None = None) -> StackRun:
         """Run layers[first_layer:]; the head-importance sweep restarts above an unchanged prefix.
         weights_dtype: each layer's returned weights are made in it, block by block (float16 halves what a long
         input keeps); None keeps the compute dtype. cache: see the module docstring."""
@@ -139,10 +167,12 @@ class Stack(nn.Module):
         past = 0 if cache is None else cache.length
         inputs = self.layer_inputs(x, key_mask, memory_key_mask, attn_mask, positions, need_weights, past)
         inputs = inputs._replace(head_hook=head_hook, cache=cache, weights_dtype=weights_dtype, record=record,
-                                 plans={})
+                                 plans={}, resid_hook=resid_hook)
         L = len(self.layers)
         self_weights, cross_weights, hidden = [], [], [x]
         for i in range(first_layer, L):
+            if resid_hook is not None:
+                x = hidden[-1] = call_resid_hook(resid_hook, f"{self.kind}.{i}.resid_pre", x)
             x, sw, cw = self.run_layer(i, x, memory, inputs, layer_head_mask(head_mask, i, L, self.n_heads),
                                        layer_head_mask(cross_head_mask, i, L, self.n_heads))
             hidden.append(x)
@@ -195,7 +225,7 @@ class Encoder(Stack):
                                     inputs.score_bias, bind_hook(inputs.head_hook, "encoder", i),
                                     weights_dtype=inputs.weights_dtype,
                                     record=None if inputs.record is None else inputs.record.at(f"encoder.{i}"),
-                                    plans=inputs.plans)
+                                    plans=inputs.plans, resid_hook=bind_resid_hook(inputs.resid_hook, "encoder", i))
         return x, weights, None
 
     @classmethod
@@ -224,7 +254,8 @@ class Decoder(Stack):
                               None if cache is None else cache.self_attn[i], None if cache is None else cache.cross[i],
                               weights_dtype=inputs.weights_dtype,
                               record=None if record is None else record.at(f"decoder.{i}"),
-                              cross_record=None if record is None else record.at(f"cross.{i}"), plans=inputs.plans)
+                              cross_record=None if record is None else record.at(f"cross.{i}"), plans=inputs.plans,
+                              resid_hook=bind_resid_hook(inputs.resid_hook, "decoder", i))
 
     @classmethod
     def from_torch(cls, module: nn.TransformerDecoder) -> "Decoder":

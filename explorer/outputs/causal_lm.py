@@ -28,6 +28,7 @@ from torch import Tensor
 from .generate import Generation, generate
 from ..model import Transformer
 from ..model.heads import Generator
+from ..model.stacks import ResidHook
 from ..tokenizer import Tokenizer
 from .sampling import Sampling
 
@@ -192,9 +193,11 @@ class Continuation:
 @torch.no_grad()
 def continue_text(model: Transformer, tokenizer: Tokenizer, text: str, max_new_tokens: int = 20, *,
                   head_mask: Mapping[str, Any] | None = None, max_length: int | None = None,
-                  sampling: Sampling | None = None) -> Continuation:
+                  sampling: Sampling | None = None, resid_hook: ResidHook | None = None) -> Continuation:
     """Greedy continuation of `text` (encoded with the model's special tokens, e.g. BOS); with `sampling`, each token
-    is drawn (explorer.outputs.sampling: temperature, top-k, top-p, seed), and the same seed gives the same continuation."""
+    is drawn (explorer.outputs.sampling: temperature, top-k, top-p, seed), and the same seed gives the same
+    continuation. `resid_hook` is the model's per-call residual-stream hook, applied at every step (a steering
+    vector, an SAE splice)."""
     if model.config.arch != "decoder":
         raise ValueError("continue_text needs a decoder-only (causal) language model")
     prompt = tokenizer.encode(text, max_length=max_length or model.config.max_len).ids
@@ -202,7 +205,7 @@ def continue_text(model: Transformer, tokenizer: Tokenizer, text: str, max_new_t
         raise ValueError("the text gives no tokens")
     src = torch.tensor([prompt], device=model.device)
     gen = generate(model, src, eos_id=tokenizer.eos_id, max_new_tokens=max_new_tokens, head_mask=head_mask,
-                   key_mask=torch.ones_like(src, dtype=torch.bool), sampling=sampling)
+                   key_mask=torch.ones_like(src, dtype=torch.bool), sampling=sampling, resid_hook=resid_hook)
     ids = gen.tokens[0].tolist()
     if tokenizer.eos_id is not None and tokenizer.eos_id in ids:
         ids = ids[: ids.index(tokenizer.eos_id) + 1]

@@ -38,6 +38,7 @@ from torch import Tensor
 
 from ..model import Transformer
 from ..model.cache import DecoderCache
+from ..model.stacks import ResidHook
 from .sampling import Sampling, draw, sampling_probs
 
 
@@ -72,13 +73,15 @@ def generate(model: Transformer, src: Tensor, *, bos_id: int | None = None, eos_
              attn_mask: Tensor | None = None, head_mask: Mapping[str, Any] | None = None,
              key_mask: Tensor | None = None, suppress_ids: Sequence[int] = (),
              weights_dtype: torch.dtype | None = None, cache: DecoderCache | None = None,
-             sampling: Sampling | None = None) -> Generation:
+             sampling: Sampling | None = None, resid_hook: ResidHook | None = None) -> Generation:
     """Greedy (or, with `sampling`, sampled) decoding for encoder-decoder (src = source ids, decoding starts from
     `bos_id`) and decoder-only models (src = prompt ids, equal length or left-padded with `key_mask`, continued).
     `key_mask` (B, S|P), True = real token, marks padding explicitly (the source's, or the prompts').
     `weights_dtype`: each step's attention is cast to it layer by layer (float16 for long prefixes).
     `cache` (decoder-only, causal): the prompt's keys and values but the last token's, from a run already made
-    with the same masks and head toggles (Transformer.forward(cache=...), then DecoderCache.select)."""
+    with the same masks and head toggles (Transformer.forward(cache=...), then DecoderCache.select).
+    `resid_hook` (site, x) -> x: the model's per-call residual-stream hook (explorer.model.stacks), applied in every
+    step (to the encoder's run too): with the cache, each step's x holds the new token alone."""
     config = model.config
     if sampling is not None and not isinstance(sampling, Sampling):
         raise ValueError(f"sampling must be an explorer.outputs.sampling.Sampling or None (greedy), got {sampling!r}")
@@ -90,7 +93,7 @@ def generate(model: Transformer, src: Tensor, *, bos_id: int | None = None, eos_
         if bos_id is None:
             raise ValueError("encoder-decoder generation needs bos_id (the decoder start token)")
         enc = model.encode(src, padding=padding, attn_mask=attn_mask, head_mask=masks.get("encoder"),
-                           key_mask=key_mask)
+                           key_mask=key_mask, resid_hook=resid_hook)
         memory, memory_key_mask = enc.memory, enc.key_mask
         prefix = torch.full((B, 1), bos_id, dtype=torch.long, device=src.device)
         key_mask = torch.ones_like(prefix, dtype=torch.bool)  # the decoder's own tokens are all real
@@ -108,7 +111,7 @@ def generate(model: Transformer, src: Tensor, *, bos_id: int | None = None, eos_
     tokens, log_probs, steps, uniforms, sampled_probs = [], [], [], [], []
     rng = sampling.generator() if sampling is not None else None  # this call's own: the seed replays it
     decode_args = dict(padding=padding, causal=causal, head_mask=masks.get("decoder"),
-                       cross_head_mask=masks.get("cross"))
+                       cross_head_mask=masks.get("cross"), resid_hook=resid_hook)
     if cache is not None and (config.arch != "decoder" or not causal or cache.length != prefix.shape[1] - 1):
         raise ValueError(f"a given cache must hold the prompt but its last token ({prefix.shape[1] - 1}), for a "
                          f"causal decoder-only model; it holds {cache.length}")
