@@ -13,7 +13,7 @@ from explorer.viz.common import VALUE_WEIGHTED, WEIGHT, display_labels, escape, 
 from explorer.viz.compare import difference_heatmap
 from explorer.viz.contributions import DLARun, attribution_strip, dla_map
 from explorer.viz.flow import flow_figure, flow_pair_figure
-from explorer.viz.head_lines import head_lines
+from explorer.viz.head_view import head_lines
 from explorer.viz.interpret import lens_figure, patching_figure, role_figure
 from explorer.viz.mask import mask_heatmap
 from explorer.viz.overview import (OverviewGrid, OverviewTiles, attention_overview, draw_overview,

@@ -224,7 +224,7 @@ def test_a_1024_token_head_view_draws_and_keeps_thin_features(page):
 def test_head_lines_draw_and_a_click_keeps_one_querys_lines(page):
     """The lines view draws with escaped tokens; with FOCUS_ON_CLICK_JS bound, a click on a query marker applies that
     query's slider step (its lines in the focus traces, the other lines out of view), a second click shows all."""
-    from explorer.viz.head_lines import AWAY, FOCUS_ON_CLICK_JS, SHOWN
+    from explorer.viz.head_view import AWAY, FOCUS_ON_CLICK_JS, SHOWN
 
     t = len(TOKS)
     w = np.tril(np.ones((t, t))) / np.arange(1, t + 1)[:, None]

@@ -12,8 +12,9 @@ separated by None (H x len(BINS) traces, whatever the length).
 
 Keeping one query's lines, in a static HTML file too: the slider under the plot has a step per query token (step
 0: every query). A step is a `Plotly.update` of the focus traces (one per head and bin, holding that query's lines;
-their x is set once, long enough for any step, so a step sends only y) and moves the x range of the other lines out
-of view: each query's lines are sent twice (drawn, and in its step), never a third time to restore them. A page can
+their x is set once, long enough for any step and holding the gaps, so a step sends only y, as int16) and moves the x
+range of the other lines out of view: each query's lines are sent twice (drawn, and in its step), never a third time
+to restore them. Lines travel as typed arrays (numpy): y float32 with a NaN gap after each line, x int8. A page can
 make a click or hover on a token do the same: the query markers' customdata is the query position and
 `FOCUS_ON_CLICK_JS` applies the step of the query clicked (the slider's `steps[i + 1].args`).
 """
@@ -57,12 +58,17 @@ def _selected(v: np.ndarray, top: float, top_k: int, mass: float) -> np.ndarray:
     return chosen
 
 
-def _segments(queries: np.ndarray, keys: np.ndarray) -> list[Any]:
-    """y of the lines query -> key, None between them: [q0, k0, None, q1, k1, None, ...]."""
-    out: list[Any] = [None] * (3 * len(queries))
-    out[0::3] = queries.tolist()
-    out[1::3] = keys.tolist()
-    return out
+def _columns(n: int) -> np.ndarray:
+    """x of n lines: [0, 1, 0] per line (the third point is the gap: its y is NaN), int8, sent as a typed array."""
+    return np.tile(np.array([0, 1, 0], np.int8), n)
+
+
+def _rows(queries: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """y of the lines query -> key with a NaN gap after each, float32 (a numpy array: plotly copies a list of a
+    long trace point by point when it builds the figure, and sends it no shorter)."""
+    out = np.full((len(queries), 3), np.nan, np.float32)
+    out[:, 0], out[:, 1] = queries, keys
+    return out.ravel()
 
 
 def head_lines(values: Any, query_labels: Sequence[Any], key_labels: Sequence[Any], head_names: Sequence[str], *,
@@ -87,25 +93,35 @@ def head_lines(values: Any, query_labels: Sequence[Any], key_labels: Sequence[An
         raise ValueError(f"mass must be in (0, 1], got {mass!r}")
     top = c.value_range(v, name)
     chosen = _selected(v, top, top_k, mass)
-    level = np.searchsorted(BINS, v / top, side="right") - 1  # (H, Tq, Tk) bin of each line (-1: too faint)
     heads = [c.escape(n) for n in head_names]
     q_names, k_names = c.unique_labels(query_labels), c.unique_labels(key_labels)
 
-    # The drawn lines, one trace per head and bin; their focus twins (empty until a step fills them).
+    # The drawn lines, grouped by trace (head, opacity bin), then query, then key.
+    line_h, line_q, line_k = np.nonzero(chosen)
+    level = np.searchsorted(BINS, v[line_h, line_q, line_k] / top, side="right") - 1  # >= 0: chosen lines are not
+    trace = line_h * len(BINS) + level                                                  # fainter than BINS[0]
+    order = np.lexsort((line_k, line_q, trace))
+    trace, line_q, line_k = trace[order], line_q[order], line_k[order]
+    bounds = np.searchsorted(trace, np.arange(H * len(BINS) + 1))
+    wide = np.int16 if max(Tq, Tk) < 2**15 else np.int32
     main: list[dict[str, Any]] = []
-    focus: list[dict[str, Any]] = []
-    steps_y: list[list[list[Any]]] = [[] for _ in range(Tq)]  # per query: y of each focus trace
-    for h in range(H):
-        for b in range(len(BINS)):
-            h_q, h_k = np.nonzero(chosen[h] & (level[h] == b))  # row-major: queries in order
-            style = dict(type="scatter", mode="lines", hoverinfo="skip", legendgroup=f"h{h}", name=heads[h],
-                         line=dict(color=PALETTE[h], width=LINE_WIDTH[b]), opacity=OPACITY[b], showlegend=False)
-            main.append(dict(style, x=[0, 1, None] * len(h_q), y=_segments(h_q, h_k), xaxis="x", yaxis="y"))
-            per_query = np.bincount(h_q, minlength=Tq)
-            starts = np.concatenate([[0], np.cumsum(per_query)])
-            for i in range(Tq):
-                steps_y[i].append(_segments(h_q[starts[i]:starts[i + 1]], h_k[starts[i]:starts[i + 1]]))
-            focus.append(dict(style, x=[0, 1, None] * int(per_query.max(initial=0)), y=[], xaxis="x2", yaxis="y"))
+    focus: list[dict[str, Any]] = []  # their twins, empty until a step fills them with one query's lines
+    steps_y: list[list[Any]] = [[] for _ in range(Tq)]  # per query: the y of each focus trace
+    for t in range(H * len(BINS)):
+        h, b = divmod(t, len(BINS))
+        qs, ks = line_q[bounds[t]:bounds[t + 1]], line_k[bounds[t]:bounds[t + 1]]
+        style = dict(type="scatter", mode="lines", hoverinfo="skip", legendgroup=f"h{h}", name=heads[h],
+                     line=dict(color=PALETTE[h], width=LINE_WIDTH[b]), opacity=OPACITY[b], showlegend=False)
+        main.append(dict(style, x=_columns(len(qs)), y=_rows(qs, ks), xaxis="x", yaxis="y"))
+        # A step's y of this trace: [q, k, 0] per line, the gap in x (NaN every third point); numpy views (plotly
+        # copies a list number by number when it builds the figure, an array as one object), [] for none.
+        rows = np.zeros((len(qs), 3), wide)
+        rows[:, 0], rows[:, 1] = qs, ks
+        starts = np.searchsorted(qs, np.arange(Tq + 1))
+        for i, (a, z) in enumerate(zip(starts[:-1].tolist(), starts[1:].tolist())):
+            steps_y[i].append(rows[a:z].ravel() if z > a else [])
+        most = int(np.diff(starts).max(initial=0))
+        focus.append(dict(style, x=np.tile(np.array([0, 1, np.nan], np.float32), most), y=[], xaxis="x2", yaxis="y"))
     for h in range(H):  # the legend: one entry per head (drawn as its strongest bin), toggling its whole group
         main[(h + 1) * len(BINS) - 1]["showlegend"] = True
 

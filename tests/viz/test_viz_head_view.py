@@ -1,4 +1,4 @@
-"""The head view as lines (explorer.viz.head_lines): the lines drawn are the strongest per head and query (top k, the
+"""The head view as lines (explorer.viz.head_view): the lines drawn are the strongest per head and query (top k, the
 mass rule, the faintest bin) counted by hand, each in its head's colour and its opacity bin, the caption says how many
 are hidden; each slider step holds exactly its query's lines and moves the others out of view, step 0 brings them
 back; weight x |value written| is scaled to its largest value; tokens are escaped; bad input."""
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from explorer.viz import VALUE_WEIGHTED, head_lines
-from explorer.viz.head_lines import AWAY, BINS, OPACITY, PALETTE, SHOWN
+from explorer.viz.head_view import AWAY, BINS, OPACITY, PALETTE, SHOWN
 from tests.viz.strings import containing
 
 TOKS = ["<b>x</b>", "the", "cat", "the", "$5$", "sat"]
@@ -44,9 +44,9 @@ def lines_of(fig, axis: str = "x") -> set[tuple[int, int, int]]:
     for n, trace in enumerate(heads):
         h, b = divmod(n, len(BINS))
         assert trace.line.color == PALETTE[h] and trace.opacity == OPACITY[b] and trace.legendgroup == f"h{h}"
-        y = list(trace.y)
-        assert y[2::3] == [None] * (len(y) // 3)
-        found |= {(h, q, k) for q, k in zip(y[0::3], y[1::3])}
+        y = np.asarray(trace.y, np.float64)
+        assert np.isnan(y[2::3]).all() and len(y) % 3 == 0 and list(np.asarray(trace.x)) == [0, 1, 0] * (len(y) // 3)
+        found |= {(h, int(q), int(k)) for q, k in zip(y[0::3], y[1::3])}
     return found
 
 
@@ -58,7 +58,8 @@ def test_the_strongest_lines_are_drawn_and_the_rest_counted(top_k, mass):
     assert lines_of(fig) == want
     for trace in (t for t in fig.data if t.mode == "lines" and t.xaxis == "x"):  # each line in its opacity bin
         h, b = divmod(fig.data.index(trace), len(BINS))
-        for q, k in zip(trace.y[0::3], trace.y[1::3]):
+        y = np.asarray(trace.y)
+        for q, k in zip(y[0::3].astype(int), y[1::3].astype(int)):
             assert BINS[b] <= v[h, q, k] < (BINS[b + 1] if b + 1 < len(BINS) else 2)
     note = fig.layout.annotations[1].text
     nonzero = int((v > 0).sum())
@@ -71,19 +72,20 @@ def test_each_slider_step_keeps_one_querys_lines():
     fig = head_lines(v, TOKS, TOKS, ["L0 H1", "L1 H0"])
     drawn = lines_of(fig)
     focus = [n for n, t in enumerate(fig.data) if t.mode == "lines" and t.xaxis == "x2"]
-    assert len(focus) == 2 * len(BINS) and all(list(fig.data[n].y) == [] for n in focus)
+    assert len(focus) == 2 * len(BINS) and all(len(fig.data[n].y) == 0 for n in focus)
     steps = fig.layout.sliders[0].steps
     assert len(steps) == 1 + 6 and fig.layout.sliders[0].active == 0
     assert steps[0].args[1] == {"xaxis.range": list(SHOWN)} and list(steps[0].args[2]) == focus
-    assert all(y == [] for y in steps[0].args[0]["y"])
+    assert all(len(y) == 0 for y in steps[0].args[0]["y"])
     for i in range(6):
         data, layout, indices = steps[i + 1].args
         assert list(indices) == focus and layout == {"xaxis.range": list(AWAY)}
         got = set()
         for n, y in zip(indices, data["y"]):
             h = (n - focus[0]) // len(BINS)
-            assert len(fig.data[n].x) >= len(y)  # x is set once, long enough for every step
-            got |= {(h, q, k) for q, k in zip(y[0::3], y[1::3])}
+            x = np.asarray(fig.data[n].x)
+            assert len(x) >= len(y) and np.isnan(x[2::3]).all()  # x is set once, long enough, with the gaps
+            got |= {(h, int(q), int(k)) for q, k in zip(y[0::3], y[1::3])}
         assert got == {line for line in drawn if line[1] == i}
         assert steps[i + 1].label.endswith(f"({i})")
     queries = next(t for t in fig.data if t.name == "queries")
