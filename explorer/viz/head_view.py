@@ -122,8 +122,11 @@ def head_lines(values: Any, query_labels: Sequence[Any], key_labels: Sequence[An
             steps_y[i].append(rows[a:z].ravel() if z > a else [])
         most = int(np.diff(starts).max(initial=0))
         focus.append(dict(style, x=np.tile(np.array([0, 1, np.nan], np.float32), most), y=[], xaxis="x2", yaxis="y"))
-    for h in range(H):  # the legend: one entry per head (drawn as its strongest bin), toggling its whole group
-        main[(h + 1) * len(BINS) - 1]["showlegend"] = True
+    # The legend: one entry per head, styled as its strongest bin, toggling its whole group; a trace of its own, since
+    # a head's line traces may be empty (plotly hides an empty trace, and its legend entry with it).
+    legend = [dict(type="scatter", mode="lines", x=[None], y=[None], hoverinfo="skip", legendgroup=f"h{h}",
+                   name=heads[h], line=dict(color=PALETTE[h], width=LINE_WIDTH[-1]), opacity=OPACITY[-1],
+                   showlegend=True, xaxis="x2", yaxis="y") for h in range(H)]
 
     # Token markers: hover names the token (and each head's strongest key); customdata is the position.
     strongest = v.argmax(-1)  # (H, Tq)
@@ -141,7 +144,7 @@ def head_lines(values: Any, query_labels: Sequence[Any], key_labels: Sequence[An
              text=[f"key {c.escape(k)} ({j})" for j, k in enumerate(k_names)], hovertemplate="%{text}<extra></extra>",
              showlegend=False),
     ]
-    traces = main + focus + markers
+    traces = main + focus + legend + markers
     focus_ids = list(range(len(main), len(main) + len(focus)))
 
     drawn, nonzero = int(chosen.sum()), int((v > 0).sum())

@@ -89,13 +89,13 @@ def query_key_figure(qk: Any, query_labels: Sequence[Any] | Sequence[Sequence[An
     head = f"{qk.kind} L{qk.layer} H{qk.head}" + (f" (K/V head {qk.kv_head})" if qk.kv_head != qk.head else "")
     title = title or f"Queries and keys of {head}"
     pc = [f"PC {i + 1} ({share:.0%} of the variance)" for i, share in enumerate(qk.explained.tolist())]
-    note = ("Projected together (PCA). Keys scaled and shifted as AttentionViz does, which changes no weight: "
-            "near a query are keys it scores high.")
+    note = ("Queries ● and keys ◇ projected together (PCA). Keys scaled and shifted as AttentionViz does, which "
+            "changes no weight:<br>near a query are keys it scores high. Hover a query for the keys it attends to most.")
     axis = dict(showticklabels=False, zeroline=False, showgrid=True, gridcolor="#eee")
     return c.figure(traces, dict(
-        **c.base_layout(c.escape(title), height, width, l=40, r=20, t=90, b=50),
+        **c.base_layout(c.escape(title), height, width, l=40, r=20, t=110, b=50),
         xaxis=dict(axis, title=dict(text=pc[0])),
         yaxis=dict(axis, title=dict(text=pc[1]), scaleanchor="x", scaleratio=1),
         legend=dict(orientation="h", x=1, xanchor="right", y=1.0, yanchor="bottom"),
-        annotations=[dict(c.caption(note), yshift=22)], hovermode="closest",
+        annotations=[dict(c.caption(note), yshift=24, align="left")], hovermode="closest",
     ))

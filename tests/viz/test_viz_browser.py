@@ -234,7 +234,7 @@ def test_head_lines_draw_and_a_click_keeps_one_querys_lines(page):
     assert "<b>cat</b>" in ticks and page.evaluate("document.querySelectorAll('#g img, #g script, #g b').length") == 0
     page.evaluate(f"() => ({FOCUS_ON_CLICK_JS.strip()})(document.getElementById('g'))")
     focus_y = """() => { const gd = document.getElementById('g');
-      return gd.data.filter(d => d.xaxis === 'x2' && d.mode === 'lines').map(d => Array.from(d.y)); }"""
+      return gd.data.filter(d => d.xaxis === 'x2' && d.mode === 'lines' && !d.showlegend).map(d => Array.from(d.y)); }"""
     x, y = page.evaluate(CELL, [3, 0, "xaxis2", "yaxis"])
     for attempt in range(2):  # click query 3, then again: back to every query
         page.mouse.move(0, 0)

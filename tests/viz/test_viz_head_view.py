@@ -40,7 +40,7 @@ def expected_lines(v: np.ndarray, top: float, top_k: int, mass: float) -> set[tu
 def lines_of(fig, axis: str = "x") -> set[tuple[int, int, int]]:
     """(head, query, key) of the drawn line traces on x axis `axis`, checking each trace's style on the way."""
     found = set()
-    heads = [t for t in fig.data if t.mode == "lines" and t.xaxis == axis]
+    heads = [t for t in fig.data if t.mode == "lines" and t.xaxis == axis and not t.showlegend]
     for n, trace in enumerate(heads):
         h, b = divmod(n, len(BINS))
         assert trace.line.color == PALETTE[h] and trace.opacity == OPACITY[b] and trace.legendgroup == f"h{h}"
@@ -64,14 +64,15 @@ def test_the_strongest_lines_are_drawn_and_the_rest_counted(top_k, mass):
     note = fig.layout.annotations[1].text
     nonzero = int((v > 0).sum())
     assert note.startswith(f"{len(want):,} of {nonzero:,} lines drawn, {nonzero - len(want):,} hidden")
-    assert [t.name for t in fig.data if t.showlegend] == ["a", "b", "c"]
+    legend = [t for t in fig.data if t.showlegend]  # one entry per head, even a head without lines
+    assert [t.name for t in legend] == ["a", "b", "c"] and [t.legendgroup for t in legend] == ["h0", "h1", "h2"]
 
 
 def test_each_slider_step_keeps_one_querys_lines():
     v = causal_weights(2, 6)
     fig = head_lines(v, TOKS, TOKS, ["L0 H1", "L1 H0"])
     drawn = lines_of(fig)
-    focus = [n for n, t in enumerate(fig.data) if t.mode == "lines" and t.xaxis == "x2"]
+    focus = [n for n, t in enumerate(fig.data) if t.mode == "lines" and t.xaxis == "x2" and not t.showlegend]
     assert len(focus) == 2 * len(BINS) and all(len(fig.data[n].y) == 0 for n in focus)
     steps = fig.layout.sliders[0].steps
     assert len(steps) == 1 + 6 and fig.layout.sliders[0].active == 0
