@@ -5,8 +5,9 @@ lines view drawn in Chromium <= 1 s at 128 tokens.
 
 Inside one head, the last position's query (an LM's next-token question), head 0, at layers 0, 5 and 11:
 *first click*: `head_computation(model, ids, "decoder", layer, 0, -1)`, one run of the model up to that block (the
-layers below it, then the block; nothing above); *from the capture*: `capture.head(h, query)` on a BlockCapture a page
-keeps, what any later click in the same block costs (another query or head). Also `query_key_map(capture, head)` and,
+layers below it, then the block; nothing above); *from the Run's record*: `capture_from_record(...).head(0, -1)` on
+the Record of a forward pass already made (a page's Run, recording every block's `block_sites`): no model run; *from
+the capture*: `capture.head(h, query)` on a BlockCapture a page keeps, what any later click in the same block costs. Also `query_key_map(capture, head)` and,
 for scale, one forward pass with every attention returned (what the app's Run computes). Median of `repeats` after a
 warm-up; torch threads as set.
 
@@ -44,19 +45,26 @@ def load(shape: dict[str, int], folder: Path):
 
 
 def inside_one_head(model, tokens: int, repeats: int) -> dict[str, Any]:
-    from explorer.interpret import capture_block, head_computation, query_key_map
+    from explorer.interpret import block_sites, capture_block, capture_from_record, head_computation, query_key_map
+    from explorer.model import Record
 
     vocab = model.config.vocab_size
     ids = torch.randint(0, vocab, (tokens,), generator=torch.Generator().manual_seed(tokens))
     L, H = model.config.decoder_layers, model.config.n_heads
     row: dict[str, Any] = {"tokens": tokens, "by_layer": []}
+    record = Record(only=set().union(*(block_sites("decoder", i) for i in range(L))))
+    with torch.inference_mode():  # a page's Run, recording every block's sites
+        model(ids[None], record=record)
     for layer in sorted({0, L // 2 - 1, L - 1}):
         first, _ = median_time(lambda layer=layer: head_computation(model, ids, "decoder", layer, 0, -1), repeats)
         capture = capture_block(model, ids, "decoder", layer)
         again, _ = median_time(lambda c=capture: c.head(H - 1, tokens // 2), repeats)
         qk, _ = median_time(lambda c=capture: query_key_map(c, 0), repeats)
+        kept, _ = median_time(lambda layer=layer: capture_from_record(model, record, ids[None], "decoder", layer)
+                              .head(0, -1), repeats)
         row["by_layer"].append({"layer": layer, "first_click_ms": round(first * 1e3, 1),
-                                "from_capture_ms": round(again * 1e3, 2), "query_key_map_ms": round(qk * 1e3, 1)})
+                                "from_record_ms": round(kept * 1e3, 1), "from_capture_ms": round(again * 1e3, 2),
+                                "query_key_map_ms": round(qk * 1e3, 1)})
 
     def forward():
         with torch.inference_mode():

@@ -49,9 +49,13 @@ TARGETS = [
      "<= 1536"),
     ("inside_head_128", "Inside one head, 128 tokens, GPT-2-small shape, last layer, first click (the model run up to "
      "the block), ms", "<= 50"),
+    ("inside_head_128_record", "Inside one head, 128 tokens, GPT-2-small shape, any layer, from the Run's record "
+     "(no model run), ms", "<= 50"),
     ("inside_head_128_capture", "Inside one head, 128 tokens, GPT-2-small shape: a later click in the same block "
      "(from the kept capture), ms", "<= 50"),
     ("inside_head_1024", "Inside one head, 1,024 tokens, GPT-2-small shape, last layer, first click, ms", "<= 500"),
+    ("inside_head_1024_record", "Inside one head, 1,024 tokens, GPT-2-small shape, any layer, from the Run's record, "
+     "ms", "<= 500"),
     ("inside_head_1024_capture", "Inside one head, 1,024 tokens, GPT-2-small shape: a later click in the same block, "
      "ms", "<= 500"),
     ("lines_draw_128", "Heads as lines (4 heads), 128 tokens: drawn in Chromium (update), ms", "<= 1000"),
@@ -153,6 +157,7 @@ def measured_values(res: dict[str, Any]) -> dict[str, float | None]:
                 last = max(row["by_layer"], key=lambda r: r["layer"])
                 v[f"inside_head_{n}"] = last["first_click_ms"]
                 v[f"inside_head_{n}_capture"] = max(r["from_capture_ms"] for r in row["by_layer"])
+                v[f"inside_head_{n}_record"] = max(r["from_record_ms"] for r in row["by_layer"])
         row = _row((head.get("lines") or {}).get("by_tokens", []), 128)
         if row:
             v["lines_draw_128"] = row["drawn_ms"]
@@ -302,16 +307,18 @@ def head_computation_section(head: dict[str, Any] | None) -> list[str]:
         return L + [f"Skipped: {_skip(head)}", ""]
     L += [f"{head['model']}, loaded with `explorer.load`; the last position's query, head 0. *First click*: "
           "`head_computation(model, ids, \"decoder\", layer, 0, -1)`, one run of the model up to that block (nothing "
-          "above it); *from the capture*: `capture.head(h, query)` on the BlockCapture a page keeps, what any later "
-          "click in that block costs; `query_key_map(capture, head)`; and for scale one forward pass with every "
-          f"attention returned. {head['threads']} torch threads, median of {head['repeats']}.", ""]
+          "above it); *from the Run's record*: `capture_from_record(...).head(0, -1)` on the Record of a forward pass "
+          "already made (no model run); *from the capture*: `capture.head(h, query)` on the BlockCapture a page keeps, "
+          "what any later click in that block costs; `query_key_map(capture, head)`; and for scale one forward pass "
+          f"with every attention returned. {head['threads']} torch threads, median of {head['repeats']}.", ""]
     rows = []
     for r in head.get("by_tokens", []):
         for b in r.get("by_layer", []):
-            rows.append([r["tokens"], b["layer"], f"{b['first_click_ms']:.0f} ms", f"{b['from_capture_ms']:.2f} ms",
-                         f"{b['query_key_map_ms']:.0f} ms", f"{r['forward_every_attention_ms']:.0f} ms"])
-    L += _table(["tokens", "layer", "first click", "from the capture", "query-key map", "forward, every attention"],
-                rows)
+            rows.append([r["tokens"], b["layer"], f"{b['first_click_ms']:.0f} ms", f"{b['from_record_ms']:.1f} ms",
+                         f"{b['from_capture_ms']:.2f} ms", f"{b['query_key_map_ms']:.0f} ms",
+                         f"{r['forward_every_attention_ms']:.0f} ms"])
+    L += _table(["tokens", "layer", "first click", "from the Run's record", "from the capture", "query-key map",
+                 "forward, every attention"], rows)
     lines = head.get("lines") or {}
     if _skip(lines):
         return L + [f"Lines view: skipped: {_skip(lines)}", ""]

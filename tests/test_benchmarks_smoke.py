@@ -143,7 +143,7 @@ def test_head_computation_quick(tmp_path):
     (row,) = head["by_tokens"]
     assert row["tokens"] == 16 and [b["layer"] for b in row["by_layer"]] == [0, 1]
     for b in row["by_layer"]:
-        assert measured(b["first_click_ms"], b["from_capture_ms"], b["query_key_map_ms"])
+        assert measured(b["first_click_ms"], b["from_record_ms"], b["from_capture_ms"], b["query_key_map_ms"])
     assert measured(row["forward_every_attention_ms"])
     lines = head["lines"]
     if shutil.which("chromium") or shutil.which("chromium-browser"):

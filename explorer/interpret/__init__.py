@@ -15,8 +15,8 @@ from .dla import (HeadTokens, LogitAttribution, ResidualParts, direct_logit_attr
 from .attribution import TokenAttribution, token_attribution
 from .flow import (ContributionGraph, FlowEdge, FlowNode, NodeShares, contribution_graph,
                    proximity_shares)
-from .head_computation import (BlockCapture, HeadComputation, HeadComputationPair, capture_block,
-                               head_computation, head_computation_pair)
+from .head_computation import (BlockCapture, HeadComputation, HeadComputationPair, block_sites, capture_block,
+                               capture_from_record, head_computation, head_computation_pair)
 from .lens import LogitLens, lens_logits, logit_lens, unembed
 from .patching import Patching, activation_patching
 from .query_key import QueryKeyMap, query_key_map
@@ -25,7 +25,8 @@ from .roles import DEFAULT_WINDOW, ROLES, head_mask_without, head_roles, role_pa
 from .value_weighted import head_value_norms, value_norms, value_weighted, value_weighted_attention
 
 __all__ = [
-    "BlockCapture", "HeadComputation", "HeadComputationPair", "capture_block", "head_computation",
+    "BlockCapture", "HeadComputation", "HeadComputationPair", "block_sites", "capture_block", "capture_from_record",
+    "head_computation",
     "head_computation_pair", "QueryKeyMap", "query_key_map",
     "ContributionGraph", "CopyLosses", "DEFAULT_WINDOW", "FlowEdge", "FlowNode", "HeadTokens", "LogitAttribution",
     "LogitLens", "NodeShares", "Patching", "ROLES", "RepeatedTokens", "ResidualParts", "TokenAttribution",

@@ -25,6 +25,8 @@ Shapes: T query length, S key length (T for self-attention, the source length fo
 H query heads, Hkv key/value heads, Dh head width, R rotary width.
 
     capture_block(model, ids, kind, layer, ...)   -> BlockCapture (CPU tensors of the block: every head, every token)
+    capture_from_record(model, record, ids, kind, layer, row=b, ...) -> BlockCapture of row b of a forward pass that
+                                                  already ran with Record(only=block_sites(kind, layer)): no model run
     BlockCapture.head(head, query)                -> HeadComputation (numpy arrays of one head at one query)
     BlockCapture.weights(head)                    -> (T, S) one head's weights, computed as the model does
     head_computation(model, ids, kind, layer, head, query, ...)   -> HeadComputation (the two steps in one call)
@@ -290,16 +292,17 @@ def check_block(model: Transformer, kind: Any, layer: Any) -> tuple[str, int]:
     return kind, _index(layer, n_layers, "layer", f"the {n_layers} {kind} layers")
 
 
-@torch.no_grad()
-def capture_block(model: Transformer, ids: Tensor, kind: str, layer: int, *, tgt: Tensor | None = None,
-                  padding: bool = True, causal: bool = True, attn_mask: Tensor | None = None,
-                  key_mask: Tensor | None = None, tgt_key_mask: Tensor | None = None,
-                  token_type_ids: Tensor | None = None, head_mask: Mapping[str, Any] | None = None) -> BlockCapture:
-    """Run the model on one sequence up to block (kind, layer) and keep what that block read and computed.
+BLOCK_SITES = ("x", "q", "k", "v", "mask", "bias")  # what capture_block records of the chosen block (with "z")
 
-    ids: the sequence (T,) or (1, T) (an encoder-decoder's source); tgt: an encoder-decoder's decoder input (needed for
-    the "decoder" and "cross" kinds). padding, causal, attn_mask (custom, True = may attend), key_mask / tgt_key_mask
-    (True = real token), token_type_ids and head_mask ({kind: (L, H)}, 1 = on) as the model's forward takes them."""
+
+def block_sites(kind: str, layer: int) -> set[str]:
+    """The Record sites a BlockCapture is made of (capture_from_record): one block's x, q, k, v, mask, bias and z."""
+    return {f"{kind}.{layer}.{site}" for site in (*BLOCK_SITES, "z")}
+
+
+def _checked(model: Transformer, ids: Tensor, kind: str, layer: int, tgt: Tensor | None, key_mask: Tensor | None,
+             tgt_key_mask: Tensor | None, batch: bool = False):
+    """Validated (kind, layer, ids, tgt, key_mask, tgt_key_mask) on the model's device."""
     if model.training:
         raise ValueError("a head's computation needs the model in eval mode (model.eval()): dropout would change "
                          "the weights at random")
@@ -310,14 +313,29 @@ def capture_block(model: Transformer, ids: Tensor, kind: str, layer: int, *, tgt
     if arch != "encoder-decoder" and tgt is not None:
         raise ValueError("only an encoder-decoder takes tgt; pass the one sequence as ids")
     device = model.device
-    src = as_row(ids, "ids").to(device)
-    seq = None if tgt is None else as_row(tgt, "tgt").to(device)
-    key_mask, tgt_key_mask = _row_mask(key_mask, "key_mask"), _row_mask(tgt_key_mask, "tgt_key_mask")
-    key_mask = None if key_mask is None else key_mask.to(device)
-    tgt_key_mask = None if tgt_key_mask is None else tgt_key_mask.to(device)
+    rows = (lambda t, name: torch.as_tensor(t)) if batch else as_row
+    masks = (lambda m, name: None if m is None else torch.as_tensor(m)) if batch else _row_mask
+    src = rows(ids, "ids").to(device)
+    seq = None if tgt is None else rows(tgt, "tgt").to(device)
+    key_mask, tgt_key_mask = masks(key_mask, "key_mask"), masks(tgt_key_mask, "tgt_key_mask")
+    return (kind, layer, src, seq, None if key_mask is None else key_mask.to(device),
+            None if tgt_key_mask is None else tgt_key_mask.to(device))
+
+
+@torch.no_grad()
+def capture_block(model: Transformer, ids: Tensor, kind: str, layer: int, *, tgt: Tensor | None = None,
+                  padding: bool = True, causal: bool = True, attn_mask: Tensor | None = None,
+                  key_mask: Tensor | None = None, tgt_key_mask: Tensor | None = None,
+                  token_type_ids: Tensor | None = None, head_mask: Mapping[str, Any] | None = None) -> BlockCapture:
+    """Run the model on one sequence up to block (kind, layer) and keep what that block read and computed.
+
+    ids: the sequence (T,) or (1, T) (an encoder-decoder's source); tgt: an encoder-decoder's decoder input (needed for
+    the "decoder" and "cross" kinds). padding, causal, attn_mask (custom, True = may attend), key_mask / tgt_key_mask
+    (True = real token), token_type_ids and head_mask ({kind: (L, H)}, 1 = on) as the model's forward takes them."""
+    kind, layer, src, seq, key_mask, tgt_key_mask = _checked(model, ids, kind, layer, tgt, key_mask, tgt_key_mask)
     masks = model.head_masks(head_mask)
     prefix = f"{kind}.{layer}"
-    record = Record(only={f"{prefix}.{site}" for site in ("x", "q", "k", "v", "mask", "bias")})
+    record = Record(only={f"{prefix}.{site}" for site in BLOCK_SITES})
     heads: dict[str, Tensor] = {}
 
     def stop(k: str, i: int, z: Tensor) -> Tensor:
@@ -339,17 +357,56 @@ def capture_block(model: Transformer, ids: Tensor, kind: str, layer: int, *, tgt
         pass
     if "z" not in heads:  # the hook is called on both attention paths: this means the model changed
         raise RuntimeError(f"the run never reached block {prefix}")
+    return _assemble(model, kind, layer, record, heads["z"], 0, masks, src, seq, padding, causal, attn_mask,
+                     key_mask, tgt_key_mask)
+
+
+@torch.no_grad()
+def capture_from_record(model: Transformer, record: Record, ids: Tensor, kind: str, layer: int, *, row: int = 0,
+                        tgt: Tensor | None = None, padding: bool = True, causal: bool = True,
+                        attn_mask: Tensor | None = None, key_mask: Tensor | None = None,
+                        tgt_key_mask: Tensor | None = None,
+                        head_mask: Mapping[str, Any] | None = None) -> BlockCapture:
+    """A BlockCapture of row `row` from a Record of a forward pass that has already run (a page's Run): no model run.
+
+    The forward must have been given a Record keeping `block_sites(kind, layer)` (or the site names "x", "q", "k",
+    "v", "mask", "bias", "z" for every block) and these same arguments: ids (B, S) (an encoder-decoder's source), tgt
+    (B, T), padding, causal, attn_mask, key_mask / tgt_key_mask (B, ...) and head_mask. The recorded z is after the head
+    mask: a head switched off gets its weighted sum back as weights @ v (computed here as the model does)."""
+    kind, layer, src, seq, key_mask, tgt_key_mask = _checked(model, ids, kind, layer, tgt, key_mask, tgt_key_mask,
+                                                            batch=True)
+    prefix = f"{kind}.{layer}"
+    missing = [site for site in ("x", "q", "k", "v", "z") if f"{prefix}.{site}" not in record]
+    if missing:
+        raise ValueError(f"the record lacks {', '.join(f'{prefix}.{m}' for m in missing)}: run the forward with "
+                         f"Record(only=block_sites({kind!r}, {layer}))")
+    B = record[f"{prefix}.q"].shape[0]
+    row = _index(row, B, "row", f"the {B} sequences of the record")
+    masks = model.head_masks(head_mask)
+    capture = _assemble(model, kind, layer, record, record[f"{prefix}.z"], row, masks, src, seq, padding, causal,
+                        attn_mask, key_mask, tgt_key_mask)
+    for h in (capture.gate == 0).nonzero()[:, 0].tolist():  # switched off: z is 0; what it would have written
+        capture.z[h] = capture.weights(h).to(capture.v.dtype) @ capture.v[capture.kv_head(h)]
+    return capture
+
+
+def _assemble(model: Transformer, kind: str, layer: int, record: Record, z: Tensor, row: int,
+              masks: dict[str, Tensor], src: Tensor, seq: Tensor | None, padding: bool, causal: bool,
+              attn_mask: Tensor | None, key_mask: Tensor | None, tgt_key_mask: Tensor | None) -> BlockCapture:
+    """Row `row` of the recorded block as a BlockCapture."""
+    prefix = f"{kind}.{layer}"
     block = _block(model, kind, layer)
-    x, q, k, v = (record[f"{prefix}.{site}"][0] for site in ("x", "q", "k", "v"))
+    x, q, k, v = (record[f"{prefix}.{site}"][row] for site in ("x", "q", "k", "v"))
     T, S = q.shape[1], k.shape[1]
     mask, bias = record.get(f"{prefix}.mask"), record.get(f"{prefix}.bias")
-    allowed = torch.ones(T, S, dtype=torch.bool) if mask is None else mask[0, 0].expand(T, S)
+    allowed = (torch.ones(T, S, dtype=torch.bool) if mask is None
+               else mask[row if mask.shape[0] > 1 else 0, 0].expand(T, S))
     gate = masks.get(kind)
-    gate = torch.ones(block.n_heads) if gate is None else gate[..., layer, :].reshape(-1, block.n_heads)[0]
-    self_attention = kind != "cross"
+    gate = torch.ones(block.n_heads) if gate is None else gate[..., layer, :].reshape(-1, block.n_heads)
+    gate = gate if gate.dim() == 1 else gate[row if gate.shape[0] > 1 else 0]
     query_seq = src if kind == "encoder" or seq is None else seq
     key_seq = src if kind != "decoder" or seq is None else seq
-    rotary = model.config.rotary_dim if self_attention else 0
+    rotary = model.config.rotary_dim if kind != "cross" else 0
     q_unrotated = k_unrotated = None
     if rotary:  # before the rotation: the block's input through the head's rows of W_Q / W_K
         H, Hkv, Dh = block.n_heads, block.n_kv_heads, block.head_dim
@@ -357,32 +414,32 @@ def capture_block(model: Transformer, ids: Tensor, kind: str, layer: int, *, tgt
         q_rows, k_rows = slice(0, H * Dh), slice(H * Dh, (H + Hkv) * Dh)
         q_unrotated = F.linear(x, weight[q_rows], None if b is None else b[q_rows]).view(T, H, Dh).transpose(0, 1)
         k_unrotated = F.linear(x, weight[k_rows], None if b is None else b[k_rows]).view(S, Hkv, Dh).transpose(0, 1)
+    real = _key_real(model, kind, src, seq, padding, key_mask, tgt_key_mask)
     return BlockCapture(
         kind=kind, layer=layer, n_heads=block.n_heads, n_kv_heads=block.n_kv_heads, head_dim=block.head_dim,
         scale=float(block.scale), rotary_dim=rotary, pre_norm=bool(model.config.norm_first),
-        query_ids=_cpu(query_seq[0]), key_ids=_cpu(key_seq[0]), x=_cpu(x), q=_cpu(q), k=_cpu(k), v=_cpu(v),
+        query_ids=_cpu(query_seq[row]), key_ids=_cpu(key_seq[row]), x=_cpu(x), q=_cpu(q), k=_cpu(k), v=_cpu(v),
         q_unrotated=None if q_unrotated is None else _cpu(q_unrotated),
-        k_unrotated=None if k_unrotated is None else _cpu(k_unrotated), z=_cpu(heads["z"][0]),
+        k_unrotated=None if k_unrotated is None else _cpu(k_unrotated), z=_cpu(z[row]).clone(),
         gate=_cpu(gate.float()), allowed=_cpu(allowed), bias=None if bias is None else _cpu(bias[0]),
-        key_real=_key_real(model, kind, src, seq, padding, key_mask, tgt_key_mask),
-        causal=kind == "decoder" and causal,
-        custom=_custom(attn_mask) if kind == "encoder" or (kind == "decoder" and arch == "decoder") else None,
+        key_real=None if real is None else _cpu(real[row]), causal=kind == "decoder" and causal,
+        custom=(_custom(attn_mask, row) if kind == "encoder" or (kind == "decoder" and model.config.arch == "decoder")
+                else None),
         window=model.decoder.sliding_window if kind == "decoder" else None, out_weight=_cpu(block.out_proj.weight))
 
 
 def _key_real(model: Transformer, kind: str, src: Tensor, seq: Tensor | None, padding: bool,
               key_mask: Tensor | None, tgt_key_mask: Tensor | None) -> Tensor | None:
-    """(S,) the keys' padding mask as the forward builds it (True = real), or None when nothing is padding."""
+    """(B, S) the keys' padding mask as the forward builds it (True = real), or None when nothing is padding."""
     if kind == "decoder" and seq is not None:  # an encoder-decoder's decoder input
-        real = model.key_mask(seq, padding, model.target_key_mask(seq, padding, tgt_key_mask))
-    else:
-        real = model.key_mask(src, padding, key_mask)
-    return None if real is None else _cpu(real[0])
+        return model.key_mask(seq, padding, model.target_key_mask(seq, padding, tgt_key_mask))
+    return model.key_mask(src, padding, key_mask)
 
 
-def _custom(attn_mask: Tensor | None) -> Tensor | None:
+def _custom(attn_mask: Tensor | None, row: int) -> Tensor | None:
+    """(T|1, S) the given attn_mask of row `row` (a mask shared by the batch: its only row)."""
     mask = normalize_mask(attn_mask)
-    return None if mask is None else _cpu(mask[0, 0])
+    return None if mask is None else _cpu(mask[row if mask.shape[0] > 1 else 0, 0])
 
 
 def head_computation(model: Transformer, ids: Tensor, kind: str, layer: int, head: int, query: int, *,

@@ -19,8 +19,8 @@ import torch
 transformers = pytest.importorskip("transformers")
 
 import explorer
-from explorer.interpret import (BlockCapture, capture_block, head_computation, head_computation_pair,
-                                head_value_norms)
+from explorer.interpret import (BlockCapture, block_sites, capture_block, capture_from_record, head_computation,
+                                head_computation_pair, head_value_norms)
 from explorer.model import Record, Transformer, TransformerConfig, apply_rotary, position_ids, rotary_tables
 from explorer.model.masks import block_keys_mask
 from tests.importers.test_llama import mistral_case
@@ -208,6 +208,55 @@ def test_head_off_and_masks_toggled_side_by_side(family):
     assert pair.baseline.head_on
     none = head_computation_pair(model, ids, kind, 1, 0, 0, tgt=tgt)
     assert none.toggled is None and none.changes == () and none.weight_change is None
+
+
+def padded(rows: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    """(B, T) ids right-padded with 0 and their (B, T) key mask."""
+    width = max(len(r) for r in rows)
+    ids = torch.zeros(len(rows), width, dtype=torch.long)
+    real = torch.zeros(len(rows), width, dtype=torch.bool)
+    for b, r in enumerate(rows):
+        ids[b, :len(r)], real[b, :len(r)] = r, True
+    return ids, real
+
+
+@pytest.mark.parametrize("name", ["gpt2", "llama-gqa", "t5", "bert-mlm"])
+@torch.no_grad()
+def test_a_capture_from_a_runs_record_is_the_rows_own(name, tmp_path):
+    """A batch of two padded rows run once with a Record of every block's sites (as a page's Run would), a head
+    switched off: each row's capture from that record equals the row run alone (weights, written vector, the off
+    head's weighted sum, the reasons of its real keys)."""
+    fam = make(name, tmp_path)
+    model, c = fam.model, fam.model.config
+    src, real = padded([fam.ids, fam.ids[:-3]])
+    tgt, tgt_real = padded([fam.tgt, fam.tgt[:-2]]) if fam.tgt is not None else (None, None)
+    kinds = c.attention_kinds()
+    head_mask = {kind: torch.ones(shape) for kind, shape in kinds.items()}
+    for m in head_mask.values():
+        m[1, 1] = 0.0
+    record = Record(only=set().union(*(block_sites(kind, 1) for kind in kinds)))
+    model(src, tgt, key_mask=real, tgt_key_mask=tgt_real, head_mask=head_mask, record=record)
+    for kind in kinds:
+        for b in range(2):
+            n_src, n_tgt = int(real[b].sum()), None if tgt is None else int(tgt_real[b].sum())
+            alone = capture_block(model, src[b, :n_src], kind, 1, tgt=None if tgt is None else tgt[b, :n_tgt],
+                                  head_mask=head_mask)
+            batch = capture_from_record(model, record, src, kind, 1, row=b, tgt=tgt, key_mask=real,
+                                        tgt_key_mask=tgt_real, head_mask=head_mask)
+            Tq, S = alone.n_queries, alone.n_keys
+            for h in range(c.n_heads):
+                for i in (0, Tq - 1):
+                    one, two = alone.head(h, i), batch.head(h, i)
+                    np.testing.assert_allclose(two.weights[:S], one.weights, rtol=0, atol=WEIGHTS_TOL)
+                    assert np.all(two.weights[S:] == 0) and all("padding" in why for why in two.blocked_by[S:])
+                    assert two.blocked_by[:S] == one.blocked_by
+                    np.testing.assert_allclose(two.written, one.written, rtol=0, atol=WRITTEN_TOL)
+                    np.testing.assert_allclose(two.weighted_sum, one.weighted_sum, rtol=0, atol=WRITTEN_TOL)
+                    assert two.head_on == one.head_on == (h != 1)
+    with pytest.raises(ValueError, match=r"row 2 is outside the 2 sequences of the record: use 0..1"):
+        capture_from_record(model, record, src, kind, 1, row=2, tgt=tgt, key_mask=real, tgt_key_mask=tgt_real)
+    with pytest.raises(ValueError, match=r"the record lacks .*\.0\.x.*Record\(only=block_sites"):
+        capture_from_record(model, record, src, kind, 0, tgt=tgt, key_mask=real, tgt_key_mask=tgt_real)
 
 
 def test_the_run_stops_at_the_block(tmp_path):
