@@ -24,7 +24,7 @@ from explorer.interpret import (BlockCapture, block_sites, capture_block, captur
 from explorer.model import Record, Transformer, TransformerConfig, apply_rotary, position_ids, rotary_tables
 from explorer.model.masks import block_keys_mask
 from tests.importers.test_llama import mistral_case
-from tests.interpret.test_dla import Family, build, decoder_only
+from tests.interpret.test_dla import Family, build, decoder_only, shipped_inputs
 
 WEIGHTS_TOL = 1e-6
 WRITTEN_TOL = 1e-5
@@ -99,15 +99,18 @@ def capture_module(model: Transformer, kind: str, layer: int):
     return getattr(model.decoder.layers[layer], "cross_attn" if kind == "cross" else "self_attn")
 
 
-def test_every_kind_is_the_models_own(family):
-    model, ids, tgt = family.model, family.ids, family.tgt
+def check_every_block(model: Transformer, ids: torch.Tensor, tgt: torch.Tensor | None, heads) -> None:
+    """Every block of every kind, the heads given, the first, middle and last query."""
     out, record = reference(model, ids, tgt)
-    H = model.config.n_heads
     for kind, (L, _) in model.config.attention_kinds().items():
         T = len(ids) if kind == "encoder" or tgt is None else len(tgt)
         for layer in range(L):
             capture = capture_block(model, ids, kind, layer, tgt=tgt)
-            check_against(model, capture, out, record, (0, H - 1), (0, T // 2, T - 1))
+            check_against(model, capture, out, record, heads, (0, T // 2, T - 1))
+
+
+def test_every_kind_is_the_models_own(family):
+    check_every_block(family.model, family.ids, family.tgt, (0, family.model.config.n_heads - 1))
 
 
 def test_family_facts(family):
@@ -287,32 +290,10 @@ def test_results_pickle(tmp_path):
 
 
 # ------------------------------------------------------------------------------------------------ shipped
-def shipped_inputs(name: str):
-    bundle = explorer.load(name, "cpu")
-    model, tok = bundle.model, bundle.tokenizer
-    text = bundle.task["examples"][0]
-    ids = torch.tensor(tok.encode(text).ids)
-    tgt = None
-    if model.config.arch == "encoder-decoder":
-        from explorer.seq2seq import translate
-
-        answer = translate(bundle, text)
-        tgt = torch.tensor([bundle.task["bos_id"], *answer.ids[:-1]])
-    elif name == "date-gpt":
-        ids = torch.cat([ids, torch.tensor([bundle.task["sep_id"]])])
-    return model, ids, tgt
-
-
 @pytest.mark.parametrize("name", ["date-translator", "date-gpt", "induction-gpt"])
 def test_shipped_checkpoints(name):
     model, ids, tgt = shipped_inputs(name)
-    out, record = reference(model, ids, tgt)
-    H = model.config.n_heads
-    for kind, (L, _) in model.config.attention_kinds().items():
-        T = len(ids) if kind == "encoder" or tgt is None else len(tgt)
-        for layer in range(L):
-            capture = capture_block(model, ids, kind, layer, tgt=tgt)
-            check_against(model, capture, out, record, range(H), (0, T // 2, T - 1))
+    check_every_block(model, ids, tgt, range(model.config.n_heads))
 
 
 # ------------------------------------------------------------------------------------------------ bad input
