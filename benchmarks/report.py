@@ -55,6 +55,18 @@ TARGETS = [
      "and SAE, MB", "<= 1536"),
     ("sae_dashboards", "Latent dashboards of a 512-latent SAE on the shipped date-gpt over 2,000 of its examples, s",
      "<= 10"),
+    ("inside_head_128", "Inside one head, 128 tokens, GPT-2-small shape, last layer, first click (the model run up to "
+     "the block), ms", "<= 50"),
+    ("inside_head_128_record", "Inside one head, 128 tokens, GPT-2-small shape, any layer, from the Run's record "
+     "(no model run), ms", "<= 50"),
+    ("inside_head_128_capture", "Inside one head, 128 tokens, GPT-2-small shape: a later click in the same block "
+     "(from the kept capture), ms", "<= 50"),
+    ("inside_head_1024", "Inside one head, 1,024 tokens, GPT-2-small shape, last layer, first click, ms", "<= 500"),
+    ("inside_head_1024_record", "Inside one head, 1,024 tokens, GPT-2-small shape, any layer, from the Run's record, "
+     "ms", "<= 500"),
+    ("inside_head_1024_capture", "Inside one head, 1,024 tokens, GPT-2-small shape: a later click in the same block, "
+     "ms", "<= 500"),
+    ("lines_draw_128", "Heads as lines (4 heads), 128 tokens: drawn in Chromium (update), ms", "<= 1000"),
 ]
 
 
@@ -157,6 +169,18 @@ def measured_values(res: dict[str, Any]) -> dict[str, float | None]:
     dash = sae.get("dashboards") or {}
     if dash.get("texts") == 2000:
         v["sae_dashboards"] = dash["s"]
+    head = res.get("head_computation") or {}
+    if head.get("gpt2_small"):
+        for n in (128, 1024):
+            row = _row(head.get("by_tokens", []), n)
+            if row and row.get("by_layer"):
+                last = max(row["by_layer"], key=lambda r: r["layer"])
+                v[f"inside_head_{n}"] = last["first_click_ms"]
+                v[f"inside_head_{n}_capture"] = max(r["from_capture_ms"] for r in row["by_layer"])
+                v[f"inside_head_{n}_record"] = max(r["from_record_ms"] for r in row["by_layer"])
+        row = _row((head.get("lines") or {}).get("by_tokens", []), 128)
+        if row:
+            v["lines_draw_128"] = row["drawn_ms"]
     return v
 
 
@@ -359,6 +383,36 @@ def sae_section(sae: dict[str, Any] | None) -> list[str]:
         L += [f"Dashboards: {d['model']}, a random SAE of {d['d_sae']} latents at blocks.2.hook_resid_pre, "
               f"`latent_dashboards` over {d['texts']:,} of its generated examples ({d['tokens']:,} tokens), every "
               f"latent, 10 examples, 32 bins: {d['s']:.2f} s; result {d['result_kb']:,.0f} kB.", ""]
+def head_computation_section(head: dict[str, Any] | None) -> list[str]:
+    """Section 15: how a head computes (explorer.interpret.head_computation, query_key; explorer.viz.head_view)."""
+    if not head:
+        return []
+    L = ["## 15. How a head computes: inside one head, the query-key map, the lines view", ""]
+    if _skip(head):
+        return L + [f"Skipped: {_skip(head)}", ""]
+    L += [f"{head['model']}, loaded with `explorer.load`; the last position's query, head 0. *First click*: "
+          "`head_computation(model, ids, \"decoder\", layer, 0, -1)`, one run of the model up to that block (nothing "
+          "above it); *from the Run's record*: `capture_from_record(...).head(0, -1)` on the Record of a forward pass "
+          "already made (no model run); *from the capture*: `capture.head(h, query)` on the BlockCapture a page keeps, "
+          "what any later click in that block costs; `query_key_map(capture, head)`; and for scale one forward pass "
+          f"with every attention returned. {head['threads']} torch threads, median of {head['repeats']}.", ""]
+    rows = []
+    for r in head.get("by_tokens", []):
+        for b in r.get("by_layer", []):
+            rows.append([r["tokens"], b["layer"], f"{b['first_click_ms']:.0f} ms", f"{b['from_record_ms']:.1f} ms",
+                         f"{b['from_capture_ms']:.2f} ms", f"{b['query_key_map_ms']:.0f} ms",
+                         f"{r['forward_every_attention_ms']:.0f} ms"])
+    L += _table(["tokens", "layer", "first click", "from the Run's record", "from the capture", "query-key map",
+                 "forward, every attention"], rows)
+    lines = head.get("lines") or {}
+    if _skip(lines):
+        return L + [f"Lines view: skipped: {_skip(lines)}", ""]
+    L += [f"Heads as lines ({lines.get('heads')} heads, synthetic causal attention spread wider than a trained head's), "
+          f"drawn in {lines.get('browser')} with {lines.get('plotly_js')}: a click swaps in the other text's figure "
+          "(JSON.parse + Plotly.react + two frames).", ""]
+    L += _table(["tokens", "bytes", "build (Python)", "drawn", "Plotly.react", "paint"],
+                [[r["tokens"], _mb(r.get("bytes")), f"{r['build_ms']:.0f} ms", f"{r['drawn_ms']:.0f} ms",
+                  f"{r['plotly_react_ms']:.0f} ms", f"{r['paint_ms']:.0f} ms"] for r in lines.get("by_tokens", [])])
     return L
 
 
@@ -655,6 +709,7 @@ def markdown(res: dict[str, Any]) -> str:
     L += token_attribution_section(res.get("token_attribution"))
     L += flow_section(res.get("flow"))
     L += sae_section(res.get("sae"))
+    L += head_computation_section(res.get("head_computation"))
     prof = res.get("profiles") or {}
     if prof:
         L += ["## Where the time goes (targets missed)", ""]

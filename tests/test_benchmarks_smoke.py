@@ -143,6 +143,27 @@ def test_flow_quick(tmp_path):
     assert "## 13. Information Flow Routes" in out_md.read_text()
 
 
+def test_head_computation_quick(tmp_path):
+    """The how-a-head-computes section runs on a tiny GPT-2 shape: first click, from the capture and the query-key map
+    at every layer timed, the lines view built (and drawn where Chromium is); a tiny shape measures no target."""
+    out_json, out_md = tmp_path / "r.json", tmp_path / "B.md"
+    assert main(["--quick", "--only", "inside_head", "--json", str(out_json), "--md", str(out_md)]) == 0
+    res = json.loads(out_json.read_text())
+    head = res["head_computation"]
+    assert head["gpt2_small"] is False
+    (row,) = head["by_tokens"]
+    assert row["tokens"] == 16 and [b["layer"] for b in row["by_layer"]] == [0, 1]
+    for b in row["by_layer"]:
+        assert measured(b["first_click_ms"], b["from_record_ms"], b["from_capture_ms"], b["query_key_map_ms"])
+    assert measured(row["forward_every_attention_ms"])
+    lines = head["lines"]
+    if shutil.which("chromium") or shutil.which("chromium-browser"):
+        (drawn,) = lines["by_tokens"]
+        assert drawn["tokens"] == 16 and drawn["bytes"] > 0 and measured(drawn["drawn_ms"], drawn["build_ms"])
+    assert all(t["measured"] is None for t in res["targets"] if t["key"].startswith(("inside_head", "lines_")))
+    assert "## 15. How a head computes" in out_md.read_text()
+
+
 def test_parse_only_aliases_and_errors():
     assert parse_only(["bytes,cold", "draw"]) == ["latency", "cold_start", "draw"]
     assert parse_only(None)[0] == "latency"

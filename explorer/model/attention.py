@@ -14,7 +14,8 @@ Dh head width, G = H / Hkv query heads per key/value head.
     cache       KVSlot of this call or None: self-attention appends the new keys and values (after rotary)
                 to the tokens before, so S = tokens cached + T; cross-attention projects the memory once
     record      RecordSlot of this call or None: receives "v" (B, Hkv, S, Dh) and "z" (B, H, T, Dh), the head
-                outputs as W_o reads them (after head_hook and the head mask); the same on both paths
+                outputs as W_o reads them (after head_hook and the head mask); the same on both paths. Asked for
+                by name, also what the block reads: "x" (its input), "q", "k" (after rotary), "mask", "bias"
     returns     output (B, T, D), weights (B, H, T, S) or None on the fast path
 
 Query head h reads key/value head h // G. Weights and head toggles are per query head: a key/value
@@ -105,6 +106,9 @@ class MultiHeadAttention(nn.Module):
                 record: RecordSlot | None = None, plans: dict | None = None) -> tuple[Tensor, Tensor | None]:
         """`plans`: one run's block plans of its masks, shared by its layers (see attend_with_weights)."""
         q, k, v = self.keys_and_query(x, memory, rotary, cache)
+        if record is not None:  # what the block reads, before either path (x, q, k, mask, bias: when asked for)
+            record["x"], record["q"], record["k"], record["v"] = x, q, k, v
+            record["mask"], record["bias"] = mask, bias
         dropout = self.dropout if self.training else 0.0
         if need_weights:
             heads, weights = attend_with_weights(q, k, v, mask, dropout, self.scale, bias, weights_dtype, plans)
@@ -118,7 +122,7 @@ class MultiHeadAttention(nn.Module):
         if head_mask is not None:
             heads = heads * head_gate(head_mask, heads)
         if record is not None:
-            record["v"], record["z"] = v, heads
+            record["z"] = heads
         B, H, T, Dh = heads.shape
         merged = heads.transpose(1, 2).reshape(B, T, H * Dh)  # (B, T, H*Dh) concatenated heads
         return self.out_proj(merged), weights

@@ -31,6 +31,16 @@ layer (from 0). The sites, every one a tensor of the call (no copy unless said):
     {stack}.{l}.mlp.scale (B, T, 1)     what the feed-forward sublayer's norm divided by (as `.scale` above)
     {stack}.final.scale  (B, T, 1)      what the stack's final norm divided by (pre-norm stacks)
 
+Sites recorded only when `only` names them (what an attention block reads: explorer.interpret.head_computation
+shows one head's computation from them; three more (B, T, D)-sized tensors per block, wanted for one block):
+
+    {kind}.{l}.x         (B, T, D)      the block's input as W_q reads it: after the sublayer's norm (pre-norm),
+                                        the sublayer's input (post-norm); self-attention's keys read it too
+    {kind}.{l}.q         (B, H, T, Dh)  queries as the scores read them: after rotary, before the scale
+    {kind}.{l}.k         (B, Hkv, S, Dh) keys as the scores read them: after rotary (cross: the memory's)
+    {kind}.{l}.mask      (B|1, 1, T|1, S) the boolean mask the block applied (True = may attend), when there is one
+    {kind}.{l}.bias      (1, H, T, S)   the score bias the block added (T5's relative positions), when there is one
+
 A norm's divisor ("scale") is sqrt(var(x) + eps) for LayerNorm (variance over D, biased) and
 sqrt(mean(x^2) + eps) for RMSNorm, computed (only when recording) from the norm's own input, in float32
 or wider. The layouts it covers: pre-norm and post-norm sublayers, the parallel residual of GPT-NeoX (both
@@ -49,11 +59,15 @@ import torch
 from torch import Tensor, nn
 
 
+OPT_IN = frozenset({"x", "q", "k", "mask", "bias"})  # kept only when `only` names them (see the module docstring)
+
+
 class Record:
     """The tensors of one call, by site name (see the module docstring). A mapping you fill by passing it.
 
     `only`: the sites to keep, by their name within their block ("v", "z", "scale", "mlp", "mlp.scale", "embed",
-    "embed.scale"); the others are neither kept nor computed (a norm's divisor is computed only when wanted)."""
+    "embed.scale", and the opt-in "x", "q", "k", "mask", "bias") or by their full name ("decoder.3.q": that block's
+    only); the others are neither kept nor computed (a norm's divisor is computed only when wanted)."""
 
     def __init__(self, only: Collection[str] | None = None) -> None:
         self.tensors: dict[str, Tensor] = {}
@@ -85,6 +99,13 @@ class Record:
         """The writer of one block's sites, e.g. at("decoder.3") writes "decoder.3.z"."""
         return RecordSlot(self, prefix)
 
+    def wants(self, prefix: str, name: str) -> bool:
+        """Whether site `name` of block `prefix` is kept (see `only`; the OPT_IN sites only when named)."""
+        only = self.only
+        if only is None:
+            return name not in OPT_IN
+        return name in only or f"{prefix}.{name}" in only
+
 
 class RecordSlot:
     """Writes `name` as `prefix.name` into its Record: what one block or stack is handed."""
@@ -95,13 +116,14 @@ class RecordSlot:
         self.record = record
         self.prefix = prefix
 
-    def __setitem__(self, name: str, value: Tensor) -> None:
-        if self.record.only is None or name in self.record.only:
+    def __setitem__(self, name: str, value: Tensor | None) -> None:
+        """Keep `value` as `prefix.name` if the record wants it; None (a block without a mask or bias) is not kept."""
+        if value is not None and self.record.wants(self.prefix, name):
             self.record.tensors[f"{self.prefix}.{name}"] = value
 
     def put_scale(self, name: str, norm: nn.Module, x: Tensor) -> None:
         """Record what `norm` divides `x` (..., D) by, as `prefix.name` (..., 1)."""
-        if self.record.only is None or name in self.record.only:
+        if self.record.wants(self.prefix, name):
             self.record.tensors[f"{self.prefix}.{name}"] = norm_scale(norm, x)
 
 

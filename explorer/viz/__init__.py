@@ -13,10 +13,12 @@ from explorer.viz.common import VALUE_WEIGHTED, WEIGHT, display_labels, escape, 
 from explorer.viz.compare import difference_heatmap
 from explorer.viz.contributions import DLARun, attribution_strip, dla_map
 from explorer.viz.flow import flow_figure, flow_pair_figure
+from explorer.viz.head_view import head_lines
 from explorer.viz.interpret import lens_figure, patching_figure, role_figure
 from explorer.viz.mask import mask_heatmap
 from explorer.viz.overview import (OverviewGrid, OverviewTiles, attention_overview, draw_overview,
                                   overview_grid_index, overview_tiles)
+from explorer.viz.query_key import query_key_figure
 from explorer.viz.positional import position_similarity, positional_curves, positional_heatmap
 from explorer.viz.sampling import sampling_figure
 from explorer.viz.serialize import figure_json
@@ -45,6 +47,7 @@ __all__ = [
     "head_average",
     "head_heatmap",
     "head_importance_chart",
+    "head_lines",
     "lens_figure",
     "mask_heatmap",
     "message_figure",
@@ -54,6 +57,7 @@ __all__ = [
     "position_similarity",
     "positional_curves",
     "positional_heatmap",
+    "query_key_figure",
     "role_figure",
     "rollout_from_average",
     "rollout_heatmap",

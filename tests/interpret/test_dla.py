@@ -339,8 +339,9 @@ def test_classifier_reads_the_first_token_only():
 
 
 # ------------------------------------------------------------------------------------------------ shipped
-@pytest.mark.parametrize("name", ["date-translator", "date-gpt", "induction-gpt"])
-def test_shipped_checkpoints(name):
+def shipped_inputs(name: str) -> tuple[Transformer, torch.Tensor, torch.Tensor | None]:
+    """A shipped checkpoint's model, its task's first example as ids and (an encoder-decoder) its own answer as the
+    decoder input; date-gpt's prompt ends with its separator."""
     bundle = explorer.load(name, "cpu")
     model, tok = bundle.model, bundle.tokenizer
     text = bundle.task["examples"][0]
@@ -353,6 +354,12 @@ def test_shipped_checkpoints(name):
         tgt = torch.tensor([bundle.task["bos_id"], *answer.ids[:-1]])
     elif name == "date-gpt":
         ids = torch.cat([ids, torch.tensor([bundle.task["sep_id"]])])
+    return model, ids, tgt
+
+
+@pytest.mark.parametrize("name", ["date-translator", "date-gpt", "induction-gpt"])
+def test_shipped_checkpoints(name):
+    model, ids, tgt = shipped_inputs(name)
     with torch.no_grad():
         logits = model(ids[None], None if tgt is None else tgt[None]).logits[0]
     for position in (-1, 1):

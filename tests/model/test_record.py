@@ -251,3 +251,44 @@ def test_a_record_keeps_only_the_sites_asked_for(layout, monkeypatch):
         model(src, tgt, record=values)
     assert set(values) == {name for name in full if name.endswith(".v")} and len(values) > 0
     assert all(torch.equal(values[name], full[name]) for name in values) and computed == []
+
+
+@pytest.mark.parametrize("layout", ["gqa rotary rmsnorm", "t5", "bart", "bert-like encoder", "parallel residual"])
+def test_what_a_block_reads_is_recorded_when_asked_for(layout):
+    """The opt-in sites ("x", "q", "k", "mask", "bias"): never in a full record, kept by name or by full name (one
+    block only), the same on both attention paths: the block's input, q and k after rotary as the model's weights
+    give them, the mask and the score bias the block applied."""
+    from explorer.model.attention import MultiHeadAttention
+
+    model = perturbed(LAYOUTS[layout])
+    src, tgt = inputs(model)
+    kinds = model.config.attention_kinds()
+    full, named, one = Record(), Record(only={"x", "q", "k", "mask", "bias", "v"}), Record(only={"cross.1.q"}
+                                                                                          if "cross" in kinds else
+                                                                                          {"encoder.1.q", "decoder.1.q"})
+    with torch.no_grad():
+        out = model(src, tgt, record=full)
+        model(src, tgt, record=named, need_weights=False)
+        model(src, tgt, record=one)
+    assert not any(name.rsplit(".", 1)[-1] in ("x", "q", "k", "mask", "bias") for name in full)
+    assert len(one) == 1 and next(iter(one)).endswith(".1.q")
+    B, T = src.shape[0], src.shape[1] if tgt is None else tgt.shape[1]
+    c = model.config
+    for kind, (L, H) in kinds.items():
+        Tq = src.shape[1] if kind == "encoder" else T
+        S = src.shape[1] if kind != "decoder" else T
+        for i in range(L):
+            p = f"{kind}.{i}"
+            assert named[f"{p}.x"].shape == (B, Tq, c.d_model)
+            assert named[f"{p}.q"].shape == (B, H, Tq, c.resolved_head_dim)
+            assert named[f"{p}.k"].shape == named[f"{p}.v"].shape == (B, c.resolved_kv_heads, S, c.resolved_head_dim)
+            applied = getattr(out.masks, kind)
+            assert (f"{p}.mask" in named) == (applied is not None)
+            if applied is not None:
+                assert torch.equal(named[f"{p}.mask"].expand(B, 1, Tq, S), applied.expand(B, 1, Tq, S))
+            assert (f"{p}.bias" in named) == (c.positional == "relative" and kind != "cross")
+            block: MultiHeadAttention = (model.encoder.layers[i].self_attn if kind == "encoder" else
+                                         getattr(model.decoder.layers[i], "cross_attn" if kind == "cross" else "self_attn"))
+            if c.positional != "rotary" and kind != "cross":  # q and k are the input through W_q, W_k
+                q, k, _ = block.project(named[f"{p}.x"], None)
+                assert torch.allclose(q, named[f"{p}.q"], atol=1e-6) and torch.allclose(k, named[f"{p}.k"], atol=1e-6)

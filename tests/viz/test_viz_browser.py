@@ -219,3 +219,51 @@ def test_a_1024_token_head_view_draws_and_keeps_thin_features(page):
     for got in pixels(page, [(r, 0) for r in rows]):
         assert close(got, scale_rgb(c.WEIGHT_SCALE, 0.6)), got
     assert page.errors == []
+
+
+def test_head_lines_draw_and_a_click_keeps_one_querys_lines(page):
+    """The lines view draws with escaped tokens; with FOCUS_ON_CLICK_JS bound, a click on a query marker applies that
+    query's slider step (its lines in the focus traces, the other lines out of view), a second click shows all."""
+    from explorer.viz.head_view import AWAY, FOCUS_ON_CLICK_JS, SHOWN
+
+    t = len(TOKS)
+    w = np.tril(np.ones((t, t))) / np.arange(1, t + 1)[:, None]
+    fig = viz.head_lines(np.stack([w, np.eye(t)]), TOKS, TOKS, ["uniform", "self"])
+    draw(page, fig)
+    ticks = page.evaluate("Array.from(document.querySelectorAll('.ytick text')).map(e => e.textContent)")
+    assert "<b>cat</b>" in ticks and page.evaluate("document.querySelectorAll('#g img, #g script, #g b').length") == 0
+    page.evaluate(f"() => ({FOCUS_ON_CLICK_JS.strip()})(document.getElementById('g'))")
+    focus_y = """() => { const gd = document.getElementById('g');
+      return gd.data.filter(d => d.xaxis === 'x2' && d.mode === 'lines' && !d.showlegend).map(d => Array.from(d.y)); }"""
+    x, y = page.evaluate(CELL, [3, 0, "xaxis2", "yaxis"])
+    for attempt in range(2):  # click query 3, then again: back to every query
+        page.mouse.move(0, 0)
+        page.evaluate(HOVER_WATCH)
+        page.mouse.move(x, y)
+        page.wait_for_function(HOVERED, arg=[x, y])
+        page.mouse.click(x, y)
+        page.wait_for_function(f"document.getElementById('g').layout.sliders[0].active === {4 if attempt == 0 else 0}")
+        lines = [v for ys in page.evaluate(focus_y) for v in ys]
+        x_range = page.evaluate("document.getElementById('g').layout.xaxis.range")
+        if attempt == 0:  # query 3: the uniform head's 4 keys and the self head's own
+            queries, keys = lines[0::3], lines[1::3]
+            assert set(queries) == {3} and sorted(keys) == [0, 1, 2, 3, 3] and x_range == list(AWAY)
+        else:
+            assert lines == [] and x_range == list(SHOWN)
+    assert page.dialogs == [] and page.errors == []
+
+
+def test_query_key_figure_draws_with_escaped_hover(page):
+    import torch
+
+    from explorer.interpret import capture_block, query_key_map
+    from explorer.model import Transformer, TransformerConfig
+
+    torch.manual_seed(0)
+    model = Transformer(TransformerConfig(arch="decoder", vocab_size=30, d_model=16, n_heads=2, n_layers=1, d_ff=32,
+                                          dropout=0.0)).eval()
+    qk = query_key_map(capture_block(model, torch.randint(1, 30, (len(TOKS),)), "decoder", 0), 0)
+    draw(page, viz.query_key_figure(qk, TOKS, query=2))
+    assert page.evaluate("document.querySelectorAll('#g .scatterlayer .point').length") >= 2 * len(TOKS)
+    assert page.evaluate("document.querySelectorAll('#g img, #g script, #g b').length") == 0
+    assert page.dialogs == [] and page.errors == []

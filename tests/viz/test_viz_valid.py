@@ -43,6 +43,17 @@ def _lens(rows: int, T: int):
                      torch.zeros(1, T, 9))
 
 
+def _query_key_map():
+    import torch
+
+    from explorer.interpret import capture_block, query_key_map
+    from explorer.model import Transformer, TransformerConfig
+    torch.manual_seed(0)
+    model = Transformer(TransformerConfig(arch="decoder", vocab_size=30, d_model=16, n_heads=2, n_layers=1, d_ff=32,
+                                          dropout=0.0)).eval()
+    return query_key_map(capture_block(model, torch.randint(1, 30, (T,)), "decoder", 0), 1)
+
+
 def _dla_runs(kinds=("decoder",), toggled=False):
     heads = {k: RNG.standard_normal((2, 3)).astype(np.float32) for k in kinds}
     runs = [viz.DLARun("", heads, RNG.standard_normal(2), 0.5, -0.2, 3.0)]
@@ -104,6 +115,11 @@ BUILDERS = {
     "sampling": lambda: viz.sampling_figure(_sampling(temperature=0.7, top_k=5, top_p=0.6), TOKENS, chosen=3,
                                             uniform=0.25),
     "sampling_plain": lambda: viz.sampling_figure(_sampling(), TOKENS[:3]),
+    "head_lines": lambda: viz.head_lines(_weights(3, T, T) * CAUSAL, TOKENS, TOKENS, ["L0 H0", "<b>L1</b> H2", "x"]),
+    "head_lines_value_weighted_cross": lambda: viz.head_lines(_weights(2, 3, T) * 7.0, ["a", "b", "c"], TOKENS,
+                                                              ["a", "b"], name=viz.VALUE_WEIGHTED),
+    "query_key": lambda: viz.query_key_figure(_query_key_map(), TOKENS),
+    "query_key_focus": lambda: viz.query_key_figure(_query_key_map(), TOKENS, query=3),
 }
 # dtype names both plotly.js bundles decode (Gradio's 3.3.1 and plotly.py's 4.1.1; no float16, see test_viz_browser)
 DECODED_DTYPES = {"i1", "u1", "i2", "u2", "i4", "u4", "f4", "f8"}

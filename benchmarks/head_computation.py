@@ -1,0 +1,143 @@
+"""How a head computes (issue 35): inside one head, the query-key map and the lines view, on a GPT-2-small-shaped
+model (12 layers x 12 heads, d_model 768, random weights, loaded with `explorer.load` from the Hugging Face layout as
+hub_lm writes it) at 128 and 1,024 tokens. Goals: inside one head <= 50 ms at 128 tokens and <= 0.5 s at 1,024; the
+lines view drawn in Chromium <= 1 s at 128 tokens.
+
+Inside one head, the last position's query (an LM's next-token question), head 0, at layers 0, 5 and 11:
+*first click*: `head_computation(model, ids, "decoder", layer, 0, -1)`, one run of the model up to that block (the
+layers below it, then the block; nothing above); *from the Run's record*: `capture_from_record(...).head(0, -1)` on
+the Record of a forward pass already made (a page's Run, recording every block's `block_sites`): no model run; *from
+the capture*: `capture.head(h, query)` on a BlockCapture a page keeps, what any later click in the same block costs. Also `query_key_map(capture, head)` and,
+for scale, one forward pass with every attention returned (what the app's Run computes). Median of `repeats` after a
+warm-up; torch threads as set.
+
+Lines view: `head_lines` of 4 heads (synthetic causal attention, benchmarks.figure_bytes's generator: softmax of
+Gaussian scores, spread wider than a trained head's, so most rows need all 8 lines), its JSON bytes,
+time to build, and drawn in headless Chromium with Gradio's plotly.js by the browser benchmark's update path (a click
+swaps in the other text's figure: JSON.parse + Plotly.react + two frames).
+
+Run alone: python -m benchmarks.head_computation [--tokens 128 1024] [--repeats 5] [--quick] [--no-draw]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from benchmarks.common import median_time
+from benchmarks.hub_lm import GPT2_SMALL, TINY, write_folder
+
+LINES_HEADS = 4
+
+
+def load(shape: dict[str, int], folder: Path):
+    import explorer
+
+    return explorer.load(write_folder(folder, shape), "cpu").model.eval()
+
+
+def inside_one_head(model, tokens: int, repeats: int) -> dict[str, Any]:
+    from explorer.interpret import block_sites, capture_block, capture_from_record, head_computation, query_key_map
+    from explorer.model import Record
+
+    vocab = model.config.vocab_size
+    ids = torch.randint(0, vocab, (tokens,), generator=torch.Generator().manual_seed(tokens))
+    L, H = model.config.decoder_layers, model.config.n_heads
+    row: dict[str, Any] = {"tokens": tokens, "by_layer": []}
+    record = Record(only=set().union(*(block_sites("decoder", i) for i in range(L))))
+    with torch.inference_mode():  # a page's Run, recording every block's sites
+        model(ids[None], record=record)
+    for layer in sorted({0, L // 2 - 1, L - 1}):
+        first, _ = median_time(lambda layer=layer: head_computation(model, ids, "decoder", layer, 0, -1), repeats)
+        capture = capture_block(model, ids, "decoder", layer)
+        again, _ = median_time(lambda c=capture: c.head(H - 1, tokens // 2), repeats)
+        qk, _ = median_time(lambda c=capture: query_key_map(c, 0), repeats)
+        kept, _ = median_time(lambda layer=layer: capture_from_record(model, record, ids[None], "decoder", layer)
+                              .head(0, -1), repeats)
+        row["by_layer"].append({"layer": layer, "first_click_ms": round(first * 1e3, 1),
+                                "from_record_ms": round(kept * 1e3, 1), "from_capture_ms": round(again * 1e3, 2),
+                                "query_key_map_ms": round(qk * 1e3, 1)})
+
+    def forward():
+        with torch.inference_mode():
+            return model(ids[None])
+
+    full, _ = median_time(forward, repeats)
+    row["forward_every_attention_ms"] = round(full * 1e3, 1)
+    return row
+
+
+def lines_figures(tokens: int) -> tuple[str, str, float]:
+    """Two texts' lines views (JSON) and the seconds to build one."""
+    from benchmarks import figure_bytes
+    from explorer.viz import figure_json, head_lines
+
+    labels = figure_bytes.tokens(tokens)
+    out = []
+    build = 0.0
+    for seed in (0, 1):
+        w = figure_bytes.attention(1, LINES_HEADS, tokens, seed=seed, causal=True)[0]
+        t0 = time.perf_counter()
+        fig = head_lines(w, labels, labels, [f"L0 H{h}" for h in range(LINES_HEADS)], width=700)
+        text = figure_json(fig)
+        build = time.perf_counter() - t0
+        out.append(text)
+    return out[0], out[1], build
+
+
+def draw_lines(tokens: tuple[int, ...], repeats: int) -> dict[str, Any]:
+    from benchmarks import browser
+
+    skip = browser.browser_available()
+    if skip:
+        return {"skipped": skip}
+    rows = []
+    with browser.Site() as site, browser.chromium() as chromium:
+        js = browser._serve_js(site)
+        for n in tokens:
+            a, b, build = lines_figures(n)
+            row = browser.draw_swap(chromium, site, f"lines{n}", a, b, repeats)
+            row.update(tokens=n, bytes=len(a.encode()), build_ms=round(build * 1e3, 1))
+            rows.append(row)
+        return {"browser": f"Chromium {chromium.version} (headless)", "plotly_js": js, "heads": LINES_HEADS,
+                "by_tokens": rows}
+
+
+def run(tokens=(128, 1024), repeats: int = 5, shape: dict[str, int] | None = None, draw: bool = True,
+        draw_tokens: tuple[int, ...] = (128, 1024)) -> dict[str, Any]:
+    shape = shape or GPT2_SMALL
+    with tempfile.TemporaryDirectory() as tmp:
+        model = load(shape, Path(tmp) / "gpt2")
+        params = sum(p.numel() for p in model.parameters())
+        rows = [inside_one_head(model, n, repeats) for n in tokens]
+    out: dict[str, Any] = {
+        "model": f"GPT-2 shape {shape} ({params:,} parameters, random weights)", "gpt2_small": shape == GPT2_SMALL,
+        "threads": torch.get_num_threads(), "repeats": repeats, "by_tokens": rows}
+    out["lines"] = draw_lines(draw_tokens, repeats) if draw else {"skipped": "--no-draw"}
+    out["load_average_1min_after"] = round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None
+    return out
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tokens", type=int, nargs="+", default=[128, 1024])
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--quick", action="store_true", help="a tiny model shape (smoke test)")
+    ap.add_argument("--no-draw", action="store_true", help="skip drawing the lines view in Chromium")
+    args = ap.parse_args(argv)
+    shape = TINY if args.quick else GPT2_SMALL
+    print(json.dumps(run(tuple(args.tokens), args.repeats, shape, not args.no_draw,
+                         (16,) if args.quick else (128, 1024)), indent=1))
+
+
+if __name__ == "__main__":
+    np.set_printoptions(precision=3)
+    main()
