@@ -383,6 +383,9 @@ def sae_section(sae: dict[str, Any] | None) -> list[str]:
         L += [f"Dashboards: {d['model']}, a random SAE of {d['d_sae']} latents at blocks.2.hook_resid_pre, "
               f"`latent_dashboards` over {d['texts']:,} of its generated examples ({d['tokens']:,} tokens), every "
               f"latent, 10 examples, 32 bins: {d['s']:.2f} s; result {d['result_kb']:,.0f} kB.", ""]
+    return L
+
+
 def head_computation_section(head: dict[str, Any] | None) -> list[str]:
     """Section 15: how a head computes (explorer.interpret.head_computation, query_key; explorer.viz.head_view)."""
     if not head:
