@@ -11,7 +11,8 @@ within --kept-memory, each session's own figures), load (50 gradio_client sessio
 GPT-2-small shape; TransformerLens 4.3 when installed), token_attribution
 (integrated gradients on the token embeddings of a GPT-2-small-shaped model at 128 tokens, 32 steps, vs input x
 gradient and one forward), flow (the contribution graph of Information Flow Routes on the GPT-2-small shape at 128
-and 1,024 tokens: time and peak memory above the model).
+and 1,024 tokens: time and peak memory above the model), head_effects (every head switched off alone, exact and
+batched, on the GPT-2-small shape at 128 tokens and the shipped checkpoints, vs one forward pass per head).
 Writes benchmarks/results.json and BENCHMARKS.md (a --quick run writes to a temp folder unless
 --json/--md are given). With --only, sections already in the JSON file are kept and the others updated.
 """
@@ -39,11 +40,12 @@ from benchmarks.common import machine  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 SECTIONS = ("latency", "figures", "draw", "app", "app_long", "memory", "largest", "sessions", "load", "importance",
             "training", "cold_start", "capture", "hub_lm", "dla", "token_attribution",
-            "flow")
+            "flow", "head_effects")
 ALIASES = {"bytes": "latency", "update": "latency", "figure_bytes": "figures", "browser": "draw", "cold": "cold_start",
            "head_importance": "importance", "throughput": "training", "overhead": "capture", "gpt2": "hub_lm",
            "lm": "hub_lm", "logit_attribution": "dla", "ig": "token_attribution", "attribution_ig": "token_attribution",
-           "information_flow": "flow", "routes": "flow"}
+           "information_flow": "flow", "routes": "flow",
+           "effects": "head_effects", "why_token": "head_effects"}
 
 
 def sizes(quick: bool, full: bool) -> dict[str, Any]:
@@ -59,7 +61,7 @@ def sizes(quick: bool, full: bool) -> dict[str, Any]:
                     largest=dict(tokens=64, quick=True), sessions=dict(sessions=4, words=40),
                     load=dict(clients=3, seconds=10.0), dla=dict(tokens=(16,), repeats=1, quick=True),
                     token_attribution=dict(tokens=16, repeats=1, batches=(8,), quick=True),
-                    flow=dict(tokens=(16,), repeats=1, quick=True))
+                    flow=dict(tokens=(16,), repeats=1, quick=True), head_effects=dict(tokens=(16,), repeats=1, quick=True))
     return dict(latency=dict(sizes=(32, 128, 512), repeats=5),
                 figures=dict(sizes=(128, 512, 1024), bertviz_max=1024),  # skipped where memory is short
                 draw=dict(sizes=(32, 128, 512), repeats=5, bertviz_repeats=3, bertviz_max=512 if full else 128,
@@ -71,7 +73,7 @@ def sizes(quick: bool, full: bool) -> dict[str, Any]:
                 memory=dict(tokens=1024), largest=dict(tokens=1024), sessions=dict(sessions=200, words=480),
                 load=dict(clients=50, seconds=300.0), dla=dict(tokens=(128, 1024), repeats=5),
                 token_attribution=dict(tokens=128, repeats=3, batches=(16, 32)),
-                flow=dict(tokens=(128, 1024), repeats=3))
+                flow=dict(tokens=(128, 1024), repeats=3), head_effects=dict(tokens=(128,), repeats=3))
 
 
 def runners() -> dict[str, Callable[..., dict[str, Any]]]:
@@ -161,7 +163,13 @@ def runners() -> dict[str, Callable[..., dict[str, Any]]]:
         quick = kw.pop("quick", False)
         return routes.run(**kw, shape=TINY if quick else None)
 
-    return dict(app_long=app_long, memory=memory, largest=largest, sessions=sessions, load=load, dla=dla,
+    def head_effects(**kw: Any) -> dict[str, Any]:
+        from benchmarks import head_effects as effects
+        from benchmarks.hub_lm import TINY
+        quick = kw.pop("quick", False)
+        return effects.run(**kw, shape=TINY if quick else None)
+
+    return dict(head_effects=head_effects, app_long=app_long, memory=memory, largest=largest, sessions=sessions, load=load, dla=dla,
                 latency=latency, figures=figures, draw=draw, app=app, importance=importance, training=training,
                 capture=capture, cold_start=cold_start, hub_lm=hub_lm,
                 token_attribution=token_attribution, flow=flow)
