@@ -44,7 +44,6 @@ N = parts (1 embeddings + L*H heads [+ L*H cross heads] + L MLPs + 1 rest), k to
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -54,7 +53,7 @@ from torch import Tensor, nn
 
 from ..model import Record, Transformer
 from ..model.record import norm_scale
-from .sequence import as_row
+from .sequence import as_row, check_token, resolve_position
 
 
 @dataclass
@@ -110,16 +109,7 @@ class ResidualParts:
         self.kind = kind
 
     def check_token(self, token: Any, name: str = "token") -> int:
-        V = self.logits.shape[-1]
-        try:
-            index = operator.index(token)
-        except TypeError:
-            index = None
-        if index is None or isinstance(token, bool):
-            raise ValueError(f"{name} must be a token id (an integer), got {token!r}")
-        if not 0 <= index < V:
-            raise ValueError(f"{name} {token!r} is outside the vocabulary: ids are 0..{V - 1}")
-        return index
+        return check_token(token, self.logits.shape[-1], name)
 
     @torch.no_grad()
     def attribute(self, token: int | None = None, minus: int | None = None) -> LogitAttribution:
@@ -273,13 +263,6 @@ def _walk_stack(model: Transformer, stack, embed, record: Record, t: int, parts:
         parts.norm(stack.norm, record[f"{kind}.final.scale"][0, t])
 
 
-def _resolve_position(position: int, length: int) -> int:
-    if isinstance(position, bool) or not isinstance(position, int) or not -length <= position < length:
-        raise ValueError(f"position {position!r} is outside the sequence of {length} tokens: use 0..{length - 1} "
-                         f"(or -{length}..-1 from the end)")
-    return position % length
-
-
 @torch.no_grad()
 def residual_parts(model: Transformer, ids: Tensor, *, position: int = -1, tgt: Tensor | None = None,
                    head_mask: Mapping[str, Any] | None = None) -> ResidualParts:
@@ -314,7 +297,7 @@ def residual_parts(model: Transformer, ids: Tensor, *, position: int = -1, tgt: 
             out = model.decode(seq, enc.memory, enc.key_mask, head_mask=masks.get("decoder"),
                                cross_head_mask=masks.get("cross"), key_mask=model.target_key_mask(seq, True),
                                need_weights=False, record=record).output
-    t = _resolve_position(position, seq.shape[1])
+    t = resolve_position(position, seq.shape[1])
     if model.classifier is not None and t != 0:
         raise ValueError(f"a classifier reads the first token only: pass position=0 (got {position})")
     kind = "encoder" if arch == "encoder" else "decoder"

@@ -27,7 +27,6 @@ Shapes: V variants, L layers, H heads, S source / T decoder length, D model widt
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
@@ -40,7 +39,7 @@ from torch import Tensor
 from ..generate import generate
 from ..model import Transformer
 from ..model.masks import causal_mask
-from .sequence import as_row
+from .sequence import as_row, check_token, resolve_position
 
 DEFAULT_DROP = 0.5  # a head moves the token when switching it off lowers p(token) by this much (or flips the top)
 DEFAULT_PAIR_HEADS = 8  # pairs are searched among this many top single heads: 8 * 7 / 2 = 28 runs
@@ -166,25 +165,6 @@ class _Baseline:
     position: int  # where the logits are read in the stack's output (T' - 1 in a decoder)
 
 
-def _check_position(position: Any, length: int) -> int:
-    if isinstance(position, bool) or not isinstance(position, int) or not -length <= position < length:
-        raise ValueError(f"position {position!r} is outside the sequence of {length} tokens: use 0..{length - 1} "
-                         f"(or -{length}..-1 from the end)")
-    return position % length
-
-
-def _check_token(token: Any, vocab: int, name: str = "token") -> int:
-    try:
-        index = operator.index(token)
-    except TypeError:
-        index = None
-    if index is None or isinstance(token, bool):
-        raise ValueError(f"{name} must be a token id (an integer), got {token!r}")
-    if not 0 <= index < vocab:
-        raise ValueError(f"{name} {token!r} is outside the vocabulary: ids are 0..{vocab - 1}")
-    return index
-
-
 def _head_logits(model: Transformer, out: Tensor, t: int) -> Tensor:
     """The stack's output (V, T, D) -> (V, W) logits at position t, through the model's own head."""
     if model.generator is not None:
@@ -209,12 +189,12 @@ def _baseline(model: Transformer, ids: Tensor, tgt: Tensor | None, position: int
         enc = model.encode(ids, need_weights=False)
         enc_hidden, src_key_mask, memory = enc.hidden_states[:-1], enc.key_mask, enc.memory
         if arch == "encoder":
-            t = _check_position(position, ids.shape[1])
+            t = resolve_position(position, ids.shape[1])
             if model.classifier is not None and t != 0:
                 raise ValueError(f"a classifier reads the first token only: pass position=0 (got {position})")
             return _Baseline(enc_hidden, src_key_mask, None, (), None, None, _head_logits(model, memory, t), t), t
     seq = ids if arch == "decoder" else tgt
-    t = _check_position(position, seq.shape[1])
+    t = resolve_position(position, seq.shape[1])
     seq = seq[:, :t + 1]  # the decoder is causal: later tokens change nothing at t
     key_mask = model.key_mask(seq, True) if arch == "decoder" else model.target_key_mask(seq, True)
     dec = model.decode(seq, memory, src_key_mask, key_mask=key_mask, need_weights=False)
@@ -291,7 +271,7 @@ def effects_of(model: Transformer, ids: Tensor, sets: Sequence[Sequence[Head]], 
     checked = [_check_heads(model, s) for s in sets]
     base, t = _baseline(model, ids, tgt, position)
     vocab = base.logits.shape[-1]
-    token = int(base.logits[0].argmax()) if token is None else _check_token(token, vocab)
+    token = int(base.logits[0].argmax()) if token is None else check_token(token, vocab)
     logits = torch.empty(len(checked), vocab, dtype=torch.float64)
     groups: dict[tuple[int, int], list[int]] = {}
     for v, s in enumerate(checked):

@@ -1,6 +1,10 @@
-"""One sequence of token ids as the interpretation functions take it: (T,) or (1, T) -> (1, T)."""
+"""One sequence of token ids as the interpretation functions take it: (T,) or (1, T) -> (1, T); a position in it and a
+token id checked, with a ValueError naming the bad value."""
 
 from __future__ import annotations
+
+import operator
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -14,3 +18,24 @@ def as_row(ids: Tensor, name: str) -> Tensor:
     if ids.dim() != 1:
         raise ValueError(f"{name} must be one sequence of token ids, (T,) or (1, T); got shape {tuple(ids.shape)}")
     return ids[None]  # (1, T)
+
+
+def resolve_position(position: Any, length: int) -> int:
+    """A position in a sequence of `length` tokens (negative: from the end) -> 0..length-1; ValueError outside."""
+    if isinstance(position, bool) or not isinstance(position, int) or not -length <= position < length:
+        raise ValueError(f"position {position!r} is outside the sequence of {length} tokens: use 0..{length - 1} "
+                         f"(or -{length}..-1 from the end)")
+    return position % length
+
+
+def check_token(token: Any, vocab: int, name: str = "token") -> int:
+    """A token id in 0..vocab-1 (an integer, not a bool) -> int; ValueError naming `name` otherwise."""
+    try:
+        index = operator.index(token)
+    except TypeError:
+        index = None
+    if index is None or isinstance(token, bool):
+        raise ValueError(f"{name} must be a token id (an integer), got {token!r}")
+    if not 0 <= index < vocab:
+        raise ValueError(f"{name} {token!r} is outside the vocabulary: ids are 0..{vocab - 1}")
+    return index
