@@ -53,7 +53,7 @@ from torch import Tensor, nn
 
 from ..model import Record, Transformer
 from ..model.record import norm_scale
-from .sequence import as_row, check_token, resolve_position
+from .sequence import as_row, check_reading, check_token, resolve_position
 
 
 @dataclass
@@ -274,13 +274,7 @@ def residual_parts(model: Transformer, ids: Tensor, *, position: int = -1, tgt: 
         raise ValueError("direct logit attribution needs the model in eval mode (model.eval()): dropout would "
                          "change every part at random")
     config, arch = model.config, model.config.arch
-    if arch == "encoder" and model.mlm is None and model.classifier is None:
-        raise ValueError("this model has no output head (a bare encoder, e.g. a sentence-embedding model): "
-                         "there is no logit to attribute")
-    if arch == "encoder-decoder" and tgt is None:
-        raise ValueError("an encoder-decoder needs the decoder input tgt: its logits are the decoder's")
-    if arch != "encoder-decoder" and tgt is not None:
-        raise ValueError("only an encoder-decoder takes tgt; pass the one sequence as ids")
+    check_reading(model, tgt, "logit to attribute")
     device = model.device
     ids = as_row(ids, "ids").to(device)
     masks = model.head_masks(head_mask)

@@ -39,7 +39,7 @@ from torch import Tensor
 from ..generate import generate
 from ..model import Transformer
 from ..model.masks import causal_mask
-from .sequence import as_row, check_token, resolve_position
+from .sequence import as_row, check_reading, check_token, resolve_position
 
 DEFAULT_DROP = 0.5  # a head moves the token when switching it off lowers p(token) by this much (or flips the top)
 DEFAULT_PAIR_HEADS = 8  # pairs are searched among this many top single heads: 8 * 7 / 2 = 28 runs
@@ -177,13 +177,7 @@ def _head_logits(model: Transformer, out: Tensor, t: int) -> Tensor:
 def _baseline(model: Transformer, ids: Tensor, tgt: Tensor | None, position: int) -> tuple[_Baseline, int]:
     """-> the baseline and the position read (from 0, in the whole sequence)."""
     arch = model.config.arch
-    if arch == "encoder" and model.mlm is None and model.classifier is None:
-        raise ValueError("this model has no output head (a bare encoder, e.g. a sentence-embedding model): "
-                         "there is no token probability to change")
-    if arch == "encoder-decoder" and tgt is None:
-        raise ValueError("an encoder-decoder needs the decoder input tgt: its logits are the decoder's")
-    if arch != "encoder-decoder" and tgt is not None:
-        raise ValueError("only an encoder-decoder takes tgt; pass the one sequence as ids")
+    check_reading(model, tgt, "token probability to change")
     enc_hidden, src_key_mask, memory = (), None, None
     if arch != "decoder":
         enc = model.encode(ids, need_weights=False)

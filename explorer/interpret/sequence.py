@@ -39,3 +39,16 @@ def check_token(token: Any, vocab: int, name: str = "token") -> int:
     if not 0 <= index < vocab:
         raise ValueError(f"{name} {token!r} is outside the vocabulary: ids are 0..{vocab - 1}")
     return index
+
+
+def check_reading(model: Any, tgt: Tensor | None, missing: str) -> None:
+    """ValueError unless the model has an output head and gets a decoder input exactly when it is an encoder-decoder.
+    `missing`: what there is not without a head ("a logit to attribute")."""
+    arch = model.config.arch
+    if arch == "encoder" and model.mlm is None and model.classifier is None:
+        raise ValueError(f"this model has no output head (a bare encoder, e.g. a sentence-embedding model): "
+                         f"there is no {missing}")
+    if arch == "encoder-decoder" and tgt is None:
+        raise ValueError("an encoder-decoder needs the decoder input tgt: its logits are the decoder's")
+    if arch != "encoder-decoder" and tgt is not None:
+        raise ValueError("only an encoder-decoder takes tgt; pass the one sequence as ids")
