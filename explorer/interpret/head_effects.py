@@ -2,9 +2,10 @@
 
 For one prediction (a position of the sequence the model reads, and a token), each head of every attention kind
 (encoder self, decoder self, cross) is switched off alone and the model run again: the token's probability, its
-logit and the top token at that position, against the baseline with every head on. A head "moves" the token when
-switching it off lowers the token's probability by at least DEFAULT_DROP, or changes the top token there (a
-"flip"). When no single head does, every pair of the DEFAULT_PAIR_HEADS strongest single heads is switched off
+logit and the top token at that position, against the baseline with every head on (or with the heads a given
+`head_mask` switches off, the page's switches: each variant then switches its heads off on top). A head "moves" the
+token when switching it off lowers the token's probability by at least DEFAULT_DROP, or changes the top token there
+(a "flip"). When no single head does, every pair of the DEFAULT_PAIR_HEADS strongest single heads is switched off
 together (28 runs for 8 heads; kinds mix: a pair may be a cross head and a decoder head). `regenerate` writes a
 sequence model's greedy answer again with heads off, so a page can say what a pair does to the whole answer, and
 `role_heads_by_effect` orders the heads of a role (explorer.interpret.roles) by their effect.
@@ -83,6 +84,7 @@ class Effects:
     position: int  # from 0, in the sequence the logits are read in (an encoder-decoder's decoder input)
     token: int
     shapes: dict[str, tuple[int, int]]  # kind -> (L, H): the model's attention kinds, in order
+    switched_off: tuple[Head, ...] = ()  # heads off in the baseline too (the head_mask given)
 
     @property
     def drop(self) -> np.ndarray:
@@ -153,7 +155,7 @@ class TokenEffects:
 # ----------------------------------------------------------------------------------------------- runs
 @dataclass
 class _Baseline:
-    """One run with every head on: what the variants restart from."""
+    """One run with the base head mask (every head on by default): what the variants restart from."""
 
     enc_hidden: tuple[Tensor, ...]  # each encoder layer's input (1, S, D) (empty without an encoder)
     src_key_mask: Tensor | None  # (1, S)
@@ -163,6 +165,7 @@ class _Baseline:
     self_mask: Tensor | None  # (T', T') causal
     logits: Tensor  # (1, W) at the position
     position: int  # where the logits are read in the stack's output (T' - 1 in a decoder)
+    masks: dict[str, Tensor]  # kind -> (L, H) the base head mask, 1 = on, every kind
 
 
 def _head_logits(model: Transformer, out: Tensor, t: int) -> Tensor:
@@ -174,26 +177,29 @@ def _head_logits(model: Transformer, out: Tensor, t: int) -> Tensor:
     return model.classifier(out)  # reads token 0 (t == 0, checked)
 
 
-def _baseline(model: Transformer, ids: Tensor, tgt: Tensor | None, position: int) -> tuple[_Baseline, int]:
+def _baseline(model: Transformer, ids: Tensor, tgt: Tensor | None, position: int, masks: dict[str, Tensor]
+              ) -> tuple[_Baseline, int]:
     """-> the baseline and the position read (from 0, in the whole sequence)."""
     arch = model.config.arch
     check_reading(model, tgt, "token probability to change")
     enc_hidden, src_key_mask, memory = (), None, None
     if arch != "decoder":
-        enc = model.encode(ids, need_weights=False)
+        enc = model.encode(ids, need_weights=False, head_mask=masks["encoder"])
         enc_hidden, src_key_mask, memory = enc.hidden_states[:-1], enc.key_mask, enc.memory
         if arch == "encoder":
             t = resolve_position(position, ids.shape[1])
             if model.classifier is not None and t != 0:
                 raise ValueError(f"a classifier reads the first token only: pass position=0 (got {position})")
-            return _Baseline(enc_hidden, src_key_mask, None, (), None, None, _head_logits(model, memory, t), t), t
+            return _Baseline(enc_hidden, src_key_mask, None, (), None, None, _head_logits(model, memory, t), t,
+                             masks), t
     seq = ids if arch == "decoder" else tgt
     t = resolve_position(position, seq.shape[1])
     seq = seq[:, :t + 1]  # the decoder is causal: later tokens change nothing at t
     key_mask = model.key_mask(seq, True) if arch == "decoder" else model.target_key_mask(seq, True)
-    dec = model.decode(seq, memory, src_key_mask, key_mask=key_mask, need_weights=False)
+    dec = model.decode(seq, memory, src_key_mask, key_mask=key_mask, need_weights=False, head_mask=masks["decoder"],
+                       cross_head_mask=masks.get("cross"))
     return _Baseline(enc_hidden, src_key_mask, memory if arch == "encoder-decoder" else None, dec.hidden_states[:-1],
-                     key_mask, causal_mask(t + 1, seq.device), _head_logits(model, dec.output, t), t), t
+                     key_mask, causal_mask(t + 1, seq.device), _head_logits(model, dec.output, t), t, masks), t
 
 
 def _rows(t: Tensor | None, V: int) -> Tensor | None:
@@ -211,12 +217,9 @@ def _run_group(model: Transformer, base: _Baseline, stage: int, layer: int,
                sets: Sequence[Sequence[Head]]) -> Tensor:
     """V variants that restart at (stage, layer) -> (V, W) logits at the position."""
     V = len(sets)
-    kinds = model.config.attention_kinds()
-    masks: dict[str, Tensor] = {}
+    masks = {kind: m.expand(V, *m.shape).clone() for kind, m in base.masks.items()}  # (V, L, H) 1 = on
     for v, heads in enumerate(sets):
         for h in heads:
-            if h.kind not in masks:
-                masks[h.kind] = torch.ones(V, *kinds[h.kind], device=base.logits.device)  # (V, L, H) 1 = on
             masks[h.kind][v, h.layer, h.head] = 0.0
     if stage == 0:
         enc = model.encoder.run(_rows(base.enc_hidden[layer], V), key_mask=_rows(base.src_key_mask, V),
@@ -231,6 +234,25 @@ def _run_group(model: Transformer, base: _Baseline, stage: int, layer: int,
                             attn_mask=base.self_mask, head_mask=masks.get("decoder"),
                             cross_head_mask=masks.get("cross"), need_weights=False, first_layer=layer)
     return _head_logits(model, run.output, base.position)
+
+
+def _base_masks(model: Transformer, head_mask: Mapping[str, Any] | None) -> dict[str, Tensor]:
+    """{kind: (L, H)} for every kind of the model: the given ones (as the forward takes them), ones for the rest."""
+    given = model.head_masks(head_mask)
+    masks = {}
+    for kind, shape in model.config.attention_kinds().items():
+        m = given.get(kind, torch.ones(shape, device=model.device))
+        if tuple(m.shape) != shape:
+            raise ValueError(f"head_mask[{kind!r}] must be (n_layers, n_heads) = {shape}, got {tuple(m.shape)}")
+        masks[kind] = m
+    unknown = set(given) - set(masks)
+    if unknown:
+        raise ValueError(f"this model has no {', '.join(sorted(unknown))} heads; kinds: {', '.join(masks)}")
+    return masks
+
+
+def _switched_off(masks: Mapping[str, Tensor]) -> tuple[Head, ...]:
+    return tuple(Head(kind, int(la), int(h)) for kind, m in masks.items() for la, h in (m == 0).nonzero().tolist())
 
 
 def _check_heads(model: Transformer, heads: Sequence[Head]) -> tuple[Head, ...]:
@@ -251,10 +273,13 @@ def _check_heads(model: Transformer, heads: Sequence[Head]) -> tuple[Head, ...]:
 
 @torch.no_grad()
 def effects_of(model: Transformer, ids: Tensor, sets: Sequence[Sequence[Head]], *, position: int = -1,
-               token: int | None = None, tgt: Tensor | None = None, batch_size: int = DEFAULT_BATCH) -> Effects:
+               token: int | None = None, tgt: Tensor | None = None, head_mask: Mapping[str, Any] | None = None,
+               batch_size: int = DEFAULT_BATCH) -> Effects:
     """p(token), logit(token) and the top token at `position` with each set of heads switched off (one variant per
     set), exact and batched (module docstring). ids: the sequence (decoder-only, encoders) or the source
-    (encoder-decoders, with `tgt` the decoder input; `position` then counts in tgt). token None: the baseline's top."""
+    (encoder-decoders, with `tgt` the decoder input; `position` then counts in tgt). token None: the baseline's top.
+    head_mask: the heads already off ({kind: (L, H)}, 1 = on, as the forward takes it): the baseline is that model,
+    and each variant switches its heads off on top of it."""
     if model.training:
         raise ValueError("head effects need the model in eval mode (model.eval()): dropout would change every run")
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
@@ -263,7 +288,7 @@ def effects_of(model: Transformer, ids: Tensor, sets: Sequence[Sequence[Head]], 
     ids = as_row(ids, "ids").to(device)
     tgt = None if tgt is None else as_row(tgt, "tgt").to(device)
     checked = [_check_heads(model, s) for s in sets]
-    base, t = _baseline(model, ids, tgt, position)
+    base, t = _baseline(model, ids, tgt, position, _base_masks(model, head_mask))
     vocab = base.logits.shape[-1]
     token = int(base.logits[0].argmax()) if token is None else check_token(token, vocab)
     logits = torch.empty(len(checked), vocab, dtype=torch.float64)
@@ -280,7 +305,7 @@ def effects_of(model: Transformer, ids: Tensor, sets: Sequence[Sequence[Head]], 
     return Effects(checked, log_p[:, token].exp().numpy(), logits[:, token].numpy(), top.numpy(),
                    log_p.gather(1, top[:, None])[:, 0].exp().numpy(), float(base_log_p[0, token].exp()),
                    float(base_logits[0, token]), int(base_logits[0].argmax()), t, token,
-                   dict(model.config.attention_kinds()))
+                   dict(model.config.attention_kinds()), _switched_off(base.masks))
 
 
 def every_head(model: Transformer) -> list[Head]:
@@ -290,40 +315,47 @@ def every_head(model: Transformer) -> list[Head]:
 
 
 def head_effects(model: Transformer, ids: Tensor, *, position: int = -1, token: int | None = None,
-                 tgt: Tensor | None = None, batch_size: int = DEFAULT_BATCH) -> Effects:
+                 tgt: Tensor | None = None, head_mask: Mapping[str, Any] | None = None,
+                 batch_size: int = DEFAULT_BATCH) -> Effects:
     """Every head of every kind switched off alone (one variant per head, `every_head` order)."""
     return effects_of(model, ids, [(h,) for h in every_head(model)], position=position, token=token, tgt=tgt,
-                      batch_size=batch_size)
+                      head_mask=head_mask, batch_size=batch_size)
 
 
 def pair_effects(model: Transformer, ids: Tensor, heads: Sequence[Head], *, position: int = -1,
-                 token: int | None = None, tgt: Tensor | None = None, batch_size: int = DEFAULT_BATCH) -> Effects:
+                 token: int | None = None, tgt: Tensor | None = None, head_mask: Mapping[str, Any] | None = None,
+                 batch_size: int = DEFAULT_BATCH) -> Effects:
     """Every pair of `heads` switched off together (at most MAX_PAIR_HEADS heads: 120 pairs)."""
     heads = [Head(*h) for h in heads]
     if not 2 <= len(heads) <= MAX_PAIR_HEADS:
         raise ValueError(f"pairs are searched among 2..{MAX_PAIR_HEADS} heads, got {len(heads)}")
     return effects_of(model, ids, list(combinations(heads, 2)), position=position, token=token, tgt=tgt,
-                      batch_size=batch_size)
+                      head_mask=head_mask, batch_size=batch_size)
 
 
 def why_token(model: Transformer, ids: Tensor, *, position: int = -1, token: int | None = None,
               tgt: Tensor | None = None, threshold: float = DEFAULT_DROP, pair_heads: int = DEFAULT_PAIR_HEADS,
-              search_pairs: bool | None = None, batch_size: int = DEFAULT_BATCH) -> TokenEffects:
+              search_pairs: bool | None = None, head_mask: Mapping[str, Any] | None = None,
+              batch_size: int = DEFAULT_BATCH) -> TokenEffects:
     """Every head alone; then every pair of the `pair_heads` heads with the largest drops among those that do not
     move the token alone (a drop of `threshold` in p(token), or a flip of the top token). search_pairs None: only
-    when no head moves it alone; True: always (what two heads do that neither does alone); False: never."""
+    when no head moves it alone; True: always (what two heads do that neither does alone); False: never.
+    head_mask: heads already off (the page's switches): the baseline, never paired."""
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 < threshold <= 1:
         raise ValueError(f"threshold must be a probability drop above 0 and at most 1, got {threshold!r}")
     if isinstance(pair_heads, bool) or not isinstance(pair_heads, int) or not 2 <= pair_heads <= MAX_PAIR_HEADS:
         raise ValueError(f"pair_heads must be a whole number from 2 to {MAX_PAIR_HEADS}, got {pair_heads!r}")
-    singles = head_effects(model, ids, position=position, token=token, tgt=tgt, batch_size=batch_size)
+    singles = head_effects(model, ids, position=position, token=token, tgt=tgt, head_mask=head_mask,
+                           batch_size=batch_size)
     pairs = None
     moves = singles.moves(threshold)
-    quiet = [v for v in singles.order() if not moves[v]][:pair_heads]  # the strongest heads that do not move it alone
+    off = set(singles.switched_off)
+    # the strongest heads that do not move the token alone (and are not off already)
+    quiet = [v for v in singles.order() if not moves[v] and singles.sets[v][0] not in off][:pair_heads]
     if (not moves.any() if search_pairs is None else search_pairs) and len(quiet) >= 2:
         candidates = [singles.sets[v][0] for v in quiet]
         pairs = pair_effects(model, ids, candidates, position=position, token=singles.token, tgt=tgt,
-                             batch_size=batch_size)
+                             head_mask=head_mask, batch_size=batch_size)
     return TokenEffects(singles, pairs, float(threshold))
 
 
@@ -348,16 +380,19 @@ class Regenerations:
 @torch.no_grad()
 def regenerate(model: Transformer, src: Tensor, head_sets: Sequence[Sequence[Head]], *, bos_id: int | None = None,
                eos_id: int | None = None, max_new_tokens: int = 32, suppress_ids: Sequence[int] = (),
-               decode: Callable[[list[int]], str] | None = None) -> Regenerations:
-    """The greedy answer with every head on and with each set of heads off, in one batch (row 0 the baseline, row
-    v+1 head set v, each with its own (L, H) head mask). src: an encoder-decoder's source (decoding starts from
-    bos_id) or a decoder-only model's prompt, one sequence, read whole (no padding), as the app generates."""
+               head_mask: Mapping[str, Any] | None = None, decode: Callable[[list[int]], str] | None = None
+               ) -> Regenerations:
+    """The greedy answer with every head on (or `head_mask`'s heads off) and with each set of heads off on top, in one
+    batch (row 0 the baseline, row v+1 head set v, each with its own (L, H) head mask). src: an encoder-decoder's
+    source (decoding starts from bos_id) or a decoder-only model's prompt, one sequence, read whole (no padding), as
+    the app generates."""
     if model.training:
         raise ValueError("regenerate needs the model in eval mode (model.eval())")
     sets = [()] + [_check_heads(model, s) for s in head_sets]
     src = as_row(src, "src").to(model.device)
     V = len(sets)
-    each = [masks_without(model.config.attention_kinds(), s) for s in sets]
+    base = _base_masks(model, head_mask)
+    each = [masks_without(model.config.attention_kinds(), s, base) for s in sets]
     masks = {kind: torch.stack([m[kind] for m in each]).to(model.device) for kind in each[0]}  # (V, L, H)
     gen = generate(model, src.expand(V, -1), bos_id=bos_id, eos_id=eos_id, max_new_tokens=max_new_tokens,
                    head_mask=masks, key_mask=torch.ones(V, src.shape[1], dtype=torch.bool, device=model.device),
@@ -405,9 +440,12 @@ def role_heads_by_effect(scores: Tensor | np.ndarray, effects: Effects | Tensor 
     return heads[:k]
 
 
-def masks_without(shapes: Mapping[str, tuple[int, int]], heads: Sequence[Head]) -> dict[str, Tensor]:
-    """{kind: (L, H)} head masks (1 = on) with `heads` off: what a forward pass or generate takes."""
-    masks = {kind: torch.ones(*shape) for kind, shape in shapes.items()}
+def masks_without(shapes: Mapping[str, tuple[int, int]], heads: Sequence[Head],
+                  base: Mapping[str, Tensor] | None = None) -> dict[str, Tensor]:
+    """{kind: (L, H)} head masks (1 = on) with `heads` off (on top of `base`, default every head on): what a forward
+    pass or generate takes."""
+    masks = {kind: torch.ones(*shape) if base is None else base[kind].detach().float().cpu().clone()
+             for kind, shape in shapes.items()}
     for h in heads:
         masks[h.kind][h.layer, h.head] = 0.0
     return masks

@@ -53,11 +53,12 @@ def inputs(name: str) -> tuple[torch.Tensor, torch.Tensor | None, int]:
     return ids, None, {"decoder": 7, "masked-lm": 3, "classifier": 0}[name]
 
 
-def reference(model: Transformer, ids, tgt, position: int, heads) -> torch.Tensor:
-    """(W,) float64 logits at the position from the model's ordinary forward pass (weights path, full length)."""
+def reference(model: Transformer, ids, tgt, position: int, heads, base=None) -> torch.Tensor:
+    """(W,) float64 logits at the position from the model's ordinary forward pass (weights path, full length), with
+    `heads` off on top of the `base` head mask."""
     with torch.no_grad():
         out = model(ids[None], None if tgt is None else tgt[None],
-                    head_mask=masks_without(model.config.attention_kinds(), heads))
+                    head_mask=masks_without(model.config.attention_kinds(), heads, base))
     logits = out.logits[0] if model.classifier is not None else out.logits[0, position]
     return logits.double()
 
@@ -68,13 +69,13 @@ def case(request):
     return name, tiny(name), *inputs(name)
 
 
-def check(model, ids, tgt, effects) -> None:
-    base = reference(model, ids, tgt, effects.position, [])
+def check(model, ids, tgt, effects, head_mask=None) -> None:
+    base = reference(model, ids, tgt, effects.position, [], head_mask)
     assert abs(effects.baseline_prob - float(base.softmax(-1)[effects.token])) < TOLERANCE
     assert abs(effects.baseline_logit - float(base[effects.token])) < TOLERANCE
     assert effects.baseline_top == int(base.argmax())
     for v, heads in enumerate(effects.sets):
-        logits = reference(model, ids, tgt, effects.position, heads)
+        logits = reference(model, ids, tgt, effects.position, heads, head_mask)
         probs = logits.softmax(-1)
         assert abs(effects.prob[v] - float(probs[effects.token])) < TOLERANCE, heads
         assert abs(effects.logit[v] - float(logits[effects.token])) < TOLERANCE, heads
@@ -112,6 +113,25 @@ def test_any_head_set_and_batch_size_give_the_same_numbers(case):
     check(model, ids, tgt, many)
     np.testing.assert_allclose(one.prob, many.prob, atol=1e-6)
     assert pickle.loads(pickle.dumps(many)).sets == many.sets  # picklable (it comes back from a GPU worker)
+
+
+def test_heads_already_off_are_the_baseline(case):
+    """With the page's switches (a base head mask), the baseline is that model and each variant switches its heads
+    off on top: equal to the forward pass with both off; the heads already off are never paired."""
+    name, model, ids, tgt, position = case
+    kinds = model.config.attention_kinds()
+    already = [every_head(model)[1], every_head(model)[-1]]
+    base = masks_without(kinds, already)
+    partial = {k: v for k, v in base.items() if (v == 0).any()}  # the kinds with a head off only
+    effects = head_effects(model, ids, tgt=tgt, position=position, head_mask=partial)
+    assert set(effects.switched_off) == set(already)
+    check(model, ids, tgt, effects, base)
+    assert effects.drop[effects.index([already[0]])] == pytest.approx(0.0, abs=1e-6)  # off already: no change
+    forced = why_token(model, ids, tgt=tgt, position=position, head_mask=partial, search_pairs=True)
+    assert not {h for s in forced.pairs.sets for h in s} & set(already)
+    check(model, ids, tgt, forced.pairs, base)
+    with pytest.raises(ValueError, match=r"head_mask\[.*must be \(n_layers, n_heads\)"):
+        head_effects(model, ids, tgt=tgt, position=position, head_mask={next(iter(kinds)): torch.ones(1, 1)})
 
 
 def test_negative_position_counts_from_the_end():
@@ -160,17 +180,19 @@ def test_why_token_searches_pairs_only_when_no_head_moves_the_token():
     assert (strict.pairs is None) == bool(singles.flips.any())
 
 
+@pytest.mark.parametrize("with_base", [False, True])
 @pytest.mark.parametrize("name", ["decoder", "encoder-decoder"])
-def test_regenerate_equals_one_generation_per_head_set(name):
+def test_regenerate_equals_one_generation_per_head_set(name, with_base):
     model = tiny(name)
     ids, _, _ = inputs(name)
     src = ids[:5] if name == "decoder" else ids
     heads = every_head(model)
     sets = [[heads[0]], [heads[-1], heads[2]], [heads[5]]]
     kwargs = dict(bos_id=1 if name == "encoder-decoder" else None, eos_id=2, max_new_tokens=6)
-    out = regenerate(model, src, sets, decode=lambda ids: " ".join(map(str, ids)), **kwargs)
+    base = masks_without(model.config.attention_kinds(), [heads[3]]) if with_base else None
+    out = regenerate(model, src, sets, decode=lambda ids: " ".join(map(str, ids)), head_mask=base, **kwargs)
     for heads_off, answer in zip([[]] + sets, [out.baseline] + out.variants):
-        one = generate(model, src[None], head_mask=masks_without(model.config.attention_kinds(), heads_off),
+        one = generate(model, src[None], head_mask=masks_without(model.config.attention_kinds(), heads_off, base),
                        **kwargs).tokens[0].tolist()
         n = one.index(2) + 1 if 2 in one else len(one)
         assert answer.ids == one[:n] and answer.text == " ".join(map(str, one[:n]))
