@@ -3,7 +3,8 @@
 (explorer.interpret.patching); where a prediction comes from: direct logit attribution and each head's
 promoted / suppressed tokens (explorer.interpret.dla), value-weighted attention
 (explorer.interpret.value_weighted), token attribution (explorer.interpret.attribution), the contribution graph
-of Information Flow Routes (explorer.interpret.flow).
+of Information Flow Routes (explorer.interpret.flow); why this token: every head's exact effect on it when switched
+off, alone or in pairs (explorer.interpret.head_effects).
 
 Functions on a model's returned attention and hidden states; they run the model only through its
 forward pass and store nothing on it.
@@ -14,6 +15,8 @@ from .dla import (HeadTokens, LogitAttribution, ResidualParts, direct_logit_attr
 from .attribution import TokenAttribution, token_attribution
 from .flow import (ContributionGraph, FlowEdge, FlowNode, NodeShares, contribution_graph,
                    proximity_shares)
+from .head_effects import (Effects, Head, RoleHead, TokenEffects, effects_of, head_effects, pair_effects, regenerate,
+                           role_heads_by_effect, why_token)
 from .lens import LogitLens, lens_logits, logit_lens, unembed
 from .patching import Patching, activation_patching
 from .probe import CopyLosses, RepeatedTokens, copy_losses, probe_vocabulary, repeated_tokens
@@ -21,10 +24,12 @@ from .roles import DEFAULT_WINDOW, ROLES, head_mask_without, head_roles, role_pa
 from .value_weighted import head_value_norms, value_norms, value_weighted, value_weighted_attention
 
 __all__ = [
-    "ContributionGraph", "CopyLosses", "DEFAULT_WINDOW", "FlowEdge", "FlowNode", "HeadTokens", "LogitAttribution",
-    "LogitLens", "NodeShares", "Patching", "ROLES", "RepeatedTokens", "ResidualParts", "TokenAttribution",
-    "activation_patching", "contribution_graph", "copy_losses", "direct_logit_attribution", "head_mask_without",
-    "head_roles", "head_tokens", "head_value_norms", "lens_logits", "logit_lens", "probe_vocabulary",
-    "proximity_shares", "repeated_tokens", "residual_parts", "role_patterns", "role_scores", "token_attribution",
-    "top_heads", "unembed", "value_norms", "value_weighted", "value_weighted_attention",
+    "ContributionGraph", "CopyLosses", "DEFAULT_WINDOW", "Effects", "FlowEdge", "FlowNode", "Head", "HeadTokens",
+    "LogitAttribution", "LogitLens", "NodeShares", "Patching", "ROLES", "RepeatedTokens", "ResidualParts", "RoleHead",
+    "TokenAttribution", "TokenEffects", "activation_patching", "contribution_graph", "copy_losses",
+    "direct_logit_attribution", "effects_of", "head_effects", "head_mask_without", "head_roles", "head_tokens",
+    "head_value_norms", "lens_logits", "logit_lens", "pair_effects", "probe_vocabulary", "proximity_shares",
+    "regenerate", "repeated_tokens", "residual_parts", "role_heads_by_effect", "role_patterns", "role_scores",
+    "token_attribution", "top_heads", "unembed", "value_norms", "value_weighted", "value_weighted_attention",
+    "why_token",
 ]
