@@ -419,6 +419,35 @@ def head_computation_section(head: dict[str, Any] | None) -> list[str]:
     return L
 
 
+def head_effects_section(eff: dict[str, Any] | None) -> list[str]:
+    """Section 16: every head switched off alone (explorer.interpret.head_effects), "Why this token?"."""
+    if not eff:
+        return []
+    L = ["## 16. Why this token: every head switched off alone", ""]
+    if _skip(eff):
+        return L + [f"Skipped: {_skip(eff)}", ""]
+    L += [f"{eff['model']} and the shipped checkpoints. `head_effects(model, ids, position=...)`: p(token), its logit "
+          "and the top token with each head of every kind off alone, exact and batched (variants restart at the "
+          "layer of their head, one batch per layer; the causal decoder runs only up to the position). *With pairs*: "
+          "`why_token(..., search_pairs=True)`, the sweep + every pair of the 8 strongest heads that do not move the "
+          "token alone. *One pass per head*: a whole forward pass per head, as a hand sweep computes; max |diff| the "
+          f"largest difference of the two in p(token). {eff['threads']} torch threads, median of {eff['repeats']}.",
+          ""]
+    rows = [[r["case"], r["tokens"], r["heads"], f"{r['sweep_ms']:.0f} ms", _f(r.get("sweep_cpu_s")),
+             f"{r['sweep_and_pairs_ms']:.0f} ms ({r['pairs']} pairs)", f"{r['forward_ms']:.1f} ms",
+             r["sweep_over_forward"], f"{r['per_head_ms']:.0f} ms" if "per_head_ms" in r else "–",
+             r.get("sweep_over_per_head", "–"), _f(r.get("max_abs_prob_difference"), 8)]
+            for r in eff.get("by_case", [])]
+    L += _table(["case", "tokens", "heads", "sweep", "CPU s (all threads)", "with pairs", "one forward",
+                 "sweep / forward", "one pass per head", "sweep / per-head", "max |diff| p"], rows)
+    for r in eff.get("by_case", []):
+        if "regenerate_ms" in r:
+            L += [f"{r['case']}: the best pair is {r['best_pair']}; its greedy answer {r['best_pair_answer']}. "
+                  f"Regenerating {r['regenerated']} answers (the pair, each of its heads) and the baseline in one "
+                  f"batch: {r['regenerate_ms']:.0f} ms.", ""]
+    return L
+
+
 def threads_label(row: dict[str, Any]) -> str:
     n = row.get("torch_threads")
     if row.get("threads_flag") is None:
@@ -713,6 +742,7 @@ def markdown(res: dict[str, Any]) -> str:
     L += flow_section(res.get("flow"))
     L += sae_section(res.get("sae"))
     L += head_computation_section(res.get("head_computation"))
+    L += head_effects_section(res.get("head_effects"))
     prof = res.get("profiles") or {}
     if prof:
         L += ["## Where the time goes (targets missed)", ""]

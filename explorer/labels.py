@@ -143,6 +143,19 @@ def token_labels(encoding: Encoded, text: str) -> list[str]:
             for tok, (start, end), special in zip(encoding.tokens, encoding.offsets, encoding.special)]
 
 
+# One line for a figure or page that shows `unique_labels`' names, so "the·2" is not read as a token of its own.
+OCCURRENCE_NOTE = "the·2 = the second “the” in the sentence: a repeated token gets its occurrence number after a dot"
+_OCCURRENCE = re.compile(r"^(.+)·(\d+)$")
+
+
+def has_occurrence_suffix(labels: Sequence[object]) -> bool:
+    """Whether `unique_labels` gave any label of this list an occurrence suffix ("the·2"): a label ending in ·N whose
+    text before the dot is also in the list (the first occurrence keeps its text), so a token that merely contains a
+    middle dot (Catalan "l·l") does not count."""
+    names = set(map(str, labels))
+    return any((m := _OCCURRENCE.match(name)) is not None and m.group(1) in names for name in names)
+
+
 def unique_labels(labels: Sequence[object]) -> list[str]:
     """Distinct, unescaped names for a category axis (Plotly merges equal category labels): the first
     occurrence keeps its text, later ones get a middle dot and their occurrence count, and a name never

@@ -164,6 +164,22 @@ def test_head_computation_quick(tmp_path):
     assert "## 15. How a head computes" in out_md.read_text()
 
 
+def test_head_effects_quick(tmp_path):
+    """The head-effects section runs on a tiny GPT-2 shape and the shipped checkpoints: the batched sweep equals one
+    forward pass per head, and the date-translator's best pair writes 2025-05-03."""
+    out_json, out_md = tmp_path / "r.json", tmp_path / "B.md"
+    assert main(["--quick", "--only", "why_token", "--json", str(out_json), "--md", str(out_md)]) == 0
+    eff = json.loads(out_json.read_text())["head_effects"]
+    assert eff["gpt2_small"] is False and len(eff["by_case"]) == 4
+    for row in eff["by_case"]:
+        assert measured(row["sweep_ms"], row["sweep_cpu_s"], row["sweep_and_pairs_ms"], row["forward_ms"],
+                        row["per_head_ms"])
+        assert row["max_abs_prob_difference"] < 1e-5 and row["heads"] >= 8
+    date = eff["by_case"][1]
+    assert date["best_pair_answer"] == "2025-05-03" and measured(date["regenerate_ms"])
+    assert "## 16. Why this token" in out_md.read_text()
+
+
 def test_parse_only_aliases_and_errors():
     assert parse_only(["bytes,cold", "draw"]) == ["latency", "cold_start", "draw"]
     assert parse_only(None)[0] == "latency"

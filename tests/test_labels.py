@@ -86,3 +86,15 @@ def test_running_text_keeps_spaces():
     from explorer.labels import printable
 
     assert printable("a b\nc\td\x01") == "a b↵c⇥d<0x01>"
+
+
+def test_occurrence_suffix_is_told_and_explained():
+    from explorer.labels import OCCURRENCE_NOTE, has_occurrence_suffix, unique_labels
+
+    assert has_occurrence_suffix(unique_labels(["the", "cat", "the"]))  # ["the", "cat", "the·2"]
+    assert not has_occurrence_suffix(unique_labels(["the", "cat", "sat"]))
+    assert not has_occurrence_suffix(["col·legi", "l·2"])  # a middle dot inside a token is not a suffix
+    assert has_occurrence_suffix(unique_labels(["a", "a", "a·2"]))  # ["a", "a·3", "a·2"]
+    assert has_occurrence_suffix(unique_labels(["", ""]))  # ["∅", "∅·2"]
+    assert not has_occurrence_suffix([])
+    assert "the·2" in OCCURRENCE_NOTE and "second" in OCCURRENCE_NOTE and "\n" not in OCCURRENCE_NOTE

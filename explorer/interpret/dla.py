@@ -46,7 +46,6 @@ N = parts (1 embeddings + L*H heads [+ L*H cross heads] + L MLPs + 1 rest), k to
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -56,7 +55,7 @@ from torch import Tensor, nn
 
 from ..model import Record, Transformer
 from ..model.record import norm_scale
-from .sequence import as_row, check_inputs
+from .sequence import as_row, check_reading, check_token, resolve_position
 
 
 @dataclass
@@ -112,16 +111,7 @@ class ResidualParts:
         self.kind = kind
 
     def check_token(self, token: Any, name: str = "token") -> int:
-        V = self.logits.shape[-1]
-        try:
-            index = operator.index(token)
-        except TypeError:
-            index = None
-        if index is None or isinstance(token, bool):
-            raise ValueError(f"{name} must be a token id (an integer), got {token!r}")
-        if not 0 <= index < V:
-            raise ValueError(f"{name} {token!r} is outside the vocabulary: ids are 0..{V - 1}")
-        return index
+        return check_token(token, self.logits.shape[-1], name)
 
     @torch.no_grad()
     def attribute(self, token: int | None = None, minus: int | None = None) -> LogitAttribution:
@@ -275,23 +265,13 @@ def _walk_stack(model: Transformer, stack, embed, record: Record, t: int, parts:
         parts.norm(stack.norm, record[f"{kind}.final.scale"][0, t])
 
 
-def _resolve_position(position: int, length: int) -> int:
-    if isinstance(position, bool) or not isinstance(position, int) or not -length <= position < length:
-        raise ValueError(f"position {position!r} is outside the sequence of {length} tokens: use 0..{length - 1} "
-                         f"(or -{length}..-1 from the end)")
-    return position % length
-
-
 def recorded_run(model: Transformer, ids: Tensor, tgt: Tensor | None, head_mask: Mapping[str, Any] | None,
                  record: Record, what: str, resid_hook=None) -> tuple[Tensor, Tensor]:
     """One forward pass filling `record` (without the LM head) -> (the sequence whose logits are read (1, T), the
     output (1, T, D) of the stack the head reads, after its final norm). `what` names the analysis in messages;
     `resid_hook` goes to the model (to read the residual stream in the same pass)."""
     arch = model.config.arch
-    check_inputs(model, what, tgt, needs_tgt=arch == "encoder-decoder")
-    if arch == "encoder" and model.mlm is None and model.classifier is None:
-        raise ValueError("this model has no output head (a bare encoder, e.g. a sentence-embedding model): "
-                         "there is no logit to attribute")
+    check_reading(model, what, tgt, "logit to attribute")
     device = model.device
     ids = as_row(ids, "ids").to(device)
     masks = model.head_masks(head_mask)
@@ -339,7 +319,7 @@ def residual_parts(model: Transformer, ids: Tensor, *, position: int = -1, tgt: 
     config, arch = model.config, model.config.arch
     record = Record()
     seq, out = recorded_run(model, ids, tgt, head_mask, record, "direct logit attribution")
-    t = _resolve_position(position, seq.shape[1])
+    t = resolve_position(position, seq.shape[1])
     if model.classifier is not None and t != 0:
         raise ValueError(f"a classifier reads the first token only: pass position=0 (got {position})")
     kind = "encoder" if arch == "encoder" else "decoder"
@@ -419,7 +399,7 @@ def tokens_of_directions(model: Transformer, record: Record, out: Tensor, length
     layer, point = check_direct_site(model, site)
     single = directions.dim() == 1
     rows = directions.detach().double().cpu().reshape(-1, model.config.d_model)  # (n, D)
-    t = _resolve_position(position, length)
+    t = resolve_position(position, length)
     if model.classifier is not None and t != 0:
         raise ValueError(f"a classifier reads the first token only: pass position=0 (got {position})")
     n = rows.shape[0]

@@ -50,8 +50,7 @@ import torch
 from torch import Tensor, nn
 
 from ..model import Record, Transformer
-from .dla import _resolve_position
-from .sequence import as_row, check_inputs
+from .sequence import as_row, check_inputs, resolve_position
 
 EPS = 1e-5  # the LM Transparency Tool's floor of a proximity (absolute, in L1 units of the residual stream)
 CHUNK = 1 << 23  # elements of one (rows, H, keys, D) block of head parts (32 MB in float32)
@@ -434,7 +433,7 @@ def contribution_graph(model: Transformer, ids: Tensor, *, position: int = -1, t
                                    dec.self_attentions, dec.cross_attentions,
                                    {"decoder": masks.get("decoder"), "cross": masks.get("cross")})
         lengths["decoder"] = seq.shape[1]
-    t = _resolve_position(position, lengths[kind])
+    t = resolve_position(position, lengths[kind])
     top = stacks[kind]
     L = len(top.module.layers)
     root = FlowNode(kind, L - 1, t, "out")
