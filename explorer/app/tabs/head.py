@@ -3,10 +3,10 @@ neuron view), without and with the page's toggles (explorer.app.inside_head read
 the chosen layer's heads as lines (BertViz's head view) and the head's queries and keys in one picture (AttentionViz).
 
 It follows the page's view (kind, layer, head, sentence, masks, head switches, "Heatmaps show") and has its own query
-position. When is it computed: when the tab is opened, after each Run while it is shown, by its button (a link presses
-it) and when its query or lines heads change. The block's captures are kept in the app's store of kept results
-(--kept-memory) under this page's own key, so a new query or head of the same block costs no model run: about a
-millisecond, then drawing; a click on a row of the Attention tab's heatmap opens this tab on that query.
+position. It is computed when opened, after each Run while shown, by its button (a link presses it) and when its query
+or lines heads change. The block's captures are kept in the app's store (--kept-memory) under this page's own key: a
+new query or head of the same block runs no model (a millisecond, then drawing). A click on a row of the Attention
+tab's heatmap opens this tab on that query.
 
 Named event (the HTTP API, docs/http-api.md): /head_computation, its parameters the fields of `HeadForm`.
 """
@@ -18,17 +18,17 @@ from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
-import pandas as pd
 
 from ... import viz
 from ...interpret import query_key_map
-from ...viz.head_computation import head_computation_figure, shown_keys
+from ...viz.head_computation import head_computation_figure
 from ...viz.head_view import FOCUS_ON_CLICK_JS
 from ..assets import plot
 from ..errors import AppError, escape_md
 from ..forms import endpoint
 from ..handlers import PRIVATE, reporting
-from ..inside_head import LINES_MAX, BlockRead, BlockRequest, computation_json, lines_heads, read_block
+from ..inside_head import (LINES_MAX, BlockRead, BlockRequest, computation_json, key_table, lines_heads, read_block,
+                           summary_markdown)
 from ..kept import Shown
 from ..limits import DEFAULT_CONTINUATION
 from ..link.values import Invalid, whole
@@ -47,39 +47,27 @@ const sendQuery = (query) => {
   box.value = [headControl('kind'), headControl('layer'), headControl('head'), query, Date.now()].join('|');
   box.dispatchEvent(new Event('input', {bubbles: true}));
 };
-const focusLines = FOCUS;
+const bindQueries = (selector, queryOf, also) => {
+  const plot = document.querySelector(selector + ' .js-plotly-plot');
+  if (!plot || !plot.on || plot.__explorerQueryClick) return;
+  plot.__explorerQueryClick = true;
+  if (also) also(plot);
+  plot.on('plotly_click', (event) => {
+    const point = event && event.points && event.points[0];
+    if (point) sendQuery(queryOf(point, plot));
+  });
+};
 const bindHeadPlots = () => {
-  const heat = document.querySelector('#head-plot .js-plotly-plot');
-  if (heat && heat.on && !heat.__explorerQueryClick) {
-    heat.__explorerQueryClick = true;
-    heat.on('plotly_click', (event) => {
-      const point = event && event.points && event.points[0];
-      const main = (heat.data || []).find((t) => t.name === 'weights');
-      if (point && main && main.y) sendQuery(Array.prototype.indexOf.call(main.y, point.y));
-    });
-  }
-  const lines = document.querySelector('#head-lines-plot .js-plotly-plot');
-  if (lines && lines.on && !lines.__explorerQueryClick) {
-    lines.__explorerQueryClick = true;
-    focusLines(lines);
-    lines.on('plotly_click', (event) => {
-      const point = event && event.points && event.points[0];
-      if (point && point.data.name === 'queries') sendQuery(point.customdata);
-    });
-  }
-  const qk = document.querySelector('#head-qk-plot .js-plotly-plot');
-  if (qk && qk.on && !qk.__explorerQueryClick) {
-    qk.__explorerQueryClick = true;
-    qk.on('plotly_click', (event) => {
-      const point = event && event.points && event.points[0];
-      if (point && point.data.name === 'queries' && point.customdata) sendQuery(point.customdata[1]);
-    });
-  }
+  bindQueries('#head-plot', (point, plot) => {  // the Attention tab's heatmap: the row's position
+    const main = (plot.data || []).find((t) => t.name === 'weights');
+    return main && main.y ? Array.prototype.indexOf.call(main.y, point.y) : -1;
+  });
+  bindQueries('#head-lines-plot', (point) => point.data.name === 'queries' ? point.customdata : -1, FOCUS);
+  bindQueries('#head-qk-plot', (point) => point.data.name === 'queries' && point.customdata ? point.customdata[1] : -1);
 };
 new MutationObserver(bindHeadPlots).observe(document.body, {childList: true, subtree: true});
 bindHeadPlots();
 """.replace("FOCUS", FOCUS_ON_CLICK_JS.strip())
-TOP_ROWS = 12  # keys in the table (the strongest); /head_computation's JSON has every key
 
 
 @dataclass(frozen=True)
@@ -125,52 +113,6 @@ class HeadState:
     lines: Any = None  # (block, heads, measure) of the lines view drawn
 
 
-def read(loaded: Any, request: BlockRequest, max_tokens: int) -> BlockRead:
-    return read_block(loaded, request, max_tokens)
-
-
-def summary_markdown(read: BlockRead, base: Any, toggled: Any, label: str) -> str:
-    r = toggled if toggled is not None else base
-    where = f"{KIND_SHORT[r.kind]} L{r.layer} H{r.head}"
-    kv = (f" It reads key/value head {r.kv_head} (grouped-query attention: {r.n_heads // r.n_kv_heads} query heads "
-          f"share it).") if r.n_kv_heads != r.n_heads else ""
-    x = "after the layer's norm" if r.pre_norm else "(post-norm: before the norm)"
-    scale = "no scale (T5)" if r.scale == 1.0 else f"× {r.scale:.4g} (1/√{round(r.scale ** -2)})"
-    pos = " + T5's relative position bias" if r.position is not None else ""
-    rot = f" q and k rotated by position on {r.rotary_dim} of {len(r.q)} dimensions (rotary)." if r.rotary_dim else ""
-    blocked = {}
-    for why in r.blocked_by:
-        if why:
-            blocked[why] = blocked.get(why, 0) + 1
-    masks = ", ".join(f"{n} by {why}" for why, n in blocked.items()) or "none"
-    lines = [f"**{escape_md(where)}**, query {r.query} ({escape_md(label)}) of sentence {read.request.sentence}.{kv}",
-             f"x: the block's input at the query {x}, |x| = {float((r.x ** 2).sum() ** 0.5):.3g}. Score = q · k_j "
-             f"{scale}{pos}.{rot} Blocked keys (−∞): {masks}.",
-             f"It writes z W_O into the residual stream: |written| = {r.written_norm:.4g}"
-             + (" (switched off: 0; z is what it would write)." if not r.head_on else ".")]
-    if toggled is not None:
-        change = abs(toggled.weights - base.weights).max()
-        lines.append(f"With the toggles ({escape_md(', '.join(read.changes))}): the weights change by at most "
-                     f"{change:.3g}; |written| {base.written_norm:.4g} → {toggled.written_norm:.4g}.")
-    return "\n\n".join(lines)
-
-
-def key_table(read: BlockRead, base: Any, toggled: Any) -> pd.DataFrame:
-    """The strongest keys: position, token, why blocked, q·k, score, weight (and with the toggles), |v W_O|."""
-    rows = []
-    for j in sorted(shown_keys(base, toggled, TOP_ROWS).tolist(), key=lambda j: -base.weights[j]):
-        row = [j, read.key_labels[j], base.blocked_by[j] or "", round(float(base.dots[j]), 4),
-               round(float(base.scores[j]), 4), round(float(base.weights[j]), 4)]
-        if toggled is not None:
-            row += [toggled.blocked_by[j] or "", round(float(toggled.scores[j]), 4),
-                    round(float(toggled.weights[j]), 4)]
-        rows.append(row + [round(float(base.value_norms[j]), 4)])
-    headers = ["key", "token", "blocked", "q·k", "score", "weight"]
-    if toggled is not None:
-        headers += ["blocked (toggled)", "score (toggled)", "weight (toggled)"]
-    return pd.DataFrame(rows, columns=headers + ["|v W_O|"])
-
-
 @dataclass
 class HeadParts:
     query: gr.Number
@@ -193,8 +135,8 @@ class HeadParts:
 class HeadEvents(TabEvents):
     parts: HeadParts
 
-    def block(self, form: HeadForm, state: HeadState) -> tuple[BlockRead, HeadState]:
-        """The kept BlockRead of the form's block, or a new one (one model run up to the block, kept)."""
+    def block(self, form: HeadForm, state: HeadState, keep: bool) -> tuple[BlockRead, HeadState]:
+        """The kept BlockRead of the form's block, or a new one (one model run up to the block; kept if `keep`)."""
         if not isinstance(form.session, Session):
             raise AppError("This page's session was lost: reload the page.")
         loaded = get_model(form.session, self.ctx)
@@ -203,15 +145,17 @@ class HeadEvents(TabEvents):
         store = f"head:{state.key}"
         found = self.ctx.kept.find(store, state.seq) if state.block == key else None
         if found is None:
-            found = self.compute.call(read, form.session, request)
+            found = self.compute.call(read_block, form.session, request)
             state = HeadState(state.key, state.seq + 1, key, None)
-            self.ctx.kept.keep(store, state.seq, found)
+            if keep:
+                self.ctx.kept.keep(store, state.seq, found)
         return found, state
 
-    def draw(self, form: HeadForm, state: Any, lines: bool = False) -> tuple[dict, dict]:
-        """The tab's updates (the lines view only when it changed, or `lines`) and the numbers as JSON."""
+    def draw(self, form: HeadForm, state: Any, api: bool = False) -> tuple[dict, dict]:
+        """The tab's updates (the lines view only when it changed; an API client's: always, and nothing kept) and the
+        numbers as JSON."""
         state = state if isinstance(state, HeadState) else HeadState(secrets.token_hex(16))
-        block, state = self.block(form, state)
+        block, state = self.block(form, state, keep=not api)
         head = block.head(whole_number(form.head, 0))
         base, toggled = block.computation(head, whole_number(form.query, -1))
         measure = str(form.measure or "weights")
@@ -232,7 +176,7 @@ class HeadEvents(TabEvents):
         keys = None if block.kind != "cross" else block.key_labels
         updates[p.query_key] = plot(viz.query_key_figure(qk, block.query_labels, keys, query=focus))
         drawn = (state.block, heads, measure)
-        if lines or state.lines != drawn:
+        if api or state.lines != drawn:
             name = viz.WEIGHT if measure == "weights" else viz.VALUE_WEIGHTED
             updates[p.lines] = plot(viz.head_lines(block.lines(heads, measure), block.query_labels, block.key_labels,
                                                    [f"H{h}" for h in heads], name=name,
@@ -240,7 +184,7 @@ class HeadEvents(TabEvents):
             state.lines = drawn
         else:
             updates[p.lines] = gr.skip()
-        updates[p.lines_heads] = gr.update(choices=list(range(block.n_heads)), value=list(heads))
+        updates[p.lines_heads] = gr.update(choices=list(range(block.n_heads)))  # blank stays blank: the default
         updates[p.state] = state
         data = {"changes": list(block.changes), "query_labels": block.query_labels, "key_labels": block.key_labels,
                 "lines_heads": list(heads), "baseline": computation_json(base), "toggled": computation_json(toggled)}
@@ -250,11 +194,6 @@ class HeadEvents(TabEvents):
     def shown_tab(self, form: HeadForm, state: Any = None) -> dict:
         """The tab's view of the page's block (its button; a new query or lines heads; the tab opened)."""
         return self.draw(form, state)[0]
-
-    @reporting
-    def redrawn(self, form: HeadForm, state: Any = None) -> dict:
-        """The button: everything drawn again (the lines view too)."""
-        return self.draw(form, state, lines=True)[0]
 
     def if_shown(self, form: HeadForm, tab: Any, state: Any) -> dict:
         """After a Run of the page: the tab again while it is shown."""
@@ -277,7 +216,7 @@ class HeadEvents(TabEvents):
 
     @reporting
     def api(self, form: HeadForm) -> dict:
-        updates, data = self.draw(form, None, lines=True)
+        updates, data = self.draw(form, None, api=True)
         return {**updates, self.parts.data: data}
 
 
@@ -341,10 +280,8 @@ class HeadTab(Tab):
         p.api_btn.click(endpoint(HeadForm, ev.api, "head_computation"), inputs, [*outputs, p.data],
                         api_name="head_computation")
         with_state = [*inputs, p.state]
-        p.run_btn.click(endpoint(HeadForm, ev.redrawn, "head_redrawn", extra=("state",)), with_state, outputs,
-                        **PRIVATE)
         shown = endpoint(HeadForm, ev.shown_tab, "head_shown", extra=("state",))
-        for trigger in (p.query.input, p.lines_heads.input):
+        for trigger in (p.run_btn.click, p.query.input, p.lines_heads.input):
             trigger(shown, with_state, outputs, trigger_mode="always_last", **PRIVATE)
         app.selected[self.id].then(shown, with_state, outputs, **PRIVATE)
         after_run = endpoint(HeadForm, ev.if_shown, "head_after_run", extra=("tab", "state"))
