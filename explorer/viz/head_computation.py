@@ -3,7 +3,7 @@ the query q over every key k_j, their element-wise products q * k_j (whose sums 
 the weights, and the values v_j with their weighted sum z. Nothing here runs a model.
 
 Columns, left to right (one row per key drawn, the query's vectors above their column):
-    k_j before rotation   rotary models only, under "q before rotation"
+    k_j unrotated         rotary models only: before the rotation, under q before it
     k_j                   under q (as the scores read them: after rotary)
     q * k_j               element-wise; each row sums to q . k_j
     score                 q . k_j * scale + position term; a blocked key's bar is grey and names why
@@ -58,7 +58,7 @@ def head_computation_figure(comp: Any, key_labels: Sequence[Any], query_label: A
         [key_labels[j] for j in idx.tolist()]))]
     shown = toggled if toggled is not None else comp  # the vectors drawn: of the model as switched
     rotary = shown.q_unrotated is not None
-    panels: list[tuple[str, str]] = ([("k_j before rotation", "vec")] if rotary else []) + [
+    panels: list[tuple[str, str]] = ([("k_j unrotated", "vec")] if rotary else []) + [
         ("k_j", "vec"), ("q ∘ k_j", "vec"), ("score", "bar"), ("weight", "bar"), ("v_j", "vec")]
     share = [3.0 if kind == "vec" else 1.7 for _, kind in panels]
     gap = 0.025
@@ -68,20 +68,20 @@ def head_computation_figure(comp: Any, key_labels: Sequence[Any], query_label: A
         edges.append((round(x0, 4), min(1.0, round(x0 + room * s / sum(share), 4))))
         x0 = edges[-1][1] + gap
     n = len(idx)
-    height = 250 + ROW_PX * n
-    plot_h = height - 140  # less the margins below
+    height = 265 + ROW_PX * n
+    plot_h = height - 155  # less the margins (110 above, 45 below)
     key_top = round(1.0 - 80 / plot_h, 4)  # the keys' rows, below the query's row (24 px) and its label
     q_row = (round(key_top + 16 / plot_h, 4), round(min(1.0, key_top + 40 / plot_h), 4))
     traces: list[dict[str, Any]] = []
     layout: dict[str, Any] = {}
     query = c.escape(c.short(str(query_label), 24))
-    above = {"k_j before rotation": ("q before rotation", shown.q_unrotated), "k_j": ("q", shown.q),
+    above = {"k_j unrotated": ("q unrotated", shown.q_unrotated), "k_j": ("q", shown.q),
              "v_j": ("z = Σ a_j v_j", shown.weighted_sum)}
     annotations = []
     for k, ((name, kind), (lo, hi)) in enumerate(zip(panels, edges), start=1):
         kb = len(panels) + k  # the axes of the query's row above this column
         if kind == "vec":
-            data = {"k_j before rotation": shown.keys_unrotated, "k_j": shown.keys, "q ∘ k_j": shown.products,
+            data = {"k_j unrotated": shown.keys_unrotated, "k_j": shown.keys, "q ∘ k_j": shown.products,
                     "v_j": shown.values}[name][idx]
             traces.append(_vectors(data, names, k, f"{name} of %{{y}},"))
         else:
@@ -99,7 +99,7 @@ def head_computation_figure(comp: Any, key_labels: Sequence[Any], query_label: A
         bars = kind == "bar"
         layout[c.axis_key("x", k)] = dict(domain=[lo, hi], anchor=c.axis_ref("y", k), showgrid=bars, zeroline=bars,
                                           showticklabels=bars, title=dict(text=name, font=dict(size=12)),
-                                          **({"tickfont": dict(size=10)} if bars else {"ticks": ""}))
+                                          **({"tickfont": dict(size=10), "nticks": 3} if bars else {"ticks": ""}))
         layout[c.axis_key("y", k)] = dict(domain=[0.0, key_top], anchor=c.axis_ref("x", k), autorange="reversed",
                                           type="category", showticklabels=k == 1,
                                           **({"tickfont": dict(size=11)} if k == 1 else {"matches": "y"}))
@@ -115,12 +115,12 @@ def head_computation_figure(comp: Any, key_labels: Sequence[Any], query_label: A
     kv = f" (reads K/V head {comp.kv_head})" if comp.n_kv_heads != comp.n_heads else ""
     title = title or f"Inside {c.escape(head)}{kv} at query {comp.query} ({query})"
     scale = f"× {comp.scale:.4g}" + (" + relative position bias" if comp.position is not None else "")
-    note = (f"score = q · k_j {scale}; {n} of {S} keys drawn (the strongest). Red > 0 > blue. "
-            "Grey bars: blocked keys (−∞ before the softmax).")
+    note = (f"score = q · k_j {scale}; the {n} strongest of {S} keys" + ("; vectors of the run with the toggles"
+            if toggled is not None else "") + ".<br>Red > 0 > blue; grey bars: blocked keys (−∞ before the softmax).")
     annotations.append(dict(c.caption(note), y=1.0, yshift=6))
-    layout.update(c.base_layout(title, height, width, l=130, r=20, t=95, b=45), annotations=annotations,
+    layout.update(c.base_layout(title, height, width, l=130, r=20, t=110, b=45), annotations=annotations,
                   barmode="group", bargap=0.25, legend=dict(orientation="h", x=1, xanchor="right",
-                                                            y=round(1.0 + 62 / plot_h, 4), yanchor="bottom",
+                                                            y=round(1.0 + 40 / plot_h, 4), yanchor="bottom",
                                                             font=dict(size=11)),
                   hovermode="closest")
     return c.figure(traces, layout)

@@ -258,9 +258,8 @@ class HeadTab(Tab):
         computation = gr.Plot(label="Inside the head", show_label=False, elem_id="head-comp-plot")
         table = gr.Dataframe(label="The strongest keys (baseline, and with the toggles)", interactive=False,
                              elem_id="head-table", max_height=360)
-        with gr.Row():
-            lines = gr.Plot(label="Heads as lines", show_label=False, elem_id="head-lines-plot")
-            qk = gr.Plot(label="Queries and keys", show_label=False, elem_id="head-qk-plot")
+        lines = gr.Plot(label="Heads as lines", show_label=False, elem_id="head-lines-plot")
+        qk = gr.Plot(label="Queries and keys", show_label=False, elem_id="head-qk-plot")
         click = gr.Textbox(visible="hidden", elem_id="head-click", label="clicked query")
         state = gr.State(None)
         api_btn = gr.Button(visible=False)
