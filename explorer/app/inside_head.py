@@ -29,7 +29,7 @@ import torch
 
 from ..batching import pad_rows
 from ..checkpoints import LoadedModel
-from ..interpret import BlockCapture, HeadComputation, capture_block
+from ..interpret import BlockCapture, HeadComputation, QueryKeyMap, capture_block, query_key_map
 from ..interpret.head_computation import check_block, toggle_changes
 from ..viz.head_computation import shown_keys
 from .errors import AppError, escape_md
@@ -70,6 +70,8 @@ class BlockRead:
     key_labels: list[str]  # (S,)
     real_queries: int  # the sentence's own query tokens (the rest of the row is padding)
     notices: list[str] = field(default_factory=list)
+    maps: dict[int, QueryKeyMap] = field(default_factory=dict, repr=False)  # the last head's query-key map: a click
+    # on another query of the same head redraws the picture without computing it again (its PCA is most of a click)
 
     @property
     def shown(self) -> BlockCapture:
@@ -104,6 +106,13 @@ class BlockRead:
         """Head `head` at query `query`: the baseline's computation and the toggled run's (None: nothing toggled)."""
         h, i = self.head(head), self.query(query)
         return self.baseline.head(h, i), None if self.toggled is None else self.toggled.head(h, i)
+
+    def query_key(self, head: int) -> QueryKeyMap:
+        """The toggled run's query-key map of `head` (explorer.interpret.query_key), kept for the last head asked."""
+        if head not in self.maps:
+            self.maps.clear()
+            self.maps[head] = query_key_map(self.shown, head)
+        return self.maps[head]
 
     def lines(self, heads: tuple[int, ...], measure: str) -> np.ndarray:
         """(len(heads), T, S) the toggled run's weights of `heads`, or weight x |value written| ("values")."""

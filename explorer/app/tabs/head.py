@@ -20,7 +20,6 @@ from typing import Any
 import gradio as gr
 
 from ... import viz
-from ...interpret import query_key_map
 from ...viz.head_computation import head_computation_figure
 from ...viz.head_view import FOCUS_ON_CLICK_JS
 from ..assets import plot
@@ -168,7 +167,7 @@ class HeadEvents(TabEvents):
                          p.summary: summary_markdown(block, base, toggled, label),
                          p.computation: plot(head_computation_figure(base, block.key_labels, label, toggled=toggled)),
                          p.table: key_table(block, base, toggled)}
-        qk = query_key_map(block.shown, head)
+        qk = block.query_key(head)
         try:
             focus = qk.query_index(0, base.query)
         except ValueError:  # a padding query is not in the map
