@@ -209,8 +209,8 @@ def test_head_computation_example_runs_as_written(client):
     assert [t["type"] for t in figure(scope["figure"])["data"]][:2] == ["heatmap", "heatmap"]
     assert figure(scope["lines"])["layout"]["sliders"] and figure(scope["query_key"])["data"]
     assert scope["table"]["headers"][:3] == ["key", "token", "blocked"]
-    heads = scope["heads"]
+    heads, fresh = scope["heads"], gradio_client(client.src)  # a session on the starting model
     for query, head, message in ((40, 2, "query position 40 is outside"), (3, 9, "head 9 is outside the 4 heads")):
-        out = client.predict(DATE1, "", True, True, "none", 0, 2, heads, heads, heads, "decoder", 1, head, 1, 8,
+        out = fresh.predict(DATE1, "", True, True, "none", 0, 2, heads, heads, heads, "decoder", 1, head, 1, 8,
                              "weights", query, [], api_name="/head_computation")
         assert out[0].startswith("⚠️") and message in out[0] and "Traceback" not in out[0]
