@@ -212,3 +212,14 @@ def test_a_click_on_the_heatmap_opens_the_tab_on_that_query(ev):
 def test_bad_input_is_a_message_naming_it(ev, over, message):
     out = ev.api(form(ev, "date-translator", DATE1, "", **over))
     assert out[ev.status].startswith("⚠️") and message in out[ev.status].replace("\\", ""), out[ev.status]
+
+
+def test_a_custom_mask_blocks_its_key_and_says_so(ev):
+    """"block token" on the first stack's self-attention (the encoder here): the toggled run's key 2 is blocked, by
+    "custom", its weight 0; the baseline sees it."""
+    f = form(ev, "date-translator", DATE1, "", kind="encoder", layer=0, head=1, query=5, custom_mask="block token",
+             blocked_position=2)
+    _, data = numbers(ev, f)
+    assert data["changes"] == ["custom mask"]
+    assert data["baseline"]["blocked_by"][2] == "" and data["toggled"]["blocked_by"][2] == "custom"
+    assert data["toggled"]["weights"][2] == 0 and data["toggled"]["masked_scores"][2] is None
