@@ -16,6 +16,14 @@ Gaussian scores, spread wider than a trained head's, so most rows need all 8 lin
 time to build, and drawn in headless Chromium with Gradio's plotly.js by the browser benchmark's update path (a click
 swaps in the other text's figure: JSON.parse + Plotly.react + two frames).
 
+The tab's clicks through the app's path (explorer.app.tabs.head: HeadEvents.shown_tab on a page wired as the app's,
+the model loaded from an allowed folder, a text of exactly `tokens` tokens, the chosen head L11 H0 at the last query):
+*first click* (the tab opened on a block it has not kept: the model up to the block, then the neuron view, the table,
+the heads as lines and the query-key map drawn, as JSON), the same *with a head off* (two runs up to the block),
+*another query* of the kept block (no model run; the lines view is not drawn again) and *other lines heads* (the lines
+view drawn again). The GPT-2 shape gets a 1,064-position context here, so that 1,024 typed tokens fit beside the
+answer room a language model keeps (as in app_long).
+
 Run alone: python -m benchmarks.head_computation [--tokens 128 1024] [--repeats 5] [--quick] [--no-draw]
 """
 
@@ -111,16 +119,66 @@ def draw_lines(tokens: tuple[int, ...], repeats: int) -> dict[str, Any]:
                 "by_tokens": rows}
 
 
+def tab_clicks(root: Path, tokens: tuple[int, ...], repeats: int) -> list[dict[str, Any]]:
+    """The Inside a head tab's clicks through the app's handlers (module docstring), per text length."""
+    from dataclasses import replace
+
+    from benchmarks.app_memory import text_of
+    from explorer.app.demo import starting_point
+    from explorer.app.events import PageEvents
+    from explorer.app.head_labels import head_labels
+    from explorer.app.page import layout
+    from explorer.app.registry import ModelRegistry
+    from explorer.app.session import AppContext, Session, get_model
+    from explorer.app.tabs import TABS
+    from explorer.app.tabs.head import HeadForm
+
+    ctx = AppContext(ModelRegistry(), (str(root),), max_tokens=max(tokens))
+    session = Session("gpt2", "cpu")
+    page = layout(starting_point(ctx, "gpt2", "cpu"), session, TABS)
+    with page.demo:
+        events = PageEvents(page, ctx)
+        events.wire()
+    tab = events.tab_events["head"]
+    L, H = get_model(session, ctx).config.attention_kinds()["decoder"]
+    every = head_labels(L, H)
+    rows = []
+    for n in tokens:
+        form = HeadForm(session, text_of(n), "", True, True, "none", 0, 2, [], every, [], "decoder", L - 1, 0, 1,
+                        0, "weights", -1, None)
+        off = replace(form, decoder_heads_on=[h for h in every if h != "L0 H1"])
+
+        def shown(f, state=None):
+            out = tab.shown_tab(f, state)
+            assert not str(out[tab.status]).startswith("⚠️"), out[tab.status]
+            return out
+
+        first, out = median_time(lambda: shown(form), repeats)
+        toggled, _ = median_time(lambda: shown(off), repeats)
+        state = out[tab.parts.state]
+        again, _ = median_time(lambda: shown(replace(form, query=n // 2), state), repeats)
+        others = [(h + 1) % H for h in range(min(4, H))]  # drawn again each time: the state forgets the lines drawn
+        lines, _ = median_time(lambda: shown(replace(form, lines_heads=others), replace(state, lines=None)), repeats)
+        rows.append({"tokens": n, "first_click_ms": round(first * 1e3, 1), "first_click_head_off_ms":
+                     round(toggled * 1e3, 1), "another_query_ms": round(again * 1e3, 1),
+                     "other_lines_heads_ms": round(lines * 1e3, 1)})
+    return rows
+
+
 def run(tokens=(128, 1024), repeats: int = 5, shape: dict[str, int] | None = None, draw: bool = True,
         draw_tokens: tuple[int, ...] = (128, 1024)) -> dict[str, Any]:
     shape = shape or GPT2_SMALL
+    shape = {**shape, "n_positions": max(shape["n_positions"], max(tokens) + 40)}  # room for the app's texts
     with tempfile.TemporaryDirectory() as tmp:
         model = load(shape, Path(tmp) / "gpt2")
         params = sum(p.numel() for p in model.parameters())
         rows = [inside_one_head(model, n, repeats) for n in tokens]
+        del model
+        tab = tab_clicks(Path(tmp), tokens, repeats)
     out: dict[str, Any] = {
-        "model": f"GPT-2 shape {shape} ({params:,} parameters, random weights)", "gpt2_small": shape == GPT2_SMALL,
-        "threads": torch.get_num_threads(), "repeats": repeats, "by_tokens": rows}
+        "model": f"GPT-2 shape {shape} ({params:,} parameters, random weights)",
+        "gpt2_small": shape["n_embd"] == GPT2_SMALL["n_embd"] and shape["n_layer"] == GPT2_SMALL["n_layer"],
+        "threads": torch.get_num_threads(), "repeats": repeats, "by_tokens": rows, "tab_clicks": tab}
     out["lines"] = draw_lines(draw_tokens, repeats) if draw else {"skipped": "--no-draw"}
     out["load_average_1min_after"] = round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None
     return out

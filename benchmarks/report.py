@@ -67,6 +67,10 @@ TARGETS = [
     ("inside_head_1024_capture", "Inside one head, 1,024 tokens, GPT-2-small shape: a later click in the same block, "
      "ms", "<= 500"),
     ("lines_draw_128", "Heads as lines (4 heads), 128 tokens: drawn in Chromium (update), ms", "<= 1000"),
+    ("head_tab_query_128", "Inside a head tab, 128 tokens, GPT-2-small shape: a click on another query of the kept "
+     "block through the app's handler (computation, figures, table as JSON), ms", "<= 50"),
+    ("head_tab_query_1024", "Inside a head tab, 1,024 tokens, GPT-2-small shape: a click on another query of the kept "
+     "block through the app's handler, ms", "<= 500"),
 ]
 
 
@@ -181,6 +185,10 @@ def measured_values(res: dict[str, Any]) -> dict[str, float | None]:
         row = _row((head.get("lines") or {}).get("by_tokens", []), 128)
         if row:
             v["lines_draw_128"] = row["drawn_ms"]
+        for n in (128, 1024):
+            row = _row(head.get("tab_clicks", []), n)
+            if row:
+                v[f"head_tab_query_{n}"] = row["another_query_ms"]
     return v
 
 
@@ -407,6 +415,16 @@ def head_computation_section(head: dict[str, Any] | None) -> list[str]:
                          f"{r['forward_every_attention_ms']:.0f} ms"])
     L += _table(["tokens", "layer", "first click", "from the Run's record", "from the capture", "query-key map",
                  "forward, every attention"], rows)
+    if head.get("tab_clicks"):
+        L += ["The Inside a head tab through the app's handlers (`HeadEvents.shown_tab`, a page wired as the app's; the "
+              "last layer's head 0 at the last query): *first click* runs the model up to the block and draws the "
+              "neuron view, the table, four heads as lines and the query-key map; *with a head off* the block twice; "
+              "*another query* of the kept block runs no model (the lines view is not sent again); *other lines "
+              "heads* draws the lines view again.", ""]
+        L += _table(["tokens", "first click", "first click, a head off", "another query", "other lines heads"],
+                    [[r["tokens"], f"{r['first_click_ms']:.0f} ms", f"{r['first_click_head_off_ms']:.0f} ms",
+                      f"{r['another_query_ms']:.0f} ms", f"{r['other_lines_heads_ms']:.0f} ms"]
+                     for r in head["tab_clicks"]])
     lines = head.get("lines") or {}
     if _skip(lines):
         return L + [f"Lines view: skipped: {_skip(lines)}", ""]

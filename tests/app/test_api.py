@@ -189,3 +189,28 @@ def test_a_link_too_long_to_open_gets_a_page_in_words(client):
     except urllib.error.HTTPError as err:
         status, text = err.code, err.read().decode()
     assert status == 414 and "This link is too long to open" in text and "Open Transformer Explorer" in text
+
+
+def test_head_computation_example_runs_as_written(client):
+    """docs/http-api.md's /head_computation example (a fresh session on date-translator): its parameters are named as
+    /analyze names them, the numbers come back as JSON (the toggled run without the causal mask sees key 4), and a
+    query past the end or a head the model lacks is a message in the status."""
+    info = client.view_api(print_info=False, return_format="dict")["named_endpoints"]["/head_computation"]
+    analyze = client.view_api(print_info=False, return_format="dict")["named_endpoints"]["/analyze"]["parameters"]
+    names = [p["parameter_name"] for p in info["parameters"]]
+    assert names[:14] == [p["parameter_name"] for p in analyze][:14]
+    assert names[14:] == ["continue_tokens", "measure", "query", "lines_heads"]
+    scope = run_documented(client, "docs/http-api.md", 'api_name="/head_computation"')
+    numbers, base, toggled = scope["numbers"], scope["base"], scope["toggled"]
+    assert scope["status"] == "" and numbers["changes"] == ["causal mask off", "decoder L0 H1 off"]
+    assert base["query"] == 3 and base["blocked_by"][4] == "causal" and toggled["blocked_by"][4] == ""
+    assert base["masked_scores"][4] is None and toggled["masked_scores"][4] is not None
+    assert abs(sum(base["weights"]) - 1) < 1e-5 and base["scale"] == 0.25
+    assert [t["type"] for t in figure(scope["figure"])["data"]][:2] == ["heatmap", "heatmap"]
+    assert figure(scope["lines"])["layout"]["sliders"] and figure(scope["query_key"])["data"]
+    assert scope["table"]["headers"][:3] == ["key", "token", "blocked"]
+    heads, fresh = scope["heads"], gradio_client(client.src)  # a session on the starting model
+    for query, head, message in ((40, 2, "query position 40 is outside"), (3, 9, "head 9 is outside the 4 heads")):
+        out = fresh.predict(DATE1, "", True, True, "none", 0, 2, heads, heads, heads, "decoder", 1, head, 1, 8,
+                             "weights", query, [], api_name="/head_computation")
+        assert out[0].startswith("⚠️") and message in out[0] and "Traceback" not in out[0]

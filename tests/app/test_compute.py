@@ -22,6 +22,7 @@ from explorer.app.session import AppContext, Session
 from explorer.app.tabs import TABS
 from explorer.app.tabs.compare import CompareForm
 from explorer.app.tabs.contributions import ContributionForm
+from explorer.app.tabs.head import HeadForm, HeadState
 from explorer.app.tabs.importance import ImportanceForm
 from explorer.app.tabs.lens import LensForm
 from explorer.app.tabs.positions import PositionalForm
@@ -78,7 +79,7 @@ def values(ev, updates) -> dict:
     """Updates by component name (elem_id or label), figures as parsed JSON: comparable across two pages."""
     out, order = {}, {id(c): n for n, c in enumerate(ev.page.demo.blocks.values())}
     for component, value in updates.items():
-        if isinstance(value, Shown):
+        if isinstance(value, (Shown, HeadState)):
             continue  # each page's own session state
         if isinstance(value, Contributions):  # the Contributions tab's kept result: its drawn tables are compared
             value = (value.token, value.baseline.logit, value.notices)
@@ -133,6 +134,9 @@ def test_the_other_model_tabs_run_in_a_forked_worker(pages):
         "switch_off_role": lambda ev: ev.tab_events["roles"].switched_off(
             SwitchOffForm(session, DATE1, "decoder", "self", 2, "probe")),
         "compare_models": lambda ev: ev.tab_events["compare"].compared(compare),
+        "head_computation": lambda ev: ev.tab_events["head"].api(
+            HeadForm(session, DATE1, DATE2, True, False, "none", 0, 2, HEADS, HEADS[2:], HEADS, "cross", 1, 2, 2,
+                     query=3)),
         "contributions": lambda ev: ev.tab_events["contributions"].attributed(
             ContributionForm(session, DATE1, position=3, steps=4, encoder_heads_on=HEADS, decoder_heads_on=HEADS,
                              cross_heads_on=HEADS[1:])),

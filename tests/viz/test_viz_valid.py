@@ -16,6 +16,7 @@ import pytest
 from plotly.io.json import to_json_plotly
 
 from explorer import viz
+from explorer.viz.head_computation import head_computation_figure
 
 RNG = np.random.default_rng(0)
 TOKENS = ["<b>x</b>", "the", "cat", "the", "$5$", " ", "1"]
@@ -52,6 +53,21 @@ def _query_key_map():
     model = Transformer(TransformerConfig(arch="decoder", vocab_size=30, d_model=16, n_heads=2, n_layers=1, d_ff=32,
                                           dropout=0.0)).eval()
     return query_key_map(capture_block(model, torch.randint(1, 30, (T,)), "decoder", 0), 1)
+
+
+def _head_computations(rotary: bool = False):
+    """(baseline, toggled) of one head at query 5 of a tiny decoder (rotary: with rotary positions), the causal mask
+    off in the toggled run."""
+    import torch
+
+    from explorer.interpret import head_computation_pair
+    from explorer.model import Transformer, TransformerConfig
+    torch.manual_seed(0)
+    extra = dict(positional="rotary") if rotary else {}
+    model = Transformer(TransformerConfig(arch="decoder", vocab_size=30, d_model=16, n_heads=2, n_layers=1, d_ff=32,
+                                          dropout=0.0, **extra)).eval()
+    pair = head_computation_pair(model, torch.randint(1, 30, (T,)), "decoder", 0, 1, 5, causal=False)
+    return pair.baseline, pair.toggled
 
 
 def _dla_runs(kinds=("decoder",), toggled=False):
@@ -120,6 +136,9 @@ BUILDERS = {
                                                               ["a", "b"], name=viz.VALUE_WEIGHTED),
     "query_key": lambda: viz.query_key_figure(_query_key_map(), TOKENS),
     "query_key_focus": lambda: viz.query_key_figure(_query_key_map(), TOKENS, query=3),
+    "head_computation": lambda: head_computation_figure(_head_computations()[0], TOKENS, "<b>q</b>"),
+    "head_computation_pair_rotary": lambda: head_computation_figure(*_head_computations(True)[:1], TOKENS, "q",
+                                                                    toggled=_head_computations(True)[1], top=4),
 }
 # dtype names both plotly.js bundles decode (Gradio's 3.3.1 and plotly.py's 4.1.1; no float16, see test_viz_browser)
 DECODED_DTYPES = {"i1", "u1", "i2", "u2", "i4", "u4", "f4", "f8"}

@@ -4,8 +4,8 @@ in `TABS` (docs/architecture.md, "How to add a tab").
 
 from __future__ import annotations
 
-from . import (api, attention, compare, contributions, generation, importance, lens, overview, patching, positions,
-               roles, rollout)
+from . import (api, attention, compare, contributions, generation, head, importance, lens, overview, patching,
+               positions, roles, rollout)
 from ...checkpoints import LoadedModel
 from ..limits import MAX_TOKENS
 from ..run.figures import RunFigures
@@ -18,6 +18,7 @@ from .base import Tab
 TABS: tuple[Tab, ...] = (
     attention.TAB,
     overview.TAB,
+    head.TAB,
     roles.TAB,
     patching.TAB,
     lens.TAB,

@@ -1,0 +1,66 @@
+"""Screenshots of the Inside a head tab on the shipped induction-gpt (headless Chromium), opened by a link on the
+induction head L1 H0 at the last token of a random sequence repeated, with the previous-token head L0 H1 switched off
+(baseline beside toggled):
+
+    docs/screenshots/head_tab_induction-gpt.png   the tab's column at 1280 x 800 (docs/heads.md)
+    docs/screenshots/app/23-head.png              the whole page at 1280 x 800
+    docs/screenshots/app/24-head-phone.png        the whole page at 390 x 844 (a phone)
+
+    python scripts/screenshots/render_head_tab.py [--out docs/screenshots]
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from urllib.parse import quote
+
+from render_app import CHROMIUM_ARGS, ROOT, chromium_path, shrink, started, wait_idle
+
+TEXT = "t5 t17 t99 t42 t8 t250 t13 t77 t5 t17 t99 t42 t8"
+LINK = f"?s1={quote(TEXT)}&s2=&tab=head&kind=decoder&layer=1&head=0&off=decoder:L0H1"
+
+
+def opened(browser, url: str, **page_kwargs):
+    page = browser.new_page(**page_kwargs)
+    page.goto(url + LINK)
+    page.wait_for_function("() => (document.querySelector('#head-summary') || {}).innerText?.includes('L1 H0')",
+                           timeout=90_000)
+    page.wait_for_selector("#head-qk-plot .js-plotly-plot .scatterlayer", timeout=90_000)
+    wait_idle(page)
+    return page
+
+
+def shoot(url: str, out: Path) -> list[Path]:
+    from playwright.sync_api import sync_playwright
+
+    (out / "app").mkdir(parents=True, exist_ok=True)
+    paths = [out / "head_tab_induction-gpt.png", out / "app" / "23-head.png", out / "app" / "24-head-phone.png"]
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        page = opened(browser, url, viewport={"width": 1280, "height": 800})
+        page.locator("#views").screenshot(path=str(paths[0]))
+        page.screenshot(path=str(paths[1]), full_page=True)
+        page.close()
+        phone = opened(browser, url, viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+        phone.screenshot(path=str(paths[2]), full_page=True)
+        browser.close()
+    for path in paths:
+        shrink(path)
+    return paths
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=str(ROOT / "docs" / "screenshots"))
+    args = ap.parse_args()
+    demo, url = started("induction-gpt")
+    try:
+        for path in shoot(url, Path(args.out)):
+            print(path)
+    finally:
+        demo.close()
+
+
+if __name__ == "__main__":
+    main()
