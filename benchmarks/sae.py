@@ -12,6 +12,10 @@ Per length (128 and 1,024 tokens), in one process, interleaved:
                     reading the site and the final norm, the reading, one latent along the sentence and its tokens);
                     target at 128 tokens: <= 1.5 x forward
   switched          one forward with two latents switched (off and add) through the splice hook
+  features_tab      the app's whole Features computation (explorer.app.feature_result.features) on a text of that
+                    many tokens: the reading with the heatmap's 24 columns, a latent's dashboard read from the kept
+                    example set (built before timing, once per model and SAE), its tokens, the labels; target at 128
+                    tokens: <= 1.5 x forward_text, one forward on the same text
 Peak: features_view at each length in a fresh process: the rise of the RSS high-water mark (reset just before) above
 the resident size with the model and the SAE loaded; the app's request budget for one request is 1.5 GB above the
 model (memory_1024). Also the estimate features_view_bytes gives, which the app's memory gate may use.
@@ -55,8 +59,25 @@ def setup(shape: dict[str, int], d_sae: int, folder: Path):
     import explorer
     from explorer.interpret.sae import random_sae
 
-    model = explorer.load(write_folder(folder, shape), "cpu").model.eval()
-    return model, random_sae(shape["n_embd"], d_sae, hook_for(shape), seed=0)
+    loaded = explorer.load(write_folder(folder, shape), "cpu")
+    return loaded, random_sae(shape["n_embd"], d_sae, hook_for(shape), seed=0)
+
+
+def tab_case(loaded, sae, folder: Path, tokens: int) -> tuple[torch.Tensor, Any]:
+    """The Features tab's computation on a text of `tokens` tokens (one byte each for this tokenizer): (its ids, a
+    call of explorer.app.feature_result.features), the dashboards built first."""
+    from explorer.app.feature_result import FeatureRequest, features
+    from explorer.app.sae_store import SAESource
+    from explorer.interpret.sae import save_sae
+
+    saes = folder / "saes"
+    if not (saes / "sae").is_dir():
+        save_sae(sae, saes / "sae")
+    text = ("the cat sat on the mat and " * (tokens // 20 + 1))[:tokens]
+    ids = torch.tensor(loaded.tokenizer.encode(text).ids)
+    request = FeatureRequest("benchmark", "", text, SAESource.of("sae", (str(saes),)))
+    features(loaded, request, 1024)  # builds the dashboards (once per model and SAE)
+    return ids, lambda: features(loaded, request, 1024)
 
 
 def ids_of(shape: dict[str, int], tokens: int) -> torch.Tensor:
@@ -74,7 +95,7 @@ def encode_top(sae, x: torch.Tensor, k: int = K, chunk: int = 256) -> tuple[torc
     return torch.cat(ids), torch.cat(values)
 
 
-def cases(model, sae, ids: torch.Tensor) -> dict[str, Any]:
+def cases(model, sae, ids: torch.Tensor, tab: tuple[torch.Tensor, Any] | None = None) -> dict[str, Any]:
     from explorer.interpret.sae import capture_site, features_view, hook_site, reading_of, sae_hook
 
     site = hook_site(model.config, sae.hook_name)
@@ -85,9 +106,17 @@ def cases(model, sae, ids: torch.Tensor) -> dict[str, Any]:
         with torch.inference_mode():
             return model(ids[None], need_weights=need_weights, resid_hook=hook)
 
-    return {"forward": lambda: forward(False), "forward_weights": lambda: forward(True),
-            "encode_top": lambda: encode_top(sae, x), "reading": lambda: reading_of(sae, x, site, k=K),
-            "features_view": lambda: features_view(model, ids, sae, k=K), "switched": lambda: forward(False, hook)}
+    out = {"forward": lambda: forward(False), "forward_weights": lambda: forward(True),
+           "encode_top": lambda: encode_top(sae, x), "reading": lambda: reading_of(sae, x, site, k=K),
+           "features_view": lambda: features_view(model, ids, sae, k=K), "switched": lambda: forward(False, hook)}
+    if tab is not None:
+        text_ids, call = tab
+
+        def forward_text():
+            with torch.inference_mode():
+                return model(text_ids[None], need_weights=False)
+        out.update(forward_text=forward_text, features_tab=call)
+    return out
 
 
 def peak_child(shape: dict[str, int], d_sae: int, tokens: int, threads: int) -> dict[str, float]:
@@ -95,7 +124,8 @@ def peak_child(shape: dict[str, int], d_sae: int, tokens: int, threads: int) -> 
 
     torch.set_num_threads(threads)
     with tempfile.TemporaryDirectory() as tmp:
-        model, sae = setup(shape, d_sae, Path(tmp) / "gpt2")
+        loaded, sae = setup(shape, d_sae, Path(tmp) / "gpt2")
+        model = loaded.model
         features_view(model, ids_of(shape, 8), sae)
         start = reset_peak()
         features_view(model, ids_of(shape, tokens), sae, k=K)
@@ -141,19 +171,22 @@ def run(tokens=(128, 1024), repeats: int = 5, shape: dict[str, int] | None = Non
     shape = shape or GPT2_SMALL
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        model, sae = setup(shape, d_sae, Path(tmp) / "gpt2")
+        loaded, sae = setup(shape, d_sae, Path(tmp) / "gpt2")
+        model = loaded.model
         params = sum(p.numel() for p in model.parameters())
         for n in tokens:
             ids = ids_of(shape, n)
             cpu = time.process_time()
-            times, _ = interleaved(cases(model, sae, ids), repeats)
+            times, _ = interleaved(cases(model, sae, ids, tab_case(loaded, sae, Path(tmp), n)), repeats)
             cpu = (time.process_time() - cpu) / (repeats + 1)
             row: dict[str, Any] = {"tokens": n, **{f"{k}_ms": round(v * 1e3, 1) for k, v in times.items()},
                                    "cpu_s_all_cases": round(cpu, 2),
                                    "ratio_features_view_over_forward": ratio(times["features_view"], times["forward"]),
                                    "ratio_features_view_over_forward_weights":
                                        ratio(times["features_view"], times["forward_weights"]),
-                                   "ratio_encode_top_over_forward": ratio(times["encode_top"], times["forward"])}
+                                   "ratio_encode_top_over_forward": ratio(times["encode_top"], times["forward"]),
+                                   "ratio_features_tab_over_forward_text":
+                                       ratio(times["features_tab"], times["forward_text"])}
             if peak:
                 row.update(peak_in_subprocess(shape, d_sae, n))
             rows.append(row)

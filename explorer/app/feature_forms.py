@@ -69,8 +69,8 @@ class SwitchForm:
 
 @dataclass(frozen=True)
 class SteerForm:
-    """/steer: the output of sentence 1, baseline vs coefficient x (residual of `toward` (blank: sentence 1) − residual
-    of `contrast`) added at the input of `layer`, every position."""
+    """/steer: the output of sentence 1, baseline vs coefficient x (residual of `toward` (blank: sentence 1) −
+    residual of `contrast`) added at the input of `layer`, every position."""
 
     session: Any
     sentence1: Any

@@ -193,8 +193,8 @@ def steer(loaded: LoadedModel, request: SteerRequest, max_tokens: int) -> Output
     vector = contrast_vector(loaded.model, torch.tensor(pair.rows[0]), torch.tensor(pair.rows[1]), site)
     ids, labels, cut = _sentence(loaded, request.text, max_tokens)
     toward = "sentence 1" if not request.toward.strip() else quoted(request.toward)
-    what = (f"{request.coefficient:g} × (residual of {toward} − residual of {quoted(request.contrast)}, last tokens, "
-            f"norm {float(vector.norm()):.3g}) added at {site}, every position")
+    what = (f"{request.coefficient:g} × (residual of {toward} − residual of {quoted(request.contrast)}, last "
+            f"tokens, norm {float(vector.norm()):.3g}) added at {site}, every position")
     out = compare_outputs(loaded, codec, ids, labels, add_hook(site, vector, float(request.coefficient)),
                           change="steered", what=what, new_tokens=request.new_tokens,
                           nothing_changed=request.coefficient == 0)

@@ -24,8 +24,8 @@ def reading_markdown(r: FeatureReading) -> str:
     lines = [f"**{escape_md(r.sae_name)}** ({r.architecture}, {r.d_sae:,} latents) reads `{r.hook_name}` (this "
              f"model's `{r.site}`) at {T} tokens. On this sentence it explains **{r.explained_variance:.1%}** of "
              f"the residual stream's variance; **L0 {float(np.mean(r.l0)):.1f}** latents fire per token (of "
-             f"{r.d_sae:,}); the error ‖x − x̂‖ is {float(np.mean(r.error_norm)):.3g} on average against ‖x‖ "
-             f"{float(np.mean(r.input_norm)):.3g}.",
+             f"{r.d_sae:,}); the error ‖x − x̂‖ is {float(np.mean(r.error_norm)):.3g} on average against "
+             f"‖x‖ {float(np.mean(r.input_norm)):.3g}.",
              "The heatmap shows the sentence's strongest latents at every token; click a cell for that latent's "
              "dashboard below."]
     lines += [f"_note:_ {escape_md(n)}" for n in r.notes]
@@ -34,14 +34,16 @@ def reading_markdown(r: FeatureReading) -> str:
 
 def reading_heatmap(r: FeatureReading) -> Any:
     return viz.latent_heatmap(r.labels, r.columns, r.column_values, chosen=r.latent,
-                              title=f"The {len(r.columns)} strongest latents at each token")
+                              title=f"The {len(r.columns)} strongest latents at each token (click a cell for its "
+                                    f"dashboard)")
 
 
 def latent_markdown(r: FeatureReading) -> str:
     a = r.activations
     fired = int((a > 0).sum())
-    here = (f"On this sentence it fires at {fired} of {len(a)} tokens, most at “{escape_md(r.labels[int(a.argmax())])}” "
-            f"({float(a.max()):.3g})." if fired else "It does not fire on this sentence.")
+    strongest = escape_md(r.labels[int(a.argmax())])
+    here = (f"On this sentence it fires at {fired} of {len(a)} tokens, most at “{strongest}” ({float(a.max()):.3g})."
+            if fired else "It does not fire on this sentence.")
     lines = [f"### Latent {r.latent}", here]
     c = r.card
     if c is not None:
@@ -84,12 +86,13 @@ def output_markdown(out: OutputComparison) -> str:
         verdict = (f"Nothing is {name}: the output is the model's own (the hook returns the residual stream "
                    "unchanged).")
     elif not out.differs:
-        verdict = f"The output is the same {name} (see the probabilities for smaller changes)."
+        verdict = (f"The output is the same {'with the switches' if name == 'switched' else 'steered'} (see the "
+                   "probabilities for smaller changes).")
     else:
         first = out.first_difference
         where = "" if first is None else f", from generated token {first} on"
         verdict = f"**The {'switches' if name == 'switched' else 'steering'} changed the output{where}.**"
-    lines = [verdict, f"{name.capitalize()}: {escape_md(out.what)}."]
+    lines = [verdict] if out.nothing_changed else [verdict, f"{name.capitalize()}: {escape_md(out.what)}."]
     if out.next_baseline is not None:
         top, after = out.next_baseline, out.favourite_changed
         lines.append(f"After “{escape_md(out.prompt_labels[-1])}” the model expects **{escape_md(top.labels[0])}** "

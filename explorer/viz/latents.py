@@ -45,7 +45,8 @@ def latent_name(latent: int) -> str:
 
 
 def latent_heatmap(labels: Sequence[Any], latents: Any, values: Any, *, chosen: int | None = None,
-                   title: str = "The strongest latents at each token", width: int | None = None) -> go.Figure:
+                   title: str = "The strongest latents at each token (click a cell for its dashboard)",
+                   width: int | None = None) -> go.Figure:
     """Rows are the tokens, columns the latents (values (T, n) >= 0, exact in the hover); the chosen latent's column
     is outlined. Title used as given (escape token text in it)."""
     ids = [int(i) for i in c.to_numpy(latents).reshape(-1)]
@@ -58,11 +59,11 @@ def latent_heatmap(labels: Sequence[Any], latents: Any, values: Any, *, chosen: 
     top = float(v.max()) if v.max() > 0 else 1.0
     enc = encode(v, 0.0, top, exact=True, name="activations")
     trace = enc.trace(columns, names, ACTIVATION_SCALE, "activation", "%{y} · %{x}: {value}", xgap=1, ygap=0)
-    height = c.cell_figure_height(len(names), 90, 90, px_per_row=18, low=300)
-    room = height - 180
-    layout = dict(**c.base_layout(title, height, width, l=c.label_margin(labels), r=90, t=80, b=90),
-                  xaxis=dict(type="category", tickangle=-50, tickfont=dict(size=c.TICK_FONT_SIZE), side="top",
-                             title=dict(text="latent (click a cell for its dashboard)")),
+    top, bottom = 130, 30  # the latents' names (angled) sit above the cells, under the title
+    height = c.cell_figure_height(len(names), top, bottom, px_per_row=18, low=300)
+    room = height - top - bottom
+    layout = dict(**c.base_layout(title, height, width, l=c.label_margin(labels), r=90, t=top, b=bottom),
+                  xaxis=dict(type="category", tickangle=-50, tickfont=dict(size=c.TICK_FONT_SIZE), side="top"),
                   yaxis=dict(**c.category_ticks(names, c.unique_labels(labels), room), autorange="reversed",
                              title=dict(text="token")))
     if chosen is not None and int(chosen) in ids:
@@ -80,8 +81,7 @@ def latent_strip(labels: Sequence[Any], activations: Any, latent: int, *, title:
         raise ValueError(f"activations must have one value per label ({len(labels)}); got shape {a.shape}")
     names = c.display_labels(labels)
     ticks = list(range(0, len(names), c.tick_step(len(names), (width or c.DEFAULT_WIDTH) - 120)))
-    fired = int((a > 0).sum())
-    text = title or f"Latent {int(latent)} along the sentence: fires at {fired} of {len(a)} tokens"
+    text = title or f"Latent {int(latent)} along the sentence"
     trace = dict(type="bar", x=names, y=a, marker=dict(color=BAR_COLOR),
                  hovertemplate="%{x}: %{y:.3f}<extra></extra>")
     return c.figure([trace], dict(
@@ -149,6 +149,7 @@ def examples_html(rows: Sequence[LatentExampleRow], *, empty: str = "No example:
             if i == r.at:
                 style += " outline: 2px solid #0072B2;"
             spans.append(f'<span class="tok" style="{style}" title="{value:.3f}">{html.escape(label)}</span>')
-        lines.append(f'<div class="latent-example"><span style="{VALUE_STYLE}">{r.value:.2f}</span>'
-                     f'<span style="{WHERE_STYLE}" title="text {r.text}, token {r.position}">#{r.text}</span>{"".join(spans)}</div>')
+        where = f'<span style="{WHERE_STYLE}" title="text {r.text}, token {r.position}">#{r.text}</span>'
+        lines.append(f'<div class="latent-example"><span style="{VALUE_STYLE}">{r.value:.2f}</span>{where}'
+                     f'{"".join(spans)}</div>')
     return f'<div class="latent-examples" style="{BOX_STYLE}">' + "".join(lines) + "</div>"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import pickle
 
 import numpy as np
@@ -29,8 +30,8 @@ from explorer.app.registry import ModelRegistry
 from explorer.app.run.inputs import codec_for
 from explorer.app.sae_store import SAESource, saes_for
 from explorer.app.session import AppContext, Session
-from explorer.interpret.sae import (capture_site, contrast_steering, features_view, latent_dashboards, latent_examples, random_sae,
-                                    read_latents, sae_hook, save_sae, sources, switch_outputs)
+from explorer.interpret.sae import (capture_site, contrast_steering, features_view, latent_dashboards, latent_examples,
+                                    random_sae, read_latents, sae_hook, save_sae, sources, switch_outputs)
 from explorer.outputs.generate import generate
 from tests.app.tiny_models import tiny_gpt2
 
@@ -155,7 +156,8 @@ def test_an_encoder_sae_of_the_translator_reads_the_source_and_has_no_tokens(pag
 
 # ----------------------------------------------------------------------------------------------- switches
 def test_nothing_switched_is_the_baseline_to_the_bit(page):
-    for name, sae_name, text in (("date-gpt", "sae-date-gpt-blocks", DATE), ("tiny-gpt2", "sae-tiny-gpt2-blocks", TEXT)):
+    for name, sae_name, text in (("date-gpt", "sae-date-gpt-blocks", DATE),
+                                 ("tiny-gpt2", "sae-tiny-gpt2-blocks", TEXT)):
         session, loaded = session_of(page, name)
         out = switch_latents(loaded, SwitchRequest(name, text, source(page, sae_name), "", 5), MAX_TOKENS)
         assert out.nothing_changed and not out.differs
@@ -303,3 +305,27 @@ def test_an_sae_name_must_pass_the_allow_list():
         SAESource.of("../secrets", ())
     hub = SAESource.of("jbloom/GPT2-Small-SAEs-Reformatted/blocks.8.hook_resid_pre", ())
     assert hub.kind == "hub" and hub.where.endswith("blocks.8.hook_resid_pre")
+
+
+def test_the_tabs_computations_run_in_a_forked_worker_as_on_zerogpu(page, root):
+    """Through a double of ZeroGPU's spaces.GPU (each call forked, arguments and results pickled): the same answers
+    as in-process, and the server itself never runs the model (it reads the SAE's size for the memory gate)."""
+    from explorer.app import compute
+    from tests.app.test_compute import page as make_page, server_runs_no_model, values
+    from tests.app.zerogpu import ForkedCalls
+
+    forked = ForkedCalls()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(compute, "GPU", forked)
+        there = make_page(AppContext(ModelRegistry(), allowed_dirs=(str(root),)), "date-gpt")
+    here = page[0]
+    session = Session("date-gpt", "cpu")
+    calls = {"features": lambda ev: ev.tab_events["features"].read(FeatureForm(session, DATE, "sae-date-gpt-blocks")),
+             "switch_latents": lambda ev: ev.tab_events["features"].switch(
+                 SwitchForm(session, DATE, "sae-date-gpt-blocks", "3:off,5:clamp=20")),
+             "steer": lambda ev: ev.tab_events["features"].steer(SteerForm(session, DATE, "3 May 1999", "", 2, 3.0))}
+    expected = {name: values(here, call(here)) for name, call in calls.items()}
+    with server_runs_no_model():
+        for name, call in calls.items():
+            assert values(there, call(there)) == expected[name], name
+    assert len(forked.pids) == len(calls) and os.getpid() not in forked.pids

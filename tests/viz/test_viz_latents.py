@@ -27,7 +27,7 @@ def test_the_heatmaps_columns_are_latent_numbers_and_its_tokens_escaped():
 
 def test_the_strip_and_the_histogram():
     strip = viz.latent_strip(TOKENS, [0, 1.5, 0, 2, 0], 3)
-    assert "fires at 2 of 5 tokens" in strip.layout.title.text and list(strip.data[0].y) == [0, 1.5, 0, 2, 0]
+    assert "Latent 3 along" in strip.layout.title.text and list(strip.data[0].y) == [0, 1.5, 0, 2, 0]
     hist = viz.latent_histogram(np.linspace(0, 4, 5), [3, 0, 1, 2], density=0.012, tokens=500, sentence_max=2.5)
     assert "fires on 1.20% of 500 tokens" in hist.layout.title.text and list(hist.data[0].x) == [0.5, 1.5, 2.5, 3.5]
     assert hist.layout.shapes[0].x0 == 2.5

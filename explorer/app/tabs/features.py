@@ -101,7 +101,9 @@ class FeatureEvents(TabEvents):
     def clicked(self, message: Any, session: Any, text: Any, sae: Any) -> dict:
         """A heatmap cell clicked ("latent|time"): that latent's dashboard."""
         latent = str(message or "").split("|")[0]
-        return self._read(FeatureForm(session, text, sae, int(latent))) if latent.isdigit() else {}
+        if not latent.isdigit():
+            return {self.status: gr.skip()}  # not a message the page script wrote
+        return self._read(FeatureForm(session, text, sae, int(latent)))
 
     def _read(self, form: FeatureForm) -> dict:
         loaded = get_model(form.session, self.ctx)
@@ -131,7 +133,9 @@ class FeatureEvents(TabEvents):
         """After the tab's button: the output with the switches as set (the model's own when none), if there is an
         SAE (a model without one shows nothing here)."""
         form = SwitchForm(*values)
-        return {} if sae_source(form.session, form.sae, self.ctx.allowed_dirs) is None else self._switch(form)
+        if sae_source(form.session, form.sae, self.ctx.allowed_dirs) is None:
+            return {self.status: gr.skip()}
+        return self._switch(form)
 
     def _switch(self, form: SwitchForm) -> dict:
         source = sae_source(form.session, form.sae, self.ctx.allowed_dirs)

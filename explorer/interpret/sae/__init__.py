@@ -27,12 +27,12 @@ from .steer import ContrastSteering, add_hook, contrast_steering, contrast_vecto
 from .switches import LatentSwitch, LatentSwitches
 
 __all__ = [
-    "ARCHITECTURES", "ContinuedText", "ContrastSteering", "DEFAULT_MAX_SAE_BYTES", "FeaturesView", "LatentDashboards", "LatentExample",
-    "LatentReading", "LatentSwitch", "LatentSwitches", "NORMALIZATIONS", "SAE", "SAEFileError", "SAEMetrics",
-    "SAEWarning", "SteeredOutputs", "add_hook", "capture_site", "contrast_steering", "contrast_vector", "dashboards_of",
-    "explained_variance", "features_view", "features_view_bytes", "hook_site", "latent_activations", "latent_dashboards", "latent_examples", "latent_tokens",
-    "layer_site", "load_sae", "log_density", "parse_hook_name", "random_sae", "read_latents", "reading_of", "resolve_sae_source",
-    "sae_hook", "sae_metrics", "save_sae", "shipped_saes", "site_hook_name", "site_streams", "splice_sae", "steered_outputs",
-    "strongest_latents",
-    "switch_outputs",
+    "ARCHITECTURES", "ContinuedText", "ContrastSteering", "DEFAULT_MAX_SAE_BYTES", "FeaturesView", "LatentDashboards",
+    "LatentExample", "LatentReading", "LatentSwitch", "LatentSwitches", "NORMALIZATIONS", "SAE", "SAEFileError",
+    "SAEMetrics", "SAEWarning", "SteeredOutputs", "add_hook", "capture_site", "contrast_steering", "contrast_vector",
+    "dashboards_of", "explained_variance", "features_view", "features_view_bytes", "hook_site", "latent_activations",
+    "latent_dashboards", "latent_examples", "latent_tokens", "layer_site", "load_sae", "log_density",
+    "parse_hook_name", "random_sae", "read_latents", "reading_of", "resolve_sae_source", "sae_hook", "sae_metrics",
+    "save_sae", "shipped_saes", "site_hook_name", "site_streams", "splice_sae", "steered_outputs",
+    "strongest_latents", "switch_outputs",
 ]
