@@ -227,7 +227,7 @@ class FeaturesTab(Tab):
                                   placeholder="12:off,40:clamp=3.5,7:add=-2", min_width=200)
             mode = gr.Radio(["off", "clamp", "add"], value="off", label="This latent", elem_id="features-mode",
                             min_width=170)
-            value = gr.Number(0.0, label="Value (clamp) / coefficient (add)", elem_id="features-value", min_width=110)
+            value = gr.Number(0.0, label="Value (clamp / add)", elem_id="features-value", min_width=110)
             add_btn = gr.Button("Switch it", elem_id="features-add", scale=0, min_width=100)
             switch_btn = gr.Button("Run with the switches", variant="primary", elem_id="features-switch", scale=0,
                                    min_width=150)
