@@ -12,9 +12,16 @@ Per length (128 and 1,024 tokens), in one process, interleaved:
                     reading the site and the final norm, the reading, one latent along the sentence and its tokens);
                     target at 128 tokens: <= 1.5 x forward
   switched          one forward with two latents switched (off and add) through the splice hook
+  features_tab      the app's whole Features computation (explorer.app.feature_result.features) on a text of that
+                    many tokens: the reading with the heatmap's 24 columns, a latent's dashboard read from the kept
+                    example set (built before timing, once per model and SAE), its tokens, the labels; target at 128
+                    tokens: <= 1.5 x forward_text, one forward on the same text
 Peak: features_view at each length in a fresh process: the rise of the RSS high-water mark (reset just before) above
 the resident size with the model and the SAE loaded; the app's request budget for one request is 1.5 GB above the
-model (memory_1024). Also the estimate features_view_bytes gives, which the app's memory gate may use.
+model (memory_1024). Also the estimate features_view_bytes gives, which the app's memory gate may use. Then, in
+another fresh process, the app's features: its peak when it builds the dashboards (the first reading with an SAE),
+its peak reading them, and the estimate the app's memory gate holds (explorer.app.feature_result.feature_bytes, the
+dashboards not built).
 
 Dashboards: date-gpt (4 layers, d_model 64) with a random 512-latent SAE at blocks.2.hook_resid_pre, over the
 model's own data: `texts` generated date examples written as the model reads them ([BOS] date [SEP] ISO date [EOS]);
@@ -55,8 +62,28 @@ def setup(shape: dict[str, int], d_sae: int, folder: Path):
     import explorer
     from explorer.interpret.sae import random_sae
 
-    model = explorer.load(write_folder(folder, shape), "cpu").model.eval()
-    return model, random_sae(shape["n_embd"], d_sae, hook_for(shape), seed=0)
+    loaded = explorer.load(write_folder(folder, shape), "cpu")
+    return loaded, random_sae(shape["n_embd"], d_sae, hook_for(shape), seed=0)
+
+
+def tab_case(loaded, sae, folder: Path, tokens: int, build: bool = True, key: str = "benchmark"
+             ) -> tuple[torch.Tensor, Any]:
+    """The Features tab's computation on a text of `tokens` tokens (one byte each for this tokenizer): (its ids, a
+    call of explorer.app.feature_result.features), the dashboards built first (`build`; they are kept per `key`, the
+    model's)."""
+    from explorer.app.feature_result import FeatureRequest, features
+    from explorer.app.sae_store import SAESource
+    from explorer.interpret.sae import save_sae
+
+    saes = folder / "saes"
+    if not (saes / "sae").is_dir():
+        save_sae(sae, saes / "sae")
+    text = ("the cat sat on the mat and " * (tokens // 20 + 1))[:tokens]
+    ids = torch.tensor(loaded.tokenizer.encode(text).ids)
+    request = FeatureRequest(key, "", text, SAESource.of("sae", (str(saes),)))
+    if build:
+        features(loaded, request, 1024)  # builds the dashboards (once per model and SAE)
+    return ids, lambda: features(loaded, request, 1024)
 
 
 def ids_of(shape: dict[str, int], tokens: int) -> torch.Tensor:
@@ -74,7 +101,7 @@ def encode_top(sae, x: torch.Tensor, k: int = K, chunk: int = 256) -> tuple[torc
     return torch.cat(ids), torch.cat(values)
 
 
-def cases(model, sae, ids: torch.Tensor) -> dict[str, Any]:
+def cases(model, sae, ids: torch.Tensor, tab: tuple[torch.Tensor, Any] | None = None) -> dict[str, Any]:
     from explorer.interpret.sae import capture_site, features_view, hook_site, reading_of, sae_hook
 
     site = hook_site(model.config, sae.hook_name)
@@ -85,27 +112,49 @@ def cases(model, sae, ids: torch.Tensor) -> dict[str, Any]:
         with torch.inference_mode():
             return model(ids[None], need_weights=need_weights, resid_hook=hook)
 
-    return {"forward": lambda: forward(False), "forward_weights": lambda: forward(True),
-            "encode_top": lambda: encode_top(sae, x), "reading": lambda: reading_of(sae, x, site, k=K),
-            "features_view": lambda: features_view(model, ids, sae, k=K), "switched": lambda: forward(False, hook)}
+    out = {"forward": lambda: forward(False), "forward_weights": lambda: forward(True),
+           "encode_top": lambda: encode_top(sae, x), "reading": lambda: reading_of(sae, x, site, k=K),
+           "features_view": lambda: features_view(model, ids, sae, k=K), "switched": lambda: forward(False, hook)}
+    if tab is not None:
+        text_ids, call = tab
+
+        def forward_text():
+            with torch.inference_mode():
+                return model(text_ids[None], need_weights=False)
+        out.update(forward_text=forward_text, features_tab=call)
+    return out
 
 
-def peak_child(shape: dict[str, int], d_sae: int, tokens: int, threads: int) -> dict[str, float]:
+def peak_child(shape: dict[str, int], d_sae: int, tokens: int, threads: int, case: str = "view") -> dict[str, float]:
+    """In a fresh process: the high-water mark's rise over one call of features_view (`case` "view"), or of the app's
+    features (`case` "tab": the first call, which builds the dashboards, then a second reading them), after a warm-up
+    of features_view on 8 tokens."""
+    from explorer.app.feature_result import feature_bytes
     from explorer.interpret.sae import features_view, features_view_bytes
 
     torch.set_num_threads(threads)
     with tempfile.TemporaryDirectory() as tmp:
-        model, sae = setup(shape, d_sae, Path(tmp) / "gpt2")
+        loaded, sae = setup(shape, d_sae, Path(tmp) / "gpt2")
+        model = loaded.model
         features_view(model, ids_of(shape, 8), sae)
+        if case == "view":
+            start = reset_peak()
+            features_view(model, ids_of(shape, tokens), sae, k=K)
+            return {"peak_above_model_mb": round(status_mb("VmHWM") - start, 1),
+                    "estimate_mb": round(features_view_bytes(model.config, sae, tokens) / 2**20, 1)}
+        _, tab = tab_case(loaded, sae, Path(tmp), tokens, build=False)  # its own key: dashboards not built yet
         start = reset_peak()
-        features_view(model, ids_of(shape, tokens), sae, k=K)
-        return {"peak_above_model_mb": round(status_mb("VmHWM") - start, 1),
-                "estimate_mb": round(features_view_bytes(model.config, sae, tokens) / 2**20, 1)}
+        tab()
+        first = round(status_mb("VmHWM") - start, 1)
+        start = reset_peak()
+        tab()
+        return {"features_tab_first_peak_mb": first, "features_tab_peak_mb": round(status_mb("VmHWM") - start, 1),
+                "features_tab_estimate_mb": round(feature_bytes(loaded, sae, tokens, built=False) / 2**20, 1)}
 
 
-def peak_in_subprocess(shape: dict[str, int], d_sae: int, tokens: int) -> dict[str, float]:
+def peak_in_subprocess(shape: dict[str, int], d_sae: int, tokens: int, case: str = "view") -> dict[str, float]:
     cmd = [sys.executable, "-m", "benchmarks.sae", "--peak", "--shape", json.dumps(shape), "--d-sae", str(d_sae),
-           "--tokens", str(tokens), "--threads", str(torch.get_num_threads())]
+           "--tokens", str(tokens), "--threads", str(torch.get_num_threads()), "--case", case]
     out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=True, env=dict(os.environ))
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -141,21 +190,25 @@ def run(tokens=(128, 1024), repeats: int = 5, shape: dict[str, int] | None = Non
     shape = shape or GPT2_SMALL
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        model, sae = setup(shape, d_sae, Path(tmp) / "gpt2")
+        loaded, sae = setup(shape, d_sae, Path(tmp) / "gpt2")
+        model = loaded.model
         params = sum(p.numel() for p in model.parameters())
         for n in tokens:
             ids = ids_of(shape, n)
             cpu = time.process_time()
-            times, _ = interleaved(cases(model, sae, ids), repeats)
+            times, _ = interleaved(cases(model, sae, ids, tab_case(loaded, sae, Path(tmp), n)), repeats)
             cpu = (time.process_time() - cpu) / (repeats + 1)
             row: dict[str, Any] = {"tokens": n, **{f"{k}_ms": round(v * 1e3, 1) for k, v in times.items()},
                                    "cpu_s_all_cases": round(cpu, 2),
                                    "ratio_features_view_over_forward": ratio(times["features_view"], times["forward"]),
                                    "ratio_features_view_over_forward_weights":
                                        ratio(times["features_view"], times["forward_weights"]),
-                                   "ratio_encode_top_over_forward": ratio(times["encode_top"], times["forward"])}
+                                   "ratio_encode_top_over_forward": ratio(times["encode_top"], times["forward"]),
+                                   "ratio_features_tab_over_forward_text":
+                                       ratio(times["features_tab"], times["forward_text"])}
             if peak:
                 row.update(peak_in_subprocess(shape, d_sae, n))
+                row.update(peak_in_subprocess(shape, d_sae, n, "tab"))
             rows.append(row)
     return {"model": f"GPT-2 shape {shape} ({params:,} parameters, random weights)", "gpt2_small": shape == GPT2_SMALL,
             "sae": f"{d_sae:,} latents on d_in {shape['n_embd']} at {hook_for(shape)}, standard, random weights",
@@ -170,9 +223,10 @@ QUICK = dict(tokens=(16,), repeats=1, shape=TINY, d_sae=256, texts=40)
 def main(argv=None) -> None:
     ap = peak_section_parser(__doc__, repeats=5)
     ap.add_argument("--d-sae", type=int, default=D_SAE, help=argparse.SUPPRESS)
+    ap.add_argument("--case", default="view", choices=("view", "tab"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.peak:
-        print(json.dumps(peak_child(json.loads(args.shape), args.d_sae, args.tokens[0], args.threads)))
+        print(json.dumps(peak_child(json.loads(args.shape), args.d_sae, args.tokens[0], args.threads, args.case)))
         return
     kw = dict(QUICK) if args.quick else dict(tokens=tuple(args.tokens), repeats=args.repeats)
     print(json.dumps(run(**kw, peak=not args.no_peak), indent=1))

@@ -15,6 +15,7 @@ from explorer.viz.contributions import DLARun, attribution_strip, dla_map
 from explorer.viz.flow import flow_figure, flow_pair_figure
 from explorer.viz.head_view import head_lines
 from explorer.viz.interpret import lens_figure, patching_figure, role_figure
+from explorer.viz.latents import LatentExampleRow, examples_html, latent_heatmap, latent_histogram, latent_strip
 from explorer.viz.mask import mask_heatmap
 from explorer.viz.overview import (OverviewGrid, OverviewTiles, attention_overview, draw_overview,
                                   overview_grid_index, overview_tiles)
@@ -29,6 +30,7 @@ from explorer.viz.tokens import surprisal_chart
 __all__ = [
     "VALUE_WEIGHTED", "WEIGHT",
     "DLARun",
+    "LatentExampleRow",
     "OverviewGrid",
     "OverviewTiles",
     "attention_overview",
@@ -41,6 +43,7 @@ __all__ = [
     "display_labels",
     "dla_map",
     "escape",
+    "examples_html",
     "figure_json",
     "flow_figure",
     "flow_pair_figure",
@@ -48,6 +51,9 @@ __all__ = [
     "head_heatmap",
     "head_importance_chart",
     "head_lines",
+    "latent_heatmap",
+    "latent_histogram",
+    "latent_strip",
     "lens_figure",
     "mask_heatmap",
     "message_figure",

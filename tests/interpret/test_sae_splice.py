@@ -382,3 +382,47 @@ def test_dashboards_against_brute_force(date_gpt):
         latent_dashboards(model, texts, sae, max_bytes=1000)
     some = latent_dashboards(model, texts, sae, latents=[5, 9], k=2)
     torch.testing.assert_close(some.top_values, dash.top_values[[5, 9], :2], rtol=0, atol=TOLERANCE)
+
+
+def test_dashboards_of_an_encoder_decoders_decoder_read_its_decoder_inputs():
+    """tgts: each text's decoder input; the examples' positions and tokens are the decoder's (brute force)."""
+    bundle = explorer.load("date-translator", "cpu")
+    model, tokenizer, task = bundle.model, bundle.tokenizer, bundle.task
+    dates = [("3 May 2024", "2024-05-03"), ("21/11/2026", "2026-11-21"), ("1 janvier 1999", "1999-01-01"),
+             ("4. Juli 1976", "1976-07-04")]
+    texts = [torch.tensor(tokenizer.encode(d, add_special_tokens=False).ids + [task["eos_id"]]) for d, _ in dates]
+    tgts = [torch.tensor([task["bos_id"], *tokenizer.encode(iso, add_special_tokens=False).ids]) for _, iso in dates]
+    sae = random_sae(model.config.d_model, 96, "decoder.1.hook_resid_post", seed=3)
+    dash = latent_dashboards(model, texts, sae, k=3, bins=8, tgts=tgts)
+    X = torch.cat([capture_site(model, s, "decoder.1.resid_post", tgt=t)[0] for s, t in zip(texts, tgts)])
+    where = [(i, p) for i, t in enumerate(tgts) for p in range(len(t))]
+    f = sae.encode(X)
+    assert dash.tokens == len(where) == X.shape[0]
+    torch.testing.assert_close(dash.density, (f != 0).float().mean(0), rtol=0, atol=1e-7)
+    torch.testing.assert_close(dash.top_values, f.topk(3, dim=0).values.T, rtol=0, atol=TOLERANCE)
+    latent = int(dash.density.argmax())
+    for ex in latent_examples(model, texts, sae, dash, latent, window=3, tgts=tgts):
+        assert ex.token_ids == tgts[ex.text][ex.start:ex.start + len(ex.token_ids)].tolist()
+        assert ex.activations[ex.position - ex.start] == pytest.approx(ex.value, abs=1e-5)
+    encoder = random_sae(model.config.d_model, 96, "encoder.0.hook_resid_post", seed=3)  # reads the sources
+    assert latent_dashboards(model, texts, encoder, k=2, tgts=tgts).tokens == sum(len(t) for t in texts)
+    with pytest.raises(ValueError, match="one decoder input per text"):
+        latent_dashboards(model, texts, sae, tgts=tgts[:2])
+
+
+def test_the_heatmaps_columns_are_the_strongest_latents_at_every_token(date_gpt):
+    model, tokenizer = date_gpt.model, date_gpt.tokenizer
+    ids = torch.tensor(tokenizer.encode("[BOS]21/11/2026[SEP]2026-11-21").ids)
+    sae = random_sae(model.config.d_model, 128, "blocks.2.hook_resid_pre", seed=4)
+    view = features_view(model, ids, sae, k=4, columns=6)
+    f = sae.encode(capture_site(model, ids, "decoder.2.resid_pre")[0])  # (T, F)
+    top = f.topk(4, dim=-1)
+    best = {}
+    for latents, values in zip(top.indices.tolist(), top.values.tolist()):
+        for latent, value in zip(latents, values):
+            if value > 0:
+                best[latent] = max(best.get(latent, 0.0), value)
+    want = sorted(best, key=lambda i: -best[i])[:6]
+    assert view.columns.tolist() == want
+    torch.testing.assert_close(view.column_values, f[:, want], rtol=0, atol=TOLERANCE)
+    assert features_view(model, ids, sae, k=4).columns is None

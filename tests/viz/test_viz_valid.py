@@ -139,6 +139,14 @@ BUILDERS = {
     "head_computation": lambda: head_computation_figure(_head_computations()[0], TOKENS, "<b>q</b>"),
     "head_computation_pair_rotary": lambda: head_computation_figure(*_head_computations(True)[:1], TOKENS, "q",
                                                                     toggled=_head_computations(True)[1], top=4),
+    "latent_heatmap": lambda: viz.latent_heatmap(TOKENS, [3, 17, 9], RNG.random((T, 3)) * 3, chosen=17),
+    "latent_heatmap_long": lambda: viz.latent_heatmap(BIG, list(range(24)), RNG.random((100, 24))),
+    "latent_heatmap_none": lambda: viz.latent_heatmap(TOKENS, [], np.zeros((T, 0))),
+    "latent_strip": lambda: viz.latent_strip(TOKENS, RNG.random(T), 4),
+    "latent_histogram": lambda: viz.latent_histogram(np.linspace(0, 3, 9), RNG.integers(0, 9, 8), density=0.04,
+                                                     tokens=1000, sentence_max=2.0, title="<b>latent</b>"),
+    "latent_histogram_never": lambda: viz.latent_histogram(np.linspace(0, 0, 9), np.zeros(8), density=0.0,
+                                                           tokens=1000),
 }
 # dtype names both plotly.js bundles decode (Gradio's 3.3.1 and plotly.py's 4.1.1; no float16, see test_viz_browser)
 DECODED_DTYPES = {"i1", "u1", "i2", "u2", "i4", "u4", "f4", "f8"}

@@ -4,8 +4,8 @@ in `TABS` (docs/architecture.md, "How to add a tab").
 
 from __future__ import annotations
 
-from . import (api, attention, compare, contributions, generation, head, importance, lens, overview, patching,
-               positions, roles, rollout)
+from . import (api, attention, compare, contributions, features, generation, head, importance, lens, overview,
+               patching, positions, roles, rollout)
 from ...checkpoints import LoadedModel
 from ..limits import MAX_TOKENS
 from ..run.figures import RunFigures
@@ -23,6 +23,7 @@ TABS: tuple[Tab, ...] = (
     patching.TAB,
     lens.TAB,
     contributions.TAB,
+    features.TAB,
     generation.TAB,
     positions.TAB,
     importance.TAB,

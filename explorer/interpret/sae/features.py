@@ -226,17 +226,35 @@ class FeaturesView:
     tokens: HeadTokens | None  # the tokens its decoder row promotes / suppresses at `position` (None: no direct path
     #                            from the site to an output head: an encoder-decoder's encoder, a bare encoder)
     position: int  # where the latent was chosen and its tokens read (resolved, counted from 0)
+    columns: Tensor | None = None  # (n,) long: the sentence's strongest latents (strongest_latents), if asked for
+    column_values: Tensor | None = None  # (T, n) their activation at every token
+
+
+def strongest_latents(reading: LatentReading, n: int) -> Tensor:
+    """(m,) long, m <= n: the latents that are among some token's k strongest, ranked by their largest activation
+    on the sentence (latents that never fire left out)."""
+    flat, values = reading.top_latents.reshape(-1), reading.top_values.reshape(-1).float()
+    fired = values > 0
+    if not fired.any():
+        return torch.zeros(0, dtype=torch.long)
+    latents, inverse = torch.unique(flat[fired], return_inverse=True)  # (u,) each fired latent once
+    best = torch.zeros(len(latents)).scatter_reduce(0, inverse, values[fired], "amax")  # (u,) its largest activation
+    order = best.argsort(descending=True, stable=True)[:n]
+    return latents[order]
 
 
 @torch.no_grad()
 def features_view(model: Transformer, ids: Tensor, sae: SAE, *, latent: int | None = None, position: int = -1,
                   k: int = 8, tokens_k: int = 10, tgt: Tensor | None = None,
-                  head_mask: Mapping[str, Any] | None = None, chunk: int = CHUNK_TOKENS) -> FeaturesView:
+                  head_mask: Mapping[str, Any] | None = None, chunk: int = CHUNK_TOKENS,
+                  columns: int = 0) -> FeaturesView:
     """The Features tab's computation: one run of the stacks (no LM head, no attention weights) reading the residual
     stream at the SAE's site and the norms' divisors, then reading_of, one latent's activations along the sentence
     and its promoted / suppressed tokens (latent_tokens) at `position`. ids (T,) | (1, T); tgt: an encoder-decoder's
     decoder input. `position` counts in the sequence the SAE reads (an encoder-decoder's source for an encoder site,
-    where there are no tokens to show)."""
+    where there are no tokens to show). `columns` > 0: also the sentence's `columns` strongest latents
+    (strongest_latents) and their activation at every token, exact (not only where they are among a token's top k):
+    the tab's tokens x latents heatmap."""
     site = hook_site(model.config, sae.hook_name)
     if latent is not None:
         _check_latent(sae, latent)
@@ -256,10 +274,12 @@ def features_view(model: Transformer, ids: Tensor, sae: SAE, *, latent: int | No
     t = resolve_position(position, x.shape[0])
     if latent is None:
         latent = int(reading.top_latents[t, 0])
-    activations = sae.encode_latents(x, torch.tensor([latent]))[:, 0].cpu()  # (T,)
+    shown = strongest_latents(reading, columns) if columns else torch.zeros(0, dtype=torch.long)
+    values = sae.encode_latents(x, torch.cat([torch.tensor([latent]), shown])).cpu()  # (T, 1 + n) in one encode
     tokens = tokens_of_directions(model, record, out, seq.shape[1], site, sae.W_dec[latent], t, tokens_k) \
         if direct else None
-    return FeaturesView(reading, latent, activations, tokens, t)
+    return FeaturesView(reading, latent, values[:, 0], tokens, t, shown if columns else None,
+                        values[:, 1:] if columns else None)
 
 
 def features_view_bytes(config, sae: SAE, tokens: int, chunk: int = CHUNK_TOKENS) -> int:
