@@ -11,7 +11,8 @@ rows by content (a held-out row equal to a training row is drawn again).
 
 Properties (names a card can print) of a position of the sequence the SAE reads:
     induction   "token t17", "after t17" (the previous token), "next token t17", "repeated token" (it occurred earlier in
-                the row: the next token can be copied from after that occurrence), "new token"
+                the row: the next token can be copied from after that occurrence), "new token", "copies t17" (a
+                repeated token whose last earlier occurrence was followed by t17: what an induction head predicts)
     dates       in the date: "char v", "date day", "date month", "date month name", "date month number",
                 "date month: November", "date year", "date year digit 3", "date weekday", "date weekday: Saturday",
                 "date separator"; in the ISO answer (date-gpt): "ISO year digit 1".."ISO day digit 2", "ISO dash 1/2",
@@ -45,6 +46,20 @@ MONTHS = tuple(calendar.month_name)  # "", "January", ...
 WEEKDAYS = tuple(calendar.day_name)  # "Monday", ... (date.weekday() order)
 
 
+GLOSSARY = {  # what the property names mean, for a card
+    induction.NAME: ('"token t17": the token itself; "after t17": the token before it; "next token t17": the one after '
+                     'it; "repeated token": it occurred earlier in the row; "new token": it did not; "copies t17": it '
+                     'occurred earlier and t17 followed its last earlier occurrence (what an induction head predicts '
+                     'there).'),
+    "date-gpt": ('"char 9": the character; "date day" / "date month number" / "date month name" / "date year" / "date '
+                 'weekday" / "date separator": the field of the date it is in; "date year digit 3": the third digit of '
+                 'the year in the date; "[SEP]": the end of the prompt; "ISO year digit 1" .. "ISO day digit 2", "ISO '
+                 'dash 1/2": its place in the ISO answer; "next char 9": the character the model writes next (answer '
+                 'only); "date month: November", "ISO month: November", "writes the month: November": the month.'),
+}
+GLOSSARY["date-translation"] = GLOSSARY["date-gpt"].split('; "[SEP]"')[0] + "; \"date month: November\": the month."
+
+
 @dataclass
 class TaskRows:
     """Sequences of one shipped task, as its model reads them."""
@@ -55,6 +70,7 @@ class TaskRows:
     properties: list[list[tuple[str, ...]]]  # per position of ids: the properties that hold there
     ignore_ids: tuple[int, ...]  # special tokens left out (SAELens's ignore_tokens: [BOS], [EOS], [PAD])
     description: str  # for the card
+    glossary: str = ""  # what the property names mean, for the card
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -114,19 +130,29 @@ def induction_rows(task: induction.InductionTask, n: int, seed: int, exclude: se
                 labels.append(lab)
     names = task.tokenizer.id_to_token
     props = [induction_properties(r.tolist(), lab.tolist(), names) for r, lab in zip(rows, labels)]
-    return TaskRows(rows, [None] * n, labels, props, (task.bos_id, task.eos_id, task.pad_id),
-                    induction.describe_data())
+    lo, hi = induction.SPAN_RANGE
+    description = (f"rows of {task.seq_len - 1} tokens drawn as induction-gpt's training rows "
+                   f"(InductionTask.training_batch): [BOS] + random tokens t0..t{induction.N_TOKENS - 1} + a span of "
+                   f"{lo}-{hi} tokens repeated to the end of the row, the first copy early in half of the rows.")
+    return TaskRows(rows, [None] * n, labels, props, (task.bos_id, task.eos_id, task.pad_id), description,
+                    GLOSSARY[induction.NAME])
 
 
 def induction_properties(ids: Sequence[int], next_ids: Sequence[int], name_of) -> list[tuple[str, ...]]:
-    """What holds at each position of an induction row: its token, the previous and next tokens, and whether the
-    token occurred earlier in the row (a repeat, whose next token the earlier occurrence shows)."""
+    """What holds at each position of an induction row: its token, the previous and next tokens, whether the token
+    occurred earlier in the row (a repeat) and, if so, the token after its last earlier occurrence ("copies t17": what
+    an induction head predicts there)."""
     out: list[tuple[str, ...]] = []
+    last: dict[int, int] = {}  # token -> its last position so far ([BOS] at 0 left out)
     for p, (token, after) in enumerate(zip(ids, next_ids)):
-        props = [f"token {name_of(token)}", f"next token {name_of(after)}",
-                 "repeated token" if token in ids[1:p] else "new token"]
+        props = [f"token {name_of(token)}", f"next token {name_of(after)}"]
+        if token in last:
+            props += ["repeated token", f"copies {name_of(ids[last[token] + 1])}"]
+        else:
+            props.append("new token")
         if p > 0:
             props.append(f"after {name_of(ids[p - 1])}")
+            last[token] = p
         out.append(tuple(props))
     return out
 
@@ -194,5 +220,8 @@ def date_rows(task: DateTask, examples: Sequence[dates.DateExample]) -> TaskRows
             tgts.append(torch.tensor([task.bos_id] + answer[:-1]))
             labels.append(torch.tensor(answer))
             props.append([*chars, ("[EOS]",)])
-    return TaskRows(ids, tgts, labels, props, ignore, dates.describe())
+    reads = ("[BOS] date [SEP] ISO date, as date-gpt reads them in training" if task.arch == "decoder" else
+             "the date + [EOS] in date-translator's encoder, [BOS] + ISO date in its decoder, as in training")
+    return TaskRows(ids, tgts, labels, props, ignore, f"{dates.describe()} The sequences: {reads}.",
+                    GLOSSARY[task.name])
 

@@ -39,6 +39,7 @@ from .sae_fit import FitResult, TopKSettings, fit_topk
 PROG = "python -m explorer.training.sae_train"
 NAMED_MIN_PRECISION = 0.85  # a latent is named on the card when its best property reaches these on held-out tokens
 NAMED_MIN_RECALL = 0.5
+ACTIVE_SHARE = 0.25  # a latent is active on a token above this share of its largest held-out activation
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -128,7 +129,7 @@ def analyse(loaded: LoadedModel, sae: SAE, test: TaskRows) -> tuple[HeldOutMetri
     acts = collect_activations(loaded.model, test, site)
     f = sae.encode(acts.x)  # (N, F): a few thousand tokens of a few hundred latents
     props = [test.properties[int(r)][int(p)] for r, p in zip(acts.row, acts.position)]
-    return metrics, match_latents(f, props), log_density((f > 0).sum(0), f.shape[0])
+    return metrics, match_latents(f, props, threshold=ACTIVE_SHARE), log_density((f > 0).sum(0), f.shape[0])
 
 
 def main(argv: Sequence[str] | None = None) -> Path:
@@ -193,7 +194,7 @@ def evaluation_dict(m: HeldOutMetrics) -> dict[str, Any]:
             "saelens_ce": None if s.ce_loss_recovered is None else
             {"clean": round(s.ce_clean, 4), "sae": round(s.ce_sae, 4), "zero_ablation": round(s.ce_zero_ablation, 4),
              "recovered": round(s.ce_loss_recovered, 4)},
-            "task_ce": {"predictions": t.tokens, "clean": round(t.clean, 4), "sae": round(t.sae, 4),
+            "task_ce": {"predictions": t.tokens, "clean": round(t.clean, 8), "sae": round(t.sae, 8),
                         "zero_ablation": round(t.zero, 4), "recovered": round(t.recovered, 4)},
             "thresholds": THRESHOLDS, "met": {k: ok for k, (_, ok) in m.checks().items()}}
 
@@ -237,32 +238,42 @@ def make_card(*, name: str, model_name: str, sae: SAE, site: str, metrics: HeldO
             f"an ignored token left out), {s.ce_clean:.4f} nats clean, {s.ce_sae:.4f} with the reconstruction "
             f"spliced in at `{sae.hook_name}` (no error term), {s.ce_zero_ablation:.4f} with the site zeroed: "
             f"({s.ce_zero_ablation:.4f} - {s.ce_sae:.4f}) / ({s.ce_zero_ablation:.4f} - {s.ce_clean:.4f}) = "
-            f"{s.ce_loss_recovered:.4f}.", ""]
+            f"{s.ce_loss_recovered:.4f}."]
+        if t.tokens < s.tokens:
+            lines[-1] += (" Most of these predictions are of the date's own characters, which the model was never "
+                          "trained to predict (its loss covers the answer only): the task's loss below is the measure "
+                          "of what the model does.")
+        lines.append("")
     else:
         lines += ["SAELens measures CE loss recovered on decoder-only language models only; for this encoder-decoder's "
                   "encoder the row above is the task's own loss (next line).", ""]
     lines += [
         f"On the task's own loss ({t.tokens:,} predictions the model was trained to make, {task_words(train)}): "
-        f"{t.clean:.4f} nats clean, {t.sae:.4f} spliced, {t.zero:.4f} zeroed: **{t.recovered:.4f} recovered**.", "",
+        f"{nats(t.clean)} nats clean, {nats(t.sae)} with the reconstruction spliced in at the tokens counted, "
+        f"{nats(t.zero)} with the site zeroed: **{t.recovered:.4f} recovered**.", "",
         "## Latents that are plainly one thing", "",
-        "Each latent's firing (activation > 0) on the held-out tokens against properties of those tokens computed from "
-        "the data's structure (explorer.training.sae_data: the characters, the date's fields and the month it names, "
-        "the ISO answer's digits; for induction rows the token, the tokens before and after it, and whether it "
-        "occurred earlier in the row). Precision: of the tokens it fires on, the share with the property; recall: of "
-        "the tokens with the property, the share it fires on; top 20: the share of its 20 strongest activations on "
-        f"tokens with the property. Named: precision >= {NAMED_MIN_PRECISION} and recall >= {NAMED_MIN_RECALL}; the "
-        "best latent of each kind of property first (a character, a digit position, ...), then others, one latent per "
-        "property.", "",
+        "Each latent's activations on the held-out tokens against properties of those tokens computed from the data's "
+        "structure (explorer.training.sae_data: the characters, the date's fields and the month it names, the ISO "
+        "answer's digits and what the model writes next; for induction rows the token, the tokens before and after it, "
+        "whether it occurred earlier in the row and the token after that earlier occurrence). A latent counts as "
+        f"active on a token when its activation is above {ACTIVE_SHARE:g} of its largest on the held-out tokens: "
+        "TopK fills k latents at every token, so a latent also has weak activations on tokens it is not about (the "
+        "last column counts them too). Precision: of the tokens it is active on, the share with the property; recall: "
+        "of the tokens with the property, the share it is active on; top 20: the share of its 20 strongest "
+        f"activations on tokens with the property. Named: precision >= {NAMED_MIN_PRECISION} and recall >= "
+        f"{NAMED_MIN_RECALL}; the best latent (F1) of each kind of property first (a character, a digit position, "
+        "...), then others, one latent per property.", "",
+        f"The properties: {train.glossary}", "",
     ]
     if named:
-        lines += ["| latent | fires on | precision | recall | top 20 | tokens it fires on | tokens with it |",
-                  "| --- | --- | --- | --- | --- | --- | --- |"]
-        lines += [f"| {m.latent} | {m.property} | {m.precision:.3f} | {m.recall:.3f} | {m.top_share:.2f} | {m.fires:,} "
-                  f"| {m.holds:,} |" for m in named]
+        lines += ["| latent | active on | precision | recall | top 20 | tokens it is active on | tokens with it | "
+                  "precision, any activation > 0 |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+        lines += [f"| {m.latent} | {m.property} | {m.precision:.3f} | {m.recall:.3f} | {m.top_share:.2f} | "
+                  f"{m.fires:,} | {m.holds:,} | {m.precision_any:.3f} |" for m in named]
     else:
         lines.append("No latent reaches those numbers.")
     plain = sum(m.precision >= NAMED_MIN_PRECISION and m.recall >= NAMED_MIN_RECALL for m in matches)
-    lines += ["", f"{plain} of the {len(matches)} latents that fire on held-out tokens reach both numbers for some "
+    lines += ["", f"{plain} of the {len(matches)} latents active on held-out tokens reach both numbers for some "
                   "property (several may share one).", ""]
     lines += [
         "## Training", "",
@@ -295,6 +306,10 @@ def make_card(*, name: str, model_name: str, sae: SAE, site: str, metrics: HeldO
                   "(float32), sparsity.safetensors (log10 firing density on the held-out tokens), README.md (this "
                   "card).", ""]
     return "\n".join(lines)
+
+
+def nats(value: float) -> str:
+    return f"{value:.4f}" if value >= 1e-3 else f"{value:.2e}"
 
 
 def site_words(hook_name: str) -> str:

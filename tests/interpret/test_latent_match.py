@@ -21,7 +21,7 @@ def test_precision_recall_and_top_share_are_the_counts_by_hand():
     half = digit.nonzero()[::2, 0]
     acts[half, 1] = 1.0
     props = [("month", "char a") if m else ("digit",) for m in month.tolist()]
-    found = {m.latent: m for m in match_latents(acts, props, min_count=1, top=20)}
+    found = {m.latent: m for m in match_latents(acts, props, threshold=0.0, min_count=1, top=20)}
     assert set(found) == {0, 1}  # latent 2 never fires: not listed
     m0 = found[0]
     n_month = int(month.sum())
@@ -34,18 +34,25 @@ def test_precision_recall_and_top_share_are_the_counts_by_hand():
     assert m1.recall == pytest.approx(len(half) / int(digit.sum()))
     assert m1.f1 == pytest.approx(2 * m1.precision * m1.recall / (m1.precision + m1.recall))
     assert list(found) == sorted(found, key=lambda i: -found[i].f1)  # best F1 first
+    assert m0.precision_any == m0.precision and m1.precision_any == m1.precision
+    # above a quarter of its largest activation (> 0.75), latent 0 is active on the month tokens only
+    strong = {m.latent: m for m in match_latents(acts, props, min_count=1, top=20)}[0]
+    assert (strong.precision, strong.recall, strong.fires) == (1.0, 1.0, n_month)
+    assert strong.precision_any == pytest.approx(n_month / (n_month + 10))
 
 
 def test_rare_properties_are_not_matched():
     acts = torch.tensor([[1.0], [0.0], [0.0], [1.0], [0.0], [0.0]])
     props = [("rare", "common"), *[("common",)] * 5]
-    (m,) = match_latents(acts, props, min_count=2)
+    (m,) = match_latents(acts, props, min_count=2, threshold=0.0)
     assert m.property == "common" and m.recall == pytest.approx(1 / 3)  # "rare" has a better F1 but 1 token
-    (m,) = match_latents(acts, props, min_count=1)
+    (m,) = match_latents(acts, props, min_count=1, threshold=0.0)
     assert m.property == "rare" and m.precision == 0.5 and m.recall == 1.0
 
 
 def test_the_shapes_must_agree():
     with pytest.raises(ValueError, match="N=2"):
         match_latents(torch.zeros(3, 4), [("a",), ("b",)])
-    assert isinstance(LatentMatch(0, "a", 0.0, 0.0, 0.0, 0, 1).f1, float)
+    with pytest.raises(ValueError, match="threshold"):
+        match_latents(torch.zeros(2, 4), [("a",), ("b",)], threshold=1.0)
+    assert LatentMatch(0, "a", 0.0, 0.0, 0.0, 0, 1, 0.0).f1 == 0.0

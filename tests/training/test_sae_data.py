@@ -97,6 +97,10 @@ def test_induction_rows_are_its_training_batches_and_know_the_repeats(induction_
             repeated = token in ids[1:p]
             assert ("repeated token" in props[p]) == repeated and ("new token" in props[p]) == (not repeated)
             assert f"token {name(token)}" in props[p]
+            if repeated:  # the token after its last earlier occurrence
+                before = max(q for q in range(1, p) if ids[q] == token)
+                assert f"copies {name(ids[before + 1])}" in props[p]
+            assert sum(x.startswith("copies ") for x in props[p]) == repeated
             if p:
                 assert f"after {name(ids[p - 1])}" in props[p]
         assert any("repeated token" in p for p in props)  # every row repeats a span
