@@ -10,30 +10,49 @@ import torch
 
 import explorer
 from explorer.interpret.sae import hook_site, load_sae, shipped_saes
-from explorer.interpret.sae.latent_match import match_latents
 from explorer.training.sae_data import sae_splits
 from explorer.training.sae_eval import THRESHOLDS, collect_activations, held_out_metrics
+from explorer.training.sae_train import ACTIVE_SHARE
 
 ROOT = Path(__file__).resolve().parent.parent / "checkpoints" / "saes"
-N_TEST = 60  # held-out sequences measured here (the cards: 500)
-# name -> (model, hook, latents whose named property this test checks: (property, min precision, min recall))
+# name -> (model, hook, held-out sequences measured here (the cards: 500), {named property: (min precision, min
+# recall)} checked for the latent the card names for it). The held-out sequences are the card's own split (disjoint
+# from the SAE's training sequences): for the dates the first of the card's held-out dates, for induction fresh rows.
 SHIPPED = {
+    "date-gpt-L3-resid-pre": ("date-gpt", "blocks.3.hook_resid_pre", 100, {
+        "[SEP]": (0.95, 0.95), "ISO dash 1": (0.9, 0.95), "ISO month digit 1": (0.85, 0.95),
+        "next char 9": (0.8, 0.8), "date month number": (0.8, 0.75)}),
+    "date-translator-enc-L1-resid-post": ("date-translator", "encoder.1.hook_resid_post", 100, {
+        "date day": (0.95, 0.95), "date year digit 4": (0.95, 0.95), "date month number": (0.9, 0.6),
+        "char ␣": (0.95, 0.95)}),
+    "induction-gpt-L1-resid-post": ("induction-gpt", "blocks.1.hook_resid_post", 300, {
+        "repeated token": (0.97, 0.97), "new token": (0.97, 0.9), "copies t291": (0.9, 0.9),
+        "copies t13": (0.8, 0.9), "copies t192": (0.8, 0.9)}),
+    "induction-gpt-L1-resid-pre": ("induction-gpt", "blocks.1.hook_resid_pre", 300, {
+        "token t116": (0.95, 0.95), "token t69": (0.95, 0.95), "after [BOS]": (0.9, 0.95)}),
 }
 
 
 @pytest.fixture(scope="module")
 def models():
-    return {name: explorer.load(name, "cpu") for name in {model for model, _, _ in SHIPPED.values()}}
+    return {name: explorer.load(name, "cpu") for name in {model for model, *_ in SHIPPED.values()}}
 
 
 def cfg(name: str) -> dict:
     return json.loads((ROOT / name / "cfg.json").read_text())
 
 
-def held_out(loaded, name):
-    training = cfg(name)["metadata"]["training"]
-    # the card's own split, cut short: disjoint from the SAE's training sequences by construction
-    return sae_splits(loaded, training["sequences"], N_TEST, training["data_seed"])[1]
+@pytest.fixture(scope="module")
+def measured(models):
+    """name -> (the SAE, its held-out rows, their activations at its site), computed once."""
+    out = {}
+    for name, (model_name, _, n_test, _) in SHIPPED.items():
+        loaded = models[model_name]
+        sae = load_sae(name, model=loaded.model, model_name=model_name)  # by its shipped name, as the app types it
+        training = cfg(name)["metadata"]["training"]
+        rows = sae_splits(loaded, training["sequences"], n_test, training["data_seed"])[1]
+        out[name] = sae, rows, collect_activations(loaded.model, rows, hook_site(loaded.config, sae.hook_name))
+    return out
 
 
 def test_the_shipped_saes_are_these_and_small():
@@ -46,52 +65,56 @@ def test_the_shipped_saes_are_these_and_small():
 
 
 @pytest.mark.parametrize("name", sorted(SHIPPED))
-def test_it_loads_with_its_model_and_names_it(models, name):
-    model_name, hook, _ = SHIPPED[name]
+def test_it_loads_with_its_model_and_names_it(models, measured, name):
+    model_name, hook, _, _ = SHIPPED[name]
     meta = cfg(name)["metadata"]
     assert meta["model_name"] == model_name and meta["hook_name"] == hook
     assert hook.split(".hook_")[1] in ("resid_pre", "resid_post")
-    loaded = models[model_name]
-    sae = load_sae(name, model=loaded.model, model_name=model_name)  # by its shipped name, as the app types it
+    sae = measured[name][0]
     assert not sae.notes  # no model-name mismatch, nothing applied as nothing
-    assert (sae.architecture, sae.d_in) == ("topk", loaded.config.d_model) and sae.k <= 32
+    assert (sae.architecture, sae.d_in, sae.normalize_activations) == ("topk", models[model_name].config.d_model,
+                                                                       "none")
+    assert sae.k <= 32 and 256 <= sae.d_sae <= 1024
     assert sae.sparsity is not None and sae.sparsity.shape == (sae.d_sae,)
-    assert torch.allclose(sae.W_dec.norm(dim=-1), torch.ones(sae.d_sae), atol=1e-4)
+    assert torch.allclose(sae.W_dec.norm(dim=-1), torch.ones(sae.d_sae), atol=1e-4)  # unit decoder rows
     card = (ROOT / name / "README.md").read_text()
     assert f"python -m explorer.training.sae_train --model {model_name} --hook {hook}" in card
+    assert f"--out checkpoints/saes/{name} " in card
 
 
 @pytest.mark.parametrize("name", sorted(SHIPPED))
-def test_it_meets_the_thresholds_on_held_out_data(models, name):
-    model_name, _, _ = SHIPPED[name]
-    loaded = models[model_name]
-    sae = load_sae(name, model=loaded.model, model_name=model_name)
-    m = held_out_metrics(loaded.model, held_out(loaded, name), sae)
+def test_it_meets_the_thresholds_on_held_out_data(models, measured, name):
+    sae, rows, acts = measured[name]
+    m = held_out_metrics(models[SHIPPED[name][0]].model, rows, sae)
     assert m.saelens.l0 <= THRESHOLDS["l0"]
     assert m.saelens.explained_variance >= THRESHOLDS["explained_variance"]
     assert m.ce_loss_recovered >= THRESHOLDS["ce_loss_recovered"]
     assert m.task.recovered >= THRESHOLDS["ce_loss_recovered"]  # on the task's own loss too
-    # dead latents: on 60 sequences a rare latent may not fire; the card's 500 give the number the threshold is for
-    assert m.dead_fraction <= 2 * THRESHOLDS["dead_fraction"]
-    assert cfg(name)["metadata"]["evaluation"]["dead_fraction"] <= THRESHOLDS["dead_fraction"]
+    # dead latents: on a few thousand tokens a rare latent may not fire; the card's 500 sequences give the number the
+    # threshold is for (checked as written there)
+    assert m.dead_fraction <= 1.5 * THRESHOLDS["dead_fraction"]
+    evaluation = cfg(name)["metadata"]["evaluation"]
+    assert evaluation["dead_fraction"] <= THRESHOLDS["dead_fraction"] and all(evaluation["met"].values())
+    assert m.saelens.explained_variance == pytest.approx(evaluation["explained_variance"], abs=0.01)
 
 
 @pytest.mark.parametrize("name", sorted(SHIPPED))
-def test_its_named_latents_are_what_the_card_says(models, name):
-    model_name, _, claims = SHIPPED[name]
-    loaded = models[model_name]
-    sae = load_sae(name, model=loaded.model, model_name=model_name)
-    rows = held_out(loaded, name)
-    acts = collect_activations(loaded.model, rows, hook_site(loaded.config, sae.hook_name))
-    props = [rows.properties[int(r)][int(p)] for r, p in zip(acts.row, acts.position)]
-    found = {m.latent: m for m in match_latents(sae.encode(acts.x), props, min_count=5)}
+def test_its_named_latents_are_what_the_card_says(measured, name):
+    sae, rows, acts = measured[name]
+    f = sae.encode(acts.x)  # (N, F)
+    props = [set(rows.properties[int(r)][int(p)]) for r, p in zip(acts.row, acts.position)]
     named = cfg(name)["metadata"]["named_latents"]
-    assert len(named) >= 3
     card = (ROOT / name / "README.md").read_text()
+    assert len(named) >= 3
+    by_property = {entry["property"]: entry["latent"] for entry in named}
+    claims = SHIPPED[name][3]
+    assert set(claims) <= set(by_property)
     for entry in named:
-        assert f"| {entry['latent']} | {entry['property']} |" in card
-    checked = {entry["property"]: entry["latent"] for entry in named}
-    for prop, precision, recall in claims:
-        m = found[checked[prop]]
-        assert m.property == prop, (prop, m)
-        assert m.precision >= precision and m.recall >= recall, (prop, m)
+        assert f"| {entry['latent']} | {entry['property']} | {entry['precision']:.3f} | {entry['recall']:.3f} |" in card
+        a = f[:, entry["latent"]]
+        active = a > ACTIVE_SHARE * a.max()  # as the card counts it
+        holds = torch.tensor([entry["property"] in p for p in props])
+        both = int((active & holds).sum())
+        precision, recall = both / max(1, int(active.sum())), both / max(1, int(holds.sum()))
+        low_p, low_r = claims.get(entry["property"], (0.75, 0.5))  # every named latent: near the card's 0.85 / 0.5
+        assert precision >= low_p and recall >= low_r, (entry, precision, recall)
