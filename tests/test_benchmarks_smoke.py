@@ -305,6 +305,8 @@ def test_figure_targets():
 
 
 def test_sae_quick(tmp_path):
+    from explorer.interpret.sae import shipped_saes
+
     """The SAE section runs on a tiny GPT-2 shape and a small SAE: every case timed, peak measured, dashboards built;
     a tiny shape measures no target."""
     out_json, out_md = tmp_path / "r.json", tmp_path / "B.md"
@@ -318,5 +320,9 @@ def test_sae_quick(tmp_path):
                     row["features_view_ms"], row["switched_ms"], row["peak_above_model_mb"], row["estimate_mb"])
     dash = sae["dashboards"]
     assert dash["texts"] == 40 and dash["tokens"] > 40 and measured(dash["s"], dash["result_kb"])
+    shipped = sae["shipped_dashboards"]
+    assert sorted(r["sae"] for r in shipped) == shipped_saes()
+    assert all(r["texts"] == 40 and measured(r["examples_s"], r["held_out_s"]) for r in shipped)
     assert all(t["measured"] is None for t in res["targets"] if t["key"].startswith("sae_"))
-    assert "## 14. Sparse autoencoders" in out_md.read_text()
+    md = out_md.read_text()
+    assert "## 14. Sparse autoencoders" in md and "| induction-gpt-L1-resid-post | induction-gpt |" in md
