@@ -305,10 +305,10 @@ def test_figure_targets():
 
 
 def test_sae_quick(tmp_path):
+    """The SAE section runs on a tiny GPT-2 shape and a small SAE: every case timed, peak measured, dashboards built
+    (a random SAE's and the shipped SAEs'); a tiny shape measures no target."""
     from explorer.interpret.sae import shipped_saes
 
-    """The SAE section runs on a tiny GPT-2 shape and a small SAE: every case timed, peak measured, dashboards built;
-    a tiny shape measures no target."""
     out_json, out_md = tmp_path / "r.json", tmp_path / "B.md"
     assert main(["--quick", "--only", "sae", "--json", str(out_json), "--md", str(out_md)]) == 0
     res = json.loads(out_json.read_text())
