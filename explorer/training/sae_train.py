@@ -35,6 +35,7 @@ from ..loading import load
 from .sae_data import TaskRows, sae_splits
 from .sae_eval import THRESHOLDS, HeldOutMetrics, check_site, collect_activations, held_out_metrics
 from .sae_fit import FitResult, TopKSettings, fit_topk
+from .train import torch_threads
 
 PROG = "python -m explorer.training.sae_train"
 NAMED_MIN_PRECISION = 0.85  # a latent is named on the card when its best property reaches these on held-out tokens
@@ -135,13 +136,8 @@ def analyse(loaded: LoadedModel, sae: SAE, test: TaskRows) -> tuple[HeldOutMetri
 def main(argv: Sequence[str] | None = None) -> Path:
     """Run the training described by `argv` (default sys.argv); returns the SAE folder."""
     args = parse_args(argv)
-    threads = torch.get_num_threads()
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    try:
+    with torch_threads(args.threads):
         return run(args, command_line(argv))
-    finally:
-        torch.set_num_threads(threads)
 
 
 def run(args: argparse.Namespace, command: str) -> Path:
