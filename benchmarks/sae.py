@@ -154,7 +154,8 @@ def shipped_dashboards(texts: int, repeats: int) -> list[dict[str, Any]]:
         row: dict[str, Any] = {"sae": name, "model": sae.model_name, "hook": sae.hook_name, "d_sae": sae.d_sae,
                                "texts": texts}
         for key, rows in (("examples", example_sequences(loaded)), ("held_out", held_out)):
-            seconds, dash = median_time(lambda: latent_dashboards(loaded.model, rows, sae, k=10, bins=32), repeats)
+            seconds, dash = median_time(lambda rows=rows, model=loaded.model, sae=sae:
+                                        latent_dashboards(model, rows, sae, k=10, bins=32), repeats)
             row.update({f"{key}_s": round(seconds, 3), f"{key}_tokens": dash.tokens})
         out.append(row)
     return out

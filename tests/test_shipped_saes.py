@@ -84,7 +84,7 @@ def test_it_loads_with_its_model_and_names_it(models, measured, name):
 
 @pytest.mark.parametrize("name", sorted(SHIPPED))
 def test_it_meets_the_thresholds_on_held_out_data(models, measured, name):
-    sae, rows, acts = measured[name]
+    sae, rows, _ = measured[name]
     m = held_out_metrics(models[SHIPPED[name][0]].model, rows, sae)
     assert m.saelens.l0 <= THRESHOLDS["l0"]
     assert m.saelens.explained_variance >= THRESHOLDS["explained_variance"]

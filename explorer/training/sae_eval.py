@@ -115,7 +115,7 @@ def spliced_losses(model: Transformer, rows: TaskRows, sae: SAE, *, batch: int =
         tgt = None if tgt is None else tgt.to(model.device)
         keep = _kept(rows, ids.cpu()).to(model.device)[..., None]  # (B, S, 1)
 
-        def splice(name: str, x: Tensor) -> Tensor:
+        def splice(name: str, x: Tensor, keep: Tensor = keep) -> Tensor:
             return torch.where(keep, sae.decode(sae.encode(x), x).to(x.dtype), x) if name == site else x
 
         def zero(name: str, x: Tensor) -> Tensor:
