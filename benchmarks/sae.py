@@ -26,6 +26,8 @@ dashboards not built).
 Dashboards: date-gpt (4 layers, d_model 64) with a random 512-latent SAE at blocks.2.hook_resid_pre, over the
 model's own data: `texts` generated date examples written as the model reads them ([BOS] date [SEP] ISO date [EOS]);
 latent_dashboards for every latent, 10 examples, 32 bins. Target: <= 10 s.
+Shipped SAEs (checkpoints/saes/): each one's dashboards on its model's example set (the app's example texts) and on
+`texts` held-out sequences of its model's task (explorer.training.sae_data). Target: <= 10 s.
 
 Run alone: python -m benchmarks.sae [--tokens 128 1024] [--repeats 5] [--quick] [--no-peak]
 """
@@ -185,6 +187,29 @@ def dashboards(texts: int, d_sae: int, repeats: int) -> dict[str, Any]:
             "latents_that_fired": int((dash.density > 0).sum())}
 
 
+def shipped_dashboards(texts: int, repeats: int) -> list[dict[str, Any]]:
+    """Every shipped SAE's dashboards (every latent, 10 examples, 32 bins) on its model's example set (the app's
+    example texts) and on `texts` held-out sequences of its model's task."""
+    import explorer
+    from explorer.interpret.sae import latent_dashboards, load_sae, shipped_saes
+    from explorer.training.sae_data import example_sequences, sae_splits
+
+    out = []
+    for name in shipped_saes():
+        sae = load_sae(name)
+        loaded = explorer.load(sae.model_name, "cpu")
+        sae = load_sae(name, model=loaded.model, model_name=sae.model_name)
+        held_out = sae_splits(loaded, 1, texts, seed=12_345)[1].ids
+        row: dict[str, Any] = {"sae": name, "model": sae.model_name, "hook": sae.hook_name, "d_sae": sae.d_sae,
+                               "texts": texts}
+        for key, rows in (("examples", example_sequences(loaded)), ("held_out", held_out)):
+            seconds, dash = median_time(lambda rows=rows, model=loaded.model, sae=sae:
+                                        latent_dashboards(model, rows, sae, k=10, bins=32), repeats)
+            row.update({f"{key}_s": round(seconds, 3), f"{key}_tokens": dash.tokens})
+        out.append(row)
+    return out
+
+
 def run(tokens=(128, 1024), repeats: int = 5, shape: dict[str, int] | None = None, d_sae: int = D_SAE,
         peak: bool = True, texts: int = 2000, dashboard_d_sae: int = 512) -> dict[str, Any]:
     shape = shape or GPT2_SMALL
@@ -214,6 +239,7 @@ def run(tokens=(128, 1024), repeats: int = 5, shape: dict[str, int] | None = Non
             "sae": f"{d_sae:,} latents on d_in {shape['n_embd']} at {hook_for(shape)}, standard, random weights",
             "d_sae": d_sae, "k": K, "threads": torch.get_num_threads(), "repeats": repeats, "by_tokens": rows,
             "dashboards": dashboards(texts, dashboard_d_sae, max(1, repeats // 2)),
+            "shipped_dashboards": shipped_dashboards(texts, max(1, repeats // 2)),
             "load_average_1min_after": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None}
 
 

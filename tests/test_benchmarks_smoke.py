@@ -305,8 +305,10 @@ def test_figure_targets():
 
 
 def test_sae_quick(tmp_path):
-    """The SAE section runs on a tiny GPT-2 shape and a small SAE: every case timed, peak measured, dashboards built;
-    a tiny shape measures no target."""
+    """The SAE section runs on a tiny GPT-2 shape and a small SAE: every case timed, peak measured, dashboards built
+    (a random SAE's and the shipped SAEs'); a tiny shape measures no target."""
+    from explorer.interpret.sae import shipped_saes
+
     out_json, out_md = tmp_path / "r.json", tmp_path / "B.md"
     assert main(["--quick", "--only", "sae", "--json", str(out_json), "--md", str(out_md)]) == 0
     res = json.loads(out_json.read_text())
@@ -318,5 +320,9 @@ def test_sae_quick(tmp_path):
                     row["features_view_ms"], row["switched_ms"], row["peak_above_model_mb"], row["estimate_mb"])
     dash = sae["dashboards"]
     assert dash["texts"] == 40 and dash["tokens"] > 40 and measured(dash["s"], dash["result_kb"])
+    shipped = sae["shipped_dashboards"]
+    assert sorted(r["sae"] for r in shipped) == shipped_saes()
+    assert all(r["texts"] == 40 and measured(r["examples_s"], r["held_out_s"]) for r in shipped)
     assert all(t["measured"] is None for t in res["targets"] if t["key"].startswith("sae_"))
-    assert "## 14. Sparse autoencoders" in out_md.read_text()
+    md = out_md.read_text()
+    assert "## 14. Sparse autoencoders" in md and "| induction-gpt-L1-resid-post | induction-gpt |" in md

@@ -135,6 +135,36 @@ def make_example(date: dt.date, locale: str, style: str) -> DateExample:
     return DateExample(text, date.isoformat(), locale, pattern, date, style)
 
 
+# LDML pattern letters -> the date field they render (anything else is a literal part of the text)
+_FIELDS = {"d": "day", "M": "month", "L": "month", "y": "year", "E": "weekday", "c": "weekday"}
+
+
+def date_parts(example: DateExample) -> list[tuple[str, str]]:
+    """The example's text cut into (text, field) parts, field one of "day", "month name", "month number", "year",
+    "weekday", "literal": each field of its pattern rendered alone by Babel, the literals as written; the parts join
+    to example.text (ValueError if they do not)."""
+    parts: list[tuple[str, str]] = []
+    pattern, pos = example.pattern, 0
+    for found in _LDML_TOKEN.finditer(pattern):
+        if found.start() > pos:
+            parts.append((pattern[pos:found.start()], "literal"))
+        token = found.group(0)
+        if token.startswith("'"):
+            parts.append((token[1:-1].replace("''", "'") or "'", "literal"))
+        else:
+            field = _FIELDS.get(token[0], "literal")
+            if field == "month":
+                field += " name" if len(token) >= 3 else " number"
+            parts.append((format_date(example.date, format=token, locale=_locale(example.locale)), field))
+        pos = found.end()
+    if pos < len(pattern):
+        parts.append((pattern[pos:], "literal"))
+    parts = [(_SPACES.sub(" ", text), field) for text, field in parts]
+    if "".join(text for text, _ in parts) != example.text:
+        raise ValueError(f"the fields of {example.pattern!r} do not join to {example.text!r}")
+    return parts
+
+
 def combinations(
     locales: tuple[str, ...] | list[str] = LOCALES, patterns: tuple[str, ...] | list[str] = PATTERNS
 ) -> list[tuple[str, str]]:

@@ -28,7 +28,8 @@ import random
 import shlex
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -285,16 +286,24 @@ def load_state(path: Path, args: argparse.Namespace) -> dict[str, Any]:
     return state
 
 
+@contextmanager
+def torch_threads(n: int) -> Iterator[None]:
+    """torch's CPU threads set to n for the block (0: left as they are), then back as they were (a main() called
+    in-process, as the tests do, leaves the setting as it found it)."""
+    before = torch.get_num_threads()
+    if n:
+        torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def main(argv: Sequence[str] | None = None) -> Path:
     """Run the training described by ``argv`` (default sys.argv); returns the checkpoint folder."""
     args = parse_args(argv)
-    threads = torch.get_num_threads()
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    try:
+    with torch_threads(args.threads):
         return RUNS[args.task](args, command_line(argv))
-    finally:
-        torch.set_num_threads(threads)  # main() called in-process (tests) leaves the setting as it was
 
 
 @dataclass

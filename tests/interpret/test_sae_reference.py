@@ -74,3 +74,21 @@ def test_load_sae_reads_what_saelens_saves(case, tmp_path):
 
 def test_the_reference_is_the_pinned_version():
     assert sae_lens.__version__ == "6.54.12"
+
+
+def test_saelens_reads_the_shipped_saes_and_computes_the_same():
+    from explorer.interpret.sae import shipped_saes
+    from explorer.interpret.sae.sources import SAES_DIR
+
+    assert shipped_saes()
+    for name in shipped_saes():
+        ref = sae_lens.SAE.load_from_disk(SAES_DIR / name)
+        sae = load_sae(name)
+        assert ref.cfg.architecture() == sae.architecture == "topk"
+        assert (ref.cfg.metadata.model_name, ref.cfg.metadata.hook_name) == (sae.model_name, sae.hook_name)
+        x = sae.b_dec + 3 * torch.randn(64, sae.d_in, generator=torch.Generator().manual_seed(0))
+        with torch.no_grad():
+            f_ref = ref.encode(x)
+            x_hat_ref = ref.decode(f_ref)
+        torch.testing.assert_close(sae.encode(x), f_ref, rtol=0, atol=TOLERANCE)
+        torch.testing.assert_close(sae.decode(sae.encode(x)), x_hat_ref, rtol=0, atol=1e-5)

@@ -10,6 +10,7 @@ off / clamp / add them like heads, and steer from a contrast (ActAdd) without on
     steer       contrast steering (ActAdd)
     features    the Features tab's computations and SAELens's metrics (L0, explained variance, CE loss recovered)
     dashboards  per-latent top examples, density and activation histograms over a set of texts
+    latent_match  which latents are plainly one thing: precision / recall of their firing against named token properties
 """
 
 from .core import ARCHITECTURES, NORMALIZATIONS, SAE, random_sae
@@ -18,6 +19,7 @@ from .dashboards import (LatentDashboards, LatentExample, dashboards_of, latent_
 from .features import (FeaturesView, LatentReading, SAEMetrics, explained_variance, features_view,
                        features_view_bytes, latent_activations, latent_tokens, read_latents, reading_of, sae_metrics,
                        strongest_latents)
+from .latent_match import LatentMatch, match_latents
 from .saelens_files import DEFAULT_MAX_SAE_BYTES, SAEWarning, load_sae, log_density, save_sae
 from .sources import SAEFileError, resolve_sae_source, shipped_saes
 from .hooks import hook_site, parse_hook_name, site_hook_name
@@ -28,11 +30,11 @@ from .switches import LatentSwitch, LatentSwitches
 
 __all__ = [
     "ARCHITECTURES", "ContinuedText", "ContrastSteering", "DEFAULT_MAX_SAE_BYTES", "FeaturesView", "LatentDashboards",
-    "LatentExample", "LatentReading", "LatentSwitch", "LatentSwitches", "NORMALIZATIONS", "SAE", "SAEFileError",
-    "SAEMetrics", "SAEWarning", "SteeredOutputs", "add_hook", "capture_site", "contrast_steering", "contrast_vector",
-    "dashboards_of", "explained_variance", "features_view", "features_view_bytes", "hook_site", "latent_activations",
-    "latent_dashboards", "latent_examples", "latent_tokens", "layer_site", "load_sae", "log_density",
-    "parse_hook_name", "random_sae", "read_latents", "reading_of", "resolve_sae_source", "sae_hook", "sae_metrics",
-    "save_sae", "shipped_saes", "site_hook_name", "site_streams", "splice_sae", "steered_outputs",
-    "strongest_latents", "switch_outputs",
+    "LatentExample", "LatentMatch", "LatentReading", "LatentSwitch", "LatentSwitches", "NORMALIZATIONS", "SAE",
+    "SAEFileError", "SAEMetrics", "SAEWarning", "SteeredOutputs", "add_hook", "capture_site", "contrast_steering",
+    "contrast_vector", "dashboards_of", "explained_variance", "features_view", "features_view_bytes", "hook_site",
+    "latent_activations", "latent_dashboards", "latent_examples", "latent_tokens", "layer_site", "load_sae",
+    "log_density", "match_latents", "parse_hook_name", "random_sae", "read_latents", "reading_of",
+    "resolve_sae_source", "sae_hook", "sae_metrics", "save_sae", "shipped_saes", "site_hook_name", "site_streams",
+    "splice_sae", "steered_outputs", "strongest_latents", "switch_outputs",
 ]
