@@ -1,5 +1,6 @@
 """What the page carries besides components: its CSS (with the phone layout), the Plotly toolbar settings, and its
-script (on a phone, tick labels that would overlap are hidden; each tab adds its own, `Tab.script`)."""
+script (on a phone, tick labels that would overlap are hidden; a saved PNG names what it shows; each tab adds its
+own, `Tab.script`)."""
 
 from collections.abc import Iterable
 from typing import Any
@@ -60,10 +61,60 @@ TICKS_JS = """
 """
 
 
+# A figure saved with the camera button says what it shows: the model, sentence 1 and the toggles of the last Run go
+# into its title for the PNG alone. Plotly's toImage copies the figure's layout when the button's handler runs, so the
+# title is changed just before (a listener that runs first) and put back just after; the page does not redraw.
+SAVE_TITLE_JS = """
+document.addEventListener('click', (event) => {
+  const button = event.target.closest && event.target.closest('.modebar-btn[data-title^="Download plot"]');
+  const gd = button && button.closest('.js-plotly-plot');
+  if (!gd || !gd.layout) return;
+  const text = (selector) => ((document.querySelector(selector) || {}).innerText || '').trim();
+  const field = document.querySelector('#text1 textarea');
+  const sentence = field ? field.value.trim() : '';
+  const context = [text('#headline').split(' · ')[0], sentence && '“' + sentence.slice(0, 80) + '”',
+                   text('#state-line p')].filter(Boolean).join(' · ');  // its first line: the toggles
+  const old = gd.layout.title;
+  const title = (old && old.text !== undefined ? old.text : old) || '';
+  const escaped = context.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+  gd.layout.title = Object.assign({}, typeof old === 'object' ? old : {},
+                                  {text: title + '<br><sup>' + escaped + '</sup>'});
+  document.body.dataset.savedTitle = gd.layout.title.text;
+  setTimeout(() => { gd.layout.title = old; }, 0);
+}, true);
+"""
+
+
+def click_to_box_js(plot: str, box: str, message: str) -> str:
+    """Page JavaScript (a tab's `script`): a click on a point of the Plotly figure in element `plot` writes
+    `message(point)` (a JS function; null for a point that says nothing) with a time stamp into the hidden textbox
+    `box`, whose change event the server handles (gr.Plot has no click event; the stamp makes a second click on the
+    same point a change)."""
+    return f"""(() => {{
+  const message = {message};
+  const bind = () => {{
+    const plot = document.querySelector('{plot} .js-plotly-plot');
+    if (!plot || !plot.on || plot.__explorerClickTo) return;
+    plot.__explorerClickTo = true;
+    plot.on('plotly_click', (event) => {{
+      const point = event && event.points && event.points[0];
+      const text = point ? message(point) : null;
+      const field = document.querySelector('{box} textarea, {box} input');
+      if (!text || !field) return;
+      field.value = text + '|' + Date.now();
+      field.dispatchEvent(new Event('input', {{bubbles: true}}));
+    }});
+  }};
+  new MutationObserver(bind).observe(document.body, {{childList: true, subtree: true}});
+  bind();
+}})();"""
+
+
 def page_js(tabs: Iterable[Any]) -> str:
     """The page's one script (Gradio takes one function): the tick thinning and each tab's own (`Tab.script`), each
     in its own scope."""
-    parts = [f"({TICKS_JS.strip()})();", *(f"{{ {t.script.strip()} }}" for t in tabs if t.script)]
+    parts = [f"({TICKS_JS.strip()})();", SAVE_TITLE_JS.strip(),
+             *(f"{{ {t.script.strip()} }}" for t in tabs if t.script)]
     return "() => {\n" + "\n".join(parts) + "\n}"
 
 
@@ -86,6 +137,15 @@ CSS = """
               margin: 0 !important; white-space: nowrap; overflow: visible}
 .heads label input {width: 12px !important; height: 12px !important; margin: 0 !important; flex: none}
 .tab-text p {margin: 0 0 4px 0; font-size: 13px; color: #444}
+/* the results bar (results_bar.py): the state line and the output tokens in two short lines above the tabs */
+#views-col {gap: 4px !important}
+#state-line {padding: 0 !important}
+#state-line p {margin: 0; font-size: 13px; font-weight: 600}
+#state-line p + p {font-weight: normal; font-size: 12px; color: #555}  /* the "2·2" note */
+#output-tokens, #output-tokens .container {padding: 0 !important}
+#output-tokens .textfield {padding: 0 !important; line-height: 1.2}
+#output-tokens .token {padding: 0 4px !important; margin: 1px !important; font-size: 13px}
+#output-tokens .token.highlighted {cursor: pointer}
 #views button[role="tab"] {padding-left: 6px !important; padding-right: 6px !important}  /* 11 tabs in one row */
 /* A phone (portrait, < 640 px): the figures right after the first sentence and Run, the controls after them. The
    rows holding the inputs and the controls + figures give their children to the page's column (display: contents),
@@ -114,6 +174,43 @@ CSS = """
   #views .tab-container {flex-wrap: nowrap !important; overflow-x: auto; scrollbar-width: none}
   #views .tab-container button[role="tab"] {flex: none}
   .tab-text p {font-size: 12px}
+  #state-line p {font-size: 12px}
+  #output-tokens .token {font-size: 12px}
+  /* an empty status line takes no room on a phone (it shows again for a message or a Run's timer) */
+  #status:not(:has(p)):not(:has([data-testid="status-tracker"].wrap:not(.hide))) {display: none !important}
+  /* the head switches: each layer starts a row (heads-<H>: H heads per layer) */
+  .heads-1 .wrap > label:nth-child(1n+1) {grid-column-start: 1}
+  .heads-2 .wrap > label:nth-child(2n+1) {grid-column-start: 1}
+  .heads-3 .wrap > label:nth-child(3n+1) {grid-column-start: 1}
+  .heads-4 .wrap > label:nth-child(4n+1) {grid-column-start: 1}
+  .heads-5 .wrap > label:nth-child(5n+1) {grid-column-start: 1}
+  .heads-6 .wrap > label:nth-child(6n+1) {grid-column-start: 1}
+  .heads-7 .wrap > label:nth-child(7n+1) {grid-column-start: 1}
+  .heads-8 .wrap > label:nth-child(8n+1) {grid-column-start: 1}
+  .heads-9 .wrap > label:nth-child(9n+1) {grid-column-start: 1}
+  .heads-10 .wrap > label:nth-child(10n+1) {grid-column-start: 1}
+  .heads-11 .wrap > label:nth-child(11n+1) {grid-column-start: 1}
+  .heads-12 .wrap > label:nth-child(12n+1) {grid-column-start: 1}
+  .heads-13 .wrap > label:nth-child(13n+1) {grid-column-start: 1}
+  .heads-14 .wrap > label:nth-child(14n+1) {grid-column-start: 1}
+  .heads-15 .wrap > label:nth-child(15n+1) {grid-column-start: 1}
+  .heads-16 .wrap > label:nth-child(16n+1) {grid-column-start: 1}
+  .heads-17 .wrap > label:nth-child(17n+1) {grid-column-start: 1}
+  .heads-18 .wrap > label:nth-child(18n+1) {grid-column-start: 1}
+  .heads-19 .wrap > label:nth-child(19n+1) {grid-column-start: 1}
+  .heads-20 .wrap > label:nth-child(20n+1) {grid-column-start: 1}
+  .heads-21 .wrap > label:nth-child(21n+1) {grid-column-start: 1}
+  .heads-22 .wrap > label:nth-child(22n+1) {grid-column-start: 1}
+  .heads-23 .wrap > label:nth-child(23n+1) {grid-column-start: 1}
+  .heads-24 .wrap > label:nth-child(24n+1) {grid-column-start: 1}
+  .heads-25 .wrap > label:nth-child(25n+1) {grid-column-start: 1}
+  .heads-26 .wrap > label:nth-child(26n+1) {grid-column-start: 1}
+  .heads-27 .wrap > label:nth-child(27n+1) {grid-column-start: 1}
+  .heads-28 .wrap > label:nth-child(28n+1) {grid-column-start: 1}
+  .heads-29 .wrap > label:nth-child(29n+1) {grid-column-start: 1}
+  .heads-30 .wrap > label:nth-child(30n+1) {grid-column-start: 1}
+  .heads-31 .wrap > label:nth-child(31n+1) {grid-column-start: 1}
+  .heads-32 .wrap > label:nth-child(32n+1) {grid-column-start: 1}
   .js-plotly-plot .gtitle {font-size: 12px !important}
 }
 """

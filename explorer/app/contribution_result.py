@@ -29,7 +29,7 @@ import numpy as np
 import torch
 
 from ..checkpoints import LoadedModel
-from ..interpret.attribution import MAX_STEPS, METHODS, token_attribution
+from ..interpret.attribution import AUTO, MAX_STEPS, METHODS, token_attribution
 from ..interpret.dla import ResidualParts, residual_parts
 from ..interpret.flow import ContributionGraph, contribution_graph
 from .errors import AppError
@@ -38,8 +38,9 @@ from .readings import Reading, read_texts, token_id
 from .run.inputs import codec_for
 from .run.model_run import is_masked_lm
 from .run.toggles import Head, Toggles, head_mask
+from .why_token import extended
 
-DEFAULT_STEPS = 32
+DEFAULT_STEPS = 0  # integration points: 0 = as many as reach 2% completeness
 TOP_K = 10  # promoted / suppressed tokens kept per head
 METHOD_NAMES = {"integrated_gradients": "integrated gradients", "input_x_gradient": "input × gradient"}
 NO_LOGIT = ("There is no logit to attribute: this encoder has no output head (a sentence-embedding model). Load a "
@@ -55,7 +56,7 @@ class ContributionRequest:
     """What the tab asks: sentence 1, the position read (negative: from the end; a masked LM's default -1 reads its
     first mask token), the target token and an optional token to subtract (text as typed, "#id" for an id, blank:
     the baseline's top token), the attribution method and its steps, which heads are on (kind -> (layer, head)
-    pairs; None: all), and the contribution graph's threshold (0 < threshold <= 1)."""
+    pairs; None: all), and the contribution graph's threshold (0 < threshold <= 1). Steps 0: chosen per request."""
 
     text: str
     position: int = -1
@@ -65,6 +66,8 @@ class ContributionRequest:
     steps: int = DEFAULT_STEPS
     heads_on: Mapping[str, frozenset[Head]] | None = None
     threshold: float = DEFAULT_THRESHOLD
+    extend: tuple[int, ...] = ()  # a language model's continuation before the token asked about: appended
+    asked: str = ""  # what was clicked ("“3”, the 7th token of the answer"), for the summary
 
     def __post_init__(self) -> None:
         if isinstance(self.threshold, bool) or not isinstance(self.threshold, (int, float)) or \
@@ -72,8 +75,8 @@ class ContributionRequest:
             raise AppError(f"the graph's threshold must be a number above 0 and at most 1, got {self.threshold!r}")
         if self.method not in METHODS:
             raise AppError(f"unknown method {self.method!r}; choose from {', '.join(METHODS)}")
-        if isinstance(self.steps, bool) or not isinstance(self.steps, int) or not 1 <= self.steps <= MAX_STEPS:
-            raise AppError(f"steps must be a whole number from 1 to {MAX_STEPS}, got {self.steps!r}")
+        if isinstance(self.steps, bool) or not isinstance(self.steps, int) or not 0 <= self.steps <= MAX_STEPS:
+            raise AppError(f"steps must be a whole number from 0 (automatic) to {MAX_STEPS}, got {self.steps!r}")
         if isinstance(self.position, bool) or not isinstance(self.position, int):
             raise AppError(f"the position must be a whole number, got {self.position!r}")
 
@@ -109,6 +112,7 @@ class Attribution:
     relative_delta: float
     toggled: bool  # computed with the head switches as set
     notice: str | None
+    adaptive: bool = False  # the points were chosen for this request (steps 0: until 2% completeness)
 
 
 @dataclass(frozen=True)
@@ -128,6 +132,8 @@ class Contributions:
     graphs: tuple[ContributionGraph, ContributionGraph | None]  # baseline, toggled (None when every head is on)
     graph_labels: tuple[list[str], list[str] | None]  # the traced stack's token labels, an encoder-decoder's source
     notices: list[str] = field(default_factory=list)
+    asked: str = ""  # what was clicked, as the request names it
+    heads_on: Mapping[str, frozenset[Head]] | None = None  # the request's head switches (None: all on)
 
     def label(self, token: int) -> str:
         return self.labels.get(int(token), f"#{int(token)}")
@@ -212,39 +218,30 @@ def run_shares(parts: ResidualParts, token: int, minus: int | None, masks: dict[
 
 def attribute_tokens(loaded: LoadedModel, reading: Reading, position: int, token: int, minus: int | None,
                      request: ContributionRequest, masks: dict[str, torch.Tensor] | None) -> Attribution:
-    """Token attribution of logit[token] (- logit[minus]) at `position`, up to the position read."""
+    """Token attribution of logit[token] (- logit[minus], on the same points) at `position`, up to the position read;
+    steps 0: as many integration points as reach 2% completeness (explorer.interpret.attribution's "auto")."""
     model = loaded.model
     src, tgt = reading.tensors(model.device)
     keep = loaded.tokenizer.special_ids & loaded.target_tokenizer.special_ids  # ids special on both sides
-    kwargs = dict(position=position, tgt=None if tgt is None else tgt[0], head_mask=masks, method=request.method,
-                  steps=request.steps, keep_ids=keep if request.method == "integrated_gradients" else ())
     try:
-        one = token_attribution(model, src[0], token=token, **kwargs)
-        other = None if minus is None else token_attribution(model, src[0], token=minus, **kwargs)
+        a = token_attribution(model, src[0], token=token, minus=minus, position=position,
+                              tgt=None if tgt is None else tgt[0], head_mask=masks, method=request.method,
+                              steps=request.steps or AUTO,
+                              keep_ids=keep if request.method == "integrated_gradients" else ())
     except ValueError as err:
         raise AppError(f"Token attribution cannot run here: {err}") from err
-
-    def diff(a: torch.Tensor | None, b: torch.Tensor | None) -> np.ndarray | None:
-        if a is None:
-            return None
-        return (a if b is None else a - b).float().numpy()
-
-    source = diff(one.attributions, None if other is None else other.attributions)
-    target = diff(one.target_attributions, None if other is None else other.target_attributions)
-    logit = one.logit - (other.logit if other else 0.0)
-    base = one.baseline_logit - (other.baseline_logit if other else 0.0)
-    delta = one.delta - (other.delta if other else 0.0)
-    change = logit - base
-    relative = abs(delta) / abs(change) if change else (0.0 if delta == 0 else math.inf)
+    source = a.attributions.float().numpy()
     if loaded.arch == "encoder-decoder":
+        target = a.target_attributions.float().numpy()
         sequences = [("source", reading.src_labels, source),
                      ("decoder input", reading.tgt_labels[:position + 1], target[:position + 1])]
     elif loaded.arch == "decoder":
         sequences = [("input", reading.src_labels[:position + 1], source[:position + 1])]
     else:
         sequences = [("input", reading.src_labels, source)]
-    return Attribution(sequences, one.method, one.steps, one.baseline, logit, base, delta, relative,
-                       masks is not None, one.notice)
+    notice = " ".join(filter(None, [a.notice, a.message]))
+    return Attribution(sequences, a.method, a.steps, a.baseline, a.logit, a.baseline_logit, a.delta,
+                       a.relative_delta, masks is not None, notice or None, a.adaptive)
 
 
 def contributions(loaded: LoadedModel, request: ContributionRequest, max_tokens: int, k: int = TOP_K
@@ -253,7 +250,7 @@ def contributions(loaded: LoadedModel, request: ContributionRequest, max_tokens:
     attribution of one prediction on sentence 1. AppError for anything the person can fix."""
     check_model(loaded)
     notices: list[str] = []
-    reading = read_texts(loaded, request.text, None, max_tokens)[0]
+    reading = extended(loaded, read_texts(loaded, request.text, None, max_tokens)[0], request.extend)
     position = resolve_position(loaded, reading, request.position, notices)
     token = token_id(loaded, request.token, "target token", notices)
     minus = token_id(loaded, request.minus, "minus token", notices)
@@ -292,4 +289,5 @@ def contributions(loaded: LoadedModel, request: ContributionRequest, max_tokens:
     graph_labels = ((reading.decoder_labels, reading.src_labels) if loaded.arch == "encoder-decoder"
                     else (reading.src_labels, None))
     return Contributions(list(baseline.heads), position, position_text(loaded, reading, position), token, minus,
-                         target, labels, baseline, toggled, attribution, graphs, graph_labels, notices)
+                         target, labels, baseline, toggled, attribution, graphs, graph_labels, notices, request.asked,
+                         request.heads_on)

@@ -58,7 +58,8 @@ def contribution_figures(result: Contributions) -> tuple[go.Figure, go.Figure]:
 def summary_markdown(result: Contributions) -> str:
     b = result.baseline
     where = result.position_text[0].upper() + result.position_text[1:]
-    lines = [f"{escape_md(where)} the model's top token is **{escape_md(result.label(b.top))}**; "
+    asked = f"**Why {escape_md(result.asked)}?** " if result.asked else ""
+    lines = [f"{asked}{escape_md(where)} the model's top token is **{escape_md(result.label(b.top))}**; "
              f"attributed: **{escape_md(result.target_text)} = {b.logit:.3f}**, the sum of every part: "
              f"heads {sum(float(v.sum()) for v in b.heads.values()):+.3f}, MLPs {float(b.mlps.sum()):+.3f}, "
              f"embeddings {b.embeddings:+.3f}, biases and norms {b.rest:+.3f} (sum {b.total:.3f})."]
@@ -77,7 +78,9 @@ def attribution_markdown(result: Contributions) -> str:
     total = sum(float(v.sum()) for _, _, v in a.sequences)
     baseline = "the padding token's embedding" if a.baseline == "pad" else "the zero embedding"
     ok = "" if a.relative_delta <= 0.05 else " — more than 5%: raise the steps before trusting single numbers"
-    return (f"Completeness: the attributions add up to **{total:+.3f}**; f(input) − f(baseline) = "
+    points = "" if a.method != "integrated_gradients" else (
+        f" with {a.steps} integration points" + (" (chosen until within 2%)" if a.adaptive else ""))
+    return (f"Completeness{points}: the attributions add up to **{total:+.3f}**; f(input) − f(baseline) = "
             f"{a.logit:.3f} − {a.baseline_logit:.3f} = {a.logit - a.baseline_logit:+.3f} (baseline: {baseline}); "
             f"delta **{a.delta:+.4f}** ({100 * a.relative_delta:.1f}% of the change){ok}.")
 
@@ -127,7 +130,7 @@ def head_table(result: Contributions, choice: str | None) -> tuple[str, list[str
             rows.append([run_name, r + 1, result.label(pid[layer, h, r]), round(float(pv[layer, h, r]), 4),
                          result.label(sid[layer, h, r]), round(float(sv[layer, h, r]), 4)])
     share = float(result.baseline.heads[kind][layer, h])
-    md = (f"**{KIND_SHORT[kind]} {name}** writes {share:+.3f} of {escape_md(result.target_text)} "
+    md = (f"**{KIND_SHORT[kind]} {head_label(layer, h)}** writes {share:+.3f} of {escape_md(result.target_text)} "
           f"(baseline). The tokens its output raises and lowers most at this position:")
     if off:
         md += " (switched off in the toggled run: it writes nothing there)"

@@ -1,10 +1,10 @@
-"""The page's shared behaviour: loading or building a model, the Run (/analyze) and opening a tab (/show_tab), the
-head switches' buttons; then each tab wires its own events (`Tab.wire`) and the link its own (link.opening). Each
+"""The page's shared behaviour: the Run (/analyze) and opening a tab (/show_tab), the head switches' buttons (a model
+change: model_events); then each tab wires its own events (`Tab.wire`) and the link its own (link.opening). Each
 handler turns one typed form (explorer.app.forms) into calls of the app's plain functions and the result into
 `{component: value}` updates; an error becomes a message in the status line (`handlers.reporting`), never a
 traceback.
 
-The named events are the HTTP API (docs/http-api.md): /load_model, /build_model, /analyze, /show_tab here, the
+The named events are the HTTP API (docs/http-api.md): /analyze, /show_tab here, /load_model, /build_model there, the
 tabs' own in their modules; their parameters are their forms' fields, their results the outputs listed here.
 """
 
@@ -17,28 +17,23 @@ from typing import Any
 import gradio as gr
 
 from ..checkpoints import LoadedModel
-from ..model import PRESETS
 from .assets import REFLOW_JS, plot
-from .build import BuildSpec
 from .compute import Compute
 from .errors import AppError, escape_md
 from .forms import RunForm, endpoint
 from .handlers import PRIVATE, reporting
 from .head_switches import switch_updates
 from .kept import Shown
-from .limits import DEFAULT_CONTINUATION
+from .model_events import EVERY_KIND, ModelEvents, mask_defaults
 from .model_panel import ModelInfo, model_info
-from .page import Page, example_choices
+from .page import Page
 from .run.figures import RunFigures
 from .run.request import RunRequest
 from .run.request_memory import analysis_bytes
 from .run.result import WAITING, Analysis, FirstLook
+from .run.state_line import state_line
 from .run.view import default_kind
-from .session import AppContext, Session, build_session, get_model, load_session
-
-# What every tab's `model_updates` is asked with to learn which components a model change updates.
-EVERY_KIND = ModelInfo("", "", [], {"encoder": (1, 1), "decoder": (1, 1), "cross": (1, 1)}, True, 1)
-
+from .session import AppContext, Session, get_model
 
 def is_skip(value: Any) -> bool:
     """Whether an update leaves its component as it is (gr.skip())."""
@@ -54,6 +49,7 @@ class PageEvents:
         self.compute = Compute(ctx, self.figure_set)  # every model run, through spaces.GPU
         m, i, c = page.model, page.inputs, page.controls
         self.status = i.status
+        self.models = ModelEvents(self)
         self.runs: list[Any] = []  # the page's Run events (a tab may follow them: `follow_runs`)
         self._followers: list[Callable[[Any], Any]] = []
         self.selected: dict[str, Any] = {}  # tab id -> the event of its opening
@@ -63,7 +59,7 @@ class PageEvents:
         for t in page.registry:
             self.model_outputs += [x for x in t.model_updates(page.parts[t.id], EVERY_KIND) if x not in
                                    self.model_outputs]
-        self.model_outputs += [c.position, c.new_tokens, *page.tabs.values()]
+        self.model_outputs += [c.position, c.new_tokens, *page.tabs.values(), *mask_defaults(c)]
         plots = page.plots()
         # /analyze returns its figures in the order it always has (RunFigure.api_order), newer ones after in the page's
         # order; /show_tab in the page's order.
@@ -71,7 +67,9 @@ class PageEvents:
         order = [f.name for f in ranked]
         self.plots = plots  # figure name -> its plot, in the page's order (/show_tab's outputs)
         self.run_outputs = [x for t in page.registry for x in t.run_outputs(page.parts[t.id])]
-        self.analysis_outputs = [self.status, *self.run_outputs, *(plots[n] for n in order), page.kept]
+        r = page.results  # after the documented outputs: the API's order stays (docs/http-api.md)
+        self.analysis_outputs = [self.status, *self.run_outputs, *(plots[n] for n in order), page.kept, r.state,
+                                 r.output, r.targets]
         # A Run shows a timer on the status line only, without the animated spinner over every output: Chromium's
         # repainting of 15 overlays took CPU time from the model's own forward pass (BENCHMARKS.md, app_long).
         self.run_progress = dict(show_progress="minimal", show_progress_on=[self.status])
@@ -79,47 +77,10 @@ class PageEvents:
     # ------------------------------------------------------------------ model
     def info_of(self, loaded: LoadedModel) -> ModelInfo:
         return model_info(loaded)
+
     def model_updates(self, session: Session, loaded: LoadedModel, message: str) -> dict:
-        """Everything that follows the model: its panel, examples, attention kinds, layers, heads, and each tab."""
-        page = self.page
-        i, c = page.inputs, page.controls
-        info = model_info(loaded)
-        ex, kinds = info.examples, info.kinds
-        kind = default_kind(kinds)
-        n_layers, n_heads = kinds[kind]
-        updates = {self.status: message, page.session: session, page.model.model_md: info.markdown,
-                   page.headline: info.headline, i.text1: ex[0] if ex else "",
-                   i.ex1: gr.update(choices=example_choices(ex, "sentence 1"), value=""),
-                   i.ex2: gr.update(choices=example_choices(ex, "sentence 2"), value=""),
-                   i.text2: ex[1] if len(ex) > 1 else "",
-                   c.kind: gr.update(choices=list(kinds), value=kind),
-                   c.layer: gr.update(choices=list(range(n_layers)), value=0),
-                   c.head: gr.update(choices=list(range(n_heads)), value=0),
-                   c.lm_controls: gr.update(visible=info.answer_length is not None,
-                                            label="Language model" if info.language_model else "Generated output"),
-                   c.position: gr.update(visible=info.language_model),
-                   c.new_tokens: gr.update(value=info.answer_length or DEFAULT_CONTINUATION,
-                                           label="Continue (tokens)" if info.language_model else
-                                           "Generate at most (tokens)"),
-                   **switch_updates(c.heads, kinds)}
-        for t in page.registry:
-            updates.update(t.model_updates(page.parts[t.id], info))
-            updates[page.tabs[t.id]] = gr.update(visible=t.shown_for(info))
-        return updates
-
-    @reporting
-    def load_model(self, source, hub_id_or_folder, device, progress=gr.Progress(track_tqdm=True)):
-        name = (hub_id_or_folder or "").strip() or source
-        session, loaded = load_session(name, device, self.ctx, progress)
-        return self.model_updates(session, loaded, f"Loaded {escape_md(name)}.")
-
-    @reporting
-    def build_model(self, preset, arch, n_layers, n_heads, d_model, d_ff, norm, positional, seed, device,
-                    progress=gr.Progress()):
-        spec = BuildSpec.from_form(preset=preset, arch=arch, n_layers=n_layers, n_heads=n_heads, d_model=d_model,
-                                   d_ff=d_ff, norm=norm, positional=positional, seed=seed)
-        session, loaded = build_session(spec, device, self.ctx, progress)
-        return self.model_updates(session, loaded, "Built a fresh model with random weights.")
+        """Everything that follows the model (model_events.ModelEvents.model_updates)."""
+        return self.models.model_updates(session, loaded, message)
 
     # ------------------------------------------------------------------ runs and tabs
     def request_of(self, form: RunForm) -> RunRequest:
@@ -141,6 +102,7 @@ class PageEvents:
         """The Run of `analyze` on its typed request."""
         page = self.page
         loaded = get_model(request.session, self.ctx)
+        state = {page.results.state: escape_md(state_line(request.toggles, loaded.config.attention_kinds()))}
         looked: tuple[str, set[str], int] | None = None  # the tab the first looks drew, their figures, tabs opened
         waiting = {k: v for t in page.registry for k, v in t.waiting_updates(page.parts[t.id]).items()}
         with self.ctx.gate.hold(analysis_bytes(loaded, request, self.ctx.max_tokens)):
@@ -152,7 +114,7 @@ class PageEvents:
                         if looked is None or looked[0] != drawn_tab or looked[2] != shown.opened:
                             looked = (drawn_tab, set(), shown.opened)
                             yield {self.status: "\n\n".join(filter(None, [step.status, WAITING])), **waiting,
-                                   **self.plots_of(figures)}
+                                   **state, **self.plots_of(figures)}
                         else:
                             yield self.plots_of(figures)
                         looked[1].update(figures)
@@ -162,7 +124,10 @@ class PageEvents:
                 on_page = looked[1] if looked is not None and looked[0] == tab_now and looked[2] == opened else ()
                 figures = a.figures(tab_now, skip=on_page)
                 texts = {k: v for t in page.registry for k, v in t.run_updates(page.parts[t.id], a).items()}
-                yield {self.status: a.status, **texts, page.kept: shown, **self.plots_of(figures)}
+                state = {page.results.state: "\n\n".join(escape_md(line) for line in (a.state, a.note) if line)}
+                status = "\n\n".join(filter(None, [shown.take_model_notice(), a.status]))
+                yield {self.status: status, **texts, page.kept: shown, **state, page.results.output: a.chips.items,
+                       page.results.targets: a.chips.targets, **self.plots_of(figures)}
                 # (`shown` ends below: the same object, changed in place)
             except Exception:
                 if looked is not None:  # the output panel said its outputs were coming
@@ -208,7 +173,7 @@ class PageEvents:
             figures, notice = shown.open(tab, self.ctx.kept, self.recompute)
         else:  # a tab the Run does not draw: nothing to draw (nor to compute again)
             figures, notice = shown.opening(tab), None
-        # The status line keeps what the Run said (its notices, "No toggle is active") unless the tab was recomputed.
+        # The status line keeps what the Run said (its notices) unless the tab was recomputed.
         return {self.page.visible_tab: tab, self.status: "⚠️ " + escape_md(notice) if notice else gr.skip(),
                 **self.plots_of(figures)}
 
@@ -220,13 +185,6 @@ class PageEvents:
         chosen = kind if kind in kinds else default_kind(kinds)
         on = {chosen: {(int(layer or 0), int(head or 0))}} if mode == "only" else None
         return {self.status: "", **switch_updates(self.page.controls.heads, kinds, on, choices=False)}
-
-    def fill_preset(self, name):
-        if name not in PRESETS:
-            return {}
-        spec, m = BuildSpec.from_preset(name), self.page.model
-        return {m.arch: spec.arch, m.n_layers: spec.n_layers, m.n_heads: spec.n_heads, m.d_model: spec.d_model,
-                m.d_ff: spec.d_ff, m.norm: spec.norm, m.positional: spec.positional}
 
     # ------------------------------------------------------------------ wiring
     def then_analyze(self, event: Any) -> Any:
@@ -262,9 +220,7 @@ class PageEvents:
         page, m, i, c = self.page, self.page.model, self.page.inputs, self.page.controls
         # Named (API) events first: an unnamed event takes its handler's name, and a later explicit
         # api_name would then get a suffix.
-        loaded = m.load_btn.click(self.load_model, [m.source, m.custom_source, m.device_in], self.model_outputs,
-                                  api_name="load_model")
-        built = m.build_btn.click(self.build_model, m.build_form(), self.model_outputs, api_name="build_model")
+        changes = self.models.wire()  # /load_model and /build_model
         run_inputs = RunForm.inputs(page) + [page.kept]
         i.api_run.click(endpoint(RunForm, self.analyze_at_once, "analyze", extra=("shown",)), run_inputs,
                         self.analysis_outputs, api_name="analyze")
@@ -275,7 +231,7 @@ class PageEvents:
                                                          shown_outputs, **PRIVATE)
         for t in page.registry:
             self.tab_events[t.id] = t.wire(page.parts[t.id], self)
-        for event in (loaded, built):
+        for event in changes:
             self.after_model(event)
         LinkEvents(self).wire()  # page load: the link's view restored, then the first Run
         # A click while a Run is under way (say after its attention is shown, before its predictions) runs again
@@ -295,5 +251,3 @@ class PageEvents:
                                                         [self.status, *c.head_groups], **PRIVATE)))
         for reflow in (m.sidebar.expand, m.sidebar.collapse):
             reflow(None, js=REFLOW_JS)
-        m.preset.input(self.fill_preset, [m.preset], [m.arch, m.n_layers, m.n_heads, m.d_model, m.d_ff, m.norm,
-                                                      m.positional], **PRIVATE)

@@ -13,6 +13,11 @@ from .head_labels import head_label, head_labels
 from .run.toggles import Head
 
 
+def heads_classes(per_layer: int) -> list[str]:
+    """A head-switch group's CSS classes: on a phone each layer starts a row of its own (assets.CSS, heads-<H>)."""
+    return ["heads", f"heads-{per_layer}"]
+
+
 def switch_updates(groups: Mapping[str, Any], kinds: Mapping[str, tuple[int, int]],
                    on: Mapping[str, Collection[Head]] | None = None, *, choices: bool = True) -> dict:
     """{group: update} for a model whose attention kinds are `kinds` (kind -> (layers, heads)): every head on, or for
@@ -26,5 +31,7 @@ def switch_updates(groups: Mapping[str, Any], kinds: Mapping[str, tuple[int, int
             value = [label for label in labels if label in wanted]
         else:
             value = labels
-        updates[group] = gr.update(choices=labels, value=value, visible=bool(labels)) if choices else value
+        per_layer = kinds[kind][1] if kind in kinds else 0
+        updates[group] = (gr.update(choices=labels, value=value, visible=bool(labels), elem_classes=heads_classes(
+            per_layer)) if choices else value)
     return updates

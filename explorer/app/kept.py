@@ -130,10 +130,17 @@ class Shown:
         self.request: RunRequest | None = None  # the last Run's request: its tabs are computed again from it
         self.tab: str | None = None  # None until a tab is opened (the API's /analyze never opens one)
         self.opened = 0  # tabs opened so far: a Run's first look stands only if none was opened since
+        self.model_notice = ""  # what the last model change said, until the Run that follows it says it again
 
     def visible_tab(self, clicked: str | None) -> str:
         """The tab a Run draws: the one opened last, else the one it was clicked on (API: "all" for every tab)."""
         return self.tab or clicked or "attention"
+
+    def take_model_notice(self) -> str:
+        """What the last model change said (loaded, toggles reset), once: the Run after it keeps it on the status
+        line, where the Run's own notices would otherwise replace it."""
+        notice, self.model_notice = self.model_notice, ""
+        return notice
 
     def ended(self, request: RunRequest, analysis: Any, store: KeptResults) -> None:
         """A Run of this session ended with `analysis`: keep it (without drawn figures) as the newest."""

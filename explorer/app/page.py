@@ -18,9 +18,11 @@ import gradio as gr
 
 from ..model import PRESETS
 from .head_labels import head_labels
+from .head_switches import heads_classes
 from .kept import Shown
 from .limits import DEFAULT_CONTINUATION, MAX_BUILD_PARAMETERS, MAX_NEW_TOKENS
 from .model_panel import ModelInfo
+from .results_bar import Results, results_bar
 from .run.toggles import CUSTOM_MASKS
 from .run.view import default_kind
 
@@ -132,6 +134,7 @@ class Page:
     model: ModelPanel
     inputs: Inputs
     controls: Controls
+    results: Results
     tab_strip: gr.Tabs
     visible_tab: gr.Textbox  # which tab is shown: an input of /analyze (only that tab's figures are drawn and sent)
     tabs: dict[str, gr.Tab]  # tab id -> its gr.Tab
@@ -247,7 +250,7 @@ def controls(start: Start) -> Controls:
             for k, label, eid in HEAD_GROUPS:
                 labels = head_labels(*kinds[k]) if k in kinds else []
                 heads[k] = gr.CheckboxGroup(labels, value=labels, label=label, visible=bool(labels) or not kinds,
-                                            elem_id=eid, elem_classes="heads")
+                                            elem_id=eid, elem_classes=heads_classes(kinds[k][1] if k in kinds else 0))
     return Controls(kind, layer, head, sentence, measure, lm_controls, position, new_tokens, padding, causal, custom,
                     block_token, window, all_on, only_this, heads)
 
@@ -269,6 +272,7 @@ def layout(start: Start, session_value: Any, tabs: Sequence[Any]) -> Page:
         with gr.Row(equal_height=False, elem_id="workspace"):  # on a phone: figures first (assets.CSS)
             ctl = controls(start)
             with gr.Column(scale=4, elem_id="views-col"):
+                results = results_bar()
                 with gr.Tabs(elem_id="views", overflow_behavior="wrap") as tab_strip:  # every tab one click away
                     shown, parts = {}, {}
                     for tab in tabs:
@@ -277,4 +281,5 @@ def layout(start: Start, session_value: Any, tabs: Sequence[Any]) -> Page:
                                 gr.Markdown(tab.help, elem_classes="tab-text")
                             parts[tab.id] = tab.layout(start)
                 visible_tab = gr.Textbox("attention", visible=False, elem_id="visible-tab", label="tab")
-    return Page(demo, session, kept, headline, model, inputs, ctl, tab_strip, visible_tab, shown, parts, tuple(tabs))
+    return Page(demo, session, kept, headline, model, inputs, ctl, results, tab_strip, visible_tab, shown, parts,
+                tuple(tabs))

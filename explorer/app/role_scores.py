@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -32,7 +33,7 @@ ROLE_SHORT = {"previous": "prev", "duplicate": "dup", "induction": "ind", "first
 LABEL_THRESHOLD = 0.5  # a tile is labelled with a role whose score reaches this
 NARROW = tuple(r for r in ROLES if r != "local")  # "local" contains "self" and "previous": it labels only alone
 PROBE_SPAN, PROBE_REPEATS, PROBE_BATCH, PROBE_SEED = 20, 2, 4, 0
-RANK_BY = ("probe", "typed text")
+RANK_BY = ("probe", "typed text", "effect on the output")  # "switch these heads off": ranked on
 NOT_CAUSAL = ("Induction is not scored on {stack}: it is a left-to-right mechanism (predict the next token from "
               "what followed its earlier copy) and this stack sees both directions.")
 
@@ -141,3 +142,14 @@ def role_ablation(result: RoleResult, role: str, k: int, rank_by: str) -> list[t
     if scores is None:
         raise AppError(NOT_CAUSAL.format(stack=KIND_TITLES[result.stack]))
     return top_heads(scores, max(0, int(k)))
+
+
+@torch.inference_mode()
+def output_effects(loaded: LoadedModel, text: str, max_tokens: int) -> Any:
+    """Every head switched off alone, its exact effect on the model's own next token after sentence 1 as the model
+    reads it (explorer.interpret.head_effects): what "switch these heads off" ranks a role's heads on by effect."""
+    from ..interpret.head_effects import head_effects
+
+    reading = read_texts(loaded, text, None, max_tokens)[0]
+    src, tgt = reading.tensors(loaded.model.device)
+    return head_effects(loaded.model, src[0], position=-1, tgt=None if tgt is None else tgt[0])

@@ -97,8 +97,7 @@ class ModelComparison:
     @property
     def status(self) -> str:
         """Markdown: each side's notices (cuts of the input, adjusted masks), named by model; "" when none."""
-        lines = [f"{escape_md(s.name)}: {line}" for s in self.sides for line in s.analysis.status.split("\n\n")
-                 if line and "No toggle is active" not in line]
+        lines = [f"{escape_md(s.name)}: {line}" for s in self.sides for line in s.analysis.status.split("\n\n") if line]
         return "\n\n".join(lines)
 
     def summary(self) -> str:

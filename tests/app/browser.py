@@ -100,7 +100,7 @@ class Runs:
         guard)."""
         with self._cond:
             found = self._cond.wait_for(lambda: next((r for r in self.done[since:] if finished(r)), None), HANG_S)
-        assert found is not None, f"no Run {what} finished"
+        assert found is not None, (f"no Run {what} finished", [(r.source, r.toggles.heads_on) for r in self.done[-3:]])
         return found
 
 

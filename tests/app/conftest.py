@@ -21,6 +21,22 @@ def ctx():
 
 
 @pytest.fixture(scope="module")
+def page_events(ctx):
+    """The page on the shipped date-translator, every event wired (as build_demo does)."""
+    from explorer.app.demo import starting_point
+    from explorer.app.events import PageEvents
+    from explorer.app.page import layout
+    from explorer.app.session import Session
+    from explorer.app.tabs import TABS
+
+    page = layout(starting_point(ctx, "date-translator", "cpu"), Session("date-translator", "cpu"), TABS)
+    with page.demo:
+        ev = PageEvents(page, ctx)
+        ev.wire()
+    return ev
+
+
+@pytest.fixture(scope="module")
 def app(ctx):
     """Page-level helpers: build(arch, **fields), load(name), heads(labels per kind), analyze(...)."""
     from explorer.app.build import BuildSpec

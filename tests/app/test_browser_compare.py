@@ -18,6 +18,7 @@ from tests.hang import HANG_S  # noqa: E402
 
 TEXT_JS = "id => { const el = document.querySelector('#' + id); return el ? el.innerText : ''; }"
 HEATMAP_JS = "id => !!document.querySelector('#' + id + ' .js-plotly-plot .heatmaplayer, #' + id + ' .js-plotly-plot image')"
+DATE = "samedi 21 novembre 2026"
 CHECKED = "id => document.querySelectorAll('#' + id + ' input[type=checkbox]:checked').length"
 
 
@@ -105,6 +106,11 @@ def test_date_translator_vs_date_gpt_as_a_suggested_pair(lm_url, chromium_path, 
         page.locator("#pair input").click()
         page.get_by_role("option", name="date-translator vs date-gpt", exact=True).click()
         done.wait_for(lambda c: c.names == ["date-translator", "date-gpt"], "of the date pair")
+        # A model change keeps the typed sentence (the language model's); a date is typed and Run, and the shown
+        # tab compares the pair again on it.
+        assert page.locator("#text1 textarea").input_value() != DATE
+        page.locator("#text1 textarea").fill(DATE)
+        page.locator("#run").click()
         shows(page, 1, "date-translator", "cross-attention", "[EOS]")
         shows(page, 2, "date-gpt", "decoder self-attention", "[SEP]")
         for side in (1, 2):

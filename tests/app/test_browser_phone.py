@@ -89,7 +89,7 @@ def test_desktop_keeps_the_controls_left_of_the_figures(app_url, chromium_path, 
         box = lambda selector: page.evaluate(BOX, selector)  # noqa: E731
         text1, text2, run = box("#text1"), box("#text2"), box("#run")
         assert text1["y"] == text2["y"] == run["y"] and text1["right"] < text2["x"] < run["x"]
-        controls, views = box("#controls"), box("#views")
+        controls, views = box("#controls"), box("#views-col")  # the results bar, then the tabs
         assert controls["y"] == views["y"] and controls["right"] < views["x"]
         head, mask = box("#head-plot"), box("#mask-plot")
         assert head["y"] == mask["y"] and head["right"] < mask["x"]

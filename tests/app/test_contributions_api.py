@@ -41,13 +41,14 @@ def test_parameters_are_documented(client):
     assert [p["parameter_name"] for p in info["parameters"]] == PARAMETERS
     doc = (Path(__file__).resolve().parents[2] / "docs" / "contributions.md").read_text()
     assert all(f"`{name}`" in doc for name in PARAMETERS)
-    assert len(info["returns"]) == 10
+    assert len(info["returns"]) == 11
 
 
 def test_contributions_endpoint(client):
     out = client.predict("3 May 2024", 3, "", "", "input_x_gradient", 1, HEADS, HEADS, ["L0 H0"],
                          api_name="/contributions")
-    status, summary, dla, head, head_md, head_df, strip, delta, table, graph = out
+    status, summary, dla, head, head_md, head_df, strip, delta, table, graph, stale = out
+    assert stale == ""  # fresh: made with the toggles given
     assert "⚠️" not in status and "With the toggles" in summary
     heatmaps = [t for t in figure(dla)["data"] if t["type"] == "heatmap"]
     assert len(heatmaps) == 6  # decoder heads, cross heads, MLPs; baseline and toggled

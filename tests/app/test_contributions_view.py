@@ -229,3 +229,14 @@ def test_the_graph_is_the_models_contribution_graph_baseline_beside_toggled(mode
     for bad in (0, 1.5, True):
         with pytest.raises(AppError, match="threshold"):
             ContributionRequest(TEXT, threshold=bad)
+
+
+def test_a_cross_heads_line_names_its_kind_once():
+    """"cross-attention cross L1 H3" named the kind twice."""
+    import explorer
+
+    loaded = explorer.load("date-translator", "cpu")
+    result = contributions(loaded, ContributionRequest("lundi 3 mars 2025", position=6, method="input_x_gradient"),
+                           MAX_TOKENS)
+    md = head_table(result, "cross L1 H3")[3]
+    assert md.startswith("**cross-attention L1 H3** writes") and "cross L1" not in md

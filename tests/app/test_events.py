@@ -31,18 +31,6 @@ MODEL = "date-translator"
 DATE1, DATE2 = "samedi 21 novembre 2026", "3 May 2024"
 
 
-@pytest.fixture(scope="module")
-def page_events(ctx):
-    from explorer.app.demo import starting_point
-    from explorer.app.events import PageEvents
-    from explorer.app.page import layout
-
-    page = layout(starting_point(ctx, MODEL, "cpu"), Session(MODEL, "cpu"), TABS)
-    with page.demo:
-        ev = PageEvents(page, ctx)
-    return ev
-
-
 def run(ev, text, tab, shown):
     """/analyze with every head on and the default masks."""
     kinds = get_model(Session(MODEL, "cpu"), ev.ctx).config.attention_kinds()
@@ -54,7 +42,7 @@ def run(ev, text, tab, shown):
     # (which repeats the last update's values) from sending and drawing everything twice.
     assert len(steps) == 2 and steps[1] == {ev.status: gr.skip()}
     out = steps[0]
-    assert "No toggle" in out[ev.status], out[ev.status]
+    assert "No toggle" in out[ev.page.results.state], out[ev.page.results.state]
     return out
 
 
@@ -225,7 +213,7 @@ def test_a_language_model_shows_its_attention_before_its_outputs(lm_events):
     # The figures on the page already are not sent again; they are the finished result's own.
     assert drawn(ev, last) == set() and last[ev.page.kept] is shown
     assert plot_json(ev, first, "overview") == plot(a.figure("overview")).plot
-    assert "No toggle" in last[ev.status] and WAITING not in last[ev.status]
+    assert "No toggle" in last[ev.page.results.state] and WAITING not in last[ev.status]
     assert list(last[v.output_df].columns) == NEXT_TOKEN_HEADERS and len(last[v.output_df]) == 10
     assert len(last[v.tokens_df]) == len(a.tokens[1])
     # The same answer as a Run made in one step.
@@ -341,7 +329,7 @@ def test_the_api_gets_a_language_models_run_in_one_answer(lm_events):
 
 def test_the_positions_tab_redrawn_after_a_run_leaves_its_status(page_events):
     """After a model change the page runs the model, then redraws the Positions tab: that must not wipe what the Run
-    said on the status line (its notices, "No toggle is active"); its own error would still show."""
+    said on the status line (its notices: a cut sentence, an adjusted mask); its own error would still show."""
     from explorer.app.tabs.positions import PositionalForm, PositionsEvents
 
     ev = page_events

@@ -62,6 +62,29 @@ def test_next_tokens_equal_transformers(gpt, app):
     assert len(out.continuation.ids) == 3  # greedy continuation of the whole sentence
 
 
+def test_its_output_tokens_are_the_candidates_and_the_continuation(gpt, app):
+    """The chips above the tabs: the top 5 after the chosen position (probabilities as the table's), then the
+    continuation, each token predicted where its target says (with the continuation so far appended)."""
+    from explorer.app.readings import read_texts
+    from explorer.app.run.output_chips import ClickTarget
+    from explorer.app.why_token import extended
+
+    _, loaded, hf = gpt
+    cmp = compare(loaded, TEXT, None, app.toggles(), 128, new_tokens=3)
+    a = Analysis(cmp, View(position=2), RUN_FIGURES)
+    targets = [t for t in a.chips.targets if isinstance(t, ClickTarget)]
+    candidates, continuation = targets[:5], targets[5:]
+    assert [t.position for t in candidates] == [2] * 5
+    assert [t.token for t in candidates] == cmp.baseline.outputs[0].top_ids[2, :5].tolist()
+    assert [t.token for t in continuation] == cmp.baseline.outputs[0].continuation.ids
+    reading = read_texts(loaded, TEXT, None, 128)[0]
+    for t in continuation:
+        longer = extended(loaded, reading, t.extend)
+        with torch.no_grad():
+            logits = hf(torch.tensor([longer.src])).logits[0]
+        assert t.position == len(longer.src) - 1 and int(logits[t.position].argmax()) == t.token
+
+
 def test_a_head_off_changes_the_favourites_probability(gpt, app):
     _, loaded, _ = gpt
     heads = {"decoder": [h for h in app.all_heads(loaded)["decoder"] if not h.startswith("L0")]}

@@ -70,3 +70,15 @@ def test_lens_on_a_sequence_model_and_an_encoder_decoder(app):
         grid = fig.data[0]
         assert np.asarray(grid.z).shape == (loaded.config.decoder_layers + 1, len(grid.x))
         assert grid.text[-1][-1].startswith("[EO")  # the output row's top token
+
+
+def test_the_patching_headline_names_the_best_head_of_every_kind():
+    """On date-translator the head that restores most is a cross-attention head: the headline names it (it once named
+    the best self-attention head, with 0.00 of the difference, and the cross head on a line of its own)."""
+    import explorer
+
+    loaded = explorer.load("date-translator", "cpu")
+    _, md = patching_view(loaded, "lundi 3 mars 2025", "lundi 3 juin 2025", "", "", 1024)
+    headline = md.split("\n\n")[1]
+    assert "**cross-attention L1 H1** (0.23 of the difference)" in headline, md
+    assert "Cross-attention:" not in md

@@ -11,25 +11,10 @@ import pytest
 
 from explorer.app.link.docs import keys_table
 from explorer.app.link.state import LinkState, parse_link
-from explorer.app.session import Session
 from explorer.app.tabs import RUN_FIGURES, TABS, tabs_table
 
 ROOT = Path(__file__).resolve().parents[2]
 IDS = [t.id for t in TABS]
-
-
-@pytest.fixture(scope="module")
-def page_events(ctx):
-    """The page on the shipped date-translator, every event wired (as build_demo does)."""
-    from explorer.app.demo import starting_point
-    from explorer.app.events import PageEvents
-    from explorer.app.page import layout
-
-    page = layout(starting_point(ctx, "date-translator", "cpu"), Session("date-translator", "cpu"), TABS)
-    with page.demo:
-        ev = PageEvents(page, ctx)
-        ev.wire()
-    return ev
 
 
 def listeners(page_events) -> list:

@@ -6,7 +6,7 @@ ends the notice "key 'value' ..."; nothing here raises anything else. Pure: no G
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -103,3 +103,38 @@ def number_text(value: Any) -> str:
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return str(value)
+
+
+KeyParser = Callable[[str, Any], Any]  # a tab's link key: (text, check_model) -> value, Invalid if refused
+
+
+def whole_key(low: int, high: int) -> KeyParser:
+    """A link key taking a whole number from `low` to `high`."""
+    return lambda text, check_model: whole(text, low, high)
+
+
+def number_key(low: float, high: float) -> KeyParser:
+    """A link key taking a number from `low` to `high`."""
+    def parse(text: str, check_model: Any) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise Invalid("is not a number") from None
+        if not low <= value <= high:
+            raise Invalid(f"is not between {low:g} and {high:g}")
+        return value
+    return parse
+
+
+def choice_key(choices: Collection[str]) -> KeyParser:
+    """A link key taking one of `choices`."""
+    return lambda text, check_model: choice(text, choices)
+
+
+def text_key(most: int) -> KeyParser:
+    """A link key taking any text of at most `most` characters."""
+    def parse(text: str, check_model: Any) -> str:
+        if len(text) > most:
+            raise Invalid(f"is longer than {most} characters")
+        return text
+    return parse

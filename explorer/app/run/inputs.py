@@ -8,7 +8,7 @@ tokenizer, with `explorer.tokenizer.token_labels` for labels (never the raw toke
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -17,6 +17,7 @@ import torch
 from ...batching import pad_rows
 from ...checkpoints import LoadedModel
 from ...tokenizer import Tokenizer, token_labels
+from ...unreadable import check_text
 from ..errors import AppError
 from ..limits import MAX_CHARS, MAX_NEW_TOKENS, chars_notice, tokens_notice
 
@@ -26,8 +27,9 @@ _SURROGATES = re.compile("[\ud800-\udfff]")
 
 
 class TextCodec(Protocol):
-    def encode(self, text: str, limit: "TokenLimit", sentence: int) -> tuple[list[int], list[str], str | None]:
-        """-> ids (at most `limit.tokens`), one label per id, and a notice for sentence number `sentence` if cut."""
+    def encode(self, text: str, limit: "TokenLimit", sentence: int) -> tuple[list[int], list[str], list[str]]:
+        """-> ids (at most `limit.tokens`), one label per id, and notices for sentence number `sentence`: cut, or
+        holding words the model cannot read (explorer.unreadable)."""
 
     def labels(self, ids: Sequence[int]) -> list[str]:
         """Labels of ids without their text (generated or decoder tokens)."""
@@ -39,14 +41,16 @@ class TextCodec(Protocol):
 class TokenizerCodec:
     """Text through the (source) tokenizer; generated ids labelled and decoded with the target one."""
 
-    def __init__(self, tokenizer: Tokenizer, target: Tokenizer | None = None):
+    def __init__(self, tokenizer: Tokenizer, target: Tokenizer | None = None, task: Mapping[str, Any] | None = None):
         self.tokenizer = tokenizer
         self.target = target or tokenizer
+        self.task = task or {}  # the model's task dict: what it reads (explorer.unreadable)
 
-    def encode(self, text: str, limit: "TokenLimit", sentence: int) -> tuple[list[int], list[str], str | None]:
+    def encode(self, text: str, limit: "TokenLimit", sentence: int) -> tuple[list[int], list[str], list[str]]:
         enc = self.tokenizer.encode(text, max_length=limit.tokens)
-        notice = tokens_notice(sentence, enc.original_length, limit.tokens, limit.why) if enc.truncated else None
-        return list(enc.ids), token_labels(enc, text), notice
+        notices = [tokens_notice(sentence, enc.original_length, limit.tokens, limit.why)] if enc.truncated else []
+        unread = check_text(self.tokenizer, text, self.task).notice(sentence)
+        return list(enc.ids), token_labels(enc, text), notices + ([unread] if unread else [])
 
     def labels(self, ids: Sequence[int]) -> list[str]:
         return self.target.labels(ids)
@@ -58,12 +62,15 @@ class TokenizerCodec:
 class DateCodec:
     """The date tasks: one id per character plus the task's specials ([EOS], or [BOS] ... [SEP])."""
 
-    def __init__(self, task: Any):  # explorer.training.tasks.DateTask
+    def __init__(self, task: Any, task_dict: Mapping[str, Any] | None = None):  # explorer.training.tasks.DateTask
         self.task = task
+        self.task_dict = task_dict or {}  # the model's task dict: what it reads (explorer.unreadable)
 
-    def encode(self, text: str, limit: "TokenLimit", sentence: int) -> tuple[list[int], list[str], str | None]:
+    def encode(self, text: str, limit: "TokenLimit", sentence: int) -> tuple[list[int], list[str], list[str]]:
         ids, notice = self.task.encode_source(text, max_len=min(limit.tokens, self.task.max_source_len))
-        return ids, self.task.labels(ids), None if notice is None else f"Sentence {sentence}: {notice}"
+        notices = [] if notice is None else [f"Sentence {sentence}: {notice}"]
+        unread = check_text(self.task.tokenizer, text, self.task_dict).notice(sentence)
+        return ids, self.task.labels(ids), notices + ([unread] if unread else [])
 
     def labels(self, ids: Sequence[int]) -> list[str]:
         return self.task.labels(ids)
@@ -78,10 +85,10 @@ def codec_for(loaded: LoadedModel) -> TextCodec:
         from ...training.tasks import task_from_dict
 
         try:
-            return DateCodec(task_from_dict(loaded.task, loaded.tokenizer))
+            return DateCodec(task_from_dict(loaded.task, loaded.tokenizer), loaded.task)
         except ValueError:  # a task its tokenizer does not fit: plain tokens still work
             pass
-    return TokenizerCodec(loaded.tokenizer, loaded.target_tokenizer)
+    return TokenizerCodec(loaded.tokenizer, loaded.target_tokenizer, loaded.task)
 
 
 @dataclass(frozen=True)
@@ -170,9 +177,8 @@ def encode_inputs(loaded: LoadedModel, codec: TextCodec, text1: str | None, text
     limit = token_limit(loaded, max_tokens)
     rows, labels = [], []
     for i, text in enumerate(texts, start=1):
-        ids, labs, notice = codec.encode(text, limit, i)
-        if notice:
-            notices.append(notice)
+        ids, labs, said = codec.encode(text, limit, i)
+        notices += said
         if not ids:
             raise AppError(f"Sentence {i} gives no tokens for this model.")
         rows.append(ids)

@@ -32,6 +32,14 @@ def whole_number(value: Any, default: int) -> int:
         raise AppError(f"expected a whole number, got {str(value)[:20]!r}") from err
 
 
+def number_of(value: Any, default: float, what: str) -> float:
+    """A page number field's value as a float (empty -> default); AppError naming `what` for anything else."""
+    try:
+        return float(default if value is None or value == "" else value)
+    except (TypeError, ValueError):
+        raise AppError(f"{what} must be a number, got {str(value)[:40]!r}") from None
+
+
 def toggles_from(padding: Any, causal: Any, custom: Any, block_token: Any, window: Any,
                  heads_on: Mapping[str, Any] | None = None) -> Toggles:
     """Component values -> Toggles; `heads_on` maps kind -> checkbox labels that are on (None = all on)."""

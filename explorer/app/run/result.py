@@ -17,16 +17,18 @@ from typing import Any
 import numpy as np
 
 from ...checkpoints import LoadedModel
+from ...labels import occurrence_note, unique_labels
 from ..errors import escape_md
 from ..limits import MAX_TOKENS
 from .figures import ALL, Reduction, RunFigure, RunFigures, draw
 from .inputs import token_table
+from .output_chips import output_chips
 from .output_table import output_table
 from .pair import Comparison, compare, compare_in_steps
+from .state_line import state_line
 from .toggles import Toggles
 from .view import View
 
-NO_TOGGLE = "No toggle is active: switch a head off or change a mask to compare."
 WAITING = "Attention drawn; computing the next-token predictions and the continuation…"  # a language model's first look
 
 
@@ -71,7 +73,8 @@ def change_by_layer(cmp: Comparison, view: View) -> np.ndarray:
 
 
 class Analysis:
-    """A Run's result: `status` (Markdown notices), `tokens` and `output` tables, and the figures of any tab."""
+    """A Run's result: `status` (Markdown notices), `state` (its toggles in words), `tokens` and `output` tables,
+    `chips` (sentence 1's output as clickable tokens), and the figures of any tab."""
 
     def __init__(self, cmp: Comparison, view: View, figures: RunFigures, reduced: Reductions | None = None,
                  later: bool = False):
@@ -80,11 +83,19 @@ class Analysis:
         Run's outputs and its visible tab are sent first (`analyze_in_steps`); until then this holds the runs."""
         reduced = reduced if reduced is not None else Reductions(cmp, view, figures.reductions)
         self.view = view = reduced.view
-        notes = ["⚠️ " + escape_md(n) for n in cmp.notices] + ([NO_TOGGLE] if cmp.no_toggle else [])
-        self.status = "\n\n".join(notes)  # Markdown: notices about the input and masks, whether anything is toggled
+        notes = ["⚠️ " + escape_md(n) for n in cmp.notices]
+        self.status = "\n\n".join(notes)  # Markdown: notices about the input and masks (the toggles: self.state)
         self.tokens = token_table(cmp.inputs)
         self.output = output_table(cmp, view)
         self.change_by_layer = change_by_layer(cmp, view)
+        kinds = attention_kinds(cmp.toggled)
+        self.state = state_line(cmp.toggles, kinds)  # the toggles in words, for the top of the results
+        # "2·2" in the figures: said once, under the state line, for the sequences of the view's sentence
+        run, first = cmp.toggled, view.kind  # the view's sequences first: the heatmap on the first screen
+        sequences = sorted([*run.queries.items(), *run.keys.items()], key=lambda kl: kl[0] != first)
+        self.note = next(filter(None, (occurrence_note(unique_labels(labels[view.row])) for _, labels in sequences)),
+                         None)
+        self.chips = output_chips(cmp, view, decoder_only="cross" not in kinds)  # sentence 1's output, clickable
         self.figure_set = figures
         self.reduced = reduced if later else reduced.complete()
         self.drawn: dict[str, Any] | None = {}  # figures drawn for this Run while it is sent; None once kept

@@ -10,33 +10,41 @@ import gradio as gr
 
 from .base import Tab
 
-API_TEXT = """
-Every main action is a named endpoint (`/load_model`, `/build_model`, `/analyze`, `/positional`, `/importance`,
-`/roles`, `/switch_off_role`, `/patching`, `/lens`, `/contributions`, `/set_model2`, `/compare_models`;
-docs/http-api.md, docs/contributions.md and docs/compare.md in the repository list their parameters).
+ADDRESS = "http://127.0.0.1:7860/"  # in the example until the page script puts the page's own address there
+API_TEXT = f"""
+The page's actions, from a program: each is a named HTTP endpoint (`/analyze`, `/load_model`, `/build_model`,
+`/show_tab`, `/positional`, `/importance`, `/roles`, `/switch_off_role`, `/patching`, `/lens`, `/contributions`,
+`/set_model2`, `/compare_models`; docs/http-api.md in the repository lists their parameters and returns).
 From Python, with `pip install gradio_client`:
 
 ```python
 from gradio_client import Client
 
-client = Client("http://127.0.0.1:7860/")          # or "owner/space-name" for a Space
+client = Client("{ADDRESS}")
 client.predict("date-translator", "", "auto", api_name="/load_model")
-heads = [f"L{l} H{h}" for l in range(2) for h in range(4)]
-result = client.predict(
-    "samedi 21 novembre 2026", "21. November 2026",  # sentence 1, sentence 2
-    True, True, "none", 0, 2,      # padding mask, causal mask, custom mask, blocked position, window k
-    heads, heads, [],              # heads ON: encoder, decoder, cross (every cross-attention head off)
-    "cross", 1, 0, 1,              # view: attention kind, layer, head, sentence
-    -1, 8,                         # language models: predict after position (-1 = last), continuation tokens
-    "attention",                   # the tab whose figures are drawn: attention, overview, generation, rollout, all
-    api_name="/analyze")
-print(result[3]["data"])           # baseline vs toggled answers with per-token probabilities
+heads = [f"L{{l}} H{{h}}" for l in range(2) for h in range(4) if (l, h) != (1, 1)]   # cross L1 H1 off
+result = client.predict(sentence1="martedì 10 giugno 2014", sentence2="", cross_heads_on=heads,
+                        api_name="/analyze")   # parameters left out take the page's defaults
+status, tokens, summary, output = result[:4]   # then the figures, as Plotly JSON
+print(output["data"])                           # baseline vs toggled answers, per-token probabilities
 ```
 
-`/analyze` returns the status, the token table, the output summary and table, then the figures as Plotly JSON (those
-of the tab named by its last input; "all" draws every tab).
-Each client keeps its own session, so the model chosen with `/load_model` is the one `/analyze` uses.
-Save any figure as PNG with the camera button of its toolbar.
+Each client keeps its own session, so the model chosen with `/load_model` is the one `/analyze` uses. Save any
+figure as PNG with the camera button of its toolbar.
+"""
+# The example names the address this page was opened at (on a Space, its *.hf.space address), once it is drawn.
+SCRIPT = f"""
+const pageAddress = () => {{
+  for (const code of document.querySelectorAll('#api-text code')) {{
+    if (code.textContent.includes('{ADDRESS}')) {{
+      const walker = document.createTreeWalker(code, NodeFilter.SHOW_TEXT);
+      for (let node = walker.nextNode(); node; node = walker.nextNode())
+        node.nodeValue = node.nodeValue.split('{ADDRESS}').join(window.location.origin + window.location.pathname);
+    }}
+  }}
+}};
+new MutationObserver(pageAddress).observe(document.body, {{childList: true, subtree: true}});
+pageAddress();
 """
 
 
@@ -49,6 +57,7 @@ class ApiTab(Tab):
     id = "api"
     title = "API"
     result = "api-text"
+    script = SCRIPT
 
     def layout(self, start: Any) -> ApiParts:
         return ApiParts(gr.Markdown(API_TEXT, elem_id="api-text"))

@@ -101,8 +101,9 @@ class AttentionTab(Tab):
     id = "attention"
     title = "Attention & output"
     result = "head-plot"
-    help = ("Rows are queries, columns keys; brighter = more attention. Right: the mask the model applied "
-            "(blue = may attend). Below: the output, then the same head without toggles and the difference.")
+    help = ("Which words each word looks at as the model reads the sentence. Rows are queries, columns keys; "
+            "brighter = more attention. Right: the mask the model applied (blue = may attend). Below: the output, then"
+            " the same head without toggles and the difference.")
     figures = (RunFigure("mask", ATTENTION, mask_figure, first_look=0, api_order=0),
                RunFigure("head", ATTENTION, head_figure, first_look=0, api_order=1),
                RunFigure("baseline", ATTENTION, baseline_figure, first_look=0, api_order=2),

@@ -171,15 +171,17 @@ class CompareEvents(TabEvents):
         return self.second_model(form.session, str(form.model2 or ""))
 
     @reporting
-    def load_pair(self, pair: Any, device: Any, progress: Any = gr.Progress(track_tqdm=True)) -> dict:
-        """A suggested pair "first|second": the page loads the first model, the tab takes the second."""
+    def load_pair(self, pair: Any, device: Any, text1: Any = None, text2: Any = None, shown: Any = None,
+                  progress: Any = gr.Progress(track_tqdm=True)) -> dict:
+        """A suggested pair "first|second": the page loads the first model (as any model change: the typed sentences
+        stay, one it cannot read is named), the tab takes the second."""
         if not pair:
             return {self.status: gr.skip()}
         first_name, second_name = str(pair).split("|", 1)
         session, loaded = load_session(first_name, device, self.ctx, progress)
-        updates = self.app.model_updates(session, loaded, f"Loaded {escape_md(first_name)}.")
-        return {**updates, **self.second_model(session, second_name),
-                self.status: f"Comparing {escape_md(first_name)} with {escape_md(second_name)}."}
+        said = f"Comparing {escape_md(first_name)} with {escape_md(second_name)}."
+        updates = self.app.models.changed_model(session, loaded, said, (text1, text2), shown)
+        return {**self.second_model(session, second_name), **updates}
 
     def all_on(self, session: Any, model2: Any) -> dict:
         """The second model's head switches all on."""
@@ -217,8 +219,9 @@ class CompareTab(Tab):
     title = "Compare models"
     result = "compare-summary"
     computed_by = "opening it, its Compare button, and each Run while it is shown"
-    help = ("Two models on the same sentences, masks and sentence choice: each reads the text with its own "
-            "tokenizer, so each side labels its own tokens. Left: the model loaded for the page (its layer, head and "
+    help = ("Two models side by side on the same text. Both take the page's sentences, masks and sentence "
+            "choice; each reads the text with its own tokenizer, so each side labels its own tokens. Left: the model "
+            "loaded for the page (its layer, head and "
             "head switches are the controls on the left); right: the second model, with its own below. Each side "
             "shows its chosen head, every head, and its output.")
     link_keys = (LinkKey("model2", "model2", model2_key, "a second model, same forms and checks as `model`"),)
@@ -273,7 +276,8 @@ class CompareTab(Tab):
                        [app.status, *p.second()], api_name="set_model2"
                        ).then(ev.compare_if_set, [app.status, *inputs], outputs, **PRIVATE)
         both = list({id(c): c for c in [*app.model_outputs, app.status, *p.second()]}.values())
-        app.after_model(p.pair.input(ev.load_pair, [p.pair, page.model.device_in], both, **PRIVATE)).then(**again)
+        pair_inputs = [p.pair, page.model.device_in, page.inputs.text1, page.inputs.text2, page.kept]
+        app.after_model(p.pair.input(ev.load_pair, pair_inputs, both, **PRIVATE)).then(**again)
         for trigger in (p.kind2.input, p.layer2.input, p.head2.input, *(g.input for g in p.head_groups2)):
             trigger(trigger_mode="always_last", **again)
         p.all_on2.click(ev.all_on, [page.session, p.model2], p.head_groups2, **PRIVATE).then(**again)

@@ -99,7 +99,8 @@ class GenerationTab(Tab):
     id = "generation"
     title = "Generation"
     result = "gen-self"
-    help = ("The answer one token per row: which earlier tokens the chosen head read when writing it (and, in an "
+    help = ("How the model wrote its answer, one token at a time. The answer one token per row: which earlier tokens "
+            "the chosen head read when writing it (and, in an "
             "encoder-decoder model, which source tokens: on the right).")
     figures = (RunFigure("generation_self", GENERATION, self_figure, api_order=6),
                RunFigure("generation_cross", GENERATION, cross_figure, api_order=7))

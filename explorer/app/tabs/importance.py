@@ -133,7 +133,8 @@ class ImportanceTab(Tab):
     id = "importance"
     title = "Importance"
     result = "importance-plot"
-    help = ("How much the output moves when each head alone is switched off (exact) and a one-pass gradient "
+    help = ("Which heads the output needs most. How much the output moves when each head alone is switched off (exact) "
+            "and a one-pass gradient "
             "estimate of it (Michel et al., 2019).")
     button = "imp-run"
 

@@ -105,7 +105,8 @@ class LensTab(Tab):
     id = "lens"
     title = "Lens"
     result = "lens-summary"
-    help = ("Each layer's residual stream read through the model's final norm and unembedding: the top token per "
+    help = ("What the model would answer if it stopped after each layer. Each layer's residual stream read through the "
+            "model's final norm and unembedding: the top token per "
             "layer and position (colour: its probability), and the rank of the final prediction per layer.")
     button = "lens-run"
 

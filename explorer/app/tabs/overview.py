@@ -98,7 +98,8 @@ class OverviewTab(Tab):
     id = "overview"
     title = "All heads"
     result = "overview-plot"
-    help = ("Every head at once (rows: layers, columns: heads; switched-off heads faded). Click a tile to open that "
+    help = ("Every head at once, to spot the ones that behave differently (rows: layers, columns: heads; switched-off "
+            "heads faded). Click a tile to open that "
             "head below. A tile's corner names the head's strongest role on this sentence (score ≥ 0.5; see the "
             "Roles tab).")
     # The grid is sent alone, then the chosen head below it: its 1,024 x 1,024 map would delay the grid in the browser.

@@ -60,16 +60,25 @@ def answers_of(loaded: LoadedModel, clean: Reading, corrupted: Reading, clean_an
             typed[1] if typed[1] is not None else last_top(loaded, corrupted))
 
 
+def best_head(p: Patching) -> tuple[str, int, int, float]:
+    """The head whose clean output restores most of the difference, over every kind patched: (kind, layer, head,
+    share). Self-attention is the decoder's (an encoder-decoder's) or the model's one stack."""
+    kinds = [("self-attention", p.heads)] + ([("cross-attention", p.cross)] if p.cross is not None else [])
+    found = []
+    for kind, shares in kinds:
+        layer, head = divmod(int(shares.flatten().argmax()), shares.shape[1])
+        found.append((kind, layer, head, float(shares[layer, head])))
+    return max(found, key=lambda f: f[3])
+
+
 def patching_markdown(loaded: LoadedModel, p: Patching) -> str:
     labels = codec_for(loaded).labels(list(p.answers))
-    layer, head = divmod(int(p.heads.flatten().argmax()), p.heads.shape[1])
+    kind, layer, head, share = best_head(p)
+    where = f"{kind} " if p.cross is not None else ""
     lines = [f"Metric: logit({escape_md(labels[0])}) − logit({escape_md(labels[1])}) at the last position: clean "
              f"**{p.clean:.3f}**, corrupted **{p.corrupted:.3f}**.",
-             f"The head whose clean output restores most of it: **L{layer} H{head}** "
-             f"({float(p.heads[layer, head]):.2f} of the difference)."]
-    if p.cross is not None:
-        cl, ch = divmod(int(p.cross.flatten().argmax()), p.cross.shape[1])
-        lines.append(f"Cross-attention: **L{cl} H{ch}** ({float(p.cross[cl, ch]):.2f}).")
+             f"The head whose clean output restores most of it: **{where}L{layer} H{head}** ({share:.2f} of the "
+             "difference)."]
     return "\n\n".join(lines)
 
 
@@ -145,7 +154,8 @@ class PatchingTab(Tab):
     id = "patching"
     title = "Patching"
     result = "patching-summary"
-    help = ("Sentence 1 is the clean run, sentence 2 the corrupted one (same number of tokens). Each cell: the share "
+    help = ("Which heads carry the difference between two sentences that differ in one word. Sentence 1 "
+            "is the clean run, sentence 2 the corrupted one (same number of tokens). Each cell: the share "
             "of the clean-minus-corrupted logit difference of the two answer tokens that patching that head's output "
             "(left) or the residual stream at that layer and position (right) restores.")
     button = "patch-run"

@@ -129,8 +129,8 @@ class PositionsEvents(TabEvents):
                 p.model_plots[0]: view.model[0], p.scheme: view.scheme, **own, **unused}
 
     def after_run(self, form: PositionalForm) -> dict:
-        """Drawn again after a model change and its first Run: the status line keeps what the Run said (its notices,
-        "No toggle is active") unless this fails."""
+        """Drawn again after a model change and its first Run: the status line keeps what the Run said (its notices)
+        unless this fails."""
         updates = self.shown(form)
         if not updates.get(self.status):
             updates.pop(self.status, None)
@@ -150,7 +150,8 @@ class PositionsTab(Tab):
     title = "Positions"
     result = "pe-model"
     computed_by = "each model change, and its Show button"
-    help = ("The loaded model's own positional scheme (learned table, sinusoid, rotary or T5's relative bias), then "
+    help = ("How the model knows where each word is in the sentence. The loaded model's own positional scheme (learned "
+            "table, sinusoid, rotary or T5's relative bias), then "
             "the textbook sinusoid for the numbers above.")
     link_keys = (LinkKey("pe_d", "d_model", d_model_key,
                          f"the textbook sinusoid's d_model, {POSITIONAL_D_MODEL[0]} to {POSITIONAL_D_MODEL[1]:,}"),

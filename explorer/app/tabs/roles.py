@@ -17,13 +17,14 @@ import gradio as gr
 from ... import viz
 from ...checkpoints import LoadedModel
 from ...interpret import ROLES, top_heads
+from ...interpret.head_effects import role_heads_by_effect
 from ..assets import plot
 from ..errors import AppError, escape_md
 from ..forms import endpoint
 from ..handlers import PRIVATE, reporting
 from ..head_switches import switch_updates
 from ..link.values import choice, whole
-from ..role_scores import NOT_CAUSAL, RANK_BY, RoleResult, role_ablation, score_roles
+from ..role_scores import NOT_CAUSAL, RANK_BY, RoleResult, output_effects, role_ablation, score_roles
 from ..run.request import page_heads, toggles_from
 from ..run.toggles import head_mask
 from ..run.view import KIND_TITLES
@@ -129,21 +130,32 @@ class RolesEvents(TabEvents):
     @reporting
     def switched_off(self, form: SwitchOffForm) -> dict:
         loaded = get_model(form.session, self.ctx)
-        role, rank_by = str(form.role or ""), str(form.rank_by or RANK_BY[0])
-        result = self.compute.call(score, form.session, RolesRequest(str(form.sentence1 or ""), str(form.kind or ""),
-                                                                     None))
-        off = role_ablation(result, role, int(form.k or 1), rank_by)
+        role, rank_by, k = str(form.role or ""), str(form.rank_by or RANK_BY[0]), int(form.k or 1)
+        text = str(form.sentence1 or "")
+        result = self.compute.call(score, form.session, RolesRequest(text, str(form.kind or ""), None))
+        if rank_by == RANK_BY[2]:  # the role's heads (probe score >= 0.5), ranked by what switching each off does
+            if role not in result.probe:
+                raise AppError(NOT_CAUSAL.format(stack=KIND_TITLES[result.stack]))
+            effects = self.compute.call(output_effects, form.session, text)
+            found = role_heads_by_effect(result.probe[role], effects, result.stack, k)
+            off = [(h.layer, h.head) for h in found]
+            named = ", ".join(f"L{h.layer} H{h.head} ({role} {h.score:.2f}, p −{h.drop:.2f})" for h in found)
+            how = "ranked by the drop in the probability of the model's next token when each is off alone"
+        else:
+            off = role_ablation(result, role, k, rank_by)
+            scores = result.probe if rank_by == "probe" else result.text
+            named = ", ".join(f"L{la} H{h} = {float(scores[role][la, h]):.2f}" for la, h in off)
+            how = f"ranked on their {role} score on the {rank_by}"
         if not off:
-            raise AppError(f"No head has a {role} score on the {rank_by} (the role is defined on none of it).")
+            raise AppError(f"No head is a {role} head here (a score of 0.5 or more on the probe), or the role is "
+                           f"defined on none of the {rank_by}.")
         kinds = loaded.config.attention_kinds()
         n_layers, n_heads = kinds[result.stack]
         on = {result.stack: {(la, h) for la in range(n_layers) for h in range(n_heads)} - set(off)}
-        scores = result.probe if rank_by == "probe" else result.text
-        named = ", ".join(f"L{la} H{h} = {float(scores[role][la, h]):.2f}" for la, h in off)
         plural = "s" if len(off) > 1 else ""
         return {**switch_updates(self.page.controls.heads, kinds, on, choices=False), self.status: "",
                 self.parts.off_md: escape_md(f"Switched off the top {len(off)} {role} head{plural} of the "
-                                             f"{result.stack}, ranked on the {rank_by}: {named}.")}
+                                             f"{result.stack}, {how}: {named}.")}
 
 
 def role_key(text: str, check_model: Any) -> str:
@@ -162,20 +174,24 @@ class RolesTab(Tab):
     id = "roles"
     title = "Roles"
     result = "roles-summary"
-    help = ("What kind of head each one is: the share of its attention on the keys a role predicts (1 = all of "
+    help = ("What job each head seems to do, such as looking at the previous word or copying a pattern "
+            "that repeats. What kind of head each one is: the share of its attention on the keys a role predicts (1 = "
+            "all of "
             "it), on a generated probe (random tokens of the model's vocabulary, repeated) and on sentence 1. "
             "Pick a role and k to switch its top heads off; the page then runs with them off.")
     button = "roles-run"
     link_keys = (LinkKey("role", "role", role_key, f"a role: {', '.join(ROLES)}"),
                  LinkKey("k", "k", k_key, "how many of its top heads “Switch these heads off” takes, 1 to 64"),
-                 LinkKey("rank", "rank_by", rank_key, "what the heads are ranked on: `probe` or `typed text`"))
+                 LinkKey("rank", "rank_by", rank_key, "what the heads are ranked on: `probe`, `typed text` or "
+                         "`effect on the output`"))
 
     def layout(self, start: Any) -> RolesParts:
         with gr.Row(equal_height=True):
             score_btn = gr.Button("Score the heads", variant="primary", elem_id="roles-run", min_width=120)
             role = gr.Dropdown(list(ROLES), value="induction", label="Role", elem_id="role", min_width=110)
             k = gr.Number(1, label="Top k", precision=0, minimum=1, maximum=64, elem_id="role-k", min_width=70)
-            rank_by = gr.Radio(list(RANK_BY), value=RANK_BY[0], label="Ranked on", elem_id="rank-by", min_width=150)
+            rank_by = gr.Radio(list(RANK_BY), value=RANK_BY[0], label="Switch off the top k, ranked on",
+                               elem_id="rank-by", min_width=150)
             off_btn = gr.Button("Switch these heads off", elem_id="role-off", min_width=120)
         off_md = gr.Markdown(elem_id="role-off-summary")
         summary = gr.Markdown(elem_id="roles-summary")

@@ -49,8 +49,9 @@ class RolloutTab(Tab):
     id = "rollout"
     title = "Rollout"
     result = "rollout-plot"
-    help = ("Attention rollout (Abnar & Zuidema, 2020): which input tokens each position draws on, through the "
-            "layers.")
+    help = ("Which words of the input each position ends up drawing on, through all the layers. Attention "
+            "rollout (Abnar & Zuidema, 2020) multiplies each layer's attention, averaged over heads and mixed with "
+            "the residual connection, from the first layer up.")
     figures = (RunFigure("rollout", Reduction("rollout", rollout_inputs), rollout_figure, first_look=0, api_order=8),)
 
     def layout(self, start: Any) -> RolloutParts:

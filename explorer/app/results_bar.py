@@ -1,0 +1,31 @@
+"""The bar above the tabs: the state every figure was made with, and sentence 1's output as clickable tokens.
+
+Laid out by page.layout; filled by events.PageEvents from run.result.Analysis (.state, .chips).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import gradio as gr
+
+
+@dataclass
+class Results:
+    """The top of the results, above the tabs: what every tab's figures were made with and what came out."""
+
+    state: gr.Markdown  # the toggles of the last Run in words (run.state_line), never blank after a Run
+    output: gr.HighlightedText  # sentence 1's output as tokens; a click asks "why this token?" (Contributions)
+    targets: gr.State  # the run.output_chips.ClickTarget of each item of `output` (None: not clickable)
+
+
+# Colours of the output chips' categories (run.output_chips): a changed token stands out from the rest.
+CHIP_COLOURS = {"output": "#dbeafe", "candidate": "#e0e7ff", "same": "#dbeafe", "changed": "#fde68a"}
+
+
+def results_bar() -> Results:
+    state = gr.Markdown(elem_id="state-line")
+    output = gr.HighlightedText(label="Output: click a token to ask why the model chose it", show_label=False,
+                                elem_id="output-tokens", combine_adjacent=False, show_legend=False,
+                                show_inline_category=False, color_map=CHIP_COLOURS, container=False)
+    return Results(state, output, gr.State([]))
