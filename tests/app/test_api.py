@@ -34,9 +34,12 @@ def figure(value) -> dict:
     return json.loads(value["plot"])
 
 
-def test_named_endpoints_exist(client):
+def test_named_endpoints_exist_and_the_api_tab_names_each(client):
+    from explorer.app.tabs.api import API_TEXT
+
     names = set(client.view_api(print_info=False, return_format="dict")["named_endpoints"])
     assert {"/load_model", "/build_model", "/analyze", "/positional", "/importance"} <= names
+    assert {name for name in names if f"`{name}`" not in API_TEXT} == set()
 
 
 def test_analyze_in_a_fresh_session(client):
