@@ -123,7 +123,7 @@ def test_the_http_api_example_runs_as_written(client):
     assert [row[2] for row in output["data"] if row[1] == "baseline"] == ["2026-11-21", "2026-11-21"]
     assert len(scope["result"]) == 16  # status, 3 tables / texts, 10 figures, the state line, the output tokens
     assert scope["result"][14].split("\n\n")[0] == "Toggles: every cross head off" and scope["result"][15]
-    assert "“2·2” = the 2nd “2”" in scope["result"][14]  # the answer 2026-11-21 repeats its digits  # the toggles in words, clickable tokens
+    assert "“2·2” in the figures = the 2nd “2”" in scope["result"][14]  # 2026-11-21 repeats its digits
 
 
 def test_the_readme_http_example_runs_as_written(client):
