@@ -147,6 +147,7 @@ class PageEvents:
         """/analyze for API clients: `analyze`'s updates merged into one answer (the closing message a client reads)."""
         if isinstance(shown, Shown):  # an API client's `tab` argument decides, not a tab it opened with /show_tab
             shown.tab = None
+            shown.model_notice = ""  # and it read what a model change said in that change's own answer
         merged: dict = {}
         for update in self.analyze(form, shown):
             merged.update((c, value) for c, value in update.items() if not is_skip(value))

@@ -8,6 +8,8 @@ from types import SimpleNamespace
 
 import torch
 
+from explorer.app.forms import RunForm
+from explorer.app.head_labels import head_labels
 from explorer.app.kept import Shown
 from explorer.app.model_events import RESET
 from explorer.app.run.toggles import Toggles
@@ -94,6 +96,12 @@ def test_a_model_change_keeps_the_sentences_and_resets_the_toggles(page_events, 
     assert shown.take_model_notice() == ("Loaded induction-gpt.\n\nThe new model's own examples are in the lists "
                                          "under the sentences.\n\n" + RESET)
     assert shown.take_model_notice() == ""  # said once
+    # An API client read it in /load_model's answer: its next /analyze says only the Run's own notices.
+    ev.models.changed_model(session, loaded, "Loaded induction-gpt.", ("t1 t2 t3", ""), shown)
+    heads = head_labels(loaded.config.n_layers, loaded.config.n_heads)
+    form = RunForm(session, "t1 t2 t3", "", True, True, "none", 0, 2, [], heads, [], "decoder", 0, 0, 1,
+                   tab="attention")
+    assert not ev.analyze_at_once(form, shown)[ev.status].startswith("Loaded")
     on = out[c.heads["decoder"]]["value"]
     assert len(on) == loaded.config.n_layers * loaded.config.n_heads  # every head on
     # An empty first sentence gets the new model's example; a Run with no toggle is not said to be reset.
