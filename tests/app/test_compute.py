@@ -20,7 +20,7 @@ from explorer.app.head_labels import head_labels
 from explorer.app.kept import Shown
 from explorer.app.session import AppContext, Session
 from explorer.app.tabs import TABS
-from explorer.app.tabs.compare import CompareForm
+from explorer.app.compare_forms import CompareForm
 from explorer.app.tabs.contributions import ContributionForm
 from explorer.app.tabs.head import HeadForm, HeadState
 from explorer.app.tabs.importance import ImportanceForm
