@@ -28,7 +28,7 @@ CHIP_COLOURS = {"output": "#dbeafe", "candidate": "#e0e7ff", "same": "#dbeafe", 
 def results_bar() -> Results:
     with gr.Row(elem_id="results-head", equal_height=True):
         state = gr.Markdown(elem_id="state-line")
-        download = gr.Button("⤓ Download view", size="sm", scale=0, min_width=130, elem_id="download-view")
+        download = gr.Button("⤓ Download", size="sm", scale=0, min_width=90, elem_id="download-view")
         download_file = gr.DownloadButton(visible="hidden", elem_id="download-file")
     output = gr.HighlightedText(label="Output: click a token to ask why the model chose it", show_label=False,
                                 elem_id="output-tokens", combine_adjacent=False, show_legend=False,
