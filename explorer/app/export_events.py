@@ -97,8 +97,8 @@ class DownloadEvents:
             analysis, notice = self.app.recompute(shown.request), RECOMPUTED
         link_values, own = values[:len(self.link_inputs)], values[len(self.link_inputs):]
         if t.figures:
-            drawn = analysis.figures(tab)
-            figures = [viz.figure_json(drawn[f.name], PLOT_CONFIG) for f in t.figures if f.name in drawn]
+            drawn = analysis.figures(tab)  # in the order the tab lays them out (its parts' fields)
+            figures = [viz.figure_json(drawn[name], PLOT_CONFIG) for name in vars(self.page.parts[tab]) if name in drawn]
             texts = []
         else:
             start = sum(len(p) for tab_id, p in self.own.items() if list(self.own).index(tab_id) <
@@ -129,8 +129,8 @@ def settings(shown: Shown, analysis: Any, title: str) -> list[tuple[str, str]]:
     if r.text2:
         rows.append(("Second sentence", r.text2))
     rows += [("View", f"{v.kind or 'first'} attention, layer {v.layer}, head {v.head}, sentence {v.sentence}, "
-                      f"{v.measure}"), ("Toggles", analysis.state)]
-    output = " ".join(text for text, _ in analysis.chips.items)
+                      f"{v.measure}"), ("State", analysis.state)]
+    output = " ".join(text for n, (text, _) in enumerate(analysis.chips.items) if n or text != "Output:")
     if output:
         rows.append(("Output", output))
     return rows

@@ -1,4 +1,5 @@
-"""The bar above the tabs: the state every figure was made with, and sentence 1's output as clickable tokens.
+"""The bar above the tabs: the state every figure was made with, and sentence 1's output as clickable tokens with the
+Download button beside them (explorer.app.export_events).
 
 Laid out by page.layout; filled by events.PageEvents from run.result.Analysis (.state, .chips).
 """
@@ -26,11 +27,11 @@ CHIP_COLOURS = {"output": "#dbeafe", "candidate": "#e0e7ff", "same": "#dbeafe", 
 
 
 def results_bar() -> Results:
+    state = gr.Markdown(elem_id="state-line")
     with gr.Row(elem_id="results-head", equal_height=True):
-        state = gr.Markdown(elem_id="state-line")
+        output = gr.HighlightedText(label="Output: click a token to ask why the model chose it", show_label=False,
+                                    elem_id="output-tokens", combine_adjacent=False, show_legend=False,
+                                    show_inline_category=False, color_map=CHIP_COLOURS, container=False)
         download = gr.Button("⤓ Download", size="sm", scale=0, min_width=90, elem_id="download-view")
         download_file = gr.DownloadButton(visible="hidden", elem_id="download-file")
-    output = gr.HighlightedText(label="Output: click a token to ask why the model chose it", show_label=False,
-                                elem_id="output-tokens", combine_adjacent=False, show_legend=False,
-                                show_inline_category=False, color_map=CHIP_COLOURS, container=False)
     return Results(state, output, gr.State([]), download, download_file)
