@@ -494,6 +494,22 @@ def threads_label(row: dict[str, Any]) -> str:
     return f"{n} (--threads {row['threads_flag']})"
 
 
+def view_file_section(vf: dict[str, Any] | None) -> list[str]:
+    """Section 17: the Download button's file (explorer.app.export_html)."""
+    if not vf:
+        return []
+    L = ["## 17. A view to keep: the Download button's file", ""]
+    if _skip(vf):
+        return L + [f"Skipped: {_skip(vf)}", ""]
+    L += [f"One self-contained HTML file: plotly.js inlined once ({vf['plotly_js_bytes']:,} bytes) and each figure's "
+          f"JSON. Limit {vf['limit_bytes']:,} bytes for the default view.", "",
+          "| view | bytes | figures | drawn and written | within the limit |", "|---|---|---|---|---|"]
+    for name, v in vf["views"].items():
+        L.append(f"| {name} | {v['bytes']:,} | {v['figures']} | {v['seconds'] * 1000:.0f} ms | "
+                 f"{'yes' if v['within_limit'] else '**no**'} |")
+    return L + [""]
+
+
 def long_inputs_section(res: dict[str, Any]) -> list[str]:
     """Section 9: 1,024 tokens on a GPT-2-small-shaped model in the real app, and one request's peak memory."""
     app_long, mem = res.get("app_long"), res.get("memory")
@@ -782,6 +798,7 @@ def markdown(res: dict[str, Any]) -> str:
     L += sae_section(res.get("sae"))
     L += head_computation_section(res.get("head_computation"))
     L += head_effects_section(res.get("head_effects"))
+    L += view_file_section(res.get("view_file"))
     prof = res.get("profiles") or {}
     if prof:
         L += ["## Where the time goes (targets missed)", ""]

@@ -1,5 +1,5 @@
 """Write the tables the docs take from the page's tabs (explorer.app.tabs.TABS): docs/app.md's table of tabs and
-docs/link.md's table of link keys. Run after changing a tab: `python scripts/docs_tables.py` (tests check them)."""
+docs/link.md's table of link keys; and docs/lessons.md from explorer.app.lessons.LESSONS. Run after changing a tab: `python scripts/docs_tables.py` (tests check them)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from explorer.app.lessons import lessons_markdown  # noqa: E402
 from explorer.app.link.docs import keys_table  # noqa: E402
 from explorer.app.tabs import tabs_table  # noqa: E402
 
@@ -29,3 +30,8 @@ def replace_table(path: Path, table: str) -> bool:
 if __name__ == "__main__":
     for doc, table in (("app.md", tabs_table()), ("link.md", keys_table())):
         print(f"docs/{doc}: {'rewritten' if replace_table(ROOT / 'docs' / doc, table) else 'up to date'}")
+    lessons = ROOT / "docs" / "lessons.md"
+    old = lessons.read_text() if lessons.exists() else ""
+    if old != lessons_markdown():
+        lessons.write_text(lessons_markdown())
+    print(f"docs/lessons.md: {'rewritten' if old != lessons_markdown() else 'up to date'}")

@@ -147,6 +147,11 @@ CSS = """
 #output-tokens .token {padding: 0 4px !important; margin: 1px !important; font-size: 13px}
 #output-tokens .token.highlighted {cursor: pointer}
 #views button[role="tab"] {padding-left: 6px !important; padding-right: 6px !important}  /* 11 tabs in one row */
+/* the Download button (export_events.py) beside the output tokens, as tall as its text */
+#results-head {align-items: flex-start !important; flex-wrap: nowrap !important; gap: 6px !important}
+#download-view {flex: none !important; align-self: flex-start; min-width: 0 !important; white-space: nowrap;
+                padding: 0 8px !important; font-size: 12px !important; line-height: 16px !important;
+                min-height: 0 !important; height: auto !important}
 /* A phone (portrait, < 640 px): the figures right after the first sentence and Run, the controls after them. The
    rows holding the inputs and the controls + figures give their children to the page's column (display: contents),
    where `order` places them; the desktop layout is untouched. (Gradio prefixes every selector here with
@@ -175,6 +180,10 @@ CSS = """
   #views .tab-container button[role="tab"] {flex: none}
   .tab-text p {font-size: 12px}
   #state-line p {font-size: 12px}
+  /* the Lessons menu (lessons.py) no taller than Copy link beside it */
+  #lessons .wrap {min-height: 0 !important}
+  #lessons .wrap-inner {padding: 1px 8px !important}
+  #lessons input {font-size: 12px !important; margin: 0 !important}
   #output-tokens .token {font-size: 12px}
   /* an empty status line takes no room on a phone (it shows again for a message or a Run's timer) */
   #status:not(:has(p)):not(:has([data-testid="status-tracker"].wrap:not(.hide))) {display: none !important}

@@ -216,6 +216,7 @@ class PageEvents:
         return endpoint(RunForm, self.analyze, "analyze_page", extra=("shown",))
 
     def wire(self) -> None:
+        from .export_events import DownloadEvents
         from .link.opening import LinkEvents
 
         page, m, i, c = self.page, self.page.model, self.page.inputs, self.page.controls
@@ -235,6 +236,7 @@ class PageEvents:
         for event in changes:
             self.after_model(event)
         LinkEvents(self).wire()  # page load: the link's view restored, then the first Run
+        DownloadEvents(self).wire()  # the shown tab as an HTML file
         # A click while a Run is under way (say after its attention is shown, before its predictions) runs again
         # once it ends, with what is on the page then; Gradio's default for clicks would drop it.
         for trigger in (i.run_btn.click, i.text1.submit, i.text2.submit, c.padding.input, c.causal.input,

@@ -20,6 +20,7 @@ from ..model import PRESETS
 from .head_labels import head_labels
 from .head_switches import heads_classes
 from .kept import Shown
+from .lessons import lessons_menu
 from .limits import DEFAULT_CONTINUATION, MAX_BUILD_PARAMETERS, MAX_NEW_TOKENS
 from .model_panel import ModelInfo
 from .results_bar import Results, results_bar
@@ -266,6 +267,7 @@ def layout(start: Start, session_value: Any, tabs: Sequence[Any]) -> Page:
         with gr.Row(elem_id="title", equal_height=True):
             gr.Markdown("## Transformer Explorer", elem_id="title-text")
             headline = gr.Markdown(start.info.headline if start.info else "", elem_id="headline")
+            lessons_menu()  # choosing a lesson opens its link (in the browser only)
             copy_link = gr.Button("Copy link", size="sm", scale=0, min_width=90, elem_id="copy-link")
         gr.Markdown(INTRO, elem_classes="intro")
         inputs = input_rows(start, copy_link)

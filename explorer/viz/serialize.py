@@ -36,7 +36,11 @@ def figure_spec(fig: go.Figure, config: dict[str, Any] | None = None) -> dict[st
 
 def figure_json(fig: go.Figure, config: dict[str, Any] | None = None) -> str:
     """JSON text of `fig` (and an optional plotly.js `config`), compact, HTML-safe."""
-    text = orjson.dumps(figure_spec(fig, config), option=orjson.OPT_SERIALIZE_NUMPY).decode()
+    return html_safe(orjson.dumps(figure_spec(fig, config), option=orjson.OPT_SERIALIZE_NUMPY).decode())
+
+
+def html_safe(text: str) -> str:
+    """JSON text with "<", ">" and U+2028/9 escaped: safe inside an HTML <script>, the same JSON when parsed."""
     for unsafe, safe in _SAFE:
         if unsafe in text:
             text = text.replace(unsafe, safe)

@@ -1,0 +1,100 @@
+"""The lessons and the Download button in headless Chromium: every lesson's link opens the view it names (its tab
+selected and computed, no warning); the Lessons menu navigates to a lesson's link; the downloaded file, opened from
+disk with the network blocked, draws its figures and shows the settings."""
+
+from __future__ import annotations
+
+import pytest
+
+from explorer.app.lessons import LESSONS
+from explorer.app.link.state import parse_link
+from explorer.app.session import checked_source
+from explorer.app.tabs import tab as tab_of
+from tests.app.browser import IDLE_JS, served
+from tests.app.test_browser_link import RESULT, TEXT, Browser
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def app_url(free_port):
+    from explorer.app.demo import build_demo
+
+    with served(build_demo(device="cpu"), free_port()) as url:
+        yield url
+
+
+@pytest.fixture
+def chromium(chromium_path, chromium_args):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = Browser(p, chromium_path, chromium_args)
+        try:
+            yield b
+        finally:
+            b.browser.close()
+    assert b.errors == [], b.errors
+
+
+def lesson_tab(query: str):
+    state, _ = parse_link(query, check_model=lambda name: checked_source(name, allowed_dirs=()))
+    return tab_of(state.tab)
+
+
+def shows(page, tab) -> None:
+    """`tab` is selected and its result drawn, with no warning on the status line nor a link notice."""
+    page.wait_for_function(f"() => ({RESULT})('{tab.result}')")
+    page.wait_for_function(IDLE_JS)
+    assert page.locator("#views [role=tab][aria-selected=true]").inner_text() == tab.title
+    status = page.evaluate(TEXT, "status")
+    assert "⚠️" not in status and page.evaluate(TEXT, "link-notice") == "", (tab.id, status)
+
+
+def test_every_lesson_link_opens_its_view(app_url, chromium):
+    for lesson in LESSONS:
+        page = chromium.open(f"{app_url}?{lesson.query}", first_run=False)
+        shows(page, lesson_tab(lesson.query))
+        page.close()
+
+
+def test_the_lessons_menu_opens_a_lesson(app_url, chromium):
+    page = chromium.open(app_url)
+    lesson = next(x for x in LESSONS if "month" in x.title)
+    page.locator("#lessons input").click()
+    page.get_by_role("option", name=f"3. {lesson.title}", exact=True).click()
+    page.wait_for_url(f"**?{lesson.query}")
+    shows(page, lesson_tab(lesson.query))
+    assert page.locator("#text1 textarea").input_value() == "lundi 3 mars 2025"
+    page.wait_for_function("() => document.querySelector('#output-tokens').innerText.includes('with the toggles')")
+
+
+def test_the_downloaded_view_opens_offline(app_url, chromium, tmp_path):
+    page = chromium.open(app_url)
+    with page.expect_download() as info:
+        page.locator("#download-view").click()
+    download = info.value
+    assert download.suggested_filename.startswith("transformer-explorer-attention-")
+    path = tmp_path / "view.html"
+    download.save_as(path)
+    offline = chromium.browser.new_context()
+    blocked: list[str] = []
+
+    def block(route):
+        if route.request.url.startswith(("http://", "https://")):
+            blocked.append(route.request.url)
+            return route.abort()
+        return route.continue_()
+
+    offline.route("**/*", block)
+    view = offline.new_page()
+    errors: list[str] = []
+    view.on("pageerror", lambda e: errors.append(str(e)))
+    view.goto(path.as_uri())
+    n = view.evaluate("() => document.querySelectorAll('script.figure-data').length")
+    view.wait_for_function(f"() => document.querySelectorAll('.js-plotly-plot svg.main-svg').length >= {n}")
+    assert n >= 4 and errors == [] and blocked == []
+    settings = view.locator("#settings").inner_text()
+    assert "date-translator" in settings and "samedi 21 novembre 2026" in settings and "No toggle" in settings
+    assert view.locator("#view-link").get_attribute("href").startswith(app_url.rstrip("/") + "/?model=date-translator")
+    offline.close()

@@ -1,0 +1,112 @@
+"""The Download button (explorer.app.export_events, export_html): the shown tab as one HTML file, plotly.js inlined
+once, every text escaped, drawn from the kept result without running the model, a safe file name, and the default
+view's file within 5 MB."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from explorer.app.export_events import DownloadEvents, NO_RUN, base_address
+from explorer.app.export_html import ViewExport, file_name, plotly_js, view_html
+from explorer.app.forms import RunForm
+from explorer.app.head_labels import head_labels
+from explorer.app.kept import Shown
+from explorer.app.session import Session, get_model
+
+MODEL = "date-translator"
+EVIL = "<script>alert(1)</script>"
+MAX_BYTES = 5 * 1024 * 1024
+
+
+def run(ev, text, shown, tab="attention"):
+    kinds = get_model(Session(MODEL, "cpu"), ev.ctx).config.attention_kinds()
+    enc, dec, cross = (head_labels(*kinds[k]) for k in ("encoder", "decoder", "cross"))
+    cross = [h for h in cross if h not in ("L0 H1", "L1 H3")]
+    form = RunForm(Session(MODEL, "cpu"), text, "", True, True, "none", 0, 2, enc, dec, cross, "cross", 1, 3, 1,
+                   tab=tab)
+    list(ev.analyze(form, shown))
+    return [Session(MODEL, "cpu"), text, "", tab, "cross", 1, 3, 1, "weights", enc, dec, cross, True, True, "none",
+            0, 2, -1, 0]
+
+
+def link_values(d: DownloadEvents, page_values: list) -> list:
+    """The link inputs: the page's, then every tab's own keys at their defaults (None: left out of the link)."""
+    return page_values + [None] * (len(d.link_inputs) - len(page_values))
+
+
+def test_the_file_escapes_every_text_and_inlines_plotly_once():
+    fig = json.dumps({"data": [{"type": "heatmap", "z": [[1]], "x": [EVIL], "y": ["</script>"]}], "layout": {}})
+    view = ViewExport(EVIL, [fig, fig], [("Sentence", EVIL)], f"http://x/?s1={EVIL}", [EVIL])
+    page = view_html(view, script="/* plotly */")
+    assert "<script>alert" not in page and "</script>\"" not in page
+    assert page.count("&lt;script&gt;alert(1)&lt;/script&gt;") >= 4  # title, heading, setting, text (and the link)
+    assert page.count("/* plotly */") == 1 and page.count('class="figure-data"') == 2
+    datas = re.findall(r'<script type="application/json" class="figure-data">(.*?)</script>', page)
+    assert [json.loads(d)["data"][0]["x"] for d in datas] == [[EVIL], [EVIL]]  # the same JSON once parsed
+    with pytest.raises(ValueError, match="'data' list"):
+        view_html(ViewExport("t", ['{"layout": {}}'], [], ""), script="")
+
+
+def test_the_file_name_has_no_user_text():
+    assert file_name("attention", "20261126-120000") == "transformer-explorer-attention-20261126-120000.html"
+    assert file_name("../../etc", "x y") == "transformer-explorer-etc-x-y.html"
+    assert base_address(SimpleNamespace(headers={"referer": "javascript:alert(1)"})) == ""
+    assert base_address(SimpleNamespace(headers={"referer": "http://127.0.0.1:7860/?s1=x"})) == "http://127.0.0.1:7860/"
+
+
+def test_download_draws_the_kept_result_without_running_the_model(page_events, monkeypatch):
+    ev, shown = page_events, Shown()
+    d = DownloadEvents(ev)
+    r = ev.page.results
+    assert ev.status in d.download("attention", shown, Session(MODEL, "cpu"), None, *link_values(d, []))
+    assert NO_RUN in d.download("attention", shown, Session(MODEL, "cpu"), None, *link_values(d, []))[ev.status]
+    values = run(ev, "lundi 3 mars 2025", shown)
+    ran = []
+    monkeypatch.setattr(ev.compute, "analyze", lambda *a, **k: ran.append(a))
+    req = SimpleNamespace(headers={"referer": "http://127.0.0.1:7860/?old=1"})
+    out = d.download("attention", shown, Session(MODEL, "cpu"), req, *link_values(d, values))
+    assert ran == []  # drawn from the kept result
+    path = Path(out[r.download_file])
+    assert path.name.startswith("transformer-explorer-attention-") and path.suffix == ".html"
+    page = path.read_text()
+    assert page.count(plotly_js()) == 1 and path.stat().st_size <= MAX_BYTES
+    n_figures = len(shown.result(ev.ctx.kept).figures("attention"))
+    assert page.count('class="figure-data"') == n_figures > 0
+    assert "Toggles: cross L0 H1, L1 H3 off" in page and "lundi 3 mars 2025" in page
+    assert "2 0 2 5 - 0 5 - 0 3" in page  # the toggled answer of the output bar
+    link = re.search(r'<a id="view-link" href="([^"]*)"', page).group(1)
+    assert link.startswith("http://127.0.0.1:7860/?model=date-translator&amp;s1=lundi%203%20mars%202025&amp;"), link
+    for part in ("tab=attention", "kind=cross", "layer=1", "head=3", "off=cross:L0H1,L1H3"):
+        assert f"&amp;{part}&amp;" in link, (part, link)
+
+
+def test_a_sentence_with_html_is_text_in_the_file(page_events):
+    ev, shown = page_events, Shown()
+    d = DownloadEvents(ev)
+    values = run(ev, EVIL, shown)
+    page = Path(d.download("attention", shown, Session(MODEL, "cpu"), None,
+                           *link_values(d, values))[ev.page.results.download_file]).read_text()
+    assert "<script>alert(1)" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "\\u003cscript\\u003e" in page or "\\u003c" in page  # token labels in the figures' JSON
+
+
+def test_a_tab_with_its_own_button_exports_what_it_shows(page_events):
+    from gradio.components.plot import PlotData
+
+    ev, shown = page_events, Shown()
+    d = DownloadEvents(ev)
+    values = run(ev, "3 May 2024", shown, tab="lens")
+    own = [None] * sum(len(p) for p in d.own.values())
+    start = sum(len(p) for tab_id, p in d.own.items() if list(d.own).index(tab_id) < list(d.own).index("lens"))
+    fig = json.dumps({"data": [{"type": "heatmap", "z": [[0.5]]}], "layout": {"title": {"text": "lens <b>"}}})
+    for n, c in enumerate(d.own["lens"]):
+        own[start + n] = PlotData(type="plotly", plot=fig) if c.__class__.__name__ == "Plot" else f"summary {EVIL}"
+    page = Path(d.download("lens", shown, Session(MODEL, "cpu"), None, *link_values(d, values), *own)
+                [ev.page.results.download_file]).read_text()
+    assert page.count('class="figure-data"') == sum(c.__class__.__name__ == "Plot" for c in d.own["lens"])
+    assert "lens \\u003cb\\u003e" in page and f"summary &lt;script&gt;" in page

@@ -1,0 +1,105 @@
+"""The lessons (explorer.app.lessons): docs/lessons.md is written from them, every link opens without a notice, and
+the key claim of each lesson is true of the shipped checkpoints (run here)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from explorer.app.lessons import LESSONS, lessons_markdown
+from explorer.app.link.state import parse_link
+from explorer.app.run.toggles import Toggles
+from explorer.app.session import checked_source
+from explorer.app.tabs import analyze
+
+ROOT = Path(__file__).resolve().parents[2]
+CROSS = {(layer, head) for layer in range(2) for head in range(4)}
+
+
+def lesson(word: str):
+    return next(x for x in LESSONS if word in x.title)
+
+
+def answer(a) -> str:
+    """Sentence 1's answer as the output bar shows it: baseline, then the toggled one where it differs."""
+    text = "".join(t for t, _ in a.chips.items if t not in ("Output:", "[EOS]"))
+    base, _, toggled = text.partition("→ with the toggles:")
+    return base if not toggled else f"{base} -> {toggled}"
+
+
+@pytest.fixture(scope="module")
+def models():
+    import explorer
+
+    return {name: explorer.load(name, "cpu") for name in ("date-translator", "date-gpt", "induction-gpt")}
+
+
+def test_the_doc_is_written_from_the_lessons():
+    assert (ROOT / "docs" / "lessons.md").read_text() == lessons_markdown(), "run python scripts/docs_tables.py"
+    assert len(LESSONS) == 6 and len({x.title for x in LESSONS}) == 6
+
+
+@pytest.mark.parametrize("x", LESSONS, ids=[x.title.split(":")[0] for x in LESSONS])
+def test_every_link_opens_without_a_notice(x):
+    state, notices = parse_link(x.query, check_model=lambda name: checked_source(name, allowed_dirs=()))
+    assert notices == [] and state.model in ("date-translator", "date-gpt", "induction-gpt") and state.tab
+    assert state.to_query() == x.query  # the link a page showing the lesson would copy
+
+
+def test_positions_sinusoid_fast_then_slow_and_neighbours_similar(models):
+    from explorer import positions, viz
+
+    loaded = models["date-translator"]
+    assert positions.scheme_of(loaded.config) == "sinusoidal"
+    table = positions.position_tables(loaded.model, 48)["encoder"]  # (T, D)
+    swing = np.abs(np.diff(table, axis=0)).mean(0)  # (D,) change from one position to the next
+    assert swing[:4].mean() > 10 * swing[-4:].mean()
+    pe = viz.sinusoidal_table(48, 64, 10000.0)
+    sim = pe @ pe.T
+    assert (sim.argmax(1) == np.arange(48)).all()  # brightest on the diagonal
+    assert (np.diag(sim, 1)[:38] > np.diag(sim, 10)).all()  # neighbours more alike than positions 10 apart
+
+
+def test_masks_generation_breaks_without_the_causal_mask(models):
+    assert "2026-11-21 becomes 20-019-09" in lesson("Masks").text
+    a = analyze(models["date-gpt"], "samedi 21 novembre 2026", None, Toggles(causal=False))
+    assert answer(a) == "2026-11-21 -> 20-019-09"
+
+
+def test_two_cross_heads_read_the_month(models):
+    assert "2025-05-03 instead of 2025-03-03" in lesson("month").text
+    loaded, s = models["date-translator"], "lundi 3 mars 2025"
+    both = analyze(loaded, s, None, Toggles(heads_on={"cross": frozenset(CROSS - {(0, 1), (1, 3)})}))
+    assert answer(both) == "2025-03-03 -> 2025-05-03"
+    for one in ((0, 1), (1, 3)):  # "either one alone is enough for the right month"
+        assert answer(analyze(loaded, s, None, Toggles(heads_on={"cross": frozenset(CROSS - {one})}))) == "2025-03-03"
+
+
+def test_induction_heads_in_layer_one(models):
+    from explorer.app.role_scores import score_roles
+
+    r = score_roles(models["induction-gpt"], "t1 t2 t3 t4 t5 t6 t1 t2 t3 t4", "decoder", None, 1024)
+    induction, previous = np.asarray(r.probe["induction"]), np.asarray(r.probe["previous"])
+    assert (induction[1] > 0.8).all() and (induction[0] < 0.1).all()
+    assert previous[0, 1] == previous.max() and round(float(previous[0, 1]), 2) == 0.90
+    base, _ = r.losses
+    assert base.first > 5.5 and base.repeated < 0.1
+
+
+def test_the_month_digit_is_pushed_up_most_by_cross_l1_h3(models):
+    from explorer.app.contribution_result import ContributionRequest, contributions
+
+    loaded = models["date-translator"]
+    c = contributions(loaded, ContributionRequest("lundi 3 mars 2025", position=6, steps=8), 1024)
+    assert loaded.target_tokenizer.decode([c.token]) == "3"
+    heads = c.baseline.heads  # kind -> (L, H) each head's direct share of the logit
+    best = max(((float(v[la, h]), kind, la, h) for kind, v in heads.items()
+                for la in range(v.shape[0]) for h in range(v.shape[1])))
+    assert best[1:] == ("cross", 1, 3)
+
+
+def test_both_models_answer_the_same_date(models):
+    for name in ("date-translator", "date-gpt"):
+        assert answer(analyze(models[name], "31 dicembre 1999", None, Toggles())) == "1999-12-31"
