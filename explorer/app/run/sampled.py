@@ -53,8 +53,10 @@ def sampling_of(sample: Any, temperature: Any = 1.0, top_k: Any = 0, top_p: Any 
     try:
         return Sampling(_page_number(temperature, 1.0), _page_number(top_k, 0), _page_number(top_p, 1.0),
                         _page_number(seed, 0))
-    except ValueError as err:
-        raise AppError(f"Sampling: {err}") from None
+    except ValueError as err:  # the core's words, without its advice to Python callers (sampling=None)
+        words = str(err).split(" (for greedy")[0]
+        raise AppError(f"Sampling: {words}" + (" (untick Sample for greedy decoding)" if words != str(err) else "")
+                       ) from None
 
 
 def sampling_words(sampling: Sampling | None) -> str:
