@@ -246,6 +246,7 @@ class PageEvents:
                         *(x.submit for x in c.sampling.values[1:])):
             self.add_run(trigger(self.page_run, run_inputs, self.analysis_outputs, trigger_mode="always_last",
                                  **self.run_progress, **PRIVATE))
+        c.sampling.wire(PRIVATE)
         for box, text in ((i.ex1, i.text1), (i.ex2, i.text2)):
             self.then_analyze(box.input(lambda value, text=text: {text: value} if value else {}, [box], [text],
                                         **PRIVATE))

@@ -183,7 +183,7 @@ def test_a_copied_link_opens_with_the_same_sampled_answer(page_events):
     query = link.link_of_page(*values)[i.link_query]
     assert "sample=1&temperature=2&top_k=6&top_p=0.9&seed=3" in query
     opened = link.open_page(Session("date-translator", "cpu"), SimpleNamespace(query_params=dict(parse_qsl(query))))
-    assert not opened[i.link_notice]
+    assert not opened[i.link_notice] and set(opened) <= {*ev.model_outputs, *link.restored}  # the event's outputs
 
     def value(x):
         v = opened.get(x, shown.get(x, getattr(x, "value", None)))

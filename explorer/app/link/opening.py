@@ -86,7 +86,7 @@ class LinkEvents:
         page: Page = self.page
         c, i = page.controls, page.inputs
         self.restored = [c.padding, c.causal, c.custom, c.block_token, c.window, c.sentence, c.measure,
-                         page.visible_tab, page.tab_strip, i.link_notice,
+                         *c.sampling.values, page.visible_tab, page.tab_strip, i.link_notice,
                          *(x for t in page.registry for x in t.restored(page.parts[t.id]))]
         self.check_model = functools.partial(checked_source, allowed_dirs=self.ctx.allowed_dirs)
 

@@ -23,7 +23,7 @@ from ...outputs.sampling import NextTokenDistribution, Sampling, next_token_dist
 from ...viz.sampling import sampling_figure
 from ..errors import AppError
 
-SHOWN = 20  # tokens the sampling view draws (the most probable)
+SHOWN = 12  # tokens the sampling view draws (the most probable): room for the usual cut-offs, readable labels
 GREEDY = ("Greedy decoding: each generated token is the most probable one. Tick “Sample” (Language model, left) to "
           "draw it instead, after a temperature, top-k and top-p: this view then shows the first draw.")
 NOT_GENERATED = "The sampling view shows the first generated token: this model generates nothing."
