@@ -158,15 +158,14 @@ def has_occurrence_suffix(labels: Sequence[object]) -> bool:
 
 def occurrence_note(labels: Sequence[object]) -> str | None:
     """The `OCCURRENCE_NOTE` for the first suffixed label of `labels` (`unique_labels`' names), in its own words:
-    "“2·2” = the 2nd “2” of the sequence: ..."; None when no label has a suffix."""
+    "“2·2” in the figures = the 2nd “2” of the sequence."; None when no label has a suffix."""
     names = set(map(str, labels))
     for name in map(str, labels):
         m = _OCCURRENCE.match(name)
         if m is not None and m.group(1) in names:
             n = int(m.group(2))
             nth = f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
-            return (f"“{name}” = the {nth} “{m.group(1)}” of the sequence: a token that repeats gets its occurrence "
-                    "number after a dot in the figures.")
+            return f"“{name}” in the figures = the {nth} “{m.group(1)}” of the sequence."
     return None
 
 

@@ -125,7 +125,7 @@ def test_the_http_api_example_runs_as_written(client):
     # sampling view (greedy here: in words)
     assert "Greedy decoding" in figure(scope["result"][16])["layout"]["annotations"][0]["text"]
     assert scope["result"][14].split("\n\n")[0] == "Toggles: every cross head off" and scope["result"][15]
-    assert "“2·2” = the 2nd “2”" in scope["result"][14]  # the answer 2026-11-21 repeats its digits  # the toggles in words, clickable tokens
+    assert "“2·2” in the figures = the 2nd “2”" in scope["result"][14]  # 2026-11-21 repeats its digits
 
 
 def test_the_sampling_example_runs_as_written_and_its_parameters_come_last(client):

@@ -44,7 +44,7 @@ def test_a_teachers_path(app_url, chromium_path, chromium_args, monkeypatch):
         for selector in ("#state-line", "#output-tokens"):
             on_first_screen(page, selector, 800)
         assert "".join(page.evaluate(CHIPS)[1:]) == "2026-11-21[EOS]"
-        assert "“2·2” = the 2nd “2”" in page.evaluate(TEXT, "state-line")  # the answer repeats its digits
+        assert "“2·2” in the figures = the 2nd “2”" in page.evaluate(TEXT, "state-line")  # the answer repeats its digits
         # Type a date and Run.
         page.locator("#text1 textarea").fill(DATE)
         page.locator("#run").click()

@@ -33,7 +33,7 @@ def test_the_causal_mask_is_not_named_for_a_model_without_one():
 def test_the_occurrence_note_names_the_label_it_explains():
     labels = unique_labels(["[BOS]", "2", "0", "2", "6", "-", "1", "1"])
     assert labels[3] == "2·2"
-    assert occurrence_note(labels).startswith("“2·2” = the 2nd “2” of the sequence")
+    assert occurrence_note(labels).startswith("“2·2” in the figures = the 2nd “2” of the sequence.")
     assert occurrence_note(unique_labels(["a", "b", "c"])) is None
     assert occurrence_note(["l·l", "x"]) is None  # a token that merely holds a middle dot
 
