@@ -96,6 +96,7 @@ def test_the_same_seed_replays_and_baseline_and_toggled_read_the_same_uniforms(l
     assert n > 0 and torch.equal(base.uniforms[:, :n], tog.uniforms[:, :n])
     assert torch.equal(base.uniforms, first.baseline.generations[0][0].uniforms)
     assert toggled.baseline.outputs[0].ids == first.baseline.outputs[0].ids
+    assert len(toggled.baseline.first_steps) == 1 and toggled.toggled.first_steps == []  # the view shows the baseline
 
 
 def test_sample_off_is_the_greedy_run_bit_for_bit(loaded, page_events):

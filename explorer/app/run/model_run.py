@@ -54,7 +54,7 @@ class Run:
     # model read before its vocabulary head, see run_language_model); None once the run is complete
     value_norms: dict[str, tuple[Tensor, ...]] = field(default_factory=dict)  # kind -> per layer (B, H, S): the
     # length of what each key adds through each head (explorer.interpret.value_weighted), for value-weighted views
-    first_steps: list[FirstStep] = field(default_factory=list)  # sampled runs: per sentence, its first generated
+    first_steps: list[FirstStep] = field(default_factory=list)  # a sampled baseline: per sentence, its first generated
     # token's distribution and draw (run.sampled); empty when greedy or nothing was generated
 
     @property
@@ -181,9 +181,9 @@ def run_language_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, to
         pred = causal_lm.head_predictions(model.generator, hidden, src, real, TOP_K, favourites)  # no (B, T, V) logits
         gens = generate_rows(loaded, inputs, toggles, head_mask, new_tokens, prompts, sampling)
         prompts = None
-        # The first draw's distribution: the vocabulary head at each prompt's last token (one position each).
+        # The baseline's first draw (what the sampling view shows): the vocabulary head at each prompt's last token.
         run.first_steps = first_steps(lambda b: model.generator.logits(hidden[b, len(inputs.rows[b]) - 1]), gens,
-                                      sampling, loaded.task.get("suppress_ids", ()))
+                                      sampling if baseline is None else None, loaded.task.get("suppress_ids", ()))
         for b, (row, (gen, gb)) in enumerate(zip(inputs.rows, gens)):
             n = len(row)
             run.outputs.append(NextTokens(pred.top_ids[b, :n].cpu(), pred.top_probs[b, :n].cpu(),
@@ -202,6 +202,7 @@ def run_sequence_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, to
     """Generate (at most `new_tokens`; None: the task's limit; drawn with `sampling`), then one forward pass over the
     answers (the `teacher` rows when given) with every attention."""
     model, c = loaded.model, loaded.config
+    baseline_run = teacher is None
     gens = generate_rows(loaded, inputs, toggles, head_mask, new_tokens, sampling=sampling)
     outputs = [answer(loaded, codec, g, b) for g, b in gens]
     teacher = teacher if teacher is not None else [o.ids for o in outputs]
@@ -233,7 +234,8 @@ def run_sequence_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, to
         queries = keys = {"decoder": padded_labels(codec, seqs, inputs.labels)}
         ids = {"decoder": seqs}
         first = [len(r) - 1 for r in inputs.rows]  # each prompt's last token
-    steps = first_steps(lambda b: out.logits[b, first[b]], gens, sampling, loaded.task.get("suppress_ids", ()))
+    steps = first_steps(lambda b: out.logits[b, first[b]], gens, sampling if baseline_run else None,
+                        loaded.task.get("suppress_ids", ()))  # the baseline's first draw: what the view shows
     return Run(attentions, full_masks(out.masks, attentions), queries, keys, outputs, gens, teacher,
                [notice] if notice else [], ids, value_norms=norms_of(loaded, record, attentions), first_steps=steps)
 
