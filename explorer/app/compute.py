@@ -79,7 +79,8 @@ class Compute:
         """A Run (run.result.analyze_in_steps): a language model's first look reduces `first_tab` only."""
         loaded = get_model(request.session, self.ctx)
         yield from analyze_in_steps(loaded, request.text1, request.text2, request.toggles, request.view,
-                                    self.ctx.max_tokens, request.new_tokens, first_tab, figures=self.figures)
+                                    self.ctx.max_tokens, request.new_tokens, first_tab, figures=self.figures,
+                                    sampling=request.sampling)
 
     def _call(self, fn: Callable[[Any, Any, int], Any], session: Session, request: Any) -> Any:
         """A tab's computation `fn(loaded, request, max_tokens)` on the session's model (`fn` a module-level function:

@@ -30,6 +30,7 @@ from .page import Page
 from .run.figures import RunFigures
 from .run.request import RunRequest
 from .run.request_memory import analysis_bytes
+from .run.pair import drawn_with
 from .run.result import WAITING, Analysis, FirstLook
 from .run.state_line import state_line
 from .run.view import default_kind
@@ -61,15 +62,16 @@ class PageEvents:
                                    self.model_outputs]
         self.model_outputs += [c.position, c.new_tokens, *page.tabs.values(), *mask_defaults(c)]
         plots = page.plots()
-        # /analyze returns its figures in the order it always has (RunFigure.api_order), newer ones after in the page's
-        # order; /show_tab in the page's order.
+        # /analyze returns its figures in the order it always has (RunFigure.api_order), then the results bar, then
+        # newer figures (no api_order) in the page's order; /show_tab the ordered ones in the page's order, then those.
         ranked = sorted(self.figure_set.of_tab("all"), key=lambda f: (f.api_order is None, f.api_order or 0))
-        order = [f.name for f in ranked]
-        self.plots = plots  # figure name -> its plot, in the page's order (/show_tab's outputs)
+        order = [f.name for f in ranked if f.api_order is not None]
+        newer = [f.name for f in ranked if f.api_order is None]
+        self.plots = {n: plots[n] for n in [*(n for n in plots if n not in newer), *newer]}  # /show_tab's outputs
         self.run_outputs = [x for t in page.registry for x in t.run_outputs(page.parts[t.id])]
         r = page.results  # after the documented outputs: the API's order stays (docs/http-api.md)
         self.analysis_outputs = [self.status, *self.run_outputs, *(plots[n] for n in order), page.kept, r.state,
-                                 r.output, r.targets]
+                                 r.output, r.targets, *(plots[n] for n in newer)]
         # A Run shows a timer on the status line only, without the animated spinner over every output: Chromium's
         # repainting of 15 overlays took CPU time from the model's own forward pass (BENCHMARKS.md, app_long).
         self.run_progress = dict(show_progress="minimal", show_progress_on=[self.status])
@@ -102,7 +104,8 @@ class PageEvents:
         """The Run of `analyze` on its typed request."""
         page = self.page
         loaded = get_model(request.session, self.ctx)
-        state = {page.results.state: escape_md(state_line(request.toggles, loaded.config.attention_kinds()))}
+        state = {page.results.state: escape_md(state_line(request.toggles, loaded.config.attention_kinds(),
+                                                          drawn_with(loaded, request.sampling)))}
         looked: tuple[str, set[str], int] | None = None  # the tab the first looks drew, their figures, tabs opened
         waiting = {k: v for t in page.registry for k, v in t.waiting_updates(page.parts[t.id]).items()}
         with self.ctx.gate.hold(analysis_bytes(loaded, request, self.ctx.max_tokens)):
@@ -242,9 +245,11 @@ class PageEvents:
         for trigger in (i.run_btn.click, i.text1.submit, i.text2.submit, c.padding.input, c.causal.input,
                         c.custom.input, c.block_token.submit, c.window.release, *(g.input for g in c.head_groups),
                         c.kind.input, c.layer.input, c.head.input, c.sentence.input, c.position.submit,
-                        c.new_tokens.release, c.measure.input):
+                        c.new_tokens.release, c.measure.input, c.sampling.sample.input,
+                        *(x.submit for x in c.sampling.values[1:])):
             self.add_run(trigger(self.page_run, run_inputs, self.analysis_outputs, trigger_mode="always_last",
                                  **self.run_progress, **PRIVATE))
+        c.sampling.wire(PRIVATE)
         for box, text in ((i.ex1, i.text1), (i.ex2, i.text2)):
             self.then_analyze(box.input(lambda value, text=text: {text: value} if value else {}, [box], [text],
                                         **PRIVATE))

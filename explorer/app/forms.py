@@ -20,6 +20,7 @@ from typing import Any
 
 from .limits import DEFAULT_CONTINUATION
 from .run.request import RunRequest, Session, page_heads, toggles_from, whole_number
+from .run.sampled import sampling_of
 from .run.view import View
 
 
@@ -75,6 +76,13 @@ class RunForm:
     continue_tokens: Any = DEFAULT_CONTINUATION
     tab: Any = "attention"
     measure: Any = "weights"
+    sample: Any = False  # off: greedy decoding (every number as without these five)
+    temperature: Any = 1.0
+    top_k: Any = 0  # 0 = off
+    top_p: Any = 1.0  # 1 = off
+    seed: Any = 0
+
+    SAMPLING = 5  # the last fields: how generated tokens are drawn (run.sampled)
 
     @staticmethod
     def inputs(page: Any) -> list[Any]:
@@ -82,7 +90,7 @@ class RunForm:
         i, c = page.inputs, page.controls
         return [page.session, i.text1, i.text2, c.padding, c.causal, c.custom, c.block_token, c.window,
                 *c.head_groups, c.kind, c.layer, c.head, c.sentence, c.position, c.new_tokens, page.visible_tab,
-                c.measure]
+                c.measure, *c.sampling.values]
 
     def heads(self, kinds: Mapping[str, Any]) -> dict[str, list[str]]:
         return page_heads(kinds, self.encoder_heads_on, self.decoder_heads_on, self.cross_heads_on)
@@ -95,4 +103,5 @@ class RunForm:
         view = View(str(self.kind or ""), whole_number(self.layer, 0), whole_number(self.head, 0),
                     whole_number(self.sentence, 1), whole_number(self.predict_after, -1),
                     str(self.measure or "weights"))
-        return RunRequest.of(session, self.sentence1, self.sentence2, toggles, view, self.continue_tokens)
+        sampling = sampling_of(self.sample, self.temperature, self.top_k, self.top_p, self.seed)
+        return RunRequest.of(session, self.sentence1, self.sentence2, toggles, view, self.continue_tokens, sampling)

@@ -63,10 +63,11 @@ class ModelEvents:
                    c.kind: gr.update(choices=list(kinds), value=kind),
                    c.layer: gr.update(choices=list(range(n_layers)), value=0),
                    c.head: gr.update(choices=list(range(n_heads)), value=0),
-                   c.lm_controls: gr.update(visible=info.answer_length is not None,
+                   c.lm_controls: gr.update(visible=info.generates,
                                             label="Language model" if info.language_model else "Generated output"),
                    c.position: gr.update(visible=info.language_model),
                    c.new_tokens: gr.update(value=info.answer_length or DEFAULT_CONTINUATION,
+                                           visible=info.answer_length is not None,
                                            label="Continue (tokens)" if info.language_model else
                                            "Generate at most (tokens)"),
                    **switch_updates(c.heads, kinds), **mask_defaults(c)}

@@ -26,6 +26,7 @@ from .model_panel import ModelInfo
 from .results_bar import Results, results_bar
 from .run.toggles import CUSTOM_MASKS
 from .run.view import default_kind
+from .sampling_controls import SamplingControls, sampling_controls
 
 INTRO = ("Type a sentence and press **Run**, then switch heads off and change masks to see what changes. Other "
          "models: the panel behind **›** at the top left.")
@@ -109,6 +110,7 @@ class Controls:
     lm_controls: gr.Accordion
     position: gr.Number
     new_tokens: gr.Slider
+    sampling: SamplingControls  # Sample (off: greedy), temperature, top-k, top-p, seed
     padding: gr.Checkbox
     causal: gr.Checkbox
     custom: gr.Radio
@@ -229,12 +231,16 @@ def controls(start: Start) -> Controls:
                            label="Heatmaps show", elem_id="measure",
                            info="how much each key is attended to, or that times the length of what it writes")
         language = start.info is not None and start.info.language_model
-        with gr.Accordion("Language model", open=True, visible=language, elem_id="lm-controls") as lm_controls:
+        generates = start.info is not None and start.info.generates
+        with gr.Accordion("Language model" if language or not generates else "Generated output", open=True,
+                          visible=generates, elem_id="lm-controls") as lm_controls:
             with gr.Row():
                 position = gr.Number(-1, label="Predict after position", info="−1 = the last token", precision=0,
-                                     min_width=80, elem_id="position")
+                                     min_width=80, elem_id="position", visible=language)
                 new_tokens = gr.Slider(0, MAX_NEW_TOKENS, value=DEFAULT_CONTINUATION, step=1, min_width=80,
-                                       label="Continue (tokens)", elem_id="new-tokens")
+                                       label="Continue (tokens)", elem_id="new-tokens",
+                                       visible=start.info is not None and start.info.answer_length is not None)
+            sampling = sampling_controls()
         with gr.Accordion("Masks", open=True):
             padding = gr.Checkbox(True, label="Padding mask (ignore the shorter sentence's [PAD])",
                                   elem_id="padding")
@@ -252,8 +258,8 @@ def controls(start: Start) -> Controls:
                 labels = head_labels(*kinds[k]) if k in kinds else []
                 heads[k] = gr.CheckboxGroup(labels, value=labels, label=label, visible=bool(labels) or not kinds,
                                             elem_id=eid, elem_classes=heads_classes(kinds[k][1] if k in kinds else 0))
-    return Controls(kind, layer, head, sentence, measure, lm_controls, position, new_tokens, padding, causal, custom,
-                    block_token, window, all_on, only_this, heads)
+    return Controls(kind, layer, head, sentence, measure, lm_controls, position, new_tokens, sampling, padding, causal,
+                    custom, block_token, window, all_on, only_this, heads)
 
 
 def layout(start: Start, session_value: Any, tabs: Sequence[Any]) -> Page:

@@ -115,7 +115,7 @@ def record_runs(monkeypatch: Any) -> Runs:
         yield from real(loaded, text1, text2, toggles, *args, **kwargs)
         view = args[0] if args else kwargs.get("view")
         runs.add(SimpleNamespace(text1=text1, text2=text2, toggles=toggles, view=view,
-                                 source=getattr(loaded, "source", "")))
+                                 source=getattr(loaded, "source", ""), sampling=kwargs.get("sampling")))
 
     monkeypatch.setattr(compute, "analyze_in_steps", recorded)
     return runs

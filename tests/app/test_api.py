@@ -121,9 +121,28 @@ def test_the_http_api_example_runs_as_written(client):
     status, output = scope["status"], scope["output"]
     assert "⚠️" not in status and output["headers"][:3] == ["#", "run", "output"]
     assert [row[2] for row in output["data"] if row[1] == "baseline"] == ["2026-11-21", "2026-11-21"]
-    assert len(scope["result"]) == 16  # status, 3 tables / texts, 10 figures, the state line, the output tokens
+    assert len(scope["result"]) == 17  # status, 3 tables / texts, 10 figures, the state line, the output tokens, the
+    # sampling view (greedy here: in words)
+    assert "Greedy decoding" in figure(scope["result"][16])["layout"]["annotations"][0]["text"]
     assert scope["result"][14].split("\n\n")[0] == "Toggles: every cross head off" and scope["result"][15]
     assert "“2·2” in the figures = the 2nd “2”" in scope["result"][14]  # 2026-11-21 repeats its digits
+
+
+def test_the_sampling_example_runs_as_written_and_its_parameters_come_last(client):
+    """docs/http-api.md's sampling example (parameters by name): the state line says how the answer was drawn, the
+    answer is the seeded one (tests/app/test_sampling_run.py computes it by hand), the last return draws the first
+    draw; the five parameters are /analyze's last, each with its default (greedy)."""
+    scope = run_documented(client, "docs/http-api.md", "sample=True")
+    assert "⚠️" not in scope["status"]
+    assert scope["state"].split("\n\n")[0].endswith("sampled: T=2, top-k=6, top-p=0.9, seed=3")
+    assert scope["output"]["data"][0][1:3] == ["baseline", "t4 t5 t6 t1 t122 t79 t286 t79"]
+    view = figure(scope["sampling_view"])
+    assert "drawn with u = " in json.dumps(view) and "top-k 6" in json.dumps(view)
+    params = client.view_api(print_info=False, return_format="dict")["named_endpoints"]["/analyze"]["parameters"]
+    assert [(p["parameter_name"], p["parameter_default"]) for p in params[-5:]] == [
+        ("sample", False), ("temperature", 1.0), ("top_k", 0), ("top_p", 1.0), ("seed", 0)]
+    bad = gradio_client(client.src).predict(sentence1="3 May 2024", sample=True, top_p=2, api_name="/analyze")
+    assert bad[0].startswith("⚠️ Sampling: top\\_p must be above 0 and at most 1")
 
 
 def test_the_readme_http_example_runs_as_written(client):

@@ -88,6 +88,27 @@ def test_language_model_end_to_end(lm_app, chromium_path, chromium_args, monkeyp
     assert errors == [], errors
 
 
+def test_ticking_sample_draws_the_sampling_view_and_says_sampled(lm_app, chromium_path, chromium_args, monkeypatch):
+    """Tick Sample: the numbers appear, the Run samples (its request says so), the state line and the summary say
+    "sampled: ...", the sampling view draws its bars; temperature 0 is one message on the status line."""
+    runs = record_runs(monkeypatch)
+    sampled = "sampled: T=1, top-k=off, top-p=off, seed=0"
+    with opened(lm_app, chromium_path, chromium_args) as (page, errors):
+        page.wait_for_function(ANSWERED_JS)
+        assert page.locator("#temperature").is_hidden()
+        page.locator("#sample input").check()
+        runs.wait_for(lambda run: run.sampling is not None, "with Sample ticked")
+        page.wait_for_function(f"() => ({TEXT_JS})('state-line').includes({sampled!r}) && ({ANSWERED_JS})()")
+        page.wait_for_selector("#sampling-plot .js-plotly-plot .bars")
+        assert sampled in page.evaluate(TEXT_JS, "output-summary")
+        assert "drawn with u = " in page.evaluate(TEXT_JS, "sampling-plot")
+        page.locator("#temperature input").fill("0")
+        page.locator("#temperature input").press("Enter")
+        page.wait_for_function(f"() => ({TEXT_JS})('status').includes('Sampling: temperature must be')")
+        assert "Traceback" not in page.content()
+    assert errors == [], errors
+
+
 # The status line's timer: its text, and whether it is drawn: a box of some height that no clipping ancestor cuts.
 TIMER_JS = """() => {
   const t = document.querySelector('#status [data-testid="status-tracker"] .progress-text');

@@ -193,6 +193,6 @@ def test_a_links_model2_sets_the_second_model_and_a_copied_link_carries_it():
     tab_values = ["date-gpt" if k.key == "model2" else None for tab in TABS for k in tab.link_keys]
     for tab, carried in (("compare", True), ("overview", False)):
         values = [Session("date-translator", "cpu"), "3 May 2024", "", tab, "cross", 0, 0, 1, "weights", heads,
-                  heads, heads, True, True, "none", 0, 2, -1, 10, *tab_values]
+                  heads, heads, True, True, "none", 0, 2, -1, 10, False, 1.0, 0, 1.0, 0, *tab_values]
         query = link.link_of_page(*values)[page.inputs.link_query]
         assert ("model2=date-gpt" in query) == carried, query

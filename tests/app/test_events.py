@@ -241,14 +241,15 @@ def test_a_tab_opened_after_the_outputs_are_sent_is_drawn_again_from_that_run(lm
 
 
 def test_the_end_of_a_run_draws_what_its_first_look_could_not(lm_events):
-    """The attention tab's first look has the four heatmaps; the surprisal chart needs the outputs and comes last.
+    """The attention tab's first look has the four heatmaps; the surprisal chart and the sampling view (greedy here, in
+    words) need the outputs and come last.
     With a head switched off, the toggled run rates the baseline's favourites in the second step."""
     ev, shown = lm_events, Shown()
     on = [label for label in head_labels(2, 6) if label != "L1 H2"]
     steps = lm_run(ev, "attention", shown, heads_on=on)
     assert drawn(ev, next(steps)) == {"mask", "head", "baseline", "difference"}
     last, _ = list(steps)
-    assert drawn(ev, last) == {"surprisal"}
+    assert drawn(ev, last) == {"surprisal", "sampling"}
     output_md = ev.page.parts["attention"].output_md
     assert "p = " in last[output_md] and "with the toggles p = " in last[output_md]
 
@@ -262,7 +263,7 @@ def test_a_tab_opened_after_the_first_look_is_drawn_whole_at_the_end(lm_events):
     ev.show_tab("overview", shown=shown)
     ev.show_tab("attention", shown)
     last, _ = list(steps)
-    assert drawn(ev, last) == {"mask", "head", "baseline", "difference", "surprisal"}
+    assert drawn(ev, last) == {"mask", "head", "baseline", "difference", "surprisal", "sampling"}
 
 
 def test_an_error_after_the_first_look_becomes_the_status_line(lm_events, monkeypatch):

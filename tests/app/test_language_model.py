@@ -196,3 +196,21 @@ def test_other_models_compare_in_one_step(app):
     _, loaded = app.build("encoder-decoder")
     (only,) = list(compare_in_steps(loaded, app.DATE1, None, app.toggles(), 128))
     assert only.complete and only.baseline.outputs
+
+
+def test_a_sampled_continuation_is_transformers_probabilities_drawn_by_hand(gpt, app):
+    """Sample on: the continuation equals transformers' logits sampled by hand (tests/app/test_sampling_run.py), and
+    the sampling view's first step is those probabilities after the temperature and the cut-offs."""
+    from explorer.outputs.sampling import Sampling
+    from tests.app.test_sampling_run import hand_sample
+
+    _, loaded, hf = gpt
+    sampling = Sampling(temperature=0.7, top_k=5, top_p=0.8, seed=11)
+    cmp = compare(loaded, TEXT, None, app.toggles(), 128, new_tokens=4, sampling=sampling)
+    out, step = cmp.baseline.outputs[0], cmp.baseline.first_steps[0]
+    ids, first, margin = hand_sample(hf, cmp.inputs.rows[0], sampling, 4, eos=0)
+    assert margin > 1e-4 and out.continuation.ids == ids[:len(out.continuation.ids)] and step.chosen == ids[0]
+    with torch.no_grad():
+        logits = hf(torch.tensor([cmp.inputs.rows[0]])).logits[0, -1].double()
+    np.testing.assert_allclose(step.dist.tempered.numpy(), (logits / 0.7).softmax(-1).numpy(), atol=1e-5)
+    np.testing.assert_allclose(step.dist.final.numpy(), first.numpy(), atol=1e-5)

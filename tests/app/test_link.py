@@ -33,7 +33,8 @@ def parse(query, check_model=accept_any, tabs=TABS):
 FULL = LinkState(model="date-translator", text1="samedi 21 novembre 2026", text2="3 May 2024",
                  tab="positions", kind="decoder", layer=1, head=3, sentence=2, measure="values",
                  off={"decoder": frozenset({(1, 2), (1, 3)}), "cross": frozenset({(0, 0)})}, padding=False,
-                 causal=True, mask="block token", blocked=4, window=5, position=-2, new_tokens=12,
+                 causal=True, mask="block token", blocked=4, window=5, position=-2, new_tokens=12, sample=True,
+                 temperature=0.8, top_k=40, top_p=0.9, seed=2147483647,
                  tab_values={"role": "previous", "k": 2, "rank": "typed text", "at": -3, "token": "t4",
                              "method": "input_x_gradient", "steps": 16, "threshold": 0.1, "pe_d": 32, "pe_len": 50,
                              "model2": "owner/other"})
@@ -244,3 +245,31 @@ def test_a_link_too_long_to_open_is_cut_at_a_character_and_says_so():
     assert parse(query)[0].text1 == cut.text1  # opens to the same characters: no broken escape at the end
     assert notices == [f"s1 was cut to its first {len(cut.text1):,} of 8,000 characters so that the link opens"]
     assert fit_length(LinkState(text1="short")) == (LinkState(text1="short"), [])
+
+
+def test_sampling_settings_are_carried_when_sample_is_on_and_checked_as_sampling_checks_them():
+    """The page's Sample settings go into the link only when Sample is on (a greedy link stays as it was); a value
+    outputs.sampling.Sampling refuses (temperature 0, top-p 2, a negative top-k, a seed out of range, a word) is a
+    notice naming it, and the rest stands."""
+    page = dict(source="date-gpt", text1="3 May 2024", text2="", tab="attention", kind="decoder", layer=0, head=0,
+                sentence=1, measure="weights", heads_on=None, kinds={"decoder": (2, 4)}, padding=True, causal=True,
+                mask="none", blocked=0, window=2, position=-1, new_tokens=8)
+    state, notices = from_page(**page, check_model=accept_any, sampling=(True, 0.7, 5.0, 0.95, 42.0))
+    assert notices == [] and (state.sample, state.temperature, state.top_k, state.top_p, state.seed) == (
+        True, 0.7, 5, 0.95, 42)
+    assert "continue=8&sample=1&temperature=0.7&top_k=5&top_p=0.95&seed=42" in state.to_query()
+    assert parse(state.to_query()) == (state, [])
+    greedy, _ = from_page(**page, check_model=accept_any, sampling=(False, 0.7, 5, 0.95, 42))
+    assert "sample" not in greedy.to_query() and "seed" not in greedy.to_query()
+    state, notices = parse("s1=hi&sample=1&temperature=0&top_p=2&top_k=-1&seed=2147483648")
+    assert state == LinkState(text1="hi", sample=True)
+    text = " | ".join(notices)
+    for part in ("temperature '0' is refused: temperature must be a finite number above 0",
+                 "top_p '2' is refused: top_p must be above 0 and at most 1",
+                 "top_k '-1' is refused: top_k must be 0 (off) or a positive whole number",
+                 "seed '2147483648' is refused: seed must be a whole number from 0 to 2147483647"):
+        assert part in text, (part, text)
+    state, notices = parse("temperature=warm&top_k=2.5&top_p=nan&seed=x")
+    assert state == LinkState() and len(notices) == 4
+    assert "temperature 'warm' is not a number" in notices[0] and "top_k '2.5' is not a whole number" in notices[1]
+    assert "top_p 'nan' is refused" in notices[2] and "seed 'x' is not a whole number" in notices[3]

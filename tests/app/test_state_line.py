@@ -47,3 +47,14 @@ def test_a_run_carries_its_state_and_note(app):
     assert a.note is not None and "“2·2”" in a.note
     plain = app.analyze(loaded, "3 May 2024", None)
     assert plain.state == NOTHING
+
+
+def test_a_sampled_run_says_how_it_drew_after_its_toggles():
+    from explorer.outputs.sampling import Sampling
+
+    sampled = Sampling(temperature=0.7, top_k=40, top_p=0.95, seed=12)
+    assert state_line(Toggles(), KINDS, sampled) == (NOTHING + " · Generated tokens sampled: T=0.7, top-k=40, "
+                                                     "top-p=0.95, seed=12")
+    assert state_line(Toggles(causal=False), KINDS, Sampling()) == ("Toggles: Causal mask off · Generated tokens "
+                                                                    "sampled: T=1, top-k=off, top-p=off, seed=0")
+    assert state_line(Toggles(), KINDS, None) == NOTHING  # greedy is not said: the line is as before

@@ -27,6 +27,11 @@ KEY_DOCS = (
     (("window",), "0 to 16", "Window k"),
     (("position",), "a whole number, negative from the end (`-1`: the last token)", "Predict after position"),
     (("continue",), "0 to 40", "Continue / Generate at most (tokens)"),
+    (("sample",), "`1` or `0` (`0`, or no key: greedy)", "Sample"),
+    (("temperature",), "a number above 0", "Temperature"),
+    (("top_k",), "a whole number from 0 (`0`: off)", "Top-k"),
+    (("top_p",), "above 0 and at most 1 (`1`: off)", "Top-p"),
+    (("seed",), "a whole number from 0 to 2147483647", "Seed"),
 )
 assert [k for keys, _, _ in KEY_DOCS for k in keys] == list(KEYS.values())
 

@@ -86,7 +86,7 @@ class LinkEvents:
         page: Page = self.page
         c, i = page.controls, page.inputs
         self.restored = [c.padding, c.causal, c.custom, c.block_token, c.window, c.sentence, c.measure,
-                         page.visible_tab, page.tab_strip, i.link_notice,
+                         *c.sampling.values, page.visible_tab, page.tab_strip, i.link_notice,
                          *(x for t in page.registry for x in t.restored(page.parts[t.id]))]
         self.check_model = functools.partial(checked_source, allowed_dirs=self.ctx.allowed_dirs)
 
@@ -142,6 +142,8 @@ class LinkEvents:
         for component, value in ((c.position, state.position), (c.new_tokens, state.new_tokens)):
             if value is not None:
                 out[component] = merged(updates.get(component), value=value)
+        sampled = (state.sample, state.temperature, state.top_k, state.top_p, state.seed)
+        out.update({x: value for x, value in zip(c.sampling.values, sampled) if value is not None})
         on = state.heads_on(kinds)
         if on is not None:
             for group, update in switch_updates(c.heads, kinds, on).items():
@@ -157,13 +159,14 @@ class LinkEvents:
         i, c = page.inputs, page.controls
         return [page.session, i.text1, i.text2, page.visible_tab, c.kind, c.layer, c.head, c.sentence, c.measure,
                 *c.head_groups, c.padding, c.causal, c.custom, c.block_token, c.window, c.position, c.new_tokens,
-                *(getattr(page.parts[t.id], k.part) for t in page.registry for k in t.link_keys)]
+                *c.sampling.values, *(getattr(page.parts[t.id], k.part) for t in page.registry for k in t.link_keys)]
 
     @reporting
     def link_of_page(self, session: Any, text1: Any, text2: Any, tab: Any, kind: Any, layer: Any, head: Any,
                      sentence: Any, measure: Any, encoder_heads_on: Any, decoder_heads_on: Any, cross_heads_on: Any,
                      padding: Any, causal: Any, custom: Any, blocked: Any, window: Any, position: Any,
-                     new_tokens: Any, *tab_values: Any) -> dict:
+                     new_tokens: Any, sample: Any, temperature: Any, top_k: Any, top_p: Any, seed: Any,
+                     *tab_values: Any) -> dict:
         """The query of the page's view (the script puts the address before it), and a notice of what it leaves out."""
         loaded = get_model(session, self.ctx) if isinstance(session, Session) else None
         kinds = loaded.config.attention_kinds() if loaded is not None else {}
@@ -174,7 +177,8 @@ class LinkEvents:
             kind=kind, layer=layer, head=head, sentence=sentence, measure=measure,
             heads_on=page_heads(kinds, encoder_heads_on, decoder_heads_on, cross_heads_on), kinds=kinds,
             padding=padding, causal=causal, mask=custom, blocked=blocked, window=window, position=position,
-            new_tokens=new_tokens, check_model=self.check_model, tab_values=own, tabs=self.page.registry)
+            new_tokens=new_tokens, check_model=self.check_model, tab_values=own, tabs=self.page.registry,
+            sampling=(sample, temperature, top_k, top_p, seed))
         if isinstance(session, Session) and session.build is not None:
             notices.append("a built model has no name a link can carry, so the link opens the starting model")
         state, cuts = fit_length(state)

@@ -4,8 +4,9 @@
     state.to_query()   # "model=date-translator&s1=3%20May%202024&layer=1&off=decoder:L1H2,L1H3;cross:L0H0"
 
 The page's keys (`KEYS`), in their canonical order: model, s1, s2, tab, kind, layer, head, sentence, measure, off,
-padding, causal, mask, blocked, window, position, continue; then each tab's own keys (`Tab.link_keys`: the Compare
-models tab's model2, the Contributions tab's position and tokens, ...), in the order of the tabs. Each value goes
+padding, causal, mask, blocked, window, position, continue, sample, temperature, top_k, top_p, seed; then each
+tab's own keys (`Tab.link_keys`: the Compare models tab's model2, the Contributions tab's position and tokens, ...),
+in the order of the tabs. Each value goes
 through the checks the same value goes through when typed on the page: a model name through `check_model` (the page
 passes the allow-list of shipped names, allowed folders and Hub ids, explorer.app.session.checked_source), the
 numbers through the ranges of the page's fields, the choices through the page's choices. Parsing never raises: an
@@ -28,8 +29,8 @@ from ..head_labels import parse_heads
 from ..limits import MAX_NAME_CHARS, MAX_NEW_TOKENS
 from ..run.toggles import CUSTOM_MASKS, Head
 from ..run.view import MEASURES, default_kind
-from .values import (KINDS, Invalid, choice, flag, format_off, number_text, parse_off, query_pairs, sentence_text,
-                     show, whole)
+from .values import (KINDS, Invalid, choice, flag, format_off, number_text, parse_off, query_pairs, sampling_value,
+                     sentence_text, show, whole)
 
 WINDOW = (0, 16)  # the "Window k" slider
 SENTENCES = (1, 2)
@@ -65,6 +66,11 @@ class LinkState:
     window: int | None = None  # "local window": half-width k
     position: int | None = None  # a language model's next-token position (-1 = last)
     new_tokens: int | None = None  # tokens a language model continues with
+    sample: bool | None = None  # generated tokens drawn (run.sampled) with the four below; off: greedy
+    temperature: float | None = None
+    top_k: int | None = None
+    top_p: float | None = None
+    seed: int | None = None
     tab_values: Mapping[str, Any] = field(default_factory=dict)  # a tab's own key -> its value
 
     def to_query(self) -> str:
@@ -81,7 +87,7 @@ class LinkState:
                     continue
             elif isinstance(value, bool):
                 value = "1" if value else "0"
-            pairs.append((key, str(value)))
+            pairs.append((key, number_text(value)))
         pairs += [(key, number_text(value)) for key, value in self.tab_values.items()]
         return urlencode(pairs, quote_via=quote, safe=SAFE)
 
@@ -130,7 +136,8 @@ class LinkState:
 KEYS = {"model": "model", "text1": "s1", "text2": "s2", "tab": "tab", "kind": "kind", "layer": "layer",
         "head": "head", "sentence": "sentence", "measure": "measure", "off": "off", "padding": "padding",
         "causal": "causal", "mask": "mask", "blocked": "blocked", "window": "window", "position": "position",
-        "new_tokens": "continue"}
+        "new_tokens": "continue", "sample": "sample", "temperature": "temperature", "top_k": "top_k", "top_p": "top_p",
+        "seed": "seed"}
 assert list(KEYS) == [f.name for f in fields(LinkState)][:-1]
 FIELDS = {key: name for name, key in KEYS.items()}
 
@@ -180,7 +187,7 @@ def parse_value(key: str, text: str, check_model: CheckModel, tabs: Sequence[Any
         return choice(text, MEASURES)
     if key == "off":
         return parse_off(text)
-    if key in ("padding", "causal"):
+    if key in ("padding", "causal", "sample"):
         return flag(text)
     if key == "mask":
         return choice(text, CUSTOM_MASKS)
@@ -192,6 +199,8 @@ def parse_value(key: str, text: str, check_model: CheckModel, tabs: Sequence[Any
         return whole(text, -BIG, BIG)
     if key == "continue":
         return whole(text, 0, MAX_NEW_TOKENS)
+    if key in ("temperature", "top_k", "top_p", "seed"):
+        return sampling_value(key, text)
     raise AssertionError(key)
 
 
@@ -232,10 +241,11 @@ def from_page(*, source: str | None, text1: Any, text2: Any, tab: Any, kind: Any
               sentence: Any, measure: Any, heads_on: Mapping[str, Any] | None, kinds: Mapping[str, tuple[int, int]],
               padding: Any, causal: Any, mask: Any, blocked: Any, window: Any, position: Any, new_tokens: Any,
               check_model: CheckModel, tab_values: Mapping[str, Any] | None = None,
-              tabs: Sequence[Any] | None = None) -> tuple[LinkState, list[str]]:
+              tabs: Sequence[Any] | None = None, sampling: Sequence[Any] = ()) -> tuple[LinkState, list[str]]:
     """The link of what the page shows: its component values through the same parser as an opened link (a value the
     page holds that a link would refuse is left out, with its notice). `heads_on`: kind -> the labels on (None: all);
-    `tab_values`: the shown tab's own keys -> its components' values."""
+    `tab_values`: the shown tab's own keys -> its components' values; `sampling`: the page's sample, temperature,
+    top_k, top_p, seed (carried when sample is on)."""
     off = {}
     for k, (n_layers, n_heads) in kinds.items():
         on = parse_heads((heads_on or {}).get(k, [])) if heads_on is not None and k in heads_on else None
@@ -245,7 +255,9 @@ def from_page(*, source: str | None, text1: Any, text2: Any, tab: Any, kind: Any
            "sentence": sentence, "measure": measure, "off": format_off(off),
            "padding": None if padding is None else "1" if padding else "0",
            "causal": None if causal is None else "1" if causal else "0", "mask": mask, "blocked": blocked,
-           "window": window, "position": position, "continue": new_tokens, **(tab_values or {})}
+           "window": window, "position": position, "continue": new_tokens,
+           **(dict(zip(("sample", "temperature", "top_k", "top_p", "seed"), ("1", *sampling[1:])))
+              if sampling and sampling[0] else {}), **(tab_values or {})}
     pairs = [(k, number_text(v)) for k, v in raw.items() if v is not None and not (k in ("model", "model2") and not v)
              and not (k == "off" and not v)]
     return parse_link(pairs, check_model=check_model, tabs=tabs)

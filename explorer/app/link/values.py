@@ -10,6 +10,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 from urllib.parse import parse_qsl
 
+from ...outputs.sampling import Sampling
 from ..limits import MAX_CHARS
 from ..run.toggles import Head
 from ..run.view import KIND_TITLES
@@ -17,6 +18,7 @@ from ..run.view import KIND_TITLES
 KINDS = tuple(KIND_TITLES)  # encoder, decoder, cross: the order `off` lists them in
 SHOWN_CHARS = 30  # of a rejected value, in its notice
 _WHOLE = re.compile(r"[+-]?\d{1,7}")
+_SEED = re.compile(r"[+-]?\d{1,10}")  # a seed is up to 2**31 - 1
 _HEAD = re.compile(r"L(\d{1,4}) ?H(\d{1,4})")
 _FLAGS = {"1": True, "true": True, "on": True, "yes": True, "0": False, "false": False, "off": False, "no": False}
 
@@ -36,6 +38,22 @@ def whole(text: str, low: int, high: int) -> int:
     value = int(text)
     if not low <= value <= high:
         raise Invalid(f"is not between {low:,} and {high:,}")
+    return value
+
+
+def sampling_value(key: str, text: str) -> float | int:
+    """A sampling setting (`temperature`, `top_k`, `top_p`, `seed`) as outputs.sampling.Sampling checks it."""
+    whole_number = key in ("top_k", "seed")
+    try:
+        if whole_number and not _SEED.fullmatch(text.strip()):
+            raise ValueError
+        value: float | int = int(text) if whole_number else float(text)
+    except ValueError:
+        raise Invalid("is not a whole number" if whole_number else "is not a number") from None
+    try:
+        Sampling(**{key: value})
+    except ValueError as err:
+        raise Invalid(f"is refused: {str(err).split(' (for greedy')[0]}") from None  # the page's words suffice
     return value
 
 

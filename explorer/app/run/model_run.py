@@ -2,7 +2,7 @@
 masks the model applied, every attention map, the output per sentence, and the generation behind it.
 
 Shapes: B sentences, L layers, H heads, S source / T target length, N generated tokens. Attention kinds are
-"encoder" (self), "decoder" (self) and "cross". Sequence models first generate their answer (greedy, with
+"encoder" (self), "decoder" (self) and "cross". Sequence models first generate their answer (greedy or sampled, with
 the toggles), then run once over source + answer so that every layer's attention over the answer is shown;
 a `teacher` (the baseline's answer) makes the toggled run attend over the same tokens, so the two can be
 subtracted. Hub encoder-decoders (T5, BART, Marian) generate with `explorer.outputs.generate` like the date models,
@@ -23,12 +23,14 @@ from ...outputs.classifier import class_probabilities
 from ...batching import pad_rows
 from ...checkpoints import LoadedModel
 from ...outputs.generate import Generation, generate
+from ...outputs.sampling import Sampling
 from ...model.cache import DecoderCache
 from ...model.returns import AttentionMasks
 from ..errors import AppError
 from .inputs import PAD_LABEL, Inputs, TextCodec, answer_length, pad_id_of, row_mask
 from ..limits import MAX_NEW_TOKENS
 from .returned import full_masks, norms_of, on_cpu, values_record, weights_dtype
+from .sampled import FirstStep, first_steps
 from .sentence_outputs import ClassProbabilities, Embedding, GeneratedText, MaskFillers, NextTokens, Output
 from .toggles import Toggles, custom_mask
 
@@ -52,6 +54,8 @@ class Run:
     # model read before its vocabulary head, see run_language_model); None once the run is complete
     value_norms: dict[str, tuple[Tensor, ...]] = field(default_factory=dict)  # kind -> per layer (B, H, S): the
     # length of what each key adds through each head (explorer.interpret.value_weighted), for value-weighted views
+    first_steps: list[FirstStep] = field(default_factory=list)  # a sampled baseline: per sentence, its first generated
+    # token's distribution and draw (run.sampled); empty when greedy or nothing was generated
 
     @property
     def complete(self) -> bool:
@@ -105,16 +109,18 @@ def run_encoder(loaded: LoadedModel, inputs: Inputs, toggles: Toggles, head_mask
 
 
 def generate_rows(loaded: LoadedModel, inputs: Inputs, toggles: Toggles, head_mask: dict | None,
-                  new_tokens: int | None = None, prompts: DecoderCache | None = None) -> list[tuple[Generation, int]]:
-    """Greedy generation per sentence: one batch for an encoder-decoder, one call per decoder-only prompt
-    (prompts of different lengths cannot share a batch without left padding). `prompts`: the keys and values of
-    the sentences' batch, from the run just made with the same toggles, so no prompt token is run again."""
+                  new_tokens: int | None = None, prompts: DecoderCache | None = None,
+                  sampling: Sampling | None = None) -> list[tuple[Generation, int]]:
+    """Greedy (or, with `sampling`, sampled) generation per sentence: one batch for an encoder-decoder, one call per
+    decoder-only prompt (prompts of different lengths cannot share a batch without left padding). `prompts`: the keys
+    and values of the sentences' batch, from the run just made with the same toggles, so no prompt token is run
+    again. Each call draws from a generator seeded afresh: every run with the same seed reads the same uniforms."""
     model, c, task = loaded.model, loaded.config, loaded.task
     bos = task.get("bos_id", loaded.target_tokenizer.bos_id)
     eos = task.get("eos_id", loaded.target_tokenizer.eos_id)
     kwargs = dict(eos_id=eos, max_new_tokens=answer_length(loaded) if new_tokens is None else new_tokens,
                   padding=toggles.padding, causal=toggles.causal, head_mask=head_mask,
-                  suppress_ids=task.get("suppress_ids", ()),
+                  suppress_ids=task.get("suppress_ids", ()), sampling=sampling,
                   weights_dtype=weights_dtype(loaded, 1, max(map(len, inputs.rows)) + MAX_NEW_TOKENS))
     if c.arch == "encoder-decoder":
         if bos is None:
@@ -142,7 +148,7 @@ def answer(loaded: LoadedModel, codec: TextCodec, gen: Generation, b: int) -> Ge
 
 
 def run_language_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, toggles: Toggles,
-                       head_mask: dict | None, new_tokens: int) -> Run:
+                       head_mask: dict | None, new_tokens: int, sampling: Sampling | None = None) -> Run:
     """A causal LM reads the sentences as typed: attention over them now; its outputs, the next-token predictions
     at every position and a greedy continuation of each sentence, are left to `Run.finish` (the vocabulary head at
     1,024 positions and the continuation take as long as drawing the attention, which need not wait for them)."""
@@ -173,8 +179,11 @@ def run_language_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, to
             for b, out in enumerate(baseline.outputs):
                 favourites[b, : len(out.top_ids)] = out.top_ids[:, 0]
         pred = causal_lm.head_predictions(model.generator, hidden, src, real, TOP_K, favourites)  # no (B, T, V) logits
-        gens = generate_rows(loaded, inputs, toggles, head_mask, new_tokens, prompts)
+        gens = generate_rows(loaded, inputs, toggles, head_mask, new_tokens, prompts, sampling)
         prompts = None
+        # The baseline's first draw (what the sampling view shows): the vocabulary head at each prompt's last token.
+        run.first_steps = first_steps(lambda b: model.generator.logits(hidden[b, len(inputs.rows[b]) - 1]), gens,
+                                      sampling if baseline is None else None, loaded.task.get("suppress_ids", ()))
         for b, (row, (gen, gb)) in enumerate(zip(inputs.rows, gens)):
             n = len(row)
             run.outputs.append(NextTokens(pred.top_ids[b, :n].cpu(), pred.top_probs[b, :n].cpu(),
@@ -188,11 +197,13 @@ def run_language_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, to
 
 
 def run_sequence_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, toggles: Toggles,
-                       head_mask: dict | None, teacher: list[list[int]] | None, new_tokens: int | None = None) -> Run:
-    """Generate (at most `new_tokens`; None: the task's limit), then one forward pass over the answers (the `teacher`
-    rows when given) with every attention."""
+                       head_mask: dict | None, teacher: list[list[int]] | None, new_tokens: int | None = None,
+                       sampling: Sampling | None = None) -> Run:
+    """Generate (at most `new_tokens`; None: the task's limit; drawn with `sampling`), then one forward pass over the
+    answers (the `teacher` rows when given) with every attention."""
     model, c = loaded.model, loaded.config
-    gens = generate_rows(loaded, inputs, toggles, head_mask, new_tokens)
+    baseline_run = teacher is None
+    gens = generate_rows(loaded, inputs, toggles, head_mask, new_tokens, sampling=sampling)
     outputs = [answer(loaded, codec, g, b) for g, b in gens]
     teacher = teacher if teacher is not None else [o.ids for o in outputs]
     record = values_record()
@@ -211,6 +222,7 @@ def run_sequence_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, to
         queries = {"encoder": src_labels, "decoder": tgt_labels, "cross": tgt_labels}
         keys = {"encoder": src_labels, "decoder": tgt_labels, "cross": src_labels}
         ids = {"encoder": inputs.rows, "decoder": dec_rows}
+        first = [0] * len(dec_rows)  # the decoder's start token: where the first generated token is read
     else:
         seqs = [[*r, *t] for r, t in zip(inputs.rows, teacher)]
         seq = pad_rows(seqs, pad_id_of(loaded), model.device)
@@ -221,8 +233,11 @@ def run_sequence_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, to
         attentions = {"decoder": on_cpu(out.attentions.decoder)}
         queries = keys = {"decoder": padded_labels(codec, seqs, inputs.labels)}
         ids = {"decoder": seqs}
+        first = [len(r) - 1 for r in inputs.rows]  # each prompt's last token
+    steps = first_steps(lambda b: out.logits[b, first[b]], gens, sampling if baseline_run else None,
+                        loaded.task.get("suppress_ids", ()))  # the baseline's first draw: what the view shows
     return Run(attentions, full_masks(out.masks, attentions), queries, keys, outputs, gens, teacher,
-               [notice] if notice else [], ids, value_norms=norms_of(loaded, record, attentions))
+               [notice] if notice else [], ids, value_norms=norms_of(loaded, record, attentions), first_steps=steps)
 
 
 def padded_labels(codec: TextCodec, rows: list[list[int]], prompt_labels: list[list[str]] | None = None
@@ -253,17 +268,19 @@ def takes_length(loaded: LoadedModel) -> bool:
 
 @torch.inference_mode()
 def run_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, toggles: Toggles, head_mask: dict | None,
-              baseline: Run | None = None, new_tokens: int | None = None, later: bool = False) -> Run:
+              baseline: Run | None = None, new_tokens: int | None = None, later: bool = False,
+              sampling: Sampling | None = None) -> Run:
     """One full run under `toggles` (see the module docstring). A toggled run gets the `baseline` run, so it reads
     the same answer (sequence models) or rates the same favourites (language models, masked LMs). `new_tokens`: how
     many tokens a language model continues each sentence with, or a Hub encoder-decoder generates at most (default:
     the task's own limit). `later`: a language model's outputs are left to `Run.finish(baseline)` (the attention
-    is ready first); other models' runs are complete at once."""
+    is ready first); other models' runs are complete at once. `sampling`: how generated tokens are drawn (None:
+    greedy; `pair` passes the same to both runs, so they read the same seeded uniforms)."""
     if loaded.arch == "encoder":
         return run_encoder(loaded, inputs, toggles, head_mask, baseline)
     if is_language_model(loaded):
         run = run_language_model(loaded, codec, inputs, toggles, head_mask,
-                                 answer_length(loaded) if new_tokens is None else new_tokens)
+                                 answer_length(loaded) if new_tokens is None else new_tokens, sampling)
         if not later:
             run.finish(baseline)
         return run
@@ -272,4 +289,4 @@ def run_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, toggles: To
     length = None
     if new_tokens is not None and takes_length(loaded):
         length = max(1, min(new_tokens, answer_length(loaded)))
-    return run_sequence_model(loaded, codec, inputs, toggles, head_mask, teacher, length)
+    return run_sequence_model(loaded, codec, inputs, toggles, head_mask, teacher, length, sampling)

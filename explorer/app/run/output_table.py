@@ -17,6 +17,7 @@ import plotly.graph_objects as go
 from ... import viz
 from ...labels import printable
 from .pair import Comparison
+from .sampled import sampling_words
 from ..errors import escape_md
 from .inputs import TextCodec
 from .sentence_outputs import ClassProbabilities, Embedding, GeneratedText, MaskFillers, NextTokens
@@ -154,6 +155,14 @@ TABLES = {GeneratedText: generated_table, ClassProbabilities: class_table, Embed
 
 
 def output_table(cmp: Comparison, view: View) -> OutputTable:
+    table = outputs_table(cmp, view)
+    if cmp.sampling is not None:  # said under the outputs too: a screenshot of the table is never taken for greedy
+        table.summary += (f"\n\nGenerated tokens {sampling_words(cmp.sampling)} (not greedy; the baseline and the "
+                          "toggled run drew the same random numbers, so they differ only where the model does).")
+    return table
+
+
+def outputs_table(cmp: Comparison, view: View) -> OutputTable:
     pairs = list(zip(cmp.baseline.outputs, cmp.toggled.outputs))
     if isinstance(pairs[0][0], NextTokens):
         return next_token_table(pairs, cmp.codec, cmp.inputs.labels, view)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import torch
 
 from ...checkpoints import LoadedModel
+from ...outputs.sampling import Sampling
 from .inputs import Inputs, TextCodec, codec_for, encode_inputs
 from .model_run import Run, run_model
 from .toggles import Toggles, head_mask
@@ -32,6 +33,7 @@ class Comparison:
     toggled: Run  # the same object as baseline when nothing is toggled
     codec: TextCodec
     outputs: "Outputs | None" = field(default=None, repr=False)  # the outputs being computed (start_outputs)
+    sampling: Sampling | None = None  # how both runs drew their generated tokens (None: greedy)
 
     def start_outputs(self) -> None:
         """Begin computing the runs' outputs in a thread (once; a complete comparison has none to compute):
@@ -55,20 +57,24 @@ class Comparison:
 
 
 def compare_in_steps(loaded: LoadedModel, text1: str | None, text2: str | None, toggles: Toggles, max_tokens: int,
-                     new_tokens: int | None = None) -> Iterator[Comparison]:
+                     new_tokens: int | None = None, *, sampling: Sampling | None = None) -> Iterator[Comparison]:
     """Encode the sentences, run the baseline and (if anything is toggled) the toggled model. Yields the
     Comparison once its attention is known (`complete` False: a language model's outputs are still to come),
     then once more, complete; a model whose runs are complete at once yields it once. `new_tokens`: how many
-    tokens a language model continues with (None: its task's default)."""
+    tokens a language model continues with (None: its task's default). `sampling`: how both runs draw what they
+    generate (None: greedy); each generation seeds its own generator, so baseline and toggled read the same
+    uniforms and differ only where their distributions do."""
     codec = codec_for(loaded)
+    sampling = drawn_with(loaded, sampling)
     inputs = encode_inputs(loaded, codec, text1, text2, max_tokens)
     hm = head_mask(loaded.config, toggles)
-    baseline = run_model(loaded, codec, inputs, Toggles(), None, new_tokens=new_tokens, later=True)
+    baseline = run_model(loaded, codec, inputs, Toggles(), None, new_tokens=new_tokens, later=True, sampling=sampling)
     if toggles.default_masks and hm is None:
-        cmp = Comparison(inputs, toggles, None, baseline, baseline, codec)
+        cmp = Comparison(inputs, toggles, None, baseline, baseline, codec, sampling=sampling)
     else:
-        toggled = run_model(loaded, codec, inputs, toggles, hm, baseline=baseline, new_tokens=new_tokens, later=True)
-        cmp = Comparison(inputs, toggles, hm, baseline, toggled, codec)
+        toggled = run_model(loaded, codec, inputs, toggles, hm, baseline=baseline, new_tokens=new_tokens, later=True,
+                            sampling=sampling)
+        cmp = Comparison(inputs, toggles, hm, baseline, toggled, codec, sampling=sampling)
     if not cmp.complete:
         try:
             yield cmp  # the caller may start_outputs() before it hands its first look over
@@ -80,6 +86,11 @@ def compare_in_steps(loaded: LoadedModel, text1: str | None, text2: str | None, 
         cmp.outputs.wait()
         cmp.outputs = None
     yield cmp
+
+
+def drawn_with(loaded: LoadedModel, sampling: Sampling | None) -> Sampling | None:
+    """The sampling a Run of `loaded` uses: None for a model that generates nothing (an encoder)."""
+    return None if loaded.arch == "encoder" else sampling
 
 
 class Outputs:
@@ -116,7 +127,7 @@ class Outputs:
 
 
 def compare(loaded: LoadedModel, text1: str | None, text2: str | None, toggles: Toggles, max_tokens: int,
-            new_tokens: int | None = None) -> Comparison:
+            new_tokens: int | None = None, *, sampling: Sampling | None = None) -> Comparison:
     """The complete comparison (`compare_in_steps` without the first look)."""
-    *_, cmp = compare_in_steps(loaded, text1, text2, toggles, max_tokens, new_tokens)
+    *_, cmp = compare_in_steps(loaded, text1, text2, toggles, max_tokens, new_tokens, sampling=sampling)
     return cmp

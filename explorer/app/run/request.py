@@ -1,6 +1,6 @@
 """What the page asks for, typed once at the Gradio boundary: `Session`, which model a session looks at, and
-`RunRequest`, one Run: that session, the sentences, the masks and head switches, the view, and how many tokens a
-language model continues with.
+`RunRequest`, one Run: that session, the sentences, the masks and head switches, the view, how many tokens a
+language model continues with, and how they are drawn (greedy, or sampled: run.sampled).
 
 The page's /analyze event has many inputs (their names and order are the HTTP API); `forms.RunForm` turns them into
 this object, and everything after the boundary (the memory gate, the runs, the kept result and a tab computed again
@@ -17,6 +17,7 @@ from typing import Any
 from ..build import BuildSpec
 from ..errors import AppError
 from ..head_labels import parse_heads
+from ...outputs.sampling import Sampling
 from ..limits import DEFAULT_CONTINUATION, MAX_NEW_TOKENS
 from .toggles import Toggles
 from .view import View
@@ -82,10 +83,11 @@ class RunRequest:
     toggles: Toggles  # masks and heads as set (the baseline run has the defaults)
     view: View  # kind, layer, head, sentence, and the next-token position of a language model
     new_tokens: int  # tokens a language model continues with (a Hub encoder-decoder generates at most)
+    sampling: Sampling | None = None  # how generated tokens are drawn; None: greedy (the most probable)
 
     @classmethod
     def of(cls, session: Session, text1: Any, text2: Any, toggles: Toggles, view: View,
-           continue_tokens: Any = DEFAULT_CONTINUATION) -> "RunRequest":
+           continue_tokens: Any = DEFAULT_CONTINUATION, sampling: Sampling | None = None) -> "RunRequest":
         """A Run of the page's texts (any value; None = empty) with tokens to continue clamped to the page's range."""
         new_tokens = min(max(whole_number(continue_tokens, DEFAULT_CONTINUATION), 0), MAX_NEW_TOKENS)
-        return cls(session, str(text1 or ""), str(text2 or ""), toggles, view, new_tokens)
+        return cls(session, str(text1 or ""), str(text2 or ""), toggles, view, new_tokens, sampling)

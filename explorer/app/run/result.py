@@ -18,6 +18,7 @@ import numpy as np
 
 from ...checkpoints import LoadedModel
 from ...labels import occurrence_note, unique_labels
+from ...outputs.sampling import Sampling
 from ..errors import escape_md
 from ..limits import MAX_TOKENS
 from .figures import ALL, Reduction, RunFigure, RunFigures, draw
@@ -89,7 +90,7 @@ class Analysis:
         self.output = output_table(cmp, view)
         self.change_by_layer = change_by_layer(cmp, view)
         kinds = attention_kinds(cmp.toggled)
-        self.state = state_line(cmp.toggles, kinds)  # the toggles in words, for the top of the results
+        self.state = state_line(cmp.toggles, kinds, cmp.sampling)  # the toggles in words, for the top of the results
         # "2·2" in the figures: said once, under the state line, for the sequences of the view's sentence
         run, first = cmp.toggled, view.kind  # the view's sequences first: the heatmap on the first screen
         sequences = sorted([*run.queries.items(), *run.keys.items()], key=lambda kl: kl[0] != first)
@@ -149,9 +150,11 @@ class Analysis:
 
 
 def analyze(loaded: LoadedModel, text1: str | None, text2: str | None, toggles: Toggles, view: View | None = None,
-            max_tokens: int = MAX_TOKENS, new_tokens: int | None = None, *, figures: RunFigures) -> Analysis:
-    """A whole Run's result at once; `figures`: the page's (tabs.RUN_FIGURES)."""
-    return Analysis(compare(loaded, text1, text2, toggles, max_tokens, new_tokens), view or View(), figures)
+            max_tokens: int = MAX_TOKENS, new_tokens: int | None = None, *, figures: RunFigures,
+            sampling: Sampling | None = None) -> Analysis:
+    """A whole Run's result at once; `figures`: the page's (tabs.RUN_FIGURES); `sampling`: None = greedy."""
+    return Analysis(compare(loaded, text1, text2, toggles, max_tokens, new_tokens, sampling=sampling), view or View(),
+                    figures)
 
 
 class FirstLook:
@@ -175,13 +178,14 @@ class FirstLook:
 
 def analyze_in_steps(loaded: LoadedModel, text1: str | None, text2: str | None, toggles: Toggles,
                      view: View | None = None, max_tokens: int = MAX_TOKENS, new_tokens: int | None = None,
-                     first_tab: str = "attention", *, figures: RunFigures) -> Iterator[FirstLook | Analysis]:
+                     first_tab: str = "attention", *, figures: RunFigures,
+                     sampling: Sampling | None = None) -> Iterator[FirstLook | Analysis]:
     """`analyze`, handing over FirstLooks (`RunFigures.first_looks(first_tab)`) while a language model's outputs are
     computed (in a thread of their own, begun once the first look is made: `Comparison.start_outputs`); then the
     Analysis, which reuses the reductions made for the looks and makes the others when asked or completed
     (`Analysis.complete`: after its tab and outputs are sent)."""
     view, reduced = view or View(), None
-    for cmp in compare_in_steps(loaded, text1, text2, toggles, max_tokens, new_tokens):
+    for cmp in compare_in_steps(loaded, text1, text2, toggles, max_tokens, new_tokens, sampling=sampling):
         if not cmp.complete:
             reduced = Reductions(cmp, view, figures.reductions)
             for k, step in enumerate(figures.first_looks(first_tab)):

@@ -48,7 +48,7 @@ class NextTokens:
     top_probs: Tensor  # (T, k)
     surprisal: Tensor  # (T - 1,) nats of each token but the first, given the ones before
     favourite_probs: Tensor | None  # (T,) probability of the baseline's favourite after each position (toggled run)
-    continuation: GeneratedText  # greedy continuation of the whole sentence
+    continuation: GeneratedText  # continuation of the whole sentence (greedy, or sampled: run.sampled)
 
 
 Output = GeneratedText | Embedding | ClassProbabilities | NextTokens | MaskFillers

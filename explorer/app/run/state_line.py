@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ...outputs.sampling import Sampling
+from .sampled import sampling_words
 from .toggles import Toggles
 
 KIND_WORDS = {"encoder": "encoder", "decoder": "decoder", "cross": "cross"}
@@ -16,9 +18,16 @@ def heads_text(layers_heads: list[tuple[int, int]]) -> str:
     return ", ".join(f"L{layer} H{head}" for layer, head in sorted(layers_heads))
 
 
-def state_line(toggles: Toggles, kinds: Mapping[str, tuple[int, int]]) -> str:
+def state_line(toggles: Toggles, kinds: Mapping[str, tuple[int, int]], sampling: Sampling | None = None) -> str:
     """The toggles of a Run in words (plain text; the page escapes it). `kinds`: the model's attention kinds ->
-    (layers, heads), for the heads switched off."""
+    (layers, heads), for the heads switched off; `sampling`: how its generated tokens were drawn (None: greedy, not
+    said), so that a screenshot of a sampled Run is never taken for greedy."""
+    line = toggles_line(toggles, kinds)
+    return line + (f" · Generated tokens {sampling_words(sampling)}" if sampling is not None else "")
+
+
+def toggles_line(toggles: Toggles, kinds: Mapping[str, tuple[int, int]]) -> str:
+    """The toggles alone, in words."""
     parts = []
     if not toggles.padding:
         parts.append("Padding mask off")

@@ -7,6 +7,7 @@ from __future__ import annotations
 from . import (api, attention, compare, contributions, features, generation, head, importance, lens, overview,
                patching, positions, roles, rollout)
 from ...checkpoints import LoadedModel
+from ...outputs.sampling import Sampling
 from ..limits import MAX_TOKENS
 from ..run.figures import RunFigures
 from ..run.result import Analysis
@@ -44,10 +45,12 @@ def tab(tab_id: str) -> Tab:
 
 
 def analyze(loaded: LoadedModel, text1: str | None, text2: str | None, toggles: Toggles, view: View | None = None,
-            max_tokens: int = MAX_TOKENS, new_tokens: int | None = None) -> Analysis:
+            max_tokens: int = MAX_TOKENS, new_tokens: int | None = None, *, sampling: Sampling | None = None
+            ) -> Analysis:
     """The page's Run of a model on its sentences as one result, any tab's figures drawable from it
-    (`run.result.analyze` with `RUN_FIGURES`)."""
-    return analyze_with(loaded, text1, text2, toggles, view, max_tokens, new_tokens, figures=RUN_FIGURES)
+    (`run.result.analyze` with `RUN_FIGURES`); `sampling`: how generated tokens are drawn (None: greedy)."""
+    return analyze_with(loaded, text1, text2, toggles, view, max_tokens, new_tokens, figures=RUN_FIGURES,
+                        sampling=sampling)
 
 
 def tabs_table(tabs: tuple[Tab, ...] = TABS) -> str:

@@ -1,6 +1,6 @@
 """The Attention & output tab: the chosen head with the toggles, the mask the model applied, a language model's
-surprisal, the output table (baseline vs toggled), the same head without the toggles and the difference, and the
-tokens with their ids.
+surprisal, the output table (baseline vs toggled), a sampled Run's first draw (run.sampled), the same head without
+the toggles and the difference, and the tokens with their ids.
 
 Shapes: Tq query / Tk key length of the chosen kind. The figures read one reduction (`ATTENTION`: the chosen head's
 matrices with and without the toggles, and the masks the model applied) and `SURPRISAL`; the values are the model's.
@@ -20,6 +20,7 @@ from ..run.figures import Reduction, RunFigure
 from ..run.output_table import NEXT_TOKEN_HEADERS, surprisal_figure, surprisal_inputs
 from ..run.pair import Comparison
 from ..run.result import WAITING
+from ..run.sampled import sampling_inputs, sampling_view
 from ..run.view import KIND_SHORT, View
 from .base import Tab
 
@@ -75,6 +76,7 @@ def difference_figure(inp: AttentionInputs) -> Any:
 
 ATTENTION = Reduction("attention", attention_inputs)
 SURPRISAL = Reduction("surprisal", surprisal_inputs)
+SAMPLING = Reduction("sampling", sampling_inputs)
 
 
 def frame(headers: list[str], rows: list[list[Any]]) -> pd.DataFrame:
@@ -92,6 +94,7 @@ class AttentionParts:
     surprisal: gr.Plot
     output_md: gr.Markdown
     output_df: gr.Dataframe
+    sampling: gr.Plot  # a sampled Run's first generated token: the distribution and the draw (or "greedy" in words)
     baseline: gr.Plot
     difference: gr.Plot
     tokens_df: gr.Dataframe
@@ -108,7 +111,8 @@ class AttentionTab(Tab):
                RunFigure("head", ATTENTION, head_figure, first_look=0, api_order=1),
                RunFigure("baseline", ATTENTION, baseline_figure, first_look=0, api_order=2),
                RunFigure("difference", ATTENTION, difference_figure, first_look=0, api_order=3),
-               RunFigure("surprisal", SURPRISAL, surprisal_figure, api_order=9))
+               RunFigure("surprisal", SURPRISAL, surprisal_figure, api_order=9),
+               RunFigure("sampling", SAMPLING, sampling_view))
 
     def layout(self, start: Any) -> AttentionParts:
         language = start.info is not None and start.info.language_model
@@ -119,11 +123,13 @@ class AttentionTab(Tab):
         output_md = gr.Markdown(elem_id="output-summary")
         output_df = gr.Dataframe(label="Output: baseline vs toggled", interactive=False, wrap=True,
                                  elem_id="output-table")
+        sampling = plot("sampling-plot", "Sampling the first generated token",
+                        visible=start.info is not None and start.info.generates)
         with gr.Row():
             baseline = plot("baseline-plot", "Attention without toggles")
             difference = plot("diff-plot", "Difference")
         tokens_df = gr.Dataframe(label="Tokens and ids", interactive=False, elem_id="tokens", max_height=300)
-        return AttentionParts(head, mask, surprisal, output_md, output_df, baseline, difference, tokens_df)
+        return AttentionParts(head, mask, surprisal, output_md, output_df, sampling, baseline, difference, tokens_df)
 
     def run_outputs(self, parts: AttentionParts) -> list[Any]:
         return [parts.tokens_df, parts.output_md, parts.output_df]
@@ -142,7 +148,8 @@ class AttentionTab(Tab):
         return {parts.output_md: NO_OUTPUTS}
 
     def model_updates(self, parts: AttentionParts, info: Any) -> dict:
-        return {parts.surprisal: gr.update(visible=info.language_model)}
+        return {parts.surprisal: gr.update(visible=info.language_model),
+                parts.sampling: gr.update(visible=info.generates)}
 
 
 TAB = AttentionTab()

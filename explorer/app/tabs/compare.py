@@ -206,7 +206,7 @@ class CompareTab(Tab):
     def inputs(self, parts: CompareParts, app: Any) -> list[Any]:
         """/compare_models's inputs, in CompareForm's order."""
         page = app.page
-        first = [page.session, parts.model2, *RunForm.inputs(page)[1:]]
+        first = [page.session, parts.model2, *RunForm.inputs(page)[1:-RunForm.SAMPLING]]  # greedy: no sampling
         del first[-2]  # the page's visible tab: not an input of the comparison
         return [*first, parts.kind2, parts.layer2, parts.head2, *parts.head_groups2]
 
