@@ -195,7 +195,7 @@ def test_only_the_figures_asked_for_are_built(app):
     a.figures("overview")
     assert calls == ["head", "overview", "large"]
     a.figures("attention")  # the head drawn before is reused
-    assert calls == ["head", "overview", "large", "mask", "baseline", "difference", "surprisal"]
+    assert calls == ["head", "overview", "large", "mask", "baseline", "difference", "surprisal", "sampling"]
 
 
 def kept_bytes(obj, seen=None) -> int:
