@@ -2,7 +2,7 @@
 driven by gradio_client sessions through benchmarks/sessions.py, the same code the `sessions` and `load` benchmark
 sections run at full size.
 
-- 200 sessions, each sending one 480-word text with one head off, then every 10th opens another tab: the server
+- 100 sessions, each sending one 480-word text with one head off, then every 10th opens another tab: the server
   grows by at most the kept-results budget (--kept-memory) plus 300 MB, and every session gets its own figures
   (its marker word in its token table and its figures), whether its result was still kept or computed again.
 - A short load: 10 sessions at once, 6 requests each (the first a 512-token text, then short sentences and
@@ -26,19 +26,21 @@ from tests.hang import SUBPROCESS_S  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
-KEPT_GB = 0.2  # small enough that 200 long results do not all fit: most sessions' results are let go
+KEPT_GB = 0.2  # the short load's kept budget
+SESSIONS_KEPT_GB = 0.1  # small enough that 100 long results do not all fit: most sessions' results are let go
 MARGIN_MB = 300  # the issue's allowance above the budget: heap fragmentation, Gradio's per-session state
 
 
-def test_200_sessions_stay_within_the_kept_budget_and_get_their_own_figures():
-    res = many.kept_sessions(sessions=200, words=480, kept_gb=KEPT_GB, tabs_every=10,
+def test_100_sessions_stay_within_the_kept_budget_and_get_their_own_figures():
+    # The `sessions` benchmark runs the same at 200 sessions and 0.2 GB (BENCHMARKS.md, section 10).
+    res = many.kept_sessions(sessions=100, words=480, kept_gb=SESSIONS_KEPT_GB, tabs_every=10,
                              app_args=("--threads", "2"), start_s=SUBPROCESS_S)
     print(res)
-    assert res["own_runs"] == 200, "a session's Run did not show its own text"
-    assert res["tabs_opened"] == 20 and res["own_tabs"] == 20, "a tab did not show its session's own text"
+    assert res["own_runs"] == 100, "a session's Run did not show its own text"
+    assert res["tabs_opened"] == 10 and res["own_tabs"] == 10, "a tab did not show its session's own text"
     # Session 0's result was let go long before its tab is opened: it is computed again from its own inputs.
     assert res["tabs_recomputed"] >= 1
-    assert res["growth_mb"] <= KEPT_GB * 1024 + MARGIN_MB
+    assert res["growth_mb"] <= SESSIONS_KEPT_GB * 1024 + MARGIN_MB
 
 
 def test_a_short_load_has_no_error_no_crosstalk_and_bounded_memory():
