@@ -27,7 +27,10 @@ from .errors import AppError
 from .export_html import ViewExport, file_name, view_html
 from .handlers import PRIVATE, reporting
 from .kept import RECOMPUTED, Shown
+from .head_labels import head_label
 from .link.opening import LinkEvents, space_page
+from .link.state import fit_length, from_page
+from .session import get_model
 
 NO_RUN = "Press Run first: there is no view to download yet."
 CLICK_JS = "() => { const b = document.querySelector('#download-file'); if (b) b.click(); }"
@@ -97,8 +100,7 @@ class DownloadEvents:
             analysis, notice = self.app.recompute(shown.request), RECOMPUTED
         link_values, own = values[:len(self.link_inputs)], values[len(self.link_inputs):]
         if t.figures:
-            drawn = analysis.figures(tab)  # in the order the tab lays them out (its parts' fields)
-            figures = [viz.figure_json(drawn[name], PLOT_CONFIG) for name in vars(self.page.parts[tab]) if name in drawn]
+            figures = self.run_figures(analysis, tab)
             texts = []
         else:
             start = sum(len(p) for tab_id, p in self.own.items() if list(self.own).index(tab_id) <
@@ -109,13 +111,59 @@ class DownloadEvents:
         query = self.links.link_of_page(*link_values).get(self.page.inputs.link_query, "")
         view = ViewExport(t.title, figures, settings(shown, analysis, t.title), f"{base_address(request)}?{query}",
                           texts)
-        folder = Path(tempfile.mkdtemp(prefix="explorer-view-"))
-        path = folder / file_name(tab, time.strftime("%Y%m%d-%H%M%S"))
+        return {self.page.results.download_file: self.written(view, tab),
+                self.status: "⚠️ " + notice if notice else gr.skip()}
+
+    @reporting
+    def download_view(self, tab: Any, shown: Any, request: gr.Request) -> dict:
+        """/download_view for API clients: `tab` (one the Run draws: attention, overview, generation, rollout, ...)
+        of the client's last /analyze as the HTML file, drawn from its kept result; its link from that Run's request.
+        A tab computed by its own endpoint returns its figures as Plotly JSON there."""
+        t = {t.id: t for t in self.page.registry}.get(tab)
+        if t is None or not t.figures:
+            drawn = ", ".join(t.id for t in self.page.registry if t.figures)
+            raise AppError(f"/download_view exports a tab the Run draws ({drawn}), not {str(tab)[:40]!r}")
+        if not isinstance(shown, Shown) or shown.request is None:
+            raise AppError("Call /analyze first: there is no view to download yet.")
+        analysis, notice = shown.result(self.ctx.kept), ""
+        if analysis is None:
+            analysis, notice = self.app.recompute(shown.request), RECOMPUTED
+        view = ViewExport(t.title, self.run_figures(analysis, tab), settings(shown, analysis, t.title),
+                          f"{base_address(request)}?{self.request_query(shown.request, tab)}", [])
+        return {self.page.results.download_file: self.written(view, tab),
+                self.status: "⚠️ " + notice if notice else ""}
+
+    def request_query(self, r: Any, tab: str) -> str:
+        """The link query of a Run's request (as Copy link writes the page's)."""
+        kinds = get_model(r.session, self.ctx).config.attention_kinds()
+        t, v, s = r.toggles, r.view, r.sampling
+        heads = None if t.heads_on is None else {k: [head_label(la, h) for la, h in sorted(on)]
+                                                  for k, on in t.heads_on.items()}
+        state, _ = from_page(source=r.session.source if r.session.build is None else None, text1=r.text1,
+                             text2=r.text2, tab=tab, kind=v.kind or None, layer=v.layer, head=v.head,
+                             sentence=v.sentence, measure=None, heads_on=heads, kinds=kinds, padding=t.padding,
+                             causal=t.causal, mask=t.custom, blocked=t.block_token, window=t.window,
+                             position=v.position, new_tokens=r.new_tokens, check_model=self.links.check_model,
+                             tabs=self.page.registry,
+                             sampling=(True, s.temperature, s.top_k, s.top_p, s.seed) if s is not None else ())
+        return fit_length(state)[0].to_query()
+
+    def run_figures(self, analysis: Any, tab: str) -> list[str]:
+        """A Run-drawn tab's figures as JSON, in the order the tab lays them out (its parts' fields)."""
+        drawn = analysis.figures(tab)
+        return [viz.figure_json(drawn[name], PLOT_CONFIG) for name in vars(self.page.parts[tab]) if name in drawn]
+
+    @staticmethod
+    def written(view: ViewExport, tab: str) -> str:
+        """The file of `view` in a fresh temporary folder: its path."""
+        path = Path(tempfile.mkdtemp(prefix="explorer-view-")) / file_name(tab, time.strftime("%Y%m%d-%H%M%S"))
         path.write_text(view_html(view), encoding="utf-8")
-        return {self.page.results.download_file: str(path), self.status: "⚠️ " + notice if notice else gr.skip()}
+        return str(path)
 
     def wire(self) -> None:
-        r = self.page.results
+        r, i = self.page.results, self.page.inputs
+        i.api_tab.click(self.download_view, [self.page.visible_tab, self.page.kept], [r.download_file, self.status],
+                        api_name="download_view")
         r.download.click(self.download, self.inputs(), [r.download_file, self.status], js=self.only_shown_js(),
                          **PRIVATE).then(None, None, None, js=CLICK_JS, **PRIVATE)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -250,3 +251,21 @@ def test_head_computation_example_runs_as_written(client):
         out = fresh.predict(DATE1, "", True, True, "none", 0, 2, heads, heads, heads, "decoder", 1, head, 1, 8,
                              "weights", query, [], api_name="/head_computation")
         assert out[0].startswith("⚠️") and message in out[0] and "Traceback" not in out[0]
+
+
+def test_download_view_writes_the_last_analyze_as_a_file(client):
+    """/download_view: a Run-drawn tab of the client's last /analyze as the self-contained HTML file, with the
+    state and a link that reopens it; a tab with its own endpoint, or no /analyze yet, is a message."""
+    fresh = gradio_client(client.src)
+    status = fresh.predict("attention", api_name="/download_view")[1]
+    assert status.startswith("⚠️ Call /analyze first"), status
+    fresh.predict(sentence1="<b>3 May 2024</b>", sentence2="", cross_heads_on=["L0 H0"], api_name="/analyze")
+    path, status = fresh.predict("overview", api_name="/download_view")
+    assert status == "", status
+    text = Path(path).read_text(encoding="utf-8")
+    assert text.count('type="application/json"') >= 1  # the figures, after plotly.js inlined once
+    assert "&lt;b&gt;3 May 2024&lt;/b&gt;" in text and "<b>3 May" not in text  # the sentence as text
+    assert "Toggles: " in text  # the state line: the switches of the Run in words
+    assert "tab=overview" in text and "off=cross" in text  # the link carries the Run's switches
+    status = fresh.predict("roles", api_name="/download_view")[1]
+    assert "⚠️" in status and "exports a tab the Run draws" in status, status

@@ -14,8 +14,8 @@ ADDRESS = "http://127.0.0.1:7860/"  # in the example until the page script puts 
 API_TEXT = f"""
 The page's actions, from a program: each is a named HTTP endpoint (`/analyze`, `/load_model`, `/build_model`,
 `/show_tab`, `/head_computation`, `/positional`, `/importance`, `/roles`, `/switch_off_role`, `/patching`, `/lens`,
-`/contributions`, `/features`, `/switch_latents`, `/steer`, `/set_model2`, `/compare_models`; docs/http-api.md in the
-repository lists their parameters and returns).
+`/contributions`, `/features`, `/switch_latents`, `/steer`, `/set_model2`, `/compare_models`, `/download_view`;
+docs/http-api.md in the repository lists their parameters and returns).
 From Python, with `pip install gradio_client`:
 
 ```python
