@@ -11,9 +11,11 @@ from explorer.app.link.state import parse_link
 from explorer.app.session import checked_source
 from explorer.app.tabs import tab as tab_of
 from tests.app.browser import IDLE_JS, served
-from tests.app.test_browser_link import RESULT, TEXT, Browser
+from tests.app import test_browser_link as link_tests
+from tests.app.test_browser_link import RESULT, TEXT
 
 pytestmark = pytest.mark.browser
+chromium = link_tests.chromium  # the link tests' page fixture: pages with their console errors checked
 
 
 @pytest.fixture(scope="module")
@@ -22,19 +24,6 @@ def app_url(free_port):
 
     with served(build_demo(device="cpu"), free_port()) as url:
         yield url
-
-
-@pytest.fixture
-def chromium(chromium_path, chromium_args):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = Browser(p, chromium_path, chromium_args)
-        try:
-            yield b
-        finally:
-            b.browser.close()
-    assert b.errors == [], b.errors
 
 
 def lesson_tab(query: str):
