@@ -31,6 +31,7 @@ from .registry import ModelRegistry
 from .run.request_memory import MemoryGate
 from .session import AppContext, Session, default_second, default_source, device_choices, get_model
 from .tabs import TABS
+from .upload_guard import upload_middleware
 
 log = logging.getLogger(__name__)
 __all__ = ["build_demo", "launch_kwargs", "queue"]
@@ -94,10 +95,10 @@ def launch_kwargs() -> dict[str, Any]:
     dashboard (QUEUE_ENV). state_session_capacity: Gradio keeps every session, closed or not, until it is among the
     least recently used beyond this many (~0.4 MB each: docs/guarantees.md). Middleware: a link too long to open
     gets a page in words (link.guard); the page's HTML starts with a script that stops Gradio's leaked timer loops
-    (idle_timers)."""
+    (idle_timers); Gradio's upload routes are refused (upload_guard: the app takes no files)."""
     return dict(css=CSS, theme=gr.themes.Soft(), js=page_js(TABS), run_history=False, enable_monitoring=False,
                 state_session_capacity=SESSION_CAPACITY,
-                app_kwargs=dict(middleware=[*guard_middleware(), *page_middleware()]))
+                app_kwargs=dict(middleware=[*guard_middleware(), *page_middleware(), *upload_middleware()]))
 
 
 # Gradio's queue records every event for its /monitoring dashboard and after each one rebuilds a summary of all it

@@ -1,6 +1,6 @@
 """The Download's files on disk (explorer.app.export_files): one per session, replaced by its next download and removed
 when the session ends, all of them within the server's budget, in a folder of the server's own under random names,
-and no copy by Gradio; served, 30 downloads from five clients never pass the budget."""
+and no copy by Gradio; served, 30 downloads from five clients never pass the budget, and nothing can be uploaded."""
 
 from __future__ import annotations
 
@@ -145,3 +145,15 @@ def test_many_downloads_leave_bounded_bytes(served, tmp_path):
     served.close()  # the server stops: Gradio deletes what it was handed (delete_cache), the last two files
     assert on_disk(tmp_path / "gradio")[0] == 0
 
+
+def test_uploads_are_refused_unwritten(served, tmp_path):
+    """Gradio's upload routes would keep whatever any client posts (the app has no file input): refused in words."""
+    import httpx
+
+    from explorer.app.upload_guard import MESSAGE
+
+    for route in ("gradio_api/upload", "gradio_api/upload/", "gradio_api/process_recording"):
+        answer = httpx.post(served.local_url + route, files={"files": ("a.bin", b"0" * 1_000_000)}, timeout=HANG_S)
+        assert (answer.status_code, answer.text) == (403, MESSAGE), route
+    assert on_disk(tmp_path / "gradio")[0] + on_disk(tmp_path / "tmp")[0] == 0
+    assert httpx.get(served.local_url + "config", timeout=HANG_S).status_code == 200  # the rest is served
