@@ -14,6 +14,7 @@ page's hidden gr.DownloadButton gets it and a script clicks it, so one click on 
 from __future__ import annotations
 
 import json
+import os
 import time
 from typing import Any
 
@@ -69,9 +70,7 @@ class DownloadEvents:
         self.link_inputs = self.links.link_inputs()
         # tab id -> its plots and texts, for the tabs a Run does not draw
         self.own = {t.id: own_parts(self.page.parts[t.id]) for t in self.page.registry if not t.figures}
-        button = self.page.results.download_file  # Gradio's list of its files would keep every path it was given
-        self.files = DownloadFiles(self.ctx.download_disk, button.GRADIO_CACHE,
-                                   removed=lambda path: button.temp_files.discard(str(path)))
+        self.files = DownloadFiles(self.ctx.download_disk, self.page.results.download_file.GRADIO_CACHE)
 
     def only_shown_js(self) -> str:
         """The page sends the shown tab's own plots and texts only (the others as null)."""
@@ -159,7 +158,11 @@ class DownloadEvents:
     def written(self, view: ViewExport, tab: str, request: Any) -> str:
         """The file of `view` as the session's one download file: its path."""
         name = file_name(tab, time.strftime("%Y%m%d-%H%M%S"))
-        return str(self.files.write(session_of(request), name, view_html(view)))
+        path = str(self.files.write(session_of(request), name, view_html(view)))
+        # Gradio's list of the button's files keeps every path it was handed (for delete_cache): not the gone ones
+        gradio_list, root = self.page.results.download_file.temp_files, str(self.files.root)
+        gradio_list.difference_update([p for p in list(gradio_list) if p.startswith(root) and not os.path.exists(p)])
+        return path
 
     def session_ended(self, request: gr.Request) -> None:
         """The page was closed (or the API client went): its file goes."""

@@ -20,7 +20,7 @@ import tempfile
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Hashable
 from pathlib import Path
 
 from .errors import AppError
@@ -29,12 +29,12 @@ from .limits import format_bytes
 
 class DownloadFiles:
     """The files of one server's downloads. `under`: the folder Gradio serves from without a copy (a component's
-    GRADIO_CACHE); `removed(path)`: told of each file let go (the page drops it from Gradio's own list)."""
+    GRADIO_CACHE)."""
 
-    def __init__(self, budget: int, under: str | Path, removed: Callable[[Path], None] = lambda path: None):
+    def __init__(self, budget: int, under: str | Path):
         if budget <= 0:
             raise ValueError("the downloads' budget must be a positive number of bytes")
-        self.budget, self.under, self.removed = budget, Path(under), removed
+        self.budget, self.under = budget, Path(under)
         self.root: Path | None = None  # made at the first download
         self.files: OrderedDict[Hashable, tuple[Path, int]] = OrderedDict()  # session -> (file, bytes), oldest first
         self.bytes = 0
@@ -74,7 +74,6 @@ class DownloadFiles:
         path, n_bytes = self.files.pop(session)
         self.bytes -= n_bytes
         shutil.rmtree(path.parent, ignore_errors=True)
-        self.removed(path)
 
     def _root(self) -> Path:
         if self.root is None:
