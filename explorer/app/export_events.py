@@ -160,7 +160,7 @@ class DownloadEvents:
         name = file_name(tab, time.strftime("%Y%m%d-%H%M%S"))
         path = str(self.files.write(session_of(request), name, view_html(view)))
         # Gradio's list of the button's files keeps every path it was handed (for delete_cache): not the gone ones
-        gradio_list, root = self.page.results.download_file.temp_files, str(self.files.root)
+        gradio_list, root = self.page.results.download_file.temp_files, str(self.files.root) + os.sep
         gradio_list.difference_update([p for p in list(gradio_list) if p.startswith(root) and not os.path.exists(p)])
         return path
 

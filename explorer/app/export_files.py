@@ -2,7 +2,8 @@
 
 Where. Gradio copies a file a handler returns into its cache folder unless the file is inside that folder already
 (gradio.blocks.Block.move_resource_to_block_cache), so the files are written inside it, in a folder this server makes
-there (tempfile.mkdtemp) and removes when it ends: one copy per file, none left behind in the system's temp folder.
+there (tempfile.mkdtemp; removed at the interpreter's exit, its files already when the server stops: delete_cache):
+one copy per file, none in the system's temp folder.
 Each file sits in a folder named by 128 random bits drawn for that download (`secrets`): nothing in its path comes
 from a visitor, and no session can guess another's (Gradio serves any file of its cache folder to a client who
 names it).
