@@ -6,16 +6,16 @@ own button (Roles, Patching, Lens, ...) or by opening it (Positions, Compare mod
 and texts as the page holds them (the page sends only the shown tab's: `ONLY_SHOWN_JS`). The settings come from the
 kept request (model, sentences, view, the state line, the output) and the link from the same code as "Copy link".
 
-The file goes to a fresh temporary folder under a name made of the tab id and the time (export_html.file_name); the
+The file is named by the tab id and the time (export_html.file_name) and kept as the session's one file, within the
+server's budget for downloads (export_files.DownloadFiles: its next download replaces it, its end removes it); the
 page's hidden gr.DownloadButton gets it and a script clicks it, so one click on "Download" saves the file.
 """
 
 from __future__ import annotations
 
 import json
-import tempfile
+import os
 import time
-from pathlib import Path
 from typing import Any
 
 import gradio as gr
@@ -24,6 +24,7 @@ from gradio.components.plot import PlotData
 from .. import viz
 from .assets import PLOT_CONFIG
 from .errors import AppError
+from .export_files import DownloadFiles
 from .export_html import ViewExport, file_name, view_html
 from .handlers import PRIVATE, reporting
 from .kept import RECOMPUTED, Shown
@@ -69,6 +70,7 @@ class DownloadEvents:
         self.link_inputs = self.links.link_inputs()
         # tab id -> its plots and texts, for the tabs a Run does not draw
         self.own = {t.id: own_parts(self.page.parts[t.id]) for t in self.page.registry if not t.figures}
+        self.files = DownloadFiles(self.ctx.download_disk, self.page.results.download_file.GRADIO_CACHE)
 
     def only_shown_js(self) -> str:
         """The page sends the shown tab's own plots and texts only (the others as null)."""
@@ -111,7 +113,7 @@ class DownloadEvents:
         query = self.links.link_of_page(*link_values).get(self.page.inputs.link_query, "")
         view = ViewExport(t.title, figures, settings(shown, analysis, t.title), f"{base_address(request)}?{query}",
                           texts)
-        return {self.page.results.download_file: self.written(view, tab),
+        return {self.page.results.download_file: self.written(view, tab, request),
                 self.status: "⚠️ " + notice if notice else gr.skip()}
 
     @reporting
@@ -130,7 +132,7 @@ class DownloadEvents:
             analysis, notice = self.app.recompute(shown.request), RECOMPUTED
         view = ViewExport(t.title, self.run_figures(analysis, tab), settings(shown, analysis, t.title),
                           f"{base_address(request)}?{self.request_query(shown.request, tab)}", [])
-        return {self.page.results.download_file: self.written(view, tab),
+        return {self.page.results.download_file: self.written(view, tab, request),
                 self.status: "⚠️ " + notice if notice else ""}
 
     def request_query(self, r: Any, tab: str) -> str:
@@ -153,12 +155,18 @@ class DownloadEvents:
         drawn = analysis.figures(tab)
         return [viz.figure_json(drawn[name], PLOT_CONFIG) for name in vars(self.page.parts[tab]) if name in drawn]
 
-    @staticmethod
-    def written(view: ViewExport, tab: str) -> str:
-        """The file of `view` in a fresh temporary folder: its path."""
-        path = Path(tempfile.mkdtemp(prefix="explorer-view-")) / file_name(tab, time.strftime("%Y%m%d-%H%M%S"))
-        path.write_text(view_html(view), encoding="utf-8")
-        return str(path)
+    def written(self, view: ViewExport, tab: str, request: Any) -> str:
+        """The file of `view` as the session's one download file: its path."""
+        name = file_name(tab, time.strftime("%Y%m%d-%H%M%S"))
+        path = str(self.files.write(session_of(request), name, view_html(view)))
+        # Gradio's list of the button's files keeps every path it was handed (for delete_cache): not the gone ones
+        gradio_list, root = self.page.results.download_file.temp_files, str(self.files.root) + os.sep
+        gradio_list.difference_update([p for p in list(gradio_list) if p.startswith(root) and not os.path.exists(p)])
+        return path
+
+    def session_ended(self, request: gr.Request) -> None:
+        """The page was closed (or the API client went): its file goes."""
+        self.files.forget(session_of(request))
 
     def wire(self) -> None:
         r, i = self.page.results, self.page.inputs
@@ -166,6 +174,12 @@ class DownloadEvents:
                         api_name="download_view")
         r.download.click(self.download, self.inputs(), [r.download_file, self.status], js=self.only_shown_js(),
                          **PRIVATE).then(None, None, None, js=CLICK_JS, **PRIVATE)
+        self.page.demo.unload(self.session_ended)
+
+
+def session_of(request: Any) -> str | None:
+    """The session an event comes from (Gradio's session hash; None for a call without one): its key, never a path."""
+    return getattr(request, "session_hash", None)
 
 
 def settings(shown: Shown, analysis: Any, title: str) -> list[tuple[str, str]]:

@@ -20,6 +20,10 @@ MAX_NAME_CHARS = 300  # a typed model name
 DEFAULT_MODEL_MEMORY = 4 * 1024**3  # bytes all loaded models may take together (a free CPU Space has 16 GB)
 DEFAULT_REQUEST_MEMORY = 3 * 1024**3  # bytes the requests running at once may take together (app.run.request_memory)
 DEFAULT_KEPT_MEMORY = 1024**3  # bytes the Runs' results kept for their tabs take, all sessions together (app.kept)
+DEFAULT_DOWNLOAD_DISK = 256 * 1024**2  # bytes the Download's files take on disk, all sessions together
+# Gradio's cache: every hour, the files the app handed Gradio that are over an hour old go, and all of them when
+# the server stops (a Download's file is fetched at once; app.export_files bounds them by bytes meanwhile)
+DELETE_CACHE = (3600, 3600)
 POSITIONAL_D_MODEL = (2, 1024)  # positional tab: d_model range
 POSITIONAL_LENGTH = (2, 512)  # positional tab: number of positions
 

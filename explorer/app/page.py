@@ -21,7 +21,7 @@ from .head_labels import head_labels
 from .head_switches import heads_classes
 from .kept import Shown
 from .lessons import lessons_menu
-from .limits import DEFAULT_CONTINUATION, MAX_BUILD_PARAMETERS, MAX_NEW_TOKENS
+from .limits import DEFAULT_CONTINUATION, DELETE_CACHE, MAX_BUILD_PARAMETERS, MAX_NEW_TOKENS
 from .model_panel import ModelInfo
 from .results_bar import Results, results_bar
 from .run.toggles import CUSTOM_MASKS
@@ -264,7 +264,7 @@ def controls(start: Start) -> Controls:
 
 def layout(start: Start, session_value: Any, tabs: Sequence[Any]) -> Page:
     """The page with `tabs` (tabs.TABS: each lays out its own components inside its gr.Tab)."""
-    with gr.Blocks(title="Transformer Explorer") as demo:
+    with gr.Blocks(title="Transformer Explorer", delete_cache=DELETE_CACHE) as demo:
         session = gr.State(session_value)
         # A key to the last Run's result in the app's store of kept results, its request, the tab opened last
         # (explorer.app.kept.Shown): small, so no time to live; the store bounds the results by bytes.

@@ -21,7 +21,7 @@ from .build import BuildSpec, build_config, build_model
 from .cores import CoreShare
 from .kept import KeptResults
 from .errors import AppError
-from .limits import MAX_LOAD_PARAMETERS, MAX_TOKENS, check_model_name
+from .limits import DEFAULT_DOWNLOAD_DISK, MAX_LOAD_PARAMETERS, MAX_TOKENS, check_model_name
 from .run.request_memory import MemoryGate
 from .registry import ModelRegistry
 from .run.request import Session  # noqa: F401 (where the app reads it from)
@@ -46,6 +46,7 @@ class AppContext:
     cores: CoreShare = field(default_factory=CoreShare)  # torch threads of each request (--threads)
     kept: KeptResults = field(default_factory=KeptResults)  # the Runs' results kept for the sessions' tabs, within
     # --kept-memory (kept.KeptResults)
+    download_disk: int = DEFAULT_DOWNLOAD_DISK  # bytes the Download's files take on disk (export_files)
 
 
 def default_source() -> str:

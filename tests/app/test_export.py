@@ -110,3 +110,22 @@ def test_a_tab_with_its_own_button_exports_what_it_shows(page_events):
                 [ev.page.results.download_file]).read_text()
     assert page.count('class="figure-data"') == sum(c.__class__.__name__ == "Plot" for c in d.own["lens"])
     assert "lens \\u003cb\\u003e" in page and f"summary &lt;script&gt;" in page
+
+
+def test_a_session_keeps_one_file_and_its_end_removes_it(page_events):
+    """Each Download of a session replaces its last file; another session's stays; the session's end removes its."""
+    ev, shown = page_events, Shown()
+    d = DownloadEvents(ev)
+    values = run(ev, "3 May 2024", shown)
+
+    def download(session_hash):
+        req = SimpleNamespace(headers={}, session_hash=session_hash)
+        return Path(d.download("attention", shown, Session(MODEL, "cpu"), req, *link_values(d, values))
+                    [ev.page.results.download_file])
+
+    first, other, second = download("a"), download("b"), download("a")
+    assert not first.exists() and other.exists() and second.exists() and first.parent != second.parent
+    assert sorted(f.name for f in d.files.root.rglob("*.html")) == sorted([other.name, second.name])
+    assert d.files.bytes == other.stat().st_size + second.stat().st_size
+    d.session_ended(SimpleNamespace(session_hash="a"))
+    assert not second.exists() and other.exists()

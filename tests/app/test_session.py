@@ -75,6 +75,7 @@ def test_app_cli_defaults(monkeypatch):
     monkeypatch.delenv("SPACE_ID", raising=False)
     local = app.parse_args([])
     assert (local.host, local.port, local.device, local.model_memory) == ("127.0.0.1", None, "auto", 4.0)
+    assert local.download_disk == 0.25
     monkeypatch.setenv("SPACE_ID", "someone/explorer")
     space = app.parse_args(["--allow-dir", "a", "--allow-dir", "b", "--checkpoint", "date-gpt",
                             "--model-memory", "1.5"])
