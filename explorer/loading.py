@@ -379,4 +379,6 @@ def load(source: str | PathLike, device: str | torch.device | None = None, *,
         folder, origin = fetch_hub(resolved.path_or_repo, resolved.revision, cache_dir)
     else:
         folder, origin = Path(resolved.path_or_repo), resolved.describe()
+        if resolved.kind == "local" and not isinstance(source, PathLike):
+            origin = f"local folder {str(source).strip()}"  # as typed: the page never shows the server's paths
     return load_folder(folder, device, max_parameters=max_parameters, source=origin)
