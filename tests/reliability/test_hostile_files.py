@@ -233,6 +233,7 @@ ESCAPES = [
     "../../../../../../etc/passwd", "..\\..\\outside\\secret-model", "C:\\Windows\\System32", "//server/share",
     "file:///etc/passwd", "%2e%2e/outside/secret-model", "good\x00/../../outside", "a" * 5000,
     "date-translator/../../outside", "checkpoints/../outside", "/proc/self/root/etc",
+    "good\ud800", "\ud83d/secret-model",  # lone surrogates: no file name can hold them (UnicodeEncodeError before)
 ]
 
 
