@@ -148,11 +148,11 @@ def _hub_blob(path: Path, target: Path) -> bool:
     return target.parent == repo / "blobs"
 
 
-def check_links(folder: Path, root: Path, levels: int = 2) -> None:
+def check_links(folder: Path, roots: list[Path], levels: int = 2) -> None:
     """CheckpointError when a file or folder in `folder` (and its sub-folders, `levels` deep: the loaders read no
-    deeper) is a symlink that resolves outside `root`, the allowed folder; the links of a Hugging Face cache
-    (snapshots/<rev>/file -> ../../blobs/<hash>) are kept. A folder inside an allowed one cannot borrow files from
-    outside it."""
+    deeper) is a symlink that resolves outside every one of `roots`, the allowed folders; the links of a Hugging Face
+    cache (snapshots/<rev>/file -> ../../blobs/<hash>) are kept. A folder inside an allowed one cannot borrow files
+    from outside them."""
     try:
         entries = list(os.scandir(folder))[:MAX_FOLDER_ENTRIES + 1]
     except OSError:
@@ -165,11 +165,11 @@ def check_links(folder: Path, root: Path, levels: int = 2) -> None:
         try:
             if entry.is_symlink():
                 target = path.resolve()
-                if not (_inside(target, root) or _hub_blob(path, target)):
+                if not (any(_inside(target, root) for root in roots) or _hub_blob(path, target)):
                     raise CheckpointError(f"{describe(path)} is a link that leads outside the allowed folder; refused")
                 path = target
             if levels > 1 and path.is_dir():
-                check_links(path, root, levels - 1)
+                check_links(path, roots, levels - 1)
         except (OSError, RuntimeError) as err:  # a link loop, a dangling link: nothing to read there
             log.info("skipped %s in the link check: %s", entry.name, type(err).__name__)
 
@@ -180,9 +180,8 @@ def allowed_folder(typed: Path, roots: list[Path]) -> Path | None:
     candidates = [typed] if typed.is_absolute() else [root / typed for root in roots]
     for candidate in candidates:
         real = _real_dir(candidate)  # follows symlinks and "..": what would really be read
-        inside = [root for root in roots if real is not None and _inside(real, root)]
-        if inside:
-            check_links(real, inside[0])
+        if real is not None and any(_inside(real, root) for root in roots):
+            check_links(real, roots)
             return real
     return None
 

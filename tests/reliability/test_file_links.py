@@ -175,3 +175,12 @@ def test_the_python_api_still_trusts_a_path(layout):
     root, outside = layout
     linked_copy(outside / "secret-model", root / "borrowed")
     assert load(root / "borrowed", "cpu").config.arch == "encoder"
+
+
+def test_a_link_into_another_allowed_folder_loads(layout, tmp_path):
+    """Two --allow-dir folders: a folder in one may link to files in the other (both are allowed)."""
+    root, outside = layout
+    linked_copy(outside / "secret-model", root / "borrowed")
+    ctx = AppContext(ModelRegistry(), allowed_dirs=(str(root), str(outside)))
+    _, loaded = load_session("borrowed", "cpu", ctx)
+    assert loaded.config.arch == "encoder"
