@@ -111,8 +111,8 @@ def under(prefix: str) -> list[str]:
 
 PAGE = ("explorer.app", "gradio")
 FIGURES = ("explorer.viz", "plotly")
-FILE_READERS = ("explorer.checkpoints", "explorer.importers", "explorer.loading", "safetensors", "huggingface_hub",
-                "tokenizers", "explorer.tokenizer")
+FILE_READERS = ("explorer.checkpoints", "explorer.file_reads", "explorer.importers", "explorer.loading", "safetensors",
+                "huggingface_hub", "tokenizers", "explorer.tokenizer")
 RUNS_A_MODEL = ("explorer.model", "explorer.outputs", "explorer.interpret", "explorer.loading")
 
 

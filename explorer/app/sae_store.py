@@ -15,14 +15,13 @@ server resolved (trusted then, like explorer.loading's resolved folders).
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from ..checkpoints import LoadedModel
+from ..checkpoints import CheckpointError, LoadedModel, read_json
 from ..interpret.sae import SAE, SAEFileError, hook_site, load_sae, resolve_sae_source, shipped_saes
 from ..interpret.sae import sources
 from ..interpret.sae.saelens_files import MODEL_ALIASES
@@ -66,9 +65,11 @@ def _load(source: SAESource, device: torch.device) -> SAE:
     try:
         if source.kind == "hub":  # resolves to the same Hub folder with no local folder allowed
             return load_sae(source.text, device=device, max_bytes=MAX_SAE_BYTES, allowed_dirs=())
-        return load_sae(Path(source.where), device=device, max_bytes=MAX_SAE_BYTES)
+        sae = load_sae(Path(source.where), device=device, max_bytes=MAX_SAE_BYTES)
     except SAEFileError as err:
         raise AppError(f"Could not load the SAE {source.text!r}: {err}") from None
+    kind = "shipped SAE" if source.kind == "shipped" else "local folder"
+    return replace(sae, source=f"{kind} {source.text}")  # as typed: the page never shows the server's paths
 
 
 SAES = ModelRegistry(SAE_MEMORY, size_of=lambda sae: sae.nbytes())  # shared, read-only: (source, device) -> SAE
@@ -107,10 +108,8 @@ def fitted(sae: SAE, loaded: LoadedModel, model_name: str) -> list[str]:
 def _model_of(folder: Path) -> str | None:
     """metadata.model_name of a shipped SAE's cfg.json (a top-level model_name before SAELens 6), or None."""
     try:
-        cfg = json.loads((folder / sources.CFG_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(cfg, dict):
+        cfg = read_json(folder / sources.CFG_FILE)  # within bounds: a folder's cfg.json is read to list it
+    except CheckpointError:
         return None
     meta = cfg.get("metadata") if isinstance(cfg.get("metadata"), dict) else {}
     name = meta.get("model_name", cfg.get("model_name"))
