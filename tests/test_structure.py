@@ -84,7 +84,7 @@ def loops() -> list[list[str]]:
 
 def test_the_graph_is_read():
     assert "explorer.model.attention" in GRAPH["explorer.model.layers"]
-    assert "explorer.app.run.result" in GRAPH["explorer.app.compute"]  # a relative import two levels down
+    assert "explorer.app.run.result" in GRAPH["explorer.app.serving.compute"]  # a relative import two levels down
     assert "gradio" in imported("explorer.app.events")
 
 

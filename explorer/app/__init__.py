@@ -11,7 +11,7 @@
 `build_demo(...)` returns the Blocks (imports Gradio only when called).
 """
 
-from .registry import ModelRegistry
+from .serving.registry import ModelRegistry
 
 
 def build_demo(*args, **kwargs):

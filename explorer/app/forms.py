@@ -18,10 +18,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from .limits import DEFAULT_CONTINUATION
 from .run.request import RunRequest, Session, page_heads, toggles_from, whole_number
 from .run.sampled import sampling_of
 from .run.view import View
+from .serving.limits import DEFAULT_CONTINUATION
 
 
 def endpoint(form: type, method: Callable[..., Any], name: str, extra: tuple[str, ...] = ()) -> Callable[..., Any]:

@@ -26,7 +26,7 @@ class Comparisons:
     """The comparisons the server has computed to their end, in order (names, views, toggles of the two sides)."""
 
     def __init__(self, monkeypatch):
-        from explorer.app import compute
+        from explorer.app.serving import compute
 
         self.done: list[SimpleNamespace] = []
         self._cond = threading.Condition()

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from explorer.app.lessons import LESSONS
 from explorer.app.link.state import parse_link
-from explorer.app.session import checked_source
+from explorer.app.page.lessons import LESSONS
+from explorer.app.serving.session import checked_source
 from explorer.app.tabs import tab as tab_of
-from tests.app.browser import IDLE_JS, served
 from tests.app import test_browser_link as link_tests
+from tests.app.browser import IDLE_JS, served
 from tests.app.test_browser_link import RESULT, TEXT
 
 pytestmark = pytest.mark.browser

@@ -1,18 +1,18 @@
-"""Two models side by side (explorer.app.side_by_side): each side equals that model analysed alone, head
+"""Two models side by side (explorer.app.tabs.compare.side_by_side): each side equals that model analysed alone, head
 switches and views apply per model, both models are held against the model memory budget, bad input is refused."""
 
 from __future__ import annotations
 
 import pytest
 
-from explorer.app.errors import AppError
-from explorer.app.lru import ByteLRU
-from explorer.app.registry import ModelRegistry, model_bytes
-from explorer.app.session import AppContext, Session, load_session, models_held, second_session
 from explorer.app.run.toggles import Toggles
 from explorer.app.run.view import View
+from explorer.app.serving.errors import AppError
+from explorer.app.serving.lru import ByteLRU
+from explorer.app.serving.registry import ModelRegistry, model_bytes
+from explorer.app.serving.session import AppContext, Session, load_session, models_held, second_session
 from explorer.app.tabs import analyze
-from explorer.app.side_by_side import SideSettings, compare_models
+from explorer.app.tabs.compare.side_by_side import SideSettings, compare_models
 from explorer.viz.serialize import figure_json
 from tests.app.tiny_models import tiny_gpt2, tiny_llama
 

@@ -9,13 +9,13 @@ from urllib.parse import parse_qsl
 
 import pytest
 
-from explorer.app.errors import AppError
-from explorer.app.head_labels import parse_heads
-from explorer.app.limits import MAX_CHARS, MAX_NEW_TOKENS
 from explorer.app.link.docs import documented_keys, keys_table
 from explorer.app.link.state import KEYS, SAFE_QUERY, LinkState, fit_length, from_page, notice_line, parse_link
 from explorer.app.link.values import format_off, parse_off
-from explorer.app.session import checked_source
+from explorer.app.page.head_labels import parse_heads
+from explorer.app.serving.errors import AppError
+from explorer.app.serving.limits import MAX_CHARS, MAX_NEW_TOKENS
+from explorer.app.serving.session import checked_source
 from explorer.app.tabs import TABS
 
 KINDS = {"encoder": (2, 4), "decoder": (2, 4), "cross": (2, 4)}

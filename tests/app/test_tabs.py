@@ -4,6 +4,7 @@ laid out, wired, linkable and documented; and nothing else in the app holds a ta
 from __future__ import annotations
 
 import ast
+import importlib
 import re
 from pathlib import Path
 
@@ -87,7 +88,9 @@ def test_no_table_keyed_by_tab_ids_outside_the_tabs():
 
 
 def test_a_tab_is_one_module():
-    """Each tab is the object TAB of its own module, named by its id."""
+    """Each tab is the object TAB of its own module, named by its id: `tabs/<id>.py`, or `tabs/<id>/tab.py` for a tab
+    with modules of its own (its package exports TAB)."""
     for tab in TABS:
-        assert type(tab).__module__ == f"explorer.app.tabs.{tab.id}"
+        assert type(tab).__module__ in (f"explorer.app.tabs.{tab.id}", f"explorer.app.tabs.{tab.id}.tab")
+        assert importlib.import_module(f"explorer.app.tabs.{tab.id}").TAB is tab
         assert re.fullmatch(r"[a-z]+", tab.id)

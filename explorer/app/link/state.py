@@ -8,7 +8,7 @@ padding, causal, mask, blocked, window, position, continue, sample, temperature,
 tab's own keys (`Tab.link_keys`: the Compare models tab's model2, the Contributions tab's position and tokens, ...),
 in the order of the tabs. Each value goes
 through the checks the same value goes through when typed on the page: a model name through `check_model` (the page
-passes the allow-list of shipped names, allowed folders and Hub ids, explorer.app.session.checked_source), the
+passes the allow-list of shipped names, allowed folders and Hub ids, explorer.app.serving.session.checked_source), the
 numbers through the ranges of the page's fields, the choices through the page's choices. Parsing never raises: an
 unknown key or an invalid value becomes a notice (one short phrase each, `notice_line` joins them) and is left out,
 and the rest stands. Keys that start with "__" are Gradio's and Hugging Face's own (`__theme`, `__sign`): ignored.
@@ -25,10 +25,10 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from ..head_labels import parse_heads
-from ..limits import MAX_NAME_CHARS, MAX_NEW_TOKENS
+from ..page.head_labels import parse_heads
 from ..run.toggles import CUSTOM_MASKS, Head
 from ..run.view import MEASURES, default_kind
+from ..serving.limits import MAX_NAME_CHARS, MAX_NEW_TOKENS
 from .values import (KINDS, Invalid, choice, flag, format_off, number_text, parse_off, query_pairs, sampling_value,
                      sentence_text, show, whole)
 

@@ -4,16 +4,16 @@ in `TABS` (docs/architecture.md, "How to add a tab").
 
 from __future__ import annotations
 
-from . import (api, attention, compare, contributions, features, generation, head, importance, lens, overview,
-               patching, positions, roles, rollout)
 from ...checkpoints import LoadedModel
 from ...outputs.sampling import Sampling
-from ..limits import MAX_TOKENS
 from ..run.figures import RunFigures
 from ..run.result import Analysis
 from ..run.result import analyze as analyze_with
 from ..run.toggles import Toggles
 from ..run.view import View
+from ..serving.limits import MAX_TOKENS
+from . import (api, attention, compare, contributions, features, generation, head, importance, lens, overview,
+               patching, positions, roles, rollout)
 from .base import Tab
 
 TABS: tuple[Tab, ...] = (

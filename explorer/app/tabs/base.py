@@ -9,7 +9,7 @@ what a link restores for it (`link_keys`, read and written only while it is the 
 model change (`model_updates`: cleared results, hidden for models it does not apply to), and what it adds to the
 page's script (`script`).
 
-The page (explorer.app.page), the events (explorer.app.events), the link (explorer.app.link), /show_tab and the
+The page (explorer.app.page.layout), the events (explorer.app.events), the link (explorer.app.link), /show_tab and the
 compute path read `TABS`; nothing else holds a table keyed by tab ids. Shapes and sizes live with each tab's module.
 """
 
