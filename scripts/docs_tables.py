@@ -11,7 +11,7 @@ sys.path.insert(0, str(ROOT))
 
 from explorer.app.link.docs import keys_table  # noqa: E402
 from explorer.app.page.lessons import lessons_markdown  # noqa: E402
-from explorer.app.tabs import tabs_table  # noqa: E402
+from explorer.app.tabs import TABS, tabs_table  # noqa: E402
 
 MARK = "<!-- generated from explorer.app.tabs.TABS"
 
@@ -28,7 +28,7 @@ def replace_table(path: Path, table: str) -> bool:
 
 
 if __name__ == "__main__":
-    for doc, table in (("app.md", tabs_table()), ("link.md", keys_table())):
+    for doc, table in (("app.md", tabs_table()), ("link.md", keys_table(TABS))):
         print(f"docs/{doc}: {'rewritten' if replace_table(ROOT / 'docs' / doc, table) else 'up to date'}")
     lessons = ROOT / "docs" / "lessons.md"
     old = lessons.read_text() if lessons.exists() else ""

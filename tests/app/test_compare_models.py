@@ -11,13 +11,19 @@ from explorer.app.serving.errors import AppError
 from explorer.app.serving.lru import ByteLRU
 from explorer.app.serving.registry import ModelRegistry, model_bytes
 from explorer.app.serving.session import AppContext, Session, load_session, models_held, second_session
-from explorer.app.tabs import analyze
-from explorer.app.tabs.compare.side_by_side import SideSettings, compare_models
+from explorer.app.tabs import RUN_FIGURES, analyze
+from explorer.app.tabs.compare import side_by_side
+from explorer.app.tabs.compare.side_by_side import SideSettings
 from explorer.viz.serialize import figure_json
 from tests.app.tiny_models import tiny_gpt2, tiny_llama
 
 TEXT1, TEXT2 = "The cat sat on the mat", "A dog ran"
 NEW = 4  # tokens each language model continues with
+
+
+def compare_models(*args, **kwargs):
+    """side_by_side.compare_models drawing the page's Run figures."""
+    return side_by_side.compare_models(*args, figures=RUN_FIGURES, **kwargs)
 
 
 @pytest.fixture(scope="module")

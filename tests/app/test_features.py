@@ -24,6 +24,7 @@ from explorer.app.run.readings import read_texts
 from explorer.app.serving.errors import AppError
 from explorer.app.serving.registry import ModelRegistry
 from explorer.app.serving.session import AppContext, Session
+from explorer.app.tabs import TABS
 from explorer.app.tabs.features.dashboards import example_set
 from explorer.app.tabs.features.forms import FeatureForm, SteerForm, SwitchForm
 from explorer.app.tabs.features.result import (FeatureRequest, SteerRequest, SwitchRequest, features, steer,
@@ -71,7 +72,6 @@ def page(root):
     from explorer.app.demo import starting_point
     from explorer.app.events import PageEvents
     from explorer.app.page.layout import layout
-    from explorer.app.tabs import TABS
 
     ctx = AppContext(ModelRegistry(), allowed_dirs=(str(root),))
     page = layout(starting_point(ctx, "date-gpt", "cpu"), Session("date-gpt", "cpu"), TABS)
@@ -285,12 +285,12 @@ def test_shipped_saes_are_found_for_their_model(page, tmp_path, monkeypatch):
 
 def test_the_link_carries_the_tabs_keys_checked(page):
     state, notices = parse_link("tab=features&sae=sae-date-gpt-blocks&latent=12&switches=12:off,4:clamp=3.50"
-                                "&contrast=1999&steer_layer=2&coefficient=-3", check_model=str)
+                                "&contrast=1999&steer_layer=2&coefficient=-3", check_model=str, tabs=TABS)
     assert notices == [] and state.tab_values == {"sae": "sae-date-gpt-blocks", "latent": 12,
                                                   "switches": "4:clamp=3.5,12:off", "contrast": "1999",
                                                   "steer_layer": 2, "coefficient": -3.0}
     assert "switches=4:clamp%3D3.5,12:off" in state.to_query()  # "=" encoded (link.state.SAFE)
-    _, notices = parse_link("switches=12:of&latent=-1&coefficient=nan", check_model=str)
+    _, notices = parse_link("switches=12:of&latent=-1&coefficient=nan", check_model=str, tabs=TABS)
     assert len(notices) == 3 and "switches '12:of' are not latent switches" in notices[0]
     ev, fe = page
     from explorer.app.tabs.features import TAB

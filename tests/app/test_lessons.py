@@ -12,7 +12,7 @@ from explorer.app.link.state import parse_link
 from explorer.app.page.lessons import LESSONS, lessons_markdown
 from explorer.app.run.toggles import Toggles
 from explorer.app.serving.session import checked_source
-from explorer.app.tabs import analyze
+from explorer.app.tabs import TABS, analyze
 
 ROOT = Path(__file__).resolve().parents[2]
 CROSS = {(layer, head) for layer in range(2) for head in range(4)}
@@ -43,7 +43,7 @@ def test_the_doc_is_written_from_the_lessons():
 
 @pytest.mark.parametrize("x", LESSONS, ids=[x.title.split(":")[0] for x in LESSONS])
 def test_every_link_opens_without_a_notice(x):
-    state, notices = parse_link(x.query, check_model=lambda name: checked_source(name, allowed_dirs=()))
+    state, notices = parse_link(x.query, check_model=lambda name: checked_source(name, allowed_dirs=()), tabs=TABS)
     assert notices == [] and state.model in ("date-translator", "date-gpt", "induction-gpt") and state.tab
     assert state.to_query() == x.query  # the link a page showing the lesson would copy
 

@@ -10,9 +10,10 @@ import torch
 
 from explorer.app.run.pair import compare
 from explorer.app.run.readings import read_texts
+from explorer.app.run.role_labels import text_scores, tile_notes
 from explorer.app.run.toggles import Toggles
 from explorer.app.serving.errors import AppError
-from explorer.app.tabs.roles.scores import RoleResult, role_ablation, score_roles, stack_of, text_scores, tile_notes
+from explorer.app.tabs.roles.scores import RoleResult, role_ablation, score_roles, stack_of
 from explorer.app.tabs.roles.tab import roles_markdown
 from explorer.interpret import ROLES, copy_losses, head_mask_without, head_roles, repeated_tokens
 

@@ -1,6 +1,6 @@
 """A link that reopens a view: the page's settings as a URL query, and back.
 
-    state, notices = parse_link(request.query_params, check_model=...)   # opening a link
+    state, notices = parse_link(request.query_params, check_model=..., tabs=...)   # opening a link
     state.to_query()   # "model=date-translator&s1=3%20May%202024&layer=1&off=decoder:L1H2,L1H3;cross:L0H0"
 
 The page's keys (`KEYS`), in their canonical order: model, s1, s2, tab, kind, layer, head, sentence, measure, off,
@@ -154,12 +154,6 @@ def tab_keys(tabs: Iterable[Any]) -> dict[str, Any]:
     return keys
 
 
-def all_tabs() -> Sequence[Any]:
-    from ..tabs import TABS
-
-    return TABS
-
-
 def parse_value(key: str, text: str, check_model: CheckModel, tabs: Sequence[Any], notices: list[str]) -> Any:
     """One page key's value; Invalid when the key does not accept it (sentences are cut, with a notice)."""
     if key == "model":
@@ -205,10 +199,9 @@ def parse_value(key: str, text: str, check_model: CheckModel, tabs: Sequence[Any
 
 
 def parse_link(query: Mapping[str, Any] | Iterable[tuple[str, Any]] | str, *, check_model: CheckModel,
-               tabs: Sequence[Any] | None = None) -> tuple[LinkState, list[str]]:
+               tabs: Sequence[Any]) -> tuple[LinkState, list[str]]:
     """The state a link asks for, and a notice for each key or value it could not take (unknown key, invalid value,
-    a key given twice: the first stands). `tabs`: the page's tabs (default: tabs.TABS)."""
-    tabs = all_tabs() if tabs is None else tabs
+    a key given twice: the first stands). `tabs`: the page's tabs (`page.registry`, the page's tabs.TABS)."""
     own = tab_keys(tabs)
     notices: list[str] = []
     values: dict[str, Any] = {}
@@ -240,8 +233,8 @@ def parse_link(query: Mapping[str, Any] | Iterable[tuple[str, Any]] | str, *, ch
 def from_page(*, source: str | None, text1: Any, text2: Any, tab: Any, kind: Any, layer: Any, head: Any,
               sentence: Any, measure: Any, heads_on: Mapping[str, Any] | None, kinds: Mapping[str, tuple[int, int]],
               padding: Any, causal: Any, mask: Any, blocked: Any, window: Any, position: Any, new_tokens: Any,
-              check_model: CheckModel, tab_values: Mapping[str, Any] | None = None,
-              tabs: Sequence[Any] | None = None, sampling: Sequence[Any] = ()) -> tuple[LinkState, list[str]]:
+              check_model: CheckModel, tabs: Sequence[Any], tab_values: Mapping[str, Any] | None = None,
+              sampling: Sequence[Any] = ()) -> tuple[LinkState, list[str]]:
     """The link of what the page shows: its component values through the same parser as an opened link (a value the
     page holds that a link would refuse is left out, with its notice). `heads_on`: kind -> the labels on (None: all);
     `tab_values`: the shown tab's own keys -> its components' values; `sampling`: the page's sample, temperature,

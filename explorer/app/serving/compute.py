@@ -16,7 +16,8 @@ not survive a fork (a CPU operation on more threads in the child hangs), and on 
     Compute(ctx, figures).analyze(request, first_tab) -> yields FirstLook (a language model's attention) then Analysis
     .call(fn, session, request) -> fn(the session's model, request, max_tokens): a tab's computation
     .call_optional(fn, session | None, request) -> the same, with None for a model it cannot have
-    .compare_models(first, second) -> ModelComparison (two RunRequests, their models held together)
+    .call_held(fn, sessions, request) -> fn(the sessions' models, request, max_tokens), the models held together
+                                         (a comparison of two models)
 
 A figure comes back as its JSON for gr.Plot (`assets.plot`): a Plotly figure made in one process and unpickled in
 another is not the same figure (an empty template comes back with default trace styles).
@@ -27,7 +28,7 @@ from __future__ import annotations
 import functools
 import inspect
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import spaces
@@ -36,7 +37,6 @@ import torch
 from ..run.figures import RunFigures
 from ..run.request import RunRequest
 from ..run.result import Analysis, FirstLook, analyze_in_steps
-from ..tabs.compare.side_by_side import ModelComparison, SideSettings, compare_models
 from .session import AppContext, Session, get_model, models_held
 
 GPU: Callable[[Callable], Callable] = spaces.GPU  # replaced by a test double that forks like ZeroGPU
@@ -73,7 +73,7 @@ class Compute:
         self.analyze = on_gpu(self._analyze)
         self.call = on_gpu(self._call)
         self.call_optional = on_gpu(self._call_optional)
-        self.compare_models = on_gpu(self._compare_models)
+        self.call_held = on_gpu(self._call_held)
 
     def _analyze(self, request: RunRequest, first_tab: str) -> Iterator[FirstLook | Analysis]:
         """A Run (run.result.analyze_in_steps): a language model's first look reduces `first_tab` only."""
@@ -98,16 +98,8 @@ class Compute:
                 loaded = None
         return fn(loaded, request, self.ctx.max_tokens)
 
-    def _compare_models(self, first: RunRequest, second: RunRequest) -> ModelComparison:
-        """Two models on the same sentences (side_by_side), both held in the registry while they run. The requests
-        share their texts and continuation length (the first's are used)."""
-        requests = (first, second)
-        with models_held([r.session for r in requests], self.ctx) as models:
-            sides = [SideSettings(model_name(r.session), m, r.toggles, r.view) for r, m in zip(requests, models)]
-            return compare_models(sides, first.text1, first.text2, self.ctx.max_tokens, first.new_tokens,
-                                  figures=self.figures)
-
-
-def model_name(session: Session) -> str:
-    """How a side names its model: the source as chosen, or "a built model"."""
-    return session.source or f"a built {session.build.arch if session.build else ''} model".replace("  ", " ")
+    def _call_held(self, fn: Callable[[list[Any], Any, int], Any], sessions: Sequence[Session], request: Any) -> Any:
+        """A computation on several sessions' models at once, `fn(models, request, max_tokens)`, the models held in
+        the registry while it runs, so that they count together against the model memory (`models_held`)."""
+        with models_held(list(sessions), self.ctx) as models:
+            return fn(models, request, self.ctx.max_tokens)

@@ -37,9 +37,10 @@ class LinkKey:
 class Wiring(Protocol):
     """What a tab's events may use of the page's shared events (explorer.app.events.PageEvents)."""
 
-    page: Any  # page.Page
-    ctx: Any  # session.AppContext
-    compute: Any  # compute.Compute
+    page: Any  # page.layout.Page
+    ctx: Any  # serving.session.AppContext
+    compute: Any  # serving.compute.Compute
+    figure_set: Any  # run.figures.RunFigures: every Run figure of the page (a comparison draws them for each model)
     status: Any  # the status line (gr.Markdown)
     selected: dict[str, Any]  # tab id -> the event of its opening (the page's show_tab): a tab may chain after it
     model_outputs: list[Any]  # what a model change updates (`model_updates`' components)

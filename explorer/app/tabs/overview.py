@@ -17,13 +17,13 @@ import numpy as np
 from ... import viz
 from ..page.head_labels import clicked_tile
 from ..run.attention_maps import MeasuredLayers, heads_on, row_layers, value_name
+from ..run.chosen_head import ATTENTION, head_figure
 from ..run.figures import Reduction, RunFigure
 from ..run.pair import Comparison
+from ..run.role_labels import text_scores, tile_notes
 from ..run.view import KIND_TITLES, View
 from ..serving.handlers import PRIVATE
-from .attention import ATTENTION, head_figure
 from .base import Tab, Wiring
-from .roles.scores import text_scores, tile_notes
 
 # gr.Plot has no click event: the page script listens to plotly_click on the grid and writes "layer,head,time" into a
 # hidden textbox whose change event runs on the server (a script-set value fires no input event in Gradio 6; the time

@@ -6,8 +6,8 @@ chosen on their own, with the masks, sentence, next-token position, measure and 
 sets for both. So every figure of a side equals the figure of that model analysed alone with the same settings:
 the chosen head, the All heads grid, the output (next-token top 10, generated text, or mask fillers).
 
-Nothing here loads a model: the caller holds both (explorer.app.serving.session.models_held), so that both count against
-the model memory budget while the comparison runs.
+Nothing here loads a model: the caller holds both (`compare_held` runs through explorer.app.serving.compute's
+`call_held`), so that both count against the model memory budget while the comparison runs.
 """
 
 from __future__ import annotations
@@ -20,11 +20,13 @@ import plotly.graph_objects as go
 from ....checkpoints import LoadedModel
 from ...run.figures import RunFigures
 from ...run.output_table import OutputTable
+from ...run.request import RunRequest
 from ...run.result import Analysis, analyze
 from ...run.toggles import Toggles
 from ...run.view import KIND_TITLES, View
 from ...serving.errors import escape_md
 from ...serving.limits import MAX_TOKENS
+from ...serving.session import Session
 
 MAX_LISTED_TOKENS = 60  # tokens of the chosen sentence listed in a side's heading; longer sentences end in "…"
 
@@ -110,14 +112,40 @@ class ModelComparison:
 
 
 def compare_models(sides: Sequence[SideSettings], text1: str | None, text2: str | None, max_tokens: int = MAX_TOKENS,
-                   new_tokens: int | None = None, *, figures: RunFigures | None = None) -> ModelComparison:
+                   new_tokens: int | None = None, *, figures: RunFigures) -> ModelComparison:
     """Both models' Runs on the same sentences (`run.result.analyze` each, one after the other: the first Run's
-    attention is reduced and let go before the second starts). Two sides; the same model twice is allowed."""
+    attention is reduced and let go before the second starts), drawing the page's `figures` (`RunFigures.of(tabs)`).
+    Two sides; the same model twice is allowed."""
     if len(sides) != 2:
         raise ValueError(f"a comparison has two sides, got {len(sides)}")
-    if figures is None:
-        from .. import RUN_FIGURES as figures  # the page's
     runs = tuple(Side(s.name, analyze(s.loaded, text1, text2, s.toggles, s.view, max_tokens, new_tokens,
                                       figures=figures))
                  for s in sides)
     return ModelComparison(runs)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class ComparisonRequest:
+    """/compare_models as the computation takes it: the two models' page Runs (they share the first's sentences and
+    continuation length) and the page's Run figures. Plain and picklable (it may go to a GPU worker)."""
+
+    first: RunRequest
+    second: RunRequest
+    figures: RunFigures
+
+    @property
+    def sessions(self) -> tuple[Session, Session]:
+        return self.first.session, self.second.session
+
+
+def compare_held(models: Sequence[LoadedModel], request: ComparisonRequest, max_tokens: int) -> ModelComparison:
+    """`compare_models` on the two sessions' models, held by the caller (explorer.app.serving.compute's `call_held`)."""
+    requests = (request.first, request.second)
+    sides = [SideSettings(model_name(r.session), m, r.toggles, r.view) for r, m in zip(requests, models)]
+    first = request.first
+    return compare_models(sides, first.text1, first.text2, max_tokens, first.new_tokens, figures=request.figures)
+
+
+def model_name(session: Session) -> str:
+    """How a side names its model: the source as chosen, or "a built model"."""
+    return session.source or f"a built {session.build.arch if session.build else ''} model".replace("  ", " ")

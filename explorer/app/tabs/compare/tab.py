@@ -27,6 +27,7 @@ from ...serving.handlers import PRIVATE, reporting
 from ...serving.session import Session, load_session, models_held, second_session
 from ..base import LinkKey, Tab, TabEvents
 from .forms import CompareForm, SecondModelForm
+from .side_by_side import ComparisonRequest, compare_held
 
 SIDE_WIDTH = 560  # px of a side's plots in a 1280 px wide page (half the views column)
 # (label, "first|second"): pairs worth comparing; gpt2 / distilgpt2 are Hub ids (downloaded once, if online).
@@ -90,7 +91,8 @@ class CompareEvents(TabEvents):
             # One Run after the other: the request memory of the larger one.
             need = max(analysis_bytes(m, r, self.ctx.max_tokens) for m, r in zip(models, requests))
             with self.ctx.gate.hold(need):
-                result = self.compute.compare_models(*requests)
+                comparison = ComparisonRequest(*requests, self.app.figure_set)  # the page's Run figures
+                result = self.compute.call_held(compare_held, comparison.sessions, comparison)
         p = self.parts
         updates = {self.status: result.status, p.summary: result.summary()}
         for slot, one in zip(p.sides, result.sides):

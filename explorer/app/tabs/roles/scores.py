@@ -1,19 +1,15 @@
-"""What kind of head each one is (explorer.interpret.roles), as the page scores it: on the typed text and on the
-probe the app generates (random tokens of the model's own vocabulary, repeated; seeded); the role labels of the
-All heads tiles; and the heads "switch off the top heads of this role" picks (the Roles tab draws them).
+"""What kind of head each one is (explorer.interpret.roles), as the Roles tab scores it: on the typed text and on the
+probe the app generates (random tokens of the model's own vocabulary, repeated; seeded); and the heads "switch off the
+top heads of this role" picks. The roles a stack scores and the All heads tiles' labels are run.role_labels'.
 
 Shapes: L layers, H heads, T tokens. Scores are {role: (L, H)} in [0, 1], NaN where the text defines the role
-on no query (induction and duplicate need a repeated token). Induction is scored only on causal stacks (a
-decoder): it is the left-to-right mechanism that predicts the next token from what followed the token's
-earlier copy; an encoder sees both directions, so "the key after an earlier copy" is one position among many
-it may read. For a decoder-only model the tab also shows the next-token loss on the probe's first and repeated
-copies, with every head on and with the page's head toggles: switching an induction head off raises the
-repeated-copy loss.
+on no query (induction and duplicate need a repeated token; induction only on a causal stack). For a decoder-only
+model the tab also shows the next-token loss on the probe's first and repeated copies, with every head on and with the
+page's head toggles: switching an induction head off raises the repeated-copy loss.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,63 +17,22 @@ import torch
 from torch import Tensor
 
 from ....checkpoints import LoadedModel
-from ....interpret import (ROLES, CopyLosses, RepeatedTokens, copy_losses, head_roles, repeated_tokens, role_scores,
-                           top_heads)
-from ...run.model_run import Run
+from ....interpret import ROLES, CopyLosses, RepeatedTokens, copy_losses, head_roles, repeated_tokens, top_heads
 from ...run.readings import Reading, read_texts
+from ...run.role_labels import stack_roles
 from ...run.view import KIND_TITLES
 from ...serving.errors import AppError
 
-ROLE_SHORT = {"previous": "prev", "duplicate": "dup", "induction": "ind", "first": "first", "self": "self",
-              "local": "local"}
-LABEL_THRESHOLD = 0.5  # a tile is labelled with a role whose score reaches this
-NARROW = tuple(r for r in ROLES if r != "local")  # "local" contains "self" and "previous": it labels only alone
 PROBE_SPAN, PROBE_REPEATS, PROBE_BATCH, PROBE_SEED = 20, 2, 4, 0
 RANK_BY = ("probe", "typed text", "effect on the output")  # "switch these heads off": ranked on
 NOT_CAUSAL = ("Induction is not scored on {stack}: it is a left-to-right mechanism (predict the next token from "
               "what followed its earlier copy) and this stack sees both directions.")
 
 
-def stack_roles(causal: bool) -> tuple[str, ...]:
-    """The roles scored on a stack: induction only where attention is causal (module docstring)."""
-    return ROLES if causal else tuple(r for r in ROLES if r != "induction")
-
-
 def stack_of(loaded: LoadedModel, kind: str) -> str:
     """The self-attention stack a page's attention kind names ("cross" has no roles: the decoder's instead)."""
     kinds = [k for k in loaded.config.attention_kinds() if k != "cross"]
     return kind if kind in kinds else ("decoder" if "decoder" in kinds else kinds[0])
-
-
-def text_scores(run: Run, kind: str, row: int) -> dict[str, Tensor] | None:
-    """{role: (L, H)} of one sentence's self-attention in a run with the default masks (the baseline); None for
-    cross-attention. No model run: the scores come from the attention the run returned."""
-    if kind not in run.ids:
-        return None
-    ids = torch.tensor(run.ids[kind][row], dtype=torch.long)
-    n = len(ids)
-    attn = [a[row:row + 1, :, :n, :n] for a in run.attentions[kind]]  # per layer (1, H, T, T) unpadded, not copied
-    causal = kind == "decoder"
-    return role_scores(attn, ids, causal=causal, roles=stack_roles(causal))
-
-
-def tile_notes(scores: dict[str, Tensor] | None, threshold: float = LABEL_THRESHOLD) -> list[list[str]] | None:
-    """(L, H) labels like "ind .92": each head's strongest role among those reaching `threshold` ("local" only
-    when no narrower role does; "" for none)."""
-    if not scores:
-        return None
-    L, H = next(iter(scores.values())).shape
-    notes = [["" for _ in range(H)] for _ in range(L)]
-    for layer in range(L):
-        for head in range(H):
-            for group in (NARROW, ("local",)):
-                found = [(float(scores[r][layer, head]), r) for r in group if r in scores]
-                found = [(s, r) for s, r in found if not math.isnan(s) and s >= threshold]
-                if found:
-                    score, role = max(found, key=lambda f: f[0])
-                    notes[layer][head] = f"{ROLE_SHORT[role]} {score:.2f}".replace(" 0.", " .")
-                    break
-    return notes
 
 
 @dataclass
