@@ -20,8 +20,8 @@ from .link.guard import guard_middleware
 from .page.assets import CSS, page_js
 from .page.gradio_fixes import keep_one_entry_per_component
 from .page.idle_timers import page_middleware
-from .page.layout import Start, layout
-from .page.model_panel import model_info
+from .page.layout import layout
+from .page.model_panel import Start, model_info
 from .run.request_memory import MemoryGate
 from .serving.catalog import model_choices
 from .serving.cores import CoreShare

@@ -17,9 +17,10 @@ import pandas as pd
 from ...forms import RunForm, endpoint
 from ...link.values import Invalid
 from ...page.assets import plot
+from ...page.controls import HEAD_GROUPS
 from ...page.head_labels import head_labels
 from ...page.head_switches import switch_updates
-from ...page.layout import HEAD_GROUPS, Start
+from ...page.model_panel import Start
 from ...run.request_memory import analysis_bytes
 from ...run.view import default_kind
 from ...serving.errors import escape_md, user_message
