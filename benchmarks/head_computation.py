@@ -131,7 +131,7 @@ def tab_clicks(root: Path, tokens: tuple[int, ...], repeats: int) -> list[dict[s
     from explorer.app.serving.registry import ModelRegistry
     from explorer.app.serving.session import AppContext, Session, get_model
     from explorer.app.tabs import TABS
-    from explorer.app.tabs.head.tab import HeadForm
+    from explorer.app.tabs.head.forms import HeadForm
 
     ctx = AppContext(ModelRegistry(), (str(root),), max_tokens=max(tokens))
     session = Session("gpt2", "cpu")

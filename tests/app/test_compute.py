@@ -22,7 +22,8 @@ from explorer.app.tabs import TABS
 from explorer.app.tabs.compare.forms import CompareForm
 from explorer.app.tabs.contributions.result import Contributions
 from explorer.app.tabs.contributions.tab import ContributionForm
-from explorer.app.tabs.head.tab import HeadForm, HeadState
+from explorer.app.tabs.head.forms import HeadForm
+from explorer.app.tabs.head.tab import HeadState
 from explorer.app.tabs.importance import ImportanceForm
 from explorer.app.tabs.lens import LensForm
 from explorer.app.tabs.positions import PositionalForm

@@ -19,7 +19,8 @@ from explorer.app.serving.kept import Shown
 from explorer.app.serving.registry import ModelRegistry
 from explorer.app.serving.session import AppContext, Session
 from explorer.app.tabs.head.computation import computation_json
-from explorer.app.tabs.head.tab import HeadForm, HeadState
+from explorer.app.tabs.head.forms import HeadForm
+from explorer.app.tabs.head.tab import HeadState
 from explorer.batching import pad_rows
 from explorer.interpret import head_computation
 from tests.app.tiny_models import tiny_gpt2, tiny_llama

@@ -9,7 +9,7 @@ or lines heads change. The block's captures are kept in the app's store (--kept-
 new query or head of the same block runs no model (a millisecond, then drawing). A click on a row of the Attention
 tab's heatmap opens this tab on that query.
 
-Named event (the HTTP API, docs/http-api.md): /head_computation, its parameters the fields of `HeadForm`.
+Named event (the HTTP API, docs/http-api.md): /head_computation, its parameters the fields of `HeadForm` (forms).
 """
 
 from __future__ import annotations
@@ -24,18 +24,16 @@ from .... import viz
 from ....viz.head_computation import head_computation_figure
 from ....viz.head_view import FOCUS_ON_CLICK_JS
 from ...forms import endpoint
-from ...link.values import Invalid, whole
 from ...page.assets import plot
-from ...run.request import page_heads, toggles_from, whole_number
+from ...run.request import whole_number
 from ...run.view import KIND_SHORT, MEASURES
 from ...serving.errors import AppError, escape_md
 from ...serving.handlers import PRIVATE, reporting
 from ...serving.kept import Shown
-from ...serving.limits import DEFAULT_CONTINUATION
 from ...serving.session import Session, get_model
 from ..base import LinkKey, Tab, TabEvents
-from .computation import (LINES_MAX, BlockRead, BlockRequest, computation_json, key_table, lines_heads, read_block,
-                          summary_markdown)
+from .computation import BlockRead, computation_json, key_table, lines_heads, read_block, summary_markdown
+from .forms import HeadForm, lines_key, query_key
 
 # A click on a row of the Attention tab's heatmap (#head-plot), on a query of the lines view or of the query-key map
 # writes "kind|layer|head|query|stamp" into #head-click (kind, layer, head: the page's controls at the click).
@@ -68,39 +66,6 @@ const bindHeadPlots = () => {
 new MutationObserver(bindHeadPlots).observe(document.body, {childList: true, subtree: true});
 bindHeadPlots();
 """.replace("FOCUS", FOCUS_ON_CLICK_JS.strip())
-
-
-@dataclass(frozen=True)
-class HeadForm:
-    """/head_computation: the page's view and toggles (named as /analyze names them), the query and the lines' heads."""
-
-    session: Any
-    sentence1: Any
-    sentence2: Any
-    padding_mask: Any
-    causal_mask: Any
-    custom_mask: Any
-    blocked_position: Any
-    window: Any
-    encoder_heads_on: Any
-    decoder_heads_on: Any
-    cross_heads_on: Any
-    kind: Any
-    layer: Any
-    head: Any
-    sentence: Any
-    continue_tokens: Any = DEFAULT_CONTINUATION
-    measure: Any = "weights"
-    query: Any = -1
-    lines_heads: Any = None
-
-    def block(self, kinds: Any) -> BlockRequest:
-        toggles = toggles_from(self.padding_mask, self.causal_mask, self.custom_mask, self.blocked_position,
-                               self.window, page_heads(kinds, self.encoder_heads_on, self.decoder_heads_on,
-                                                       self.cross_heads_on))
-        return BlockRequest(str(self.sentence1 or ""), str(self.sentence2 or ""), toggles, str(self.kind or ""),
-                            whole_number(self.layer, 0), whole_number(self.sentence, 1),
-                            whole_number(self.continue_tokens, DEFAULT_CONTINUATION))
 
 
 @dataclass
@@ -218,18 +183,6 @@ class HeadEvents(TabEvents):
     def api(self, form: HeadForm) -> dict:
         updates, data = self.draw(form, None, api=True)
         return {**updates, self.parts.data: data}
-
-
-def query_key(text: str, check_model: Any) -> int:
-    return whole(text, -10**6, 10**6)
-
-
-def lines_key(text: str, check_model: Any) -> list[int]:
-    """"0,2,5" (or the page's "[0, 2, 5]") -> head numbers."""
-    heads = [whole(h, 0, 255) for h in text.strip("[] ").replace(",", " ").split()]
-    if len(heads) > LINES_MAX:
-        raise Invalid(f"names more than {LINES_MAX} heads")
-    return heads
 
 
 class HeadTab(Tab):
