@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...run.request import number_of, page_heads, toggles_from, whole_number
-from .result import DEFAULT_STEPS, DEFAULT_THRESHOLD, ContributionRequest
+from .result import DEFAULT_THRESHOLD, ContributionRequest
+from .token_attribution import DEFAULT_STEPS
 
 
 @dataclass(frozen=True)

@@ -6,10 +6,7 @@ Three answers, each from the model actually run:
   of the logit of the chosen token (or of a logit difference) at the chosen position, for the baseline (every head
   on) and, when a head switch is off, for the toggled model; the shares add up to the model's own logit;
 - every head's promoted and suppressed tokens there (its output times the unembedding);
-- token attribution (explorer.interpret.attribution): each input token's share of the same logit, by Captum's
-  integrated gradients or input x gradient, with its completeness delta. It runs on the model as switched (the
-  toggled model when a switch is off). A logit difference is attributed as the difference of the two tokens'
-  attributions (both methods are linear in the function; same path, same points).
+- token attribution (token_attribution): each input token's share of the same logit, on the model as switched.
 
 `contributions(loaded, request, max_tokens)` computes a small picklable `Contributions` (numpy arrays, labels);
 explorer.app.tabs.contributions.text turns it into the tab's figures, Markdown and tables. The contribution graph
@@ -29,7 +26,7 @@ import numpy as np
 import torch
 
 from ....checkpoints import LoadedModel
-from ....interpret.attribution import AUTO, MAX_STEPS, METHODS, token_attribution
+from ....interpret.attribution import MAX_STEPS, METHODS
 from ....interpret.dla import ResidualParts, residual_parts
 from ....interpret.flow import ContributionGraph, contribution_graph
 from ...page.head_labels import head_label
@@ -38,11 +35,10 @@ from ...run.model_run import is_masked_lm
 from ...run.readings import Reading, read_texts, token_id
 from ...run.toggles import Head, Toggles, head_mask
 from ...serving.errors import AppError
+from .token_attribution import DEFAULT_STEPS, Attribution, attribute_tokens
 from .why_token import extended
 
-DEFAULT_STEPS = 0  # integration points: 0 = as many as reach 2% completeness
 TOP_K = 10  # promoted / suppressed tokens kept per head
-METHOD_NAMES = {"integrated_gradients": "integrated gradients", "input_x_gradient": "input × gradient"}
 NO_LOGIT = ("There is no logit to attribute: this encoder has no output head (a sentence-embedding model). Load a "
             "language model, an encoder-decoder or a masked language model.")
 CLASSIFIER = ("This tab attributes token logits (a language model's, an encoder-decoder's decoder's or a masked "
@@ -95,24 +91,6 @@ class RunShares:
     off: dict[str, np.ndarray] | None  # kind -> (L, H) bool, True = switched off; None: every head on
     promoted: dict[str, tuple[np.ndarray, np.ndarray]]  # kind -> ids (L, H, k) int64, shares (L, H, k) float32
     suppressed: dict[str, tuple[np.ndarray, np.ndarray]]  # the same, most negative first
-
-
-@dataclass(frozen=True)
-class Attribution:
-    """Token attribution of the same logit (difference): per token of each attributed sequence, up to the position
-    read (a causal model reads nothing after it)."""
-
-    sequences: list[tuple[str, list[str], np.ndarray]]  # (name, token labels, (n,) float32 attributions)
-    method: str
-    steps: int
-    baseline: str  # "pad" or "zeros"
-    logit: float  # f(x)
-    baseline_logit: float  # f(baseline)
-    delta: float  # sum of attributions - (f(x) - f(baseline))
-    relative_delta: float
-    toggled: bool  # computed with the head switches as set
-    notice: str | None
-    adaptive: bool = False  # the points were chosen for this request (steps 0: until 2% completeness)
 
 
 @dataclass(frozen=True)
@@ -216,34 +194,6 @@ def run_shares(parts: ResidualParts, token: int, minus: int | None, masks: dict[
                      off, promoted, suppressed)
 
 
-def attribute_tokens(loaded: LoadedModel, reading: Reading, position: int, token: int, minus: int | None,
-                     request: ContributionRequest, masks: dict[str, torch.Tensor] | None) -> Attribution:
-    """Token attribution of logit[token] (- logit[minus], on the same points) at `position`, up to the position read;
-    steps 0: as many integration points as reach 2% completeness (explorer.interpret.attribution's "auto")."""
-    model = loaded.model
-    src, tgt = reading.tensors(model.device)
-    keep = loaded.tokenizer.special_ids & loaded.target_tokenizer.special_ids  # ids special on both sides
-    try:
-        a = token_attribution(model, src[0], token=token, minus=minus, position=position,
-                              tgt=None if tgt is None else tgt[0], head_mask=masks, method=request.method,
-                              steps=request.steps or AUTO,
-                              keep_ids=keep if request.method == "integrated_gradients" else ())
-    except ValueError as err:
-        raise AppError(f"Token attribution cannot run here: {err}") from err
-    source = a.attributions.float().numpy()
-    if loaded.arch == "encoder-decoder":
-        target = a.target_attributions.float().numpy()
-        sequences = [("source", reading.src_labels, source),
-                     ("decoder input", reading.tgt_labels[:position + 1], target[:position + 1])]
-    elif loaded.arch == "decoder":
-        sequences = [("input", reading.src_labels[:position + 1], source[:position + 1])]
-    else:
-        sequences = [("input", reading.src_labels, source)]
-    notice = " ".join(filter(None, [a.notice, a.message]))
-    return Attribution(sequences, a.method, a.steps, a.baseline, a.logit, a.baseline_logit, a.delta,
-                       a.relative_delta, masks is not None, notice or None, a.adaptive)
-
-
 def contributions(loaded: LoadedModel, request: ContributionRequest, max_tokens: int, k: int = TOP_K
                   ) -> Contributions:
     """Direct logit attribution (baseline, and toggled when a head is off), every head's tokens and the token
@@ -272,7 +222,7 @@ def contributions(loaded: LoadedModel, request: ContributionRequest, max_tokens:
                        contribution_graph(model, src[0], tgt=None if tgt is None else tgt[0], position=position,
                                           head_mask=m, threshold=request.threshold)
                        for m in (None, False if masks is None else masks))  # baseline, toggled
-    attribution = attribute_tokens(loaded, reading, position, token, minus, request, masks)
+    attribution = attribute_tokens(loaded, reading, position, token, minus, request.method, request.steps, masks)
     if attribution.notice:
         notices.append(attribution.notice)
     ids = {token, baseline.top} | ({minus} if minus is not None else set())

@@ -27,7 +27,8 @@ from ...serving.kept import Shown
 from ...serving.session import get_model
 from ..base import LinkKey, Tab, TabEvents
 from .forms import ContributionForm
-from .result import DEFAULT_STEPS, DEFAULT_THRESHOLD, METHOD_NAMES, Contributions, contributions
+from .result import DEFAULT_THRESHOLD, Contributions, contributions
+from .token_attribution import DEFAULT_STEPS, METHOD_NAMES
 from .text import (attribution_markdown, attribution_table, contribution_figures, graph_figure, head_table, parse_head,
                    summary_markdown)
 from .why_token import WHY_HEADERS, WhyRequest, WhyResult, why, why_markdown

@@ -14,7 +14,8 @@ from .... import viz
 from ...page.head_labels import head_label
 from ...run.view import KIND_SHORT
 from ...serving.errors import AppError, escape_md
-from .result import METHOD_NAMES, RUN_NAMES, Contributions
+from .result import RUN_NAMES, Contributions
+from .token_attribution import METHOD_NAMES
 
 
 def graph_figure(result: Contributions) -> go.Figure:
