@@ -146,7 +146,7 @@ CSS = """
 #output-tokens .textfield {padding: 0 !important; line-height: 1.2}
 #output-tokens .token {padding: 0 4px !important; margin: 1px !important; font-size: 13px}
 #output-tokens .token.highlighted {cursor: pointer}
-#views button[role="tab"] {padding-left: 6px !important; padding-right: 6px !important}  /* 11 tabs in one row */
+#views button[role="tab"] {padding-left: 6px !important; padding-right: 6px !important}  /* more tabs per row */
 /* the Download button (export/download.py) beside the output tokens, as tall as its text */
 #results-head {align-items: flex-start !important; flex-wrap: nowrap !important; gap: 6px !important}
 #download-view {flex: none !important; align-self: flex-start; min-width: 0 !important; white-space: nowrap;
@@ -175,7 +175,7 @@ CSS = """
   /* figures side by side on a desktop: one under the other */
   #views .row {flex-wrap: wrap !important}
   #views .row > .block {min-width: 100% !important}
-  /* the eleven tabs: one row that scrolls sideways, not four rows above the figure */
+  /* every tab (tabs.TABS): one row that scrolls sideways, not several rows above the figure */
   #views .tab-container {flex-wrap: nowrap !important; overflow-x: auto; scrollbar-width: none}
   #views .tab-container button[role="tab"] {flex: none}
   .tab-text p {font-size: 12px}

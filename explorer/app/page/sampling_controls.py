@@ -1,5 +1,5 @@
 """The page's Sample settings, in the Language model / Generated output group of the controls
-(explorer.app.page.layout): a checkbox (off: greedy decoding, the default) and, shown while it is ticked, the four
+(explorer.app.page.controls): a checkbox (off: greedy decoding, the default) and, shown while it is ticked, the four
 numbers `outputs.sampling.Sampling` takes, two by two, so that the controls column stays short. run.sampled turns the
 values into a Sampling; /analyze takes them as its last five parameters (forms.RunForm)."""
 

@@ -10,7 +10,8 @@ model change (`model_updates`: cleared results, hidden for models it does not ap
 page's script (`script`).
 
 The page (explorer.app.page.layout), the events (explorer.app.events), the link (explorer.app.link), /show_tab and the
-compute path read `TABS`; nothing else holds a table keyed by tab ids. Shapes and sizes live with each tab's module.
+compute path take the page's tabs (`TABS`, handed to them by explorer.app.demo, which assembles the page) and import
+none; nothing else holds a table keyed by tab ids. Shapes and sizes live with each tab's module.
 """
 
 from __future__ import annotations
