@@ -126,12 +126,12 @@ def tab_clicks(root: Path, tokens: tuple[int, ...], repeats: int) -> list[dict[s
     from benchmarks.app_memory import text_of
     from explorer.app.demo import starting_point
     from explorer.app.events import PageEvents
-    from explorer.app.head_labels import head_labels
-    from explorer.app.page import layout
-    from explorer.app.registry import ModelRegistry
-    from explorer.app.session import AppContext, Session, get_model
+    from explorer.app.page.head_labels import head_labels
+    from explorer.app.page.layout import layout
+    from explorer.app.serving.registry import ModelRegistry
+    from explorer.app.serving.session import AppContext, Session, get_model
     from explorer.app.tabs import TABS
-    from explorer.app.tabs.head import HeadForm
+    from explorer.app.tabs.head.forms import HeadForm
 
     ctx = AppContext(ModelRegistry(), (str(root),), max_tokens=max(tokens))
     session = Session("gpt2", "cpu")

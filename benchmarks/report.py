@@ -495,7 +495,7 @@ def threads_label(row: dict[str, Any]) -> str:
 
 
 def view_file_section(vf: dict[str, Any] | None) -> list[str]:
-    """Section 17: the Download button's file (explorer.app.export_html)."""
+    """Section 17: the Download button's file (explorer.app.export.view_file)."""
     if not vf:
         return []
     L = ["## 17. A view to keep: the Download button's file", ""]

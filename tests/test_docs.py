@@ -4,6 +4,8 @@ the ones CI uses."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import re
 
 import pytest
@@ -23,6 +25,21 @@ def test_python_examples_run(page, index, block):
         pytest.skip("needs the Hub: tests never reach the network; the same calls run on tiny models in tests/")
     with torch.set_grad_enabled(torch.is_grad_enabled()):  # a block may switch autograd off: not for later tests
         exec(compile(block, f"{page.relative_to(ROOT)} python block {index}", "exec"), {})
+
+
+def test_the_add_a_tab_example_prints_what_the_page_shows_under_it():
+    """docs/architecture.md's new tab ("How to add a tab"): run, it prints exactly the ```text block under it (its
+    figure drawn from the Run's reduction, the numbers the figure holds, a link opening it), not only runs."""
+    page = ROOT / "docs" / "architecture.md"
+    section = page.read_text().split("## How to add a tab\n", 1)[1].split("\n## ", 1)[0]
+    fences = re.findall(r"^```(\w*)\n(.*?)^```", section, re.S | re.M)
+    assert [lang for lang, _ in fences[:2]] == ["python", "text"], "the example, then what it prints"
+    (_, example), (_, shown) = fences[:2]
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed), torch.set_grad_enabled(torch.is_grad_enabled()):
+        exec(compile(example, "docs/architecture.md: How to add a tab", "exec"), {})
+    assert printed.getvalue() == shown
+    assert "peaks" in shown.split() and "How peaked each head is" in shown  # the text block is the example's output
 
 
 def test_readme_is_a_front_door():

@@ -17,24 +17,24 @@ from typing import Any
 import gradio as gr
 
 from ..checkpoints import LoadedModel
-from .assets import REFLOW_JS, plot
-from .compute import Compute
-from .errors import AppError, escape_md
 from .forms import RunForm, endpoint
-from .handlers import PRIVATE, reporting
-from .head_switches import switch_updates
-from .kept import Shown
-from .model_events import EVERY_KIND, ModelEvents, mask_defaults
-from .model_panel import ModelInfo, model_info
-from .page import Page
+from .page.assets import REFLOW_JS, plot
+from .page.head_switches import switch_updates
+from .page.layout import Page
+from .page.model_events import EVERY_KIND, ModelEvents, mask_defaults
+from .page.model_panel import ModelInfo, model_info
 from .run.figures import RunFigures
+from .run.pair import drawn_with
 from .run.request import RunRequest
 from .run.request_memory import analysis_bytes
-from .run.pair import drawn_with
 from .run.result import WAITING, Analysis, FirstLook
 from .run.state_line import state_line
 from .run.view import default_kind
-from .session import AppContext, Session, get_model
+from .serving.compute import Compute
+from .serving.errors import AppError, escape_md
+from .serving.handlers import PRIVATE, reporting
+from .serving.kept import Shown
+from .serving.session import AppContext, Session, get_model
 
 def is_skip(value: Any) -> bool:
     """Whether an update leaves its component as it is (gr.skip())."""
@@ -219,7 +219,7 @@ class PageEvents:
         return endpoint(RunForm, self.analyze, "analyze_page", extra=("shown",))
 
     def wire(self) -> None:
-        from .export_events import DownloadEvents
+        from .export.download import DownloadEvents
         from .link.opening import LinkEvents
 
         page, m, i, c = self.page, self.page.model, self.page.inputs, self.page.controls

@@ -7,7 +7,7 @@ makes the function Gradio calls, with the form's signature, from a method that t
 behind the boundary reads one typed object, and a test builds the form (or the request it makes) by keywords.
 
     RunForm(session=s, sentence1="3 May 2024", cross_heads_on=[]).request(kinds)   # -> run.request.RunRequest
-    endpoint(RunForm, events.run_form)          # what Gradio calls: analyze(session, sentence1, ..., measure, shown)
+    endpoint(RunForm, PageEvents.analyze, "analyze", extra=("shown",))   # called as analyze(session, ..., seed, shown)
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from .limits import DEFAULT_CONTINUATION
 from .run.request import RunRequest, Session, page_heads, toggles_from, whole_number
 from .run.sampled import sampling_of
 from .run.view import View
+from .serving.limits import DEFAULT_CONTINUATION
 
 
 def endpoint(form: type, method: Callable[..., Any], name: str, extra: tuple[str, ...] = ()) -> Callable[..., Any]:
@@ -86,7 +86,7 @@ class RunForm:
 
     @staticmethod
     def inputs(page: Any) -> list[Any]:
-        """The page's components, in the form's order (`page.Page`)."""
+        """The page's components, in the form's order (`page.layout.Page`)."""
         i, c = page.inputs, page.controls
         return [page.session, i.text1, i.text2, c.padding, c.causal, c.custom, c.block_token, c.window,
                 *c.head_groups, c.kind, c.layer, c.head, c.sentence, c.position, c.new_tokens, page.visible_tab,

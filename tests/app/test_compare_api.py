@@ -12,10 +12,10 @@ import pytest
 pytest.importorskip("gradio_client")
 
 from explorer.app.demo import build_demo, launch_kwargs, queue  # noqa: E402
-from explorer.app.registry import ModelRegistry  # noqa: E402
-from explorer.app.session import AppContext, load_session  # noqa: E402
 from explorer.app.run.toggles import Toggles  # noqa: E402
 from explorer.app.run.view import View  # noqa: E402
+from explorer.app.serving.registry import ModelRegistry  # noqa: E402
+from explorer.app.serving.session import AppContext, load_session  # noqa: E402
 from explorer.app.tabs import analyze  # noqa: E402
 from explorer.viz.serialize import figure_json  # noqa: E402
 from tests.app.tiny_models import tiny_gpt2, tiny_llama  # noqa: E402
@@ -173,8 +173,8 @@ def test_a_links_model2_sets_the_second_model_and_a_copied_link_carries_it():
     from explorer.app.demo import starting_point
     from explorer.app.events import PageEvents
     from explorer.app.link.opening import LinkEvents
-    from explorer.app.page import layout
-    from explorer.app.session import Session
+    from explorer.app.page.layout import layout
+    from explorer.app.serving.session import Session
     from explorer.app.tabs import TABS
 
     ctx = AppContext(ModelRegistry())

@@ -1,7 +1,7 @@
-"""The app on a ZeroGPU Space (explorer.app.compute): every handler that runs a model does it through spaces.GPU,
-which there runs each call in a forked process with its arguments and results pickled. With a test double that does
-exactly that (tests/app/zerogpu.py), each handler gives the answer it gives in-process, the server itself never
-runs a model's forward pass, and what a Run keeps (the kept results, the session's state) stays in the server."""
+"""The app on a ZeroGPU Space (explorer.app.serving.compute): every handler that runs a model does it through
+spaces.GPU, which there runs each call in a forked process with its arguments and results pickled. With a test double
+that does exactly that (tests/app/zerogpu.py), each handler gives the answer it gives in-process, the server itself
+never runs a model's forward pass, and what a Run keeps (the kept results, the session's state) stays in the server."""
 
 from __future__ import annotations
 
@@ -13,20 +13,21 @@ import pandas as pd
 import pytest
 from gradio.components.plot import PlotData
 
-from explorer.app import compute
-from explorer.app.contribution_result import Contributions
 from explorer.app.forms import RunForm
-from explorer.app.head_labels import head_labels
-from explorer.app.kept import Shown
-from explorer.app.session import AppContext, Session
+from explorer.app.page.head_labels import head_labels
+from explorer.app.serving import compute
+from explorer.app.serving.kept import Shown
+from explorer.app.serving.session import AppContext, Session
 from explorer.app.tabs import TABS
-from explorer.app.compare_forms import CompareForm
-from explorer.app.tabs.contributions import ContributionForm
-from explorer.app.tabs.head import HeadForm, HeadState
+from explorer.app.tabs.compare.forms import CompareForm
+from explorer.app.tabs.contributions.result import Contributions
+from explorer.app.tabs.contributions.tab import ContributionForm
+from explorer.app.tabs.head.forms import HeadForm
+from explorer.app.tabs.head.tab import HeadState
 from explorer.app.tabs.importance import ImportanceForm
 from explorer.app.tabs.lens import LensForm
 from explorer.app.tabs.positions import PositionalForm
-from explorer.app.tabs.roles import RolesForm, SwitchOffForm
+from explorer.app.tabs.roles.tab import RolesForm, SwitchOffForm
 from explorer.model import Transformer
 from tests.app.zerogpu import ForkedCalls
 
@@ -38,7 +39,7 @@ HEADS = head_labels(2, 4)
 def page(ctx: AppContext, model: str = MODEL):
     from explorer.app.demo import starting_point
     from explorer.app.events import PageEvents
-    from explorer.app.page import layout
+    from explorer.app.page.layout import layout
 
     built = layout(starting_point(ctx, model, "cpu"), Session(model, "cpu"), TABS)
     with built.demo:
@@ -50,7 +51,7 @@ def page(ctx: AppContext, model: str = MODEL):
 @pytest.fixture(scope="module")
 def pages():
     """(in-process PageEvents, PageEvents whose computations fork like ZeroGPU, the double's record of calls)."""
-    from explorer.app.registry import ModelRegistry
+    from explorer.app.serving.registry import ModelRegistry
 
     forked = ForkedCalls()
     here = page(AppContext(ModelRegistry()))
@@ -160,7 +161,7 @@ def test_a_language_models_run_comes_in_two_steps_from_the_worker(tmp_path):
     """The first looks (attention reduced for the visible tab: the All heads grid, then the chosen head below it)
     cross the process boundary, then the outputs."""
     transformers = pytest.importorskip("transformers")
-    from explorer.app.registry import ModelRegistry
+    from explorer.app.serving.registry import ModelRegistry
     from tests.importers.harness import VOCAB, byte_level_tokenizer, make_case
 
     config = transformers.GPT2Config(vocab_size=VOCAB, n_embd=48, n_head=6, n_layer=2, n_positions=64,

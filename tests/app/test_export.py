@@ -1,4 +1,4 @@
-"""The Download button (explorer.app.export_events, export_html): the shown tab as one HTML file, plotly.js inlined
+"""The Download button (explorer.app.export: download, view_file): the shown tab as one HTML file, plotly.js inlined
 once, every text escaped, drawn from the kept result without running the model, a safe file name, and the default
 view's file within 5 MB."""
 
@@ -11,12 +11,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from explorer.app.export_events import DownloadEvents, NO_RUN, base_address
-from explorer.app.export_html import ViewExport, file_name, plotly_js, view_html
+from explorer.app.export.download import DownloadEvents, NO_RUN, base_address
+from explorer.app.export.view_file import ViewExport, file_name, plotly_js, view_html
 from explorer.app.forms import RunForm
-from explorer.app.head_labels import head_labels
-from explorer.app.kept import Shown
-from explorer.app.session import Session, get_model
+from explorer.app.page.head_labels import head_labels
+from explorer.app.serving.kept import Shown
+from explorer.app.serving.session import Session, get_model
 
 MODEL = "date-translator"
 EVIL = "<script>alert(1)</script>"

@@ -1,6 +1,7 @@
-"""The Download's files on disk (explorer.app.export_files): one per session, replaced by its next download and removed
-when the session ends, all of them within the server's budget, in a folder of the server's own under random names,
-and no copy by Gradio; served, 30 downloads from five clients never pass the budget, and nothing can be uploaded."""
+"""The Download's files on disk (explorer.app.export.download_files): one per session, replaced by its next download and
+removed when the session ends, all of them within the server's budget, in a folder of the server's own under random
+names, and no copy by Gradio; served, 30 downloads from five clients never pass the budget, and nothing can be
+uploaded."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from explorer.app.errors import AppError
-from explorer.app.export_files import DownloadFiles
+from explorer.app.export.download_files import DownloadFiles
+from explorer.app.serving.errors import AppError
 from tests.hang import HANG_S
 
 TEXT = "<!DOCTYPE html>" + "x" * 985  # 1,000 bytes
@@ -151,7 +152,7 @@ def test_uploads_are_refused_unwritten(served, tmp_path):
     """Gradio's upload routes would keep whatever any client posts (the app has no file input): refused in words."""
     import httpx
 
-    from explorer.app.upload_guard import MESSAGE
+    from explorer.app.serving.upload_guard import MESSAGE
 
     for route in ("gradio_api/upload", "gradio_api/upload/", "gradio_api/process_recording"):
         answer = httpx.post(served.local_url + route, files={"files": ("a.bin", b"0" * 1_000_000)}, timeout=HANG_S)

@@ -11,17 +11,18 @@ import numpy as np
 import pytest
 import torch
 
-from explorer.app.head_labels import head_labels
-from explorer.app.kept import Shown
-from explorer.app.registry import ModelRegistry
+from explorer.app.page.head_labels import head_labels
 from explorer.app.run.inputs import pad_id_of
 from explorer.app.run.pair import compare
 from explorer.app.run.toggles import Toggles
-from explorer.app.session import AppContext, Session
-from explorer.app.tabs.head import HeadForm, HeadState
+from explorer.app.serving.kept import Shown
+from explorer.app.serving.registry import ModelRegistry
+from explorer.app.serving.session import AppContext, Session
+from explorer.app.tabs.head.computation import computation_json
+from explorer.app.tabs.head.forms import HeadForm
+from explorer.app.tabs.head.tab import HeadState
 from explorer.batching import pad_rows
 from explorer.interpret import head_computation
-from explorer.app.inside_head import computation_json
 from tests.app.tiny_models import tiny_gpt2, tiny_llama
 
 DATE1, DATE2 = "samedi 21 novembre 2026", "3 May 2024"
@@ -33,7 +34,7 @@ def ev(tmp_path_factory):
     """The page on date-translator, every event wired; tiny-gpt2 and tiny-llama loadable from an allowed folder."""
     from explorer.app.demo import starting_point
     from explorer.app.events import PageEvents
-    from explorer.app.page import layout
+    from explorer.app.page.layout import layout
     from explorer.app.tabs import TABS
 
     root = tmp_path_factory.mktemp("models")
@@ -49,7 +50,7 @@ def ev(tmp_path_factory):
 
 def form(ev, source, text1, text2, off=None, **over):
     """A HeadForm with every head on but `off` ({kind: ["L0 H1"]}) and the page's defaults."""
-    from explorer.app.session import get_model
+    from explorer.app.serving.session import get_model
 
     session = Session(source, "cpu")
     kinds = get_model(session, ev.ctx).config.attention_kinds()
@@ -107,7 +108,7 @@ def same(data, comp):
 def test_date_translator_numbers_are_the_runs(ev, kind):
     """Sentence 2 (padded), decoder L0 H1 off and the causal mask off: baseline and toggled numbers are
     head_computation's on the Run's rows, and their weights are the attention the page's Run returned."""
-    from explorer.app.session import get_model
+    from explorer.app.serving.session import get_model
 
     off = {"decoder": ["L0 H1"]}
     f = form(ev, "date-translator", DATE1, DATE2, off, kind=kind, layer=1, head=2, sentence=2, causal_mask=False,
@@ -134,7 +135,7 @@ def test_date_translator_numbers_are_the_runs(ev, kind):
 def test_language_models_numbers_are_the_runs(ev, source):
     """A language model reads the sentences as typed; a head off below the block changes its input; under
     grouped-query attention the query head names the key/value head it reads; rotary keeps q before rotation."""
-    from explorer.app.session import get_model
+    from explorer.app.serving.session import get_model
 
     off = {"decoder": ["L0 H0"]}
     f = form(ev, source, LM1, LM2, off, layer=1, head=1, query=-1)

@@ -9,13 +9,13 @@ from urllib.parse import parse_qsl
 
 import pytest
 
-from explorer.app.errors import AppError
-from explorer.app.head_labels import parse_heads
-from explorer.app.limits import MAX_CHARS, MAX_NEW_TOKENS
 from explorer.app.link.docs import documented_keys, keys_table
 from explorer.app.link.state import KEYS, SAFE_QUERY, LinkState, fit_length, from_page, notice_line, parse_link
 from explorer.app.link.values import format_off, parse_off
-from explorer.app.session import checked_source
+from explorer.app.page.head_labels import parse_heads
+from explorer.app.serving.errors import AppError
+from explorer.app.serving.limits import MAX_CHARS, MAX_NEW_TOKENS
+from explorer.app.serving.session import checked_source
 from explorer.app.tabs import TABS
 
 KINDS = {"encoder": (2, 4), "decoder": (2, 4), "cross": (2, 4)}
@@ -106,8 +106,8 @@ def test_every_tab_is_linkable_and_its_keys_documented():
     for tab_id in TAB_IDS:
         assert parse(f"tab={tab_id}") == (LinkState(tab=tab_id), [])
     doc = (Path(__file__).resolve().parents[2] / "docs" / "link.md").read_text()
-    assert keys_table() in doc, "run python scripts/docs_tables.py"  # made from TABS
-    for key in documented_keys():
+    assert keys_table(TABS) in doc, "run python scripts/docs_tables.py"  # made from TABS
+    for key in documented_keys(TABS):
         assert f"| `{key}`" in doc or f", `{key}`" in doc, key
 
 
@@ -208,7 +208,7 @@ def test_the_link_of_the_page_round_trips():
                           "cross": []},
                 kinds={"encoder": (2, 2), "decoder": (2, 2), "cross": (2, 2)}, padding=True, causal=False,
                 mask="local window", blocked=0.0, window=3.0, position=-1, new_tokens=8.0)
-    state, notices = from_page(**page, check_model=accept_any)
+    state, notices = from_page(**page, check_model=accept_any, tabs=TABS)
     assert notices == []
     assert state.off == {"decoder": {(0, 0)}, "cross": {(0, 0), (0, 1), (1, 0), (1, 1)}}
     assert (state.head, state.window, state.text2, state.tab) == (2, 3, "", "overview")
@@ -217,7 +217,7 @@ def test_the_link_of_the_page_round_trips():
     assert parse(query) == (state, [])
     assert state.heads_on(page["kinds"]) == {k: parse_heads(v) for k, v in page["heads_on"].items()}
     # a built model has no name: the link leaves the model out
-    state, _ = from_page(**{**page, "source": "", "tab": "api"}, check_model=accept_any)
+    state, _ = from_page(**{**page, "source": "", "tab": "api"}, check_model=accept_any, tabs=TABS)
     assert state.model is None and state.tab == "api"
 
 
@@ -225,7 +225,7 @@ def test_the_shown_tabs_own_keys_go_into_the_link():
     page = dict(source="induction-gpt", text1="t1 t2", text2="", tab="contributions", kind="decoder", layer=0, head=0,
                 sentence=1, measure="weights", heads_on=None, kinds={"decoder": (2, 4)}, padding=True, causal=True,
                 mask="none", blocked=0, window=2, position=-1, new_tokens=8)
-    state, notices = from_page(**page, check_model=accept_any,
+    state, notices = from_page(**page, check_model=accept_any, tabs=TABS,
                                tab_values={"at": 4.0, "token": "t3", "minus": "", "steps": 32.0, "threshold": 0.04})
     assert notices == [] and state.tab_values == {"at": 4, "token": "t3", "minus": "", "steps": 32, "threshold": 0.04}
     assert "at=4&token=t3&minus=&steps=32&threshold=0.04" in state.to_query()
@@ -254,12 +254,12 @@ def test_sampling_settings_are_carried_when_sample_is_on_and_checked_as_sampling
     page = dict(source="date-gpt", text1="3 May 2024", text2="", tab="attention", kind="decoder", layer=0, head=0,
                 sentence=1, measure="weights", heads_on=None, kinds={"decoder": (2, 4)}, padding=True, causal=True,
                 mask="none", blocked=0, window=2, position=-1, new_tokens=8)
-    state, notices = from_page(**page, check_model=accept_any, sampling=(True, 0.7, 5.0, 0.95, 42.0))
+    state, notices = from_page(**page, check_model=accept_any, tabs=TABS, sampling=(True, 0.7, 5.0, 0.95, 42.0))
     assert notices == [] and (state.sample, state.temperature, state.top_k, state.top_p, state.seed) == (
         True, 0.7, 5, 0.95, 42)
     assert "continue=8&sample=1&temperature=0.7&top_k=5&top_p=0.95&seed=42" in state.to_query()
     assert parse(state.to_query()) == (state, [])
-    greedy, _ = from_page(**page, check_model=accept_any, sampling=(False, 0.7, 5, 0.95, 42))
+    greedy, _ = from_page(**page, check_model=accept_any, tabs=TABS, sampling=(False, 0.7, 5, 0.95, 42))
     assert "sample" not in greedy.to_query() and "seed" not in greedy.to_query()
     state, notices = parse("s1=hi&sample=1&temperature=0&top_p=2&top_k=-1&seed=2147483648")
     assert state == LinkState(text1="hi", sample=True)

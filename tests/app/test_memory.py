@@ -9,10 +9,10 @@ import time
 
 import pytest
 
-from explorer.app.run.request_memory import MemoryGate, analysis_bytes, request_bytes
 from explorer.app.run.request import RunRequest
-from explorer.app.session import Session
+from explorer.app.run.request_memory import MemoryGate, analysis_bytes, request_bytes
 from explorer.app.run.view import View
+from explorer.app.serving.session import Session
 from explorer.model import TransformerConfig
 from tests.hang import HANG_S
 

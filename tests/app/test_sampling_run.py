@@ -13,15 +13,15 @@ import numpy as np
 import pytest
 import torch
 
-from explorer.app.errors import AppError
 from explorer.app.forms import RunForm
-from explorer.app.head_labels import head_labels
 from explorer.app.link.opening import LinkEvents
+from explorer.app.page.head_labels import head_labels
 from explorer.app.run.pair import compare
 from explorer.app.run.sampled import GREEDY, sampling_of, sampling_words
 from explorer.app.run.toggles import Toggles
 from explorer.app.run.view import View
-from explorer.app.session import Session, get_model
+from explorer.app.serving.errors import AppError
+from explorer.app.serving.session import Session, get_model
 from explorer.app.tabs import analyze
 from explorer.outputs.sampling import Sampling
 from explorer.viz.common import message_text

@@ -1,5 +1,5 @@
-"""Sessions and the models behind them: load, build, refusals, devices, the command line (explorer.app.session,
-explorer.app.build, app.py)."""
+"""Sessions and the models behind them: load, build, refusals, devices, the command line (explorer.app.serving.session,
+explorer.app.serving.build, app.py)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from explorer.app.build import BuildSpec
-from explorer.app.errors import AppError
-from explorer.app.session import Session, build_session, default_source, get_model, load_session
+from explorer.app.serving.build import BuildSpec
+from explorer.app.serving.errors import AppError
+from explorer.app.serving.session import Session, build_session, default_source, get_model, load_session
 
 
 def test_sessions_share_one_model(app, ctx):
@@ -54,8 +54,8 @@ def test_unknown_hub_id_offline(ctx, monkeypatch):
 
 
 def test_path_escape_refused(tmp_path):
-    from explorer.app.registry import ModelRegistry
-    from explorer.app.session import AppContext
+    from explorer.app.serving.registry import ModelRegistry
+    from explorer.app.serving.session import AppContext
 
     (tmp_path / "models").mkdir()
     ctx = AppContext(ModelRegistry(), allowed_dirs=(str(tmp_path / "models"),))

@@ -9,13 +9,13 @@ from types import SimpleNamespace
 import torch
 
 from explorer.app.forms import RunForm
-from explorer.app.head_labels import head_labels
-from explorer.app.kept import Shown
-from explorer.app.model_events import RESET
+from explorer.app.page.head_labels import head_labels
+from explorer.app.page.model_events import RESET
 from explorer.app.run.toggles import Toggles
-from explorer.app.session import Session, get_model
-from explorer.app.tabs.roles import RolesEvents, SwitchOffForm
-from explorer.app.why_token import WhyRequest, why, why_markdown
+from explorer.app.serving.kept import Shown
+from explorer.app.serving.session import Session, get_model
+from explorer.app.tabs.contributions.why_token import WhyRequest, why, why_markdown
+from explorer.app.tabs.roles.tab import RolesEvents, SwitchOffForm
 
 INDUCTION = "t1 t2 t3 t4 t1 t2 t3"
 
@@ -38,7 +38,7 @@ def test_roles_switch_off_by_effect_picks_the_head_that_matters(page_events, ctx
     """induction-gpt: all four layer-1 heads score as induction heads; by the probe L1 H3 comes first, and switching
     it off barely moves the next token; ranked by effect, the head whose switch-off drops it most (checked here by
     running the model with each head off)."""
-    from explorer.app.readings import read_texts
+    from explorer.app.run.readings import read_texts
 
     ev = page_events
     roles = RolesEvents(ev, ev.page.parts["roles"])

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from explorer.app.errors import AppError
-from explorer.app.registry import ModelRegistry
-from explorer.app.sae_store import SAESource, shared_sae
-from explorer.app.session import AppContext, load_session
+from explorer.app.serving.errors import AppError
+from explorer.app.serving.registry import ModelRegistry
+from explorer.app.tabs.features.sae_store import SAESource, shared_sae
+from explorer.app.serving.session import AppContext, load_session
 from explorer.checkpoints import save_checkpoint
 from explorer.interpret.sae import SAEFileError, resolve_sae_source, save_sae
 from explorer.loading import resolve_source

@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from explorer.app.errors import AppError
-from explorer.app.registry import ModelRegistry
-from explorer.app.session import AppContext, load_session
 from explorer.app.run.toggles import Toggles
+from explorer.app.serving.errors import AppError
+from explorer.app.serving.registry import ModelRegistry
+from explorer.app.serving.session import AppContext, load_session
 from explorer.app.tabs import analyze
 from tests.hang import SUBPROCESS_S, gradio_client
 
@@ -313,9 +313,9 @@ ABSURD_POSITIONS = """
 import json, resource, sys
 resource.setrlimit(resource.RLIMIT_AS, ({limit}, {limit}))  # an unguarded allocation fails instead of eating RAM
 sys.path.insert(0, {repo!r})
-from explorer.app.errors import AppError
-from explorer.app.registry import ModelRegistry
-from explorer.app.session import AppContext, load_session
+from explorer.app.serving.errors import AppError
+from explorer.app.serving.registry import ModelRegistry
+from explorer.app.serving.session import AppContext, load_session
 try:
     load_session({folder!r}, "cpu", AppContext(ModelRegistry(), allowed_dirs=({root!r},)))
     print(json.dumps({{"result": "loaded"}}))

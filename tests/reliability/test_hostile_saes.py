@@ -16,8 +16,8 @@ import torch
 from safetensors.torch import save_file
 
 from explorer import checkpoints
-from explorer.app.errors import AppError
-from explorer.app.sae_store import SAESource, shared_sae
+from explorer.app.serving.errors import AppError
+from explorer.app.tabs.features.sae_store import SAESource, shared_sae
 from explorer.file_reads import JSON_LIMITS, SAE_HEADER
 from explorer.interpret.sae import SAEFileError, load_sae, save_sae
 from explorer.interpret.sae import saelens_files

@@ -5,7 +5,7 @@ status, token and output tables, and the Plotly JSON of every figure). Two of th
 own session to a freshly built model first; the others must not notice. Prints p50 / p95 latency.
 
 The app runs with a fixed torch thread count here: by default a request computes with its share of the cores
-(explorer.app.cores), and a different thread count changes float32 results in their last bits (MKL's kernels
+(explorer.app.serving.cores), and a different thread count changes float32 results in their last bits (MKL's kernels
 sum in another order), which would make a byte-for-byte comparison fail without any cross-talk;
 tests/app/test_cores.py bounds that difference.
 """

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from .state import KEYS, all_tabs, tab_keys
+from .state import KEYS, tab_keys
 
 # The page's keys in docs/link.md: (keys, value, where on the page).
 KEY_DOCS = (
@@ -36,15 +36,14 @@ KEY_DOCS = (
 assert [k for keys, _, _ in KEY_DOCS for k in keys] == list(KEYS.values())
 
 
-def documented_keys(tabs: Iterable[Any] | None = None) -> list[str]:
-    """Every key a link may carry, in canonical order."""
-    return [*KEYS.values(), *tab_keys(all_tabs() if tabs is None else tabs)]
+def documented_keys(tabs: Iterable[Any]) -> list[str]:
+    """Every key a link may carry, in canonical order (`tabs`: the page's)."""
+    return [*KEYS.values(), *tab_keys(tabs)]
 
 
-def keys_table(tabs: Sequence[Any] | None = None) -> str:
+def keys_table(tabs: Sequence[Any]) -> str:
     """docs/link.md's table of keys, from the page's keys and each tab's own (a tab's keys are carried while it is the
     tab shown)."""
-    tabs = all_tabs() if tabs is None else tabs
     rows = ["| key | value | on the page |", "|---|---|---|"]
     for keys, value, where in KEY_DOCS:
         value = ", ".join(f"`{t.id}`" for t in tabs) if value == "TABS" else value

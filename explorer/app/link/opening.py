@@ -21,13 +21,13 @@ import gradio as gr
 from gradio.utils import get_space
 
 from ...checkpoints import LoadedModel
-from ..errors import escape_md, user_message
-from ..handlers import PRIVATE, reporting
-from ..head_switches import switch_updates
-from ..page import Page
+from ..page.head_switches import switch_updates
+from ..page.layout import Page
 from ..run.request import page_heads
 from ..run.view import default_kind
-from ..session import Session, checked_source, get_model, load_session
+from ..serving.errors import escape_md, user_message
+from ..serving.handlers import PRIVATE, reporting
+from ..serving.session import Session, checked_source, get_model, load_session
 from .state import LinkState, fit_length, from_page, notice_line, parse_link
 from .values import show
 

@@ -1,6 +1,6 @@
 """A link that reopens a view: the page's settings as a URL query, and back.
 
-    state, notices = parse_link(request.query_params, check_model=...)   # opening a link
+    state, notices = parse_link(request.query_params, check_model=..., tabs=...)   # opening a link
     state.to_query()   # "model=date-translator&s1=3%20May%202024&layer=1&off=decoder:L1H2,L1H3;cross:L0H0"
 
 The page's keys (`KEYS`), in their canonical order: model, s1, s2, tab, kind, layer, head, sentence, measure, off,
@@ -8,7 +8,7 @@ padding, causal, mask, blocked, window, position, continue, sample, temperature,
 tab's own keys (`Tab.link_keys`: the Compare models tab's model2, the Contributions tab's position and tokens, ...),
 in the order of the tabs. Each value goes
 through the checks the same value goes through when typed on the page: a model name through `check_model` (the page
-passes the allow-list of shipped names, allowed folders and Hub ids, explorer.app.session.checked_source), the
+passes the allow-list of shipped names, allowed folders and Hub ids, explorer.app.serving.session.checked_source), the
 numbers through the ranges of the page's fields, the choices through the page's choices. Parsing never raises: an
 unknown key or an invalid value becomes a notice (one short phrase each, `notice_line` joins them) and is left out,
 and the rest stands. Keys that start with "__" are Gradio's and Hugging Face's own (`__theme`, `__sign`): ignored.
@@ -25,10 +25,10 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from ..head_labels import parse_heads
-from ..limits import MAX_NAME_CHARS, MAX_NEW_TOKENS
+from ..page.head_labels import parse_heads
 from ..run.toggles import CUSTOM_MASKS, Head
 from ..run.view import MEASURES, default_kind
+from ..serving.limits import MAX_NAME_CHARS, MAX_NEW_TOKENS
 from .values import (KINDS, Invalid, choice, flag, format_off, number_text, parse_off, query_pairs, sampling_value,
                      sentence_text, show, whole)
 
@@ -154,12 +154,6 @@ def tab_keys(tabs: Iterable[Any]) -> dict[str, Any]:
     return keys
 
 
-def all_tabs() -> Sequence[Any]:
-    from ..tabs import TABS
-
-    return TABS
-
-
 def parse_value(key: str, text: str, check_model: CheckModel, tabs: Sequence[Any], notices: list[str]) -> Any:
     """One page key's value; Invalid when the key does not accept it (sentences are cut, with a notice)."""
     if key == "model":
@@ -205,10 +199,9 @@ def parse_value(key: str, text: str, check_model: CheckModel, tabs: Sequence[Any
 
 
 def parse_link(query: Mapping[str, Any] | Iterable[tuple[str, Any]] | str, *, check_model: CheckModel,
-               tabs: Sequence[Any] | None = None) -> tuple[LinkState, list[str]]:
+               tabs: Sequence[Any]) -> tuple[LinkState, list[str]]:
     """The state a link asks for, and a notice for each key or value it could not take (unknown key, invalid value,
-    a key given twice: the first stands). `tabs`: the page's tabs (default: tabs.TABS)."""
-    tabs = all_tabs() if tabs is None else tabs
+    a key given twice: the first stands). `tabs`: the page's tabs (`page.registry`, the page's tabs.TABS)."""
     own = tab_keys(tabs)
     notices: list[str] = []
     values: dict[str, Any] = {}
@@ -240,8 +233,8 @@ def parse_link(query: Mapping[str, Any] | Iterable[tuple[str, Any]] | str, *, ch
 def from_page(*, source: str | None, text1: Any, text2: Any, tab: Any, kind: Any, layer: Any, head: Any,
               sentence: Any, measure: Any, heads_on: Mapping[str, Any] | None, kinds: Mapping[str, tuple[int, int]],
               padding: Any, causal: Any, mask: Any, blocked: Any, window: Any, position: Any, new_tokens: Any,
-              check_model: CheckModel, tab_values: Mapping[str, Any] | None = None,
-              tabs: Sequence[Any] | None = None, sampling: Sequence[Any] = ()) -> tuple[LinkState, list[str]]:
+              check_model: CheckModel, tabs: Sequence[Any], tab_values: Mapping[str, Any] | None = None,
+              sampling: Sequence[Any] = ()) -> tuple[LinkState, list[str]]:
     """The link of what the page shows: its component values through the same parser as an opened link (a value the
     page holds that a link would refuse is left out, with its notice). `heads_on`: kind -> the labels on (None: all);
     `tab_values`: the shown tab's own keys -> its components' values; `sampling`: the page's sample, temperature,

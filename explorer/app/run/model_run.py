@@ -18,17 +18,17 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from ...outputs import causal_lm, masked_lm
-from ...outputs.classifier import class_probabilities
 from ...batching import pad_rows
 from ...checkpoints import LoadedModel
-from ...outputs.generate import Generation, generate
-from ...outputs.sampling import Sampling
 from ...model.cache import DecoderCache
 from ...model.returns import AttentionMasks
-from ..errors import AppError
+from ...outputs import causal_lm, masked_lm
+from ...outputs.classifier import class_probabilities
+from ...outputs.generate import Generation, generate
+from ...outputs.sampling import Sampling
+from ..serving.errors import AppError
+from ..serving.limits import MAX_NEW_TOKENS
 from .inputs import PAD_LABEL, Inputs, TextCodec, answer_length, pad_id_of, row_mask
-from ..limits import MAX_NEW_TOKENS
 from .returned import full_masks, norms_of, on_cpu, values_record, weights_dtype
 from .sampled import FirstStep, first_steps
 from .sentence_outputs import ClassProbabilities, Embedding, GeneratedText, MaskFillers, NextTokens, Output

@@ -16,10 +16,10 @@ import plotly.graph_objects as go
 
 from ... import viz
 from ...labels import printable
+from ..serving.errors import escape_md
+from .inputs import TextCodec
 from .pair import Comparison
 from .sampled import sampling_words
-from ..errors import escape_md
-from .inputs import TextCodec
 from .sentence_outputs import ClassProbabilities, Embedding, GeneratedText, MaskFillers, NextTokens
 from .view import View
 

@@ -105,7 +105,7 @@ class Outputs:
         rests: list[Callable[[], None]] = [functools.partial(run.rest, base) for run, base in pairs
                                            if run.rest is not None]
         self._runs, self._error = (baseline, toggled), None
-        threads = torch.get_num_threads()  # a request's share of the cores (explorer.app.cores), per thread
+        threads = torch.get_num_threads()  # a request's share of the cores (explorer.app.serving.cores), per thread
 
         def work() -> None:
             try:

@@ -14,11 +14,11 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ..build import BuildSpec
-from ..errors import AppError
-from ..head_labels import parse_heads
 from ...outputs.sampling import Sampling
-from ..limits import DEFAULT_CONTINUATION, MAX_NEW_TOKENS
+from ..page.head_labels import parse_heads
+from ..serving.build import BuildSpec
+from ..serving.errors import AppError
+from ..serving.limits import DEFAULT_CONTINUATION, MAX_NEW_TOKENS
 from .toggles import Toggles
 from .view import View
 

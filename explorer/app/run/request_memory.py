@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING
 from ...checkpoints import LoadedModel
 from ...model import TransformerConfig
 from ...model.attention import BLOCK_CELLS
+from ..serving.limits import DEFAULT_REQUEST_MEMORY, MAX_NEW_TOKENS
 from .inputs import codec_for, encode_inputs
-from ..limits import DEFAULT_REQUEST_MEMORY, MAX_NEW_TOKENS
 from .returned import FLOAT32_WEIGHTS_LIMIT
 
 if TYPE_CHECKING:

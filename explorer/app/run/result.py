@@ -1,11 +1,12 @@
 """Everything a Run shows: its notices, token table and output table, and every tab's figures drawn from reductions
 of the runs (`figures.RunFigure`: one head's matrices, the overview's pooled tiles, the head-averaged attention for
 rollout, ...). Once the reductions are made the full attention is let go, so a result kept for the session's tabs
-(explorer.app.kept, without its figures) is small, and opening another tab draws from it without running the model.
+(explorer.app.serving.kept, without its figures) is small, and opening another tab draws from it without running the
+model.
 
 A language model's outputs come after its attention (`pair.compare_in_steps`): a `FirstLook` holds the reductions
 of the visible tab's first figures, drawn at once, and the Analysis reuses them once the outputs are known. Both are
-plain data (arrays, labels, tables), so they may come from another process (explorer.app.compute).
+plain data (arrays, labels, tables), so they may come from another process (explorer.app.serving.compute).
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ import numpy as np
 from ...checkpoints import LoadedModel
 from ...labels import occurrence_note, unique_labels
 from ...outputs.sampling import Sampling
-from ..errors import escape_md
-from ..limits import MAX_TOKENS
+from ..serving.errors import escape_md
+from ..serving.limits import MAX_TOKENS
 from .figures import ALL, Reduction, RunFigure, RunFigures, draw
 from .inputs import token_table
 from .output_chips import output_chips
@@ -63,7 +64,7 @@ class Reductions:
         return self
 
     def __getstate__(self) -> dict:
-        """Pickled (from a GPU worker to the server, explorer.app.compute): complete, never the runs."""
+        """Pickled (from a GPU worker to the server, explorer.app.serving.compute): complete, never the runs."""
         return dict(self.complete().__dict__)
 
 
@@ -113,8 +114,9 @@ class Analysis:
                 f"({self.view.kind}): {change}")
 
     def kept(self) -> "Analysis":
-        """This result, complete, without its drawn figures: what the store of kept results holds (explorer.app.kept)
-        — a kept result draws its figures again when asked, so it never grows past the bytes the store counted."""
+        """This result, complete, without its drawn figures: what the store of kept results holds
+        (explorer.app.serving.kept) — a kept result draws its figures again when asked, so it never grows past the bytes
+        the store counted."""
         kept = copy.copy(self.complete())
         kept.drawn = None
         return kept
@@ -160,7 +162,7 @@ def analyze(loaded: LoadedModel, text1: str | None, text2: str | None, toggles: 
 class FirstLook:
     """A Run whose attention is known and outputs are not yet: its notices and the reductions of some figures of the
     one tab it was asked for (plain arrays and labels: it may cross spaces.GPU's process boundary,
-    explorer.app.compute)."""
+    explorer.app.serving.compute)."""
 
     def __init__(self, reduced: Reductions, cmp: Comparison, tab: str, figures: tuple[RunFigure, ...]):
         self.tab, self.names = tab, tuple(f.name for f in figures)

@@ -18,14 +18,14 @@ from ... import viz
 from ...batching import pad_rows
 from ...checkpoints import LoadedModel
 from ...interpret.importance import IGNORE, HeadImportance, Probe, head_importance
-from ..assets import plot
 from ..forms import endpoint
-from ..handlers import reporting
+from ..page.assets import plot
 from ..run.inputs import pad_id_of, row_mask
 from ..run.pair import compare
 from ..run.request import toggles_from
 from ..run.toggles import Toggles, custom_mask
 from ..run.view import KIND_TITLES
+from ..serving.handlers import reporting
 from .base import Tab, TabEvents
 
 ANSWER = "log-probability of the model's own answer"

@@ -1,6 +1,6 @@
 """The Lens tab (language models: a decoder-only model, or the decoder of an encoder-decoder): what each layer's
 residual stream would predict if the model stopped there (explorer.interpret.lens), on sentence 1 as the model
-reads it (a sequence model: prompt or source and its own greedy answer; explorer.app.readings).
+reads it (a sequence model: prompt or source and its own greedy answer; explorer.app.run.readings).
 
 Shapes: L layers, T decoder positions. The lens has L + 1 rows (the embeddings, then each layer's output); its
 last row is the model's own prediction.
@@ -20,12 +20,12 @@ import torch
 from ... import viz
 from ...checkpoints import LoadedModel
 from ...interpret import LogitLens, logit_lens
-from ..assets import plot
-from ..errors import AppError, escape_md
 from ..forms import endpoint
-from ..handlers import reporting
-from ..readings import read_texts
+from ..page.assets import plot
 from ..run.inputs import codec_for
+from ..run.readings import read_texts
+from ..serving.errors import AppError, escape_md
+from ..serving.handlers import reporting
 from .base import Tab, TabEvents
 
 

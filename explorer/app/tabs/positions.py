@@ -16,13 +16,13 @@ import plotly.graph_objects as go
 
 from ... import positions, viz
 from ...checkpoints import LoadedModel
-from ..assets import plot
-from ..errors import escape_md
 from ..forms import endpoint
-from ..handlers import PRIVATE, reporting
-from ..limits import POSITIONAL_D_MODEL, POSITIONAL_LENGTH, positional_args
 from ..link.values import whole
-from ..session import Session
+from ..page.assets import plot
+from ..serving.errors import escape_md
+from ..serving.handlers import PRIVATE, reporting
+from ..serving.limits import POSITIONAL_D_MODEL, POSITIONAL_LENGTH, positional_args
+from ..serving.session import Session
 from .base import LinkKey, Tab, TabEvents
 
 MODEL_FIGURES = 4  # plots the tab keeps for the model's own scheme (BART's learned tables: 2 per stack)
@@ -86,7 +86,7 @@ class PositionalForm:
 
 
 def draw(view: PositionalView) -> PositionalView:
-    """The view's figures as plot JSON (they may come from a GPU worker: explorer.app.compute)."""
+    """The view's figures as plot JSON (they may come from a GPU worker: explorer.app.serving.compute)."""
     return PositionalView(plot(view.heat), plot(view.curves), plot(view.similarity), view.scheme,
                           [plot(f) for f in view.model])
 
