@@ -8,7 +8,7 @@ from typing import Any
 
 import gradio as gr
 
-from .base import Tab
+from ..base import Tab
 
 ADDRESS = "http://127.0.0.1:7860/"  # in the example until the page script puts the page's own address there
 API_TEXT = f"""
