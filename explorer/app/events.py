@@ -259,3 +259,5 @@ class PageEvents:
                                                         [self.status, *c.head_groups], **PRIVATE)))
         for reflow in (m.sidebar.expand, m.sidebar.collapse):
             reflow(None, js=REFLOW_JS)
+        for t in page.registry:  # every event is wired: what a tab reads of them (the API tab: its endpoints)
+            t.page_wired(page.parts[t.id], page.demo)

@@ -1,5 +1,6 @@
-"""The API tab: the page's actions as named HTTP endpoints, with a gradio_client example (docs/http-api.md lists
-every endpoint, its parameters and what it returns)."""
+"""The API tab: the page's actions as named HTTP endpoints, listed from the wired page when it is built
+(`endpoints`: a new tab's endpoint appears here without a change to this module), with a gradio_client example whose
+address the page script sets to the page's own (docs/http-api.md lists every endpoint's parameters and returns)."""
 
 from __future__ import annotations
 
@@ -9,13 +10,12 @@ from typing import Any
 import gradio as gr
 
 from ..base import Tab
+from .endpoints import endpoint_list, endpoints
 
 ADDRESS = "http://127.0.0.1:7860/"  # in the example until the page script puts the page's own address there
 API_TEXT = f"""
-The page's actions, from a program: each is a named HTTP endpoint (`/analyze`, `/load_model`, `/build_model`,
-`/show_tab`, `/head_computation`, `/positional`, `/importance`, `/roles`, `/switch_off_role`, `/patching`, `/lens`,
-`/contributions`, `/features`, `/switch_latents`, `/steer`, `/set_model2`, `/compare_models`, `/download_view`;
-docs/http-api.md in the repository lists their parameters and returns).
+The page's actions, from a program: each is a named HTTP endpoint (listed below with its parameters in order;
+`client.view_api()` gives their types and defaults, docs/http-api.md in the repository what each returns).
 From Python, with `pip install gradio_client`:
 
 ```python
@@ -32,6 +32,8 @@ print(output["data"])                           # baseline vs toggled answers, p
 
 Each client keeps its own session, so the model chosen with `/load_model` is the one `/analyze` uses. Save any
 figure as PNG with the camera button of its toolbar.
+
+The endpoints:
 """
 # The example names the address this page was opened at (on a Space, its *.hf.space address), once it is drawn.
 SCRIPT = f"""
@@ -61,7 +63,15 @@ class ApiTab(Tab):
     script = SCRIPT
 
     def layout(self, start: Any) -> ApiParts:
-        return ApiParts(gr.Markdown(API_TEXT, elem_id="api-text"))
+        return ApiParts(gr.Markdown(API_TEXT, elem_id="api-text"))  # its list once the page is wired (page_wired)
+
+    def page_wired(self, parts: ApiParts, demo: Any) -> None:
+        parts.text.value = parts.text.postprocess(api_text(demo))
+
+
+def api_text(demo: Any) -> str:
+    """The tab's text on a wired page: the example, then every named endpoint of `demo`."""
+    return API_TEXT + endpoint_list(endpoints(demo)) + "\n"
 
 
 TAB = ApiTab()
