@@ -228,9 +228,13 @@ class PageEvents:
         changes = self.models.wire()  # /load_model and /build_model
         run_inputs = RunForm.inputs(page) + [page.kept]
         i.api_run.click(endpoint(RunForm, self.analyze_at_once, "analyze", extra=("shown",)), run_inputs,
-                        self.analysis_outputs, api_name="analyze")
+                        self.analysis_outputs, api_name="analyze",
+                        api_description="Run the model on the sentences with the masks and head switches: its "
+                                        "output and the figures of `tab`.")
         shown_outputs = [page.visible_tab, self.status, *self.plots.values()]
-        i.api_tab.click(self.show_tab, [page.visible_tab, page.kept], shown_outputs, api_name="show_tab")
+        i.api_tab.click(self.show_tab, [page.visible_tab, page.kept], shown_outputs, api_name="show_tab",
+                        api_description="Draw one tab's figures from this client's last /analyze, without running "
+                                        "the model again.")
         for t in page.registry:  # opening a tab draws its figures of the last Run (and tells the next Run)
             self.selected[t.id] = page.tabs[t.id].select(functools.partial(self.show_tab, t.id), [page.kept],
                                                          shown_outputs, **PRIVATE)

@@ -171,7 +171,8 @@ class DownloadEvents:
     def wire(self) -> None:
         r, i = self.page.results, self.page.inputs
         i.api_tab.click(self.download_view, [self.page.visible_tab, self.page.kept], [r.download_file, self.status],
-                        api_name="download_view")
+                        api_name="download_view",
+                        api_description="One tab of this client's last /analyze as a self-contained HTML file.")
         r.download.click(self.download, self.inputs(), [r.download_file, self.status], js=self.only_shown_js(),
                          **PRIVATE).then(None, None, None, js=CLICK_JS, **PRIVATE)
         self.page.demo.unload(self.session_ended)

@@ -131,9 +131,13 @@ class ModelEvents:
         page, m, i = self.page, self.page.model, self.page.inputs
         texts = [i.text1, i.text2, page.kept]  # kept: the last Run's toggles, named when a model change resets them
         loaded = m.load_btn.click(self.load_model, [m.source, m.custom_source, m.device_in, *texts],
-                                  self.app.model_outputs, api_name="load_model")
+                                  self.app.model_outputs, api_name="load_model",
+                                  api_description="Load a model into this client's session: a shipped `source`, "
+                                                  "or a Hub id or allowed folder.")
         built = m.build_btn.click(self.build_model, [*m.build_form(), *texts], self.app.model_outputs,
-                                  api_name="build_model")
+                                  api_name="build_model",
+                                  api_description="Build a Transformer with random weights, from a preset or these "
+                                                  "sizes, into this client's session.")
         m.preset.input(self.fill_preset, [m.preset], [m.arch, m.n_layers, m.n_heads, m.d_model, m.d_ff, m.norm,
                                                       m.positional], **PRIVATE)
         return [loaded, built]

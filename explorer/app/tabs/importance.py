@@ -149,7 +149,9 @@ class ImportanceTab(Tab):
         i, c = page.inputs, page.controls
         parts.rank_btn.click(endpoint(ImportanceForm, ev.ranked, "importance"),
                              [page.session, i.text1, i.text2, c.padding, c.causal, c.custom, c.block_token, c.window,
-                              c.kind], [app.status, parts.summary, parts.importance_plot], api_name="importance")
+                              c.kind], [app.status, parts.summary, parts.importance_plot], api_name="importance",
+                             api_description="Which heads the output needs most: its change when each head alone "
+                                             "is off, and a gradient estimate.")
         return ev
 
     def model_updates(self, parts: ImportanceParts, info: Any) -> dict:

@@ -122,7 +122,9 @@ class LensTab(Tab):
     def wire(self, parts: LensParts, app: Any) -> Any:
         ev, page = LensEvents(app, parts), app.page
         parts.lens_btn.click(endpoint(LensForm, ev.read, "lens"), [page.session, page.inputs.text1],
-                             [app.status, parts.summary, parts.lens_plot], api_name="lens")
+                             [app.status, parts.summary, parts.lens_plot], api_name="lens",
+                             api_description="Logit lens: the top token after each layer, and the final "
+                                             "prediction's rank per layer.")
         return ev
 
     def model_updates(self, parts: LensParts, info: Any) -> dict:

@@ -176,7 +176,9 @@ class PatchingTab(Tab):
         parts.patch_btn.click(endpoint(PatchingForm, ev.patched, "patching"),
                               [page.session, page.inputs.text1, page.inputs.text2, parts.clean_answer,
                                parts.corrupted_answer], [app.status, parts.summary, parts.patch_plot],
-                              api_name="patching")
+                              api_name="patching",
+                              api_description="Activation patching: how much of the clean answer each head or "
+                                              "position restores when patched into the corrupted run.")
         return ev
 
     def model_updates(self, parts: PatchingParts, info: Any) -> dict:

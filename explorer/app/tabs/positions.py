@@ -188,7 +188,9 @@ class PositionsTab(Tab):
     def wire(self, parts: PositionsParts, app: Any) -> Any:
         ev = PositionsEvents(app, parts)
         parts.show_btn.click(endpoint(PositionalForm, ev.shown, "positional"), self.inputs(parts, app),
-                             parts.outputs(app.status), api_name="positional")
+                             parts.outputs(app.status), api_name="positional",
+                             api_description="The textbook sinusoidal encoding for d_model and positions, and the "
+                                             "loaded model's own positions.")
         return ev
 
     def after_model_change(self, parts: PositionsParts, app: Any, ran: Any) -> None:

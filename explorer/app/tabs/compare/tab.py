@@ -220,10 +220,14 @@ class CompareTab(Tab):
         ev, page, p = CompareEvents(app, parts), app.page, parts
         inputs, outputs = self.inputs(p, app), self.outputs(p, app)
         compare = endpoint(CompareForm, ev.compared, "compare_models")
-        p.compare_btn.click(compare, inputs, outputs, api_name="compare_models")
+        p.compare_btn.click(compare, inputs, outputs, api_name="compare_models",
+                            api_description="Two models on the same sentences, side by side: each one's chosen "
+                                            "head, every head and its output.")
         again = dict(fn=compare, inputs=inputs, outputs=outputs, **PRIVATE)
         p.model2.input(endpoint(SecondModelForm, ev.set_second, "set_model2"), [page.session, p.model2],
-                       [app.status, *p.second()], api_name="set_model2"
+                       [app.status, *p.second()], api_name="set_model2",
+                       api_description="Choose /compare_models' second model: its attention kinds, layers, heads "
+                                       "and head switches."
                        ).then(ev.compare_if_set, [app.status, *inputs], outputs, **PRIVATE)
         both = list({id(c): c for c in [*app.model_outputs, app.status, *p.second()]}.values())
         pair_inputs = [p.pair, page.model.device_in, page.inputs.text1, page.inputs.text2, page.kept]

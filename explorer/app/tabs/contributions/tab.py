@@ -256,7 +256,9 @@ class ContributionsTab(Tab):
                   p.threshold]
         attribute = dict(fn=endpoint(ContributionForm, ev.attributed, "contributions", extra=("extend", "asked")),
                          inputs=[*inputs, p.extend, p.asked], outputs=[app.status, *p.outputs()])
-        p.run_btn.click(**attribute, api_name="contributions")
+        p.run_btn.click(**attribute, api_name="contributions",
+                        api_description="Where a prediction comes from: each head's and MLP's share of its logit, "
+                                        "and each input token's.")
         rank = dict(fn=endpoint(ContributionForm, ev.ranked, "rank_heads", extra=("extend", "search_pairs")),
                     inputs=[*inputs, p.extend, p.pairs], outputs=[app.status, p.why_md, p.why_df, p.why_result])
         p.why_btn.click(**rank, **PRIVATE)

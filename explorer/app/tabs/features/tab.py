@@ -255,12 +255,18 @@ class FeaturesTab(Tab):
         outputs = [app.status, p.out_md, p.out_df]
         switch_inputs = [session, text, p.sae, p.switches, tokens]
         read = p.run_btn.click(endpoint(FeatureForm, ev.read, "features"), [session, text, p.sae, p.latent],
-                               [app.status, *p.reading()], api_name="features")
+                               [app.status, *p.reading()], api_name="features",
+                               api_description="Sentence 1 through a sparse autoencoder (SAE): its latents per "
+                                               "token and one latent's dashboard.")
         p.switch_btn.click(endpoint(SwitchForm, ev.switch, "switch_latents"), switch_inputs, outputs,
-                           api_name="switch_latents")
+                           api_name="switch_latents",
+                           api_description="The output with SAE latents switched off, clamped or added, beside the "
+                                           "baseline.")
         p.steer_btn.click(endpoint(SteerForm, ev.steer, "steer"),
                           [session, text, p.contrast, p.toward, p.layer, p.coefficient, tokens], outputs,
-                          api_name="steer")
+                          api_name="steer",
+                          api_description="The output steered at a layer by sentence 1 (or `toward`) minus a "
+                                          "contrast text, beside the baseline.")
         read.then(ev.after_read, switch_inputs, outputs, **PRIVATE)
         p.click.change(ev.clicked, [p.click, session, text, p.sae], [app.status, *p.reading()], **PRIVATE)
         p.add_btn.click(ev.add_switch, [p.switches, p.latent, p.mode, p.value], [app.status, p.switches], **PRIVATE

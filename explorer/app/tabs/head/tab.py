@@ -230,7 +230,9 @@ class HeadTab(Tab):
         ev, page, p = HeadEvents(app, parts), app.page, parts
         inputs, outputs = self.inputs(p, app), [app.status, *p.shown()]
         p.api_btn.click(endpoint(HeadForm, ev.api, "head_computation"), inputs, [*outputs, p.data],
-                        api_name="head_computation")
+                        api_name="head_computation",
+                        api_description="How one head computes at one query token, step by step, without and with "
+                                        "the toggles.")
         with_state = [*inputs, p.state]
         shown = endpoint(HeadForm, ev.shown_tab, "head_shown", extra=("state",))
         for trigger in (p.run_btn.click, p.query.input, p.lines_heads.input):

@@ -205,10 +205,14 @@ class RolesTab(Tab):
         roles_inputs = [page.session, i.text1, c.kind, *c.head_groups]
         outputs = [app.status, parts.summary, parts.probe_plot, parts.text_plot]
         roles = endpoint(RolesForm, ev.scored, "roles")
-        parts.score_btn.click(roles, roles_inputs, outputs, api_name="roles")
+        parts.score_btn.click(roles, roles_inputs, outputs, api_name="roles",
+                              api_description="Score every head on each role (previous token, induction, ...) on "
+                                              "a probe and on sentence 1.")
         switch = endpoint(SwitchOffForm, ev.switched_off, "switch_off_role")
         switched = parts.off_btn.click(switch, [page.session, i.text1, c.kind, parts.role, parts.k, parts.rank_by],
-                                       [app.status, parts.off_md, *c.head_groups], api_name="switch_off_role")
+                                       [app.status, parts.off_md, *c.head_groups], api_name="switch_off_role",
+                                       api_description="The head switches with the top k heads of a role off "
+                                                       "(pass them to /analyze or /roles).")
         # The page then runs with those heads off, and the tab shows the probe's loss with them off.
         app.then_analyze(switched).then(roles, roles_inputs, outputs, **PRIVATE)
         return ev
