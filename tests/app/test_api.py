@@ -35,12 +35,17 @@ def figure(value) -> dict:
     return json.loads(value["plot"])
 
 
-def test_named_endpoints_exist_and_the_api_tab_names_each(client):
-    from explorer.app.tabs.api import API_TEXT
+def test_named_endpoints_exist_and_the_api_tab_lists_what_a_client_sees(client):
+    """The served API tab lists the endpoints as gradio_client reads them: each name, its parameters in order and
+    its line."""
+    from explorer.app.tabs.api.endpoints import endpoint_list, endpoints_of
 
-    names = set(client.view_api(print_info=False, return_format="dict")["named_endpoints"])
-    assert {"/load_model", "/build_model", "/analyze", "/positional", "/importance"} <= names
-    assert {name for name in names if f"`{name}`" not in API_TEXT} == set()
+    view = client.view_api(print_info=False, return_format="dict")
+    names = set(view["named_endpoints"])
+    assert {"/load_model", "/build_model", "/analyze", "/positional", "/importance", "/download_view"} <= names
+    text = next(c["props"]["value"] for c in client.config["components"] if c["props"].get("elem_id") == "api-text")
+    assert endpoint_list(endpoints_of(view, client.config)) in text
+    assert {name for name in names if f"- `{name}(" not in text} == set()
 
 
 def test_analyze_in_a_fresh_session(client):
