@@ -21,6 +21,7 @@ from .assets import REFLOW_JS, plot
 from .compute import Compute
 from .errors import AppError, escape_md
 from .forms import RunForm, endpoint
+from .gradio_fixes import progress_on_text
 from .handlers import PRIVATE, reporting
 from .head_switches import switch_updates
 from .kept import Shown
@@ -259,3 +260,4 @@ class PageEvents:
                                                         [self.status, *c.head_groups], **PRIVATE)))
         for reflow in (m.sidebar.expand, m.sidebar.collapse):
             reflow(None, js=REFLOW_JS)
+        progress_on_text(page.demo, self.status)  # the page's loading statuses on small text only (gradio_fixes)
