@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from ...outputs import causal_lm, masked_lm
+from ...outputs import masked_lm
 from ...outputs.classifier import class_probabilities
 from ...batching import pad_rows
 from ...checkpoints import LoadedModel
@@ -30,8 +30,9 @@ from ..errors import AppError
 from .inputs import PAD_LABEL, Inputs, TextCodec, answer_length, pad_id_of, row_mask
 from ..limits import MAX_NEW_TOKENS
 from .returned import full_masks, norms_of, on_cpu, values_record, weights_dtype
+from .predictions import chosen_predictions, every_position, first_next_tokens
 from .sampled import FirstStep, first_steps
-from .sentence_outputs import ClassProbabilities, Embedding, GeneratedText, MaskFillers, NextTokens, Output
+from .sentence_outputs import ClassProbabilities, Embedding, GeneratedText, MaskFillers, Output
 from .toggles import Toggles, custom_mask
 
 
@@ -56,6 +57,8 @@ class Run:
     # length of what each key adds through each head (explorer.interpret.value_weighted), for value-weighted views
     first_steps: list[FirstStep] = field(default_factory=list)  # a sampled baseline: per sentence, its first generated
     # token's distribution and draw (run.sampled); empty when greedy or nothing was generated
+    every_position: Callable[["Run | None"], None] | None = None  # a language model's predictions at every position,
+    # left until read (run.predictions: its outputs hold the chosen position's); None once made
 
     @property
     def complete(self) -> bool:
@@ -66,6 +69,13 @@ class Run:
         if self.rest is not None:
             rest, self.rest = self.rest, None
             rest(baseline)
+        self.predict_every_position(baseline)
+
+    def predict_every_position(self, baseline: "Run | None" = None) -> None:
+        """Make what `every_position` left (once; the outputs first, `finish`); `baseline` as in `finish`, predicted."""
+        if self.every_position is not None:
+            later, self.every_position = self.every_position, None
+            later(baseline)
 
 
 def mask_fillers(loaded: LoadedModel, logits: Tensor, inputs: Inputs, baseline: Run | None) -> list[Output]:
@@ -148,10 +158,11 @@ def answer(loaded: LoadedModel, codec: TextCodec, gen: Generation, b: int) -> Ge
 
 
 def run_language_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, toggles: Toggles,
-                       head_mask: dict | None, new_tokens: int, sampling: Sampling | None = None) -> Run:
+                       head_mask: dict | None, new_tokens: int, sampling: Sampling | None = None,
+                       position: int = -1) -> Run:
     """A causal LM reads the sentences as typed: attention over them now; its outputs, the next-token predictions
-    at every position and a greedy continuation of each sentence, are left to `Run.finish` (the vocabulary head at
-    1,024 positions and the continuation take as long as drawing the attention, which need not wait for them)."""
+    after `position` and a greedy continuation of each sentence, are left to `Run.finish` (drawing the attention need
+    not wait for them), its predictions at every position to `Run.every_position` (run.predictions)."""
     model = loaded.model
     src, real = inputs.padded(pad_id_of(loaded), model.device), inputs.key_mask(model.device)
     mask, notice = custom_mask(toggles, src.shape[1], model.device)
@@ -171,28 +182,23 @@ def run_language_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, to
 
     @torch.inference_mode()
     def outputs(baseline: Run | None) -> None:
-        """The baseline's favourites rated (a toggled run), the predictions, the continuations."""
+        """The predictions after the chosen position (the baseline's favourite rated: a toggled run), continuations."""
         nonlocal prompts
-        favourites = None
-        if baseline is not None:  # (B, T): sentences of different lengths are padded (the padding rates id 0)
-            favourites = torch.zeros(src.shape, dtype=torch.long, device=model.device)
-            for b, out in enumerate(baseline.outputs):
-                favourites[b, : len(out.top_ids)] = out.top_ids[:, 0]
-        pred = causal_lm.head_predictions(model.generator, hidden, src, real, TOP_K, favourites)  # no (B, T, V) logits
+        chosen = chosen_predictions(model.generator, hidden, src, inputs.rows, position, TOP_K, baseline)
         gens = generate_rows(loaded, inputs, toggles, head_mask, new_tokens, prompts, sampling)
         prompts = None
         # The baseline's first draw (what the sampling view shows): the vocabulary head at each prompt's last token.
         run.first_steps = first_steps(lambda b: model.generator.logits(hidden[b, len(inputs.rows[b]) - 1]), gens,
                                       sampling if baseline is None else None, loaded.task.get("suppress_ids", ()))
         for b, (row, (gen, gb)) in enumerate(zip(inputs.rows, gens)):
-            n = len(row)
-            run.outputs.append(NextTokens(pred.top_ids[b, :n].cpu(), pred.top_probs[b, :n].cpu(),
-                                          pred.surprisal[b, : n - 1].cpu(),
-                                          None if favourites is None else pred.favourite_probs[b, :n].cpu(),
-                                          answer(loaded, codec, gen, gb)))
+            run.outputs.append(first_next_tokens(chosen, b, len(row), answer(loaded, codec, gen, gb)))
         run.generations.extend(gens)
 
-    run.rest = outputs
+    @torch.inference_mode()
+    def predictions(baseline: Run | None) -> None:
+        run.outputs[:] = every_position(model.generator, hidden, src, real, run.outputs, TOP_K, baseline)
+
+    run.rest, run.every_position = outputs, predictions
     return run
 
 
@@ -269,18 +275,19 @@ def takes_length(loaded: LoadedModel) -> bool:
 @torch.inference_mode()
 def run_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, toggles: Toggles, head_mask: dict | None,
               baseline: Run | None = None, new_tokens: int | None = None, later: bool = False,
-              sampling: Sampling | None = None) -> Run:
+              sampling: Sampling | None = None, position: int = -1) -> Run:
     """One full run under `toggles` (see the module docstring). A toggled run gets the `baseline` run, so it reads
     the same answer (sequence models) or rates the same favourites (language models, masked LMs). `new_tokens`: how
     many tokens a language model continues each sentence with, or a Hub encoder-decoder generates at most (default:
     the task's own limit). `later`: a language model's outputs are left to `Run.finish(baseline)` (the attention
     is ready first); other models' runs are complete at once. `sampling`: how generated tokens are drawn (None:
-    greedy; `pair` passes the same to both runs, so they read the same seeded uniforms)."""
+    greedy; `pair` passes the same to both runs, so they read the same seeded uniforms). `position`: a language model's
+    next-token position predicted first (`View.position`), the others when read (`Run.predict_every_position`)."""
     if loaded.arch == "encoder":
         return run_encoder(loaded, inputs, toggles, head_mask, baseline)
     if is_language_model(loaded):
         run = run_language_model(loaded, codec, inputs, toggles, head_mask,
-                                 answer_length(loaded) if new_tokens is None else new_tokens, sampling)
+                                 answer_length(loaded) if new_tokens is None else new_tokens, sampling, position)
         if not later:
             run.finish(baseline)
         return run

@@ -57,6 +57,7 @@ class Reductions:
 
     def complete(self) -> "Reductions":
         if self.cmp is not None:
+            self.cmp.predict_every_position()  # what the result keeps is whole, whichever reductions read it
             for reduction in self._makers.values():
                 self(reduction)
             self.cmp, self._makers = None, {}
@@ -69,6 +70,8 @@ class Reductions:
 
 def change_by_layer(cmp: Comparison, view: View) -> np.ndarray:
     """(L,) the largest change of any attention weight of the view's kind and sentence, per layer."""
+    if cmp.no_toggle:  # one run: nothing changed (not 144 maps of T x T subtracted to find it)
+        return np.zeros(len(cmp.toggled.attentions[view.kind]))
     return np.array([float((t[view.row] - s[view.row]).abs().max()) for t, s in
                      zip(cmp.toggled.attentions[view.kind], cmp.baseline.attentions[view.kind])])
 
@@ -185,7 +188,8 @@ def analyze_in_steps(loaded: LoadedModel, text1: str | None, text2: str | None, 
     Analysis, which reuses the reductions made for the looks and makes the others when asked or completed
     (`Analysis.complete`: after its tab and outputs are sent)."""
     view, reduced = view or View(), None
-    for cmp in compare_in_steps(loaded, text1, text2, toggles, max_tokens, new_tokens, sampling=sampling):
+    for cmp in compare_in_steps(loaded, text1, text2, toggles, max_tokens, new_tokens, sampling=sampling,
+                                position=view.position):
         if not cmp.complete:
             reduced = Reductions(cmp, view, figures.reductions)
             for k, step in enumerate(figures.first_looks(first_tab)):
