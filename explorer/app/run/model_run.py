@@ -18,14 +18,14 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from ...outputs import masked_lm
-from ...outputs.classifier import class_probabilities
 from ...batching import pad_rows
 from ...checkpoints import LoadedModel
+from ...model import AttentionMasks, Record
+from ...model.cache import DecoderCache
+from ...outputs import masked_lm
+from ...outputs.classifier import class_probabilities
 from ...outputs.generate import Generation, generate
 from ...outputs.sampling import Sampling
-from ...model.cache import DecoderCache
-from ...model.returns import AttentionMasks
 from ..errors import AppError
 from .inputs import PAD_LABEL, Inputs, TextCodec, answer_length, pad_id_of, row_mask
 from ..limits import MAX_NEW_TOKENS
@@ -34,6 +34,7 @@ from .predictions import chosen_predictions, every_position, first_next_tokens
 from .sampled import FirstStep, first_steps
 from .sentence_outputs import ClassProbabilities, Embedding, GeneratedText, MaskFillers, Output
 from .toggles import Toggles, custom_mask
+from .view import View
 
 
 TOP_K = 10  # next tokens listed per position
@@ -55,10 +56,9 @@ class Run:
     # model read before its vocabulary head, see run_language_model); None once the run is complete
     value_norms: dict[str, tuple[Tensor, ...]] = field(default_factory=dict)  # kind -> per layer (B, H, S): the
     # length of what each key adds through each head (explorer.interpret.value_weighted), for value-weighted views
-    first_steps: list[FirstStep] = field(default_factory=list)  # a sampled baseline: per sentence, its first generated
-    # token's distribution and draw (run.sampled); empty when greedy or nothing was generated
-    every_position: Callable[["Run | None"], None] | None = None  # a language model's predictions at every position,
-    # left until read (run.predictions: its outputs hold the chosen position's); None once made
+    first_steps: list[FirstStep] = field(default_factory=list)  # a sampled baseline's first draws (run.sampled)
+    every_position: Callable[["Run | None"], None] | None = None  # an LM's predictions everywhere (run.predictions)
+    record: Record | None = field(default=None, repr=False)  # the forward's: until run.captures keeps the view's block
 
     @property
     def complete(self) -> bool:
@@ -72,7 +72,7 @@ class Run:
         self.predict_every_position(baseline)
 
     def predict_every_position(self, baseline: "Run | None" = None) -> None:
-        """Make what `every_position` left (once; the outputs first, `finish`); `baseline` as in `finish`, predicted."""
+        """Make what `every_position` left (once, after the outputs); `baseline` as in `finish`, predicted."""
         if self.every_position is not None:
             later, self.every_position = self.every_position, None
             later(baseline)
@@ -94,11 +94,11 @@ def mask_fillers(loaded: LoadedModel, logits: Tensor, inputs: Inputs, baseline: 
 
 
 def run_encoder(loaded: LoadedModel, inputs: Inputs, toggles: Toggles, head_mask: dict | None,
-                baseline: Run | None = None) -> Run:
+                baseline: Run | None = None, view: View | None = None) -> Run:
     model, c = loaded.model, loaded.config
     src, real = inputs.padded(pad_id_of(loaded), model.device), inputs.key_mask(model.device)
     mask, notice = custom_mask(toggles, src.shape[1], model.device)
-    record = values_record()
+    record = values_record(view)
     out = model(src, padding=toggles.padding, attn_mask=mask, head_mask=head_mask, key_mask=real,
                 weights_dtype=weights_dtype(loaded, *src.shape), record=record)
     attentions = {"encoder": on_cpu(out.attentions.encoder)}
@@ -115,7 +115,7 @@ def run_encoder(loaded: LoadedModel, inputs: Inputs, toggles: Toggles, head_mask
         outputs = [Embedding(v) for v in pooled]
     return Run(attentions, full_masks(out.masks, attentions), {"encoder": labels}, {"encoder": labels}, outputs,
                notices=[notice] if notice else [], ids={"encoder": inputs.rows},
-               value_norms=norms_of(loaded, record, attentions))
+               value_norms=norms_of(loaded, record, attentions), record=record)
 
 
 def generate_rows(loaded: LoadedModel, inputs: Inputs, toggles: Toggles, head_mask: dict | None,
@@ -159,16 +159,16 @@ def answer(loaded: LoadedModel, codec: TextCodec, gen: Generation, b: int) -> Ge
 
 def run_language_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, toggles: Toggles,
                        head_mask: dict | None, new_tokens: int, sampling: Sampling | None = None,
-                       position: int = -1) -> Run:
+                       view: View | None = None) -> Run:
     """A causal LM reads the sentences as typed: attention over them now; its outputs, the next-token predictions
-    after `position` and a greedy continuation of each sentence, are left to `Run.finish` (drawing the attention need
-    not wait for them), its predictions at every position to `Run.every_position` (run.predictions)."""
+    after `view.position` and a greedy continuation of each sentence, are left to `Run.finish` (drawing the attention
+    need not wait for them), its predictions at every position to `Run.every_position` (run.predictions)."""
     model = loaded.model
     src, real = inputs.padded(pad_id_of(loaded), model.device), inputs.key_mask(model.device)
     mask, notice = custom_mask(toggles, src.shape[1], model.device)
     # With the causal mask, the keys and values of this run are the continuation's too (the prompts are not rerun).
     prompts = DecoderCache(len(model.decoder.layers)) if toggles.causal and new_tokens > 0 else None
-    record = values_record()
+    record = values_record(view)
     dec = model.decode(src, padding=toggles.padding, causal=toggles.causal, attn_mask=mask,
                        head_mask=model.head_masks(head_mask).get("decoder"), key_mask=real,
                        weights_dtype=weights_dtype(loaded, *src.shape), cache=prompts, record=record)
@@ -176,7 +176,7 @@ def run_language_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, to
     labels = inputs.padded_labels()
     run = Run(attentions, full_masks(AttentionMasks(decoder=dec.self_mask), attentions), {"decoder": labels},
               {"decoder": labels}, [], notices=[notice] if notice else [], ids={"decoder": inputs.rows},
-              value_norms=norms_of(loaded, record, attentions))
+              value_norms=norms_of(loaded, record, attentions), record=record)
     hidden = dec.output  # (B, T, D) the last layer's output, before the vocabulary head
     del dec
 
@@ -184,7 +184,7 @@ def run_language_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, to
     def outputs(baseline: Run | None) -> None:
         """The predictions after the chosen position (the baseline's favourite rated: a toggled run), continuations."""
         nonlocal prompts
-        chosen = chosen_predictions(model.generator, hidden, src, inputs.rows, position, TOP_K, baseline)
+        chosen = chosen_predictions(model.generator, hidden, src, inputs.rows, view, TOP_K, baseline)
         gens = generate_rows(loaded, inputs, toggles, head_mask, new_tokens, prompts, sampling)
         prompts = None
         # The baseline's first draw (what the sampling view shows): the vocabulary head at each prompt's last token.
@@ -204,7 +204,7 @@ def run_language_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, to
 
 def run_sequence_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, toggles: Toggles,
                        head_mask: dict | None, teacher: list[list[int]] | None, new_tokens: int | None = None,
-                       sampling: Sampling | None = None) -> Run:
+                       sampling: Sampling | None = None, view: View | None = None) -> Run:
     """Generate (at most `new_tokens`; None: the task's limit; drawn with `sampling`), then one forward pass over the
     answers (the `teacher` rows when given) with every attention."""
     model, c = loaded.model, loaded.config
@@ -212,7 +212,7 @@ def run_sequence_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, to
     gens = generate_rows(loaded, inputs, toggles, head_mask, new_tokens, sampling=sampling)
     outputs = [answer(loaded, codec, g, b) for g, b in gens]
     teacher = teacher if teacher is not None else [o.ids for o in outputs]
-    record = values_record()
+    record = values_record(view)
     if c.arch == "encoder-decoder":
         bos = loaded.task.get("bos_id", loaded.target_tokenizer.bos_id)
         src = inputs.padded(pad_id_of(loaded), model.device)
@@ -243,7 +243,8 @@ def run_sequence_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, to
     steps = first_steps(lambda b: out.logits[b, first[b]], gens, sampling if baseline_run else None,
                         loaded.task.get("suppress_ids", ()))  # the baseline's first draw: what the view shows
     return Run(attentions, full_masks(out.masks, attentions), queries, keys, outputs, gens, teacher,
-               [notice] if notice else [], ids, value_norms=norms_of(loaded, record, attentions), first_steps=steps)
+               [notice] if notice else [], ids, value_norms=norms_of(loaded, record, attentions), first_steps=steps,
+               record=record)
 
 
 def padded_labels(codec: TextCodec, rows: list[list[int]], prompt_labels: list[list[str]] | None = None
@@ -275,19 +276,19 @@ def takes_length(loaded: LoadedModel) -> bool:
 @torch.inference_mode()
 def run_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, toggles: Toggles, head_mask: dict | None,
               baseline: Run | None = None, new_tokens: int | None = None, later: bool = False,
-              sampling: Sampling | None = None, position: int = -1) -> Run:
+              sampling: Sampling | None = None, view: View | None = None) -> Run:
     """One full run under `toggles` (see the module docstring). A toggled run gets the `baseline` run, so it reads
     the same answer (sequence models) or rates the same favourites (language models, masked LMs). `new_tokens`: how
     many tokens a language model continues each sentence with, or a Hub encoder-decoder generates at most (default:
     the task's own limit). `later`: a language model's outputs are left to `Run.finish(baseline)` (the attention
     is ready first); other models' runs are complete at once. `sampling`: how generated tokens are drawn (None:
-    greedy; `pair` passes the same to both runs, so they read the same seeded uniforms). `position`: a language model's
-    next-token position predicted first (`View.position`), the others when read (`Run.predict_every_position`)."""
+    greedy; `pair` passes the same to both runs, so they read the same seeded uniforms). `view` (fitted): the block
+    recorded (`Run.record`), a language model's next-token position predicted first (`Run.predict_every_position`)."""
     if loaded.arch == "encoder":
-        return run_encoder(loaded, inputs, toggles, head_mask, baseline)
+        return run_encoder(loaded, inputs, toggles, head_mask, baseline, view)
     if is_language_model(loaded):
         run = run_language_model(loaded, codec, inputs, toggles, head_mask,
-                                 answer_length(loaded) if new_tokens is None else new_tokens, sampling, position)
+                                 answer_length(loaded) if new_tokens is None else new_tokens, sampling, view)
         if not later:
             run.finish(baseline)
         return run
@@ -296,4 +297,4 @@ def run_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, toggles: To
     length = None
     if new_tokens is not None and takes_length(loaded):
         length = max(1, min(new_tokens, answer_length(loaded)))
-    return run_sequence_model(loaded, codec, inputs, toggles, head_mask, teacher, length, sampling)
+    return run_sequence_model(loaded, codec, inputs, toggles, head_mask, teacher, length, sampling, view)

@@ -21,9 +21,11 @@ import torch
 
 from ...checkpoints import LoadedModel
 from ...outputs.sampling import Sampling
+from .captures import RunBlock, capture, run_block
 from .inputs import Inputs, TextCodec, codec_for, encode_inputs
 from .model_run import Run, run_model
 from .toggles import Toggles, head_mask
+from .view import View
 
 
 @dataclass
@@ -36,6 +38,7 @@ class Comparison:
     codec: TextCodec
     outputs: "Outputs | None" = field(default=None, repr=False)  # the outputs being computed (start_outputs)
     sampling: Sampling | None = None  # how both runs drew their generated tokens (None: greedy)
+    block: RunBlock | None = field(default=None, repr=False)  # the view's block as both runs computed it (captures)
 
     def start_outputs(self) -> None:
         """Begin computing the runs' outputs in a thread (once; a complete comparison has none to compute):
@@ -68,26 +71,31 @@ class Comparison:
 
 def compare_in_steps(loaded: LoadedModel, text1: str | None, text2: str | None, toggles: Toggles, max_tokens: int,
                      new_tokens: int | None = None, *, sampling: Sampling | None = None,
-                     position: int = -1) -> Iterator[Comparison]:
+                     view: View | None = None) -> Iterator[Comparison]:
     """Encode the sentences, run the baseline and (if anything is toggled) the toggled model. Yields the
     Comparison once its attention is known (`complete` False: a language model's outputs are still to come),
     then once more, complete; a model whose runs are complete at once yields it once. `new_tokens`: how many
     tokens a language model continues with (None: its task's default). `sampling`: how both runs draw what they
     generate (None: greedy); each generation seeds its own generator, so baseline and toggled read the same
-    uniforms and differ only where their distributions do. `position`: the next-token position (`View.position`) a
-    language model predicts with its outputs; the others are made by `Comparison.predict_every_position`."""
+    uniforms and differ only where their distributions do. `view`: the block both runs capture (`Comparison.block`,
+    for the Inside a head tab) and the next-token position a language model predicts with its outputs (the others are
+    made by `Comparison.predict_every_position`)."""
     codec = codec_for(loaded)
     sampling = drawn_with(loaded, sampling)
     inputs = encode_inputs(loaded, codec, text1, text2, max_tokens)
     hm = head_mask(loaded.config, toggles)
+    fitted = None if view is None else view.fitted(loaded.config.attention_kinds(), len(inputs.rows))
     baseline = run_model(loaded, codec, inputs, Toggles(), None, new_tokens=new_tokens, later=True, sampling=sampling,
-                         position=position)
+                         view=fitted)
+    captured = [capture(loaded, baseline, inputs, Toggles(), None, fitted), None]
     if toggles.default_masks and hm is None:
         cmp = Comparison(inputs, toggles, None, baseline, baseline, codec, sampling=sampling)
     else:
         toggled = run_model(loaded, codec, inputs, toggles, hm, baseline=baseline, new_tokens=new_tokens, later=True,
-                            sampling=sampling, position=position)
+                            sampling=sampling, view=fitted)
+        captured[1] = capture(loaded, toggled, inputs, toggles, hm, fitted)
         cmp = Comparison(inputs, toggles, hm, baseline, toggled, codec, sampling=sampling)
+    cmp.block = run_block(loaded, cmp, fitted, *captured)
     if not cmp.complete:
         try:
             yield cmp  # the caller may start_outputs() before it hands its first look over

@@ -34,17 +34,17 @@ class Chosen:
     favourite_probs: Tensor | None  # (B,) the probability of the baseline's favourite there (a toggled run)
 
 
-def chosen_predictions(generator: Generator, hidden: Tensor, ids: Tensor, rows: list[list[int]], position: int,
+def chosen_predictions(generator: Generator, hidden: Tensor, ids: Tensor, rows: list[list[int]], view: View | None,
                        k: int, baseline: Any = None) -> Chosen:
-    """The head on hidden (B, T, D) at each sentence's `position` (negative: from its end, as `View.position`);
-    `baseline`: the finished baseline `Run` of a toggled run, whose favourite there is rated."""
-    positions = [View(position=position).position_in(len(row)) for row in rows]
+    """The head on hidden (B, T, D) at each sentence's `view.position` (None: the last token); `baseline`: the finished
+    baseline `Run` of a toggled run, whose favourite there is rated."""
+    positions = [(view or View()).position_in(len(row)) for row in rows]
     at = torch.arange(len(rows)), torch.tensor(positions)
     favourites = None
     if baseline is not None:  # (B, 1) the baseline's top token at the same positions
         favourites = torch.tensor([[int(out.top_ids[p, 0])] for out, p in zip(baseline.outputs, positions)],
                                   device=ids.device)
-    pred = causal_lm.head_predictions(generator, hidden[at][:, None], ids[at][:, None], None, k, favourites)  # T = 1 each
+    pred = causal_lm.head_predictions(generator, hidden[at][:, None], ids[at][:, None], None, k, favourites)  # T = 1
     return Chosen(positions, pred.top_ids[:, 0].cpu(), pred.top_probs[:, 0].cpu(),
                   None if favourites is None else pred.favourite_probs[:, 0].cpu())
 

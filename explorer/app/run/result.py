@@ -100,6 +100,7 @@ class Analysis:
         self.note = next(filter(None, (occurrence_note(unique_labels(labels[view.row])) for _, labels in sequences)),
                          None)
         self.chips = output_chips(cmp, view, decoder_only="cross" not in kinds)  # sentence 1's output, clickable
+        self.block = cmp.block  # the view's block as the runs computed it (captures.RunBlock), for Inside a head
         self.figure_set = figures
         self.reduced = reduced if later else reduced.complete()
         self.drawn: dict[str, Any] | None = {}  # figures drawn for this Run while it is sent; None once kept
@@ -188,8 +189,7 @@ def analyze_in_steps(loaded: LoadedModel, text1: str | None, text2: str | None, 
     Analysis, which reuses the reductions made for the looks and makes the others when asked or completed
     (`Analysis.complete`: after its tab and outputs are sent)."""
     view, reduced = view or View(), None
-    for cmp in compare_in_steps(loaded, text1, text2, toggles, max_tokens, new_tokens, sampling=sampling,
-                                position=view.position):
+    for cmp in compare_in_steps(loaded, text1, text2, toggles, max_tokens, new_tokens, sampling=sampling, view=view):
         if not cmp.complete:
             reduced = Reductions(cmp, view, figures.reductions)
             for k, step in enumerate(figures.first_looks(first_tab)):
