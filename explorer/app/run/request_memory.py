@@ -53,7 +53,7 @@ def request_bytes(config: TransformerConfig, batch: int, tokens: int, *, toggled
     step = 0 if not generates else cache if causal else kept
     block = max(batch * config.n_heads * t, min(batch * config.n_heads * t * t, BLOCK_CELLS))  # cells of a block
     # while a layer is computed, a block of scores; later, one layer of one sentence in float32 while the figures
-    # reduce it (explorer.interpret.roles.as_float32)
+    # reduce it (an upper bound: explorer.interpret.roles.row_sums converts a block of rows at a time)
     layer = max(SCORE_COPIES * 4 * block, 4 * config.n_heads * t * t)
     logits = 4 * batch * t * (config.tgt_vocab_size or config.vocab_size) if config.arch == "decoder" else 0
     activations = ACTIVATION_COPIES * 4 * batch * t * max(config.d_model, config.d_ff)
