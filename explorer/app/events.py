@@ -19,6 +19,7 @@ import gradio as gr
 from ..checkpoints import LoadedModel
 from .forms import RunForm, endpoint
 from .page.assets import REFLOW_JS, plot
+from .page.gradio_fixes import progress_on_text
 from .page.head_switches import switch_updates
 from .page.layout import Page
 from .page.model_events import EVERY_KIND, ModelEvents, mask_defaults
@@ -263,5 +264,6 @@ class PageEvents:
                                                         [self.status, *c.head_groups], **PRIVATE)))
         for reflow in (m.sidebar.expand, m.sidebar.collapse):
             reflow(None, js=REFLOW_JS)
+        progress_on_text(page.demo, self.status)  # the page's loading statuses on small text only (gradio_fixes)
         for t in page.registry:  # every event is wired: what a tab reads of them (the API tab: its endpoints)
             t.page_wired(page.parts[t.id], page.demo)

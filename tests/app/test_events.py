@@ -284,8 +284,10 @@ def test_an_error_after_the_first_look_becomes_the_status_line(lm_events, monkey
 
 
 def test_each_step_of_a_run_computes_with_the_requests_share_of_the_cores(lm_events, monkeypatch):
-    """Gradio may resume a Run on another worker thread: its torch threads are set again there (app.serving.cores); the
-    outputs, computed in a thread of their own (compare.Outputs), use the request's share too."""
+    """Gradio may resume a Run on another worker thread: its torch threads are set again there (app.serving.cores). The
+    outputs, computed in a thread of their own (pair.Outputs) while the attention is drawn and sent, use half the
+    request's share (the vocabulary head at the chosen position, the continuation); the predictions at every
+    position, made on the Run's thread once the outputs are sent, the whole share."""
     from explorer.outputs import causal_lm as lm
     from explorer.app.serving.cores import CoreShare
 
@@ -313,7 +315,7 @@ def test_each_step_of_a_run_computes_with_the_requests_share_of_the_cores(lm_eve
         worker.start()
         worker.join(HANG_S)
         assert not worker.is_alive() and seen == [2, 2, 2] and shown.result(ev.ctx.kept) is not None
-        assert outputs == [("run-outputs", 2)]
+        assert outputs == [("run-outputs", 1), (worker.name, 2)]
     finally:
         torch.set_num_threads(before)
 

@@ -88,8 +88,8 @@ def reference(loaded, cmp, kind, layer, head, query, row, toggles, hm):
 
 
 def same(data, comp):
-    """Every field of the JSON equals the HeadComputation's (floats within 1e-5; -inf as None)."""
-    expected = computation_json(comp)
+    """Every field of the JSON equals the HeadComputation's, or another JSON's (floats within 1e-5; -inf as None)."""
+    expected = comp if isinstance(comp, dict) else computation_json(comp)
     assert data.keys() == expected.keys()
     for name, value in expected.items():
         if isinstance(value, list) and value and not isinstance(value[0], str):
@@ -224,3 +224,46 @@ def test_a_custom_mask_blocks_its_key_and_says_so(ev):
     assert data["changes"] == ["custom mask"]
     assert data["baseline"]["blocked_by"][2] == "" and data["toggled"]["blocked_by"][2] == "custom"
     assert data["toggled"]["weights"][2] == 0 and data["toggled"]["masked_scores"][2] is None
+
+
+def page_run(ev, f):
+    """The page's Run (/analyze, as a click makes it) of the head form's sentences, toggles and view: its Shown."""
+    from explorer.app.run.request import RunRequest
+    from explorer.app.run.view import View
+    from explorer.app.serving.session import get_model
+
+    block = f.block(get_model(f.session, ev.ctx).config.attention_kinds())
+    view = View(f.kind, f.layer, f.head, f.sentence, -1, f.measure)
+    shown = Shown()
+    request = RunRequest.of(f.session, f.sentence1, f.sentence2, block.toggles, view, f.continue_tokens)
+    for _ in ev.app.run(request, "attention", shown):
+        pass
+    return shown
+
+
+@pytest.mark.parametrize("source, texts, over", [
+    ("date-translator", (DATE1, DATE2), dict(kind="cross", layer=1, head=2, sentence=2, causal_mask=False, query=3)),
+    ("date-translator", (DATE1, ""), dict(kind="encoder", layer=0, head=1, query=5, custom_mask="block token",
+                                          blocked_position=2)),
+    ("tiny-gpt2", (LM1, LM2), dict(layer=1, head=1, query=-1)),
+    ("tiny-llama", (LM1, LM2), dict(layer=1, head=1, query=2)),
+])
+def test_the_first_open_after_a_run_reads_the_block_the_run_captured(ev, monkeypatch, source, texts, over):
+    """The page's Run records the view's block: the tab opened after it runs no model, and shows the numbers the tab
+    reads on its own (within 1e-5: the Run computed both sentences as one batch); another block is read anew."""
+    f = form(ev, source, *texts, {"decoder": ["L0 H0"]}, **over)
+    shown = page_run(ev, f)
+    calls = []
+    real = ev.compute.call
+    monkeypatch.setattr(ev.compute, "call", lambda *a: calls.append(a) or real(*a))
+    updates, data = ev.draw(f, None, shown=shown)
+    assert calls == [] and not str(updates[ev.status]).startswith("⚠️"), updates[ev.status]
+    _, read = numbers(ev, f)  # the API reads the block itself
+    assert len(calls) == 1 and data["changes"] == read["changes"] and data["changes"]
+    assert data["query_labels"] == read["query_labels"] and data["key_labels"] == read["key_labels"]
+    for name in ("baseline", "toggled"):
+        same(data[name], read[name])
+    from dataclasses import replace
+
+    ev.draw(replace(f, layer=1 - f.layer), None, shown=shown)  # not the Run's block
+    assert len(calls) == 2

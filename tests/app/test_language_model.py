@@ -167,8 +167,10 @@ def test_head_tabs_on_a_hub_language_model(gpt):
 
 
 def test_compare_in_steps_hands_over_the_attention_before_the_outputs(gpt, app):
-    """A language model's comparison comes twice: attention only (outputs pending), then complete; the finished
-    runs hold the same attention and the same outputs as a comparison made in one go."""
+    """A language model's comparison comes twice: attention only (outputs pending), then complete with the
+    predictions after the chosen position (the last by default) and the continuation; the predictions at every other
+    position come when asked for. The finished runs hold the same attention and the same outputs as a comparison made
+    in one go."""
     from explorer.app.run.pair import compare_in_steps
 
     _, loaded, _ = gpt
@@ -181,6 +183,13 @@ def test_compare_in_steps_hands_over_the_attention_before_the_outputs(gpt, app):
     assert len(attention) == 2 and attention[1][:, 0].sum() > 0
     (done,) = list(steps)
     assert done is early and done.complete and done.toggled.attentions["decoder"] is attention
+    for run in (done.baseline, done.toggled):
+        for out in run.outputs:  # the last position only, so far
+            assert out.top_probs[:-1].isnan().all() and out.surprisal.isnan().all()
+            assert 0 < float(out.top_probs[-1].sum()) <= 1 + 1e-6
+    assert not done.toggled.outputs[0].favourite_probs[-1].isnan()
+    done.predict_every_position()
+    assert not any(out.top_probs.isnan().any() for out in done.baseline.outputs + done.toggled.outputs)
     whole = compare(loaded, TEXT, "A dog ran", off, 128, new_tokens=3)
     for mine, theirs in zip(done.toggled.outputs, whole.toggled.outputs):
         assert torch.equal(mine.top_ids, theirs.top_ids) and torch.equal(mine.favourite_probs, theirs.favourite_probs)

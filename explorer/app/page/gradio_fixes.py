@@ -1,4 +1,5 @@
-"""Fixes for Gradio (6.31) behaviour that grows each session's memory and has no setting.
+"""Fixes for Gradio (6.31) behaviour that grows each session's memory and has no setting, and a setting that keeps
+its page from copying every component's properties at each status message (`progress_on_text`).
 
 The leak. A handler that updates a component's properties (`gr.update(...)`) or leaves it unchanged
 (`gr.skip()`, or a `{component: value}` dict without it: /analyze leaves the plots of the tabs not shown)
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import gradio as gr
 from gradio.blocks import Block
 from gradio.state_holder import SessionState
 
@@ -47,3 +49,16 @@ def keep_one_entry_per_component() -> None:
     """Install the fixes (idempotent)."""
     SessionState.__setitem__ = _setitem  # type: ignore[method-assign]
     SessionState._update_value_in_config = _keep_no_value  # type: ignore[method-assign]
+
+
+def progress_on_text(demo: gr.Blocks, status: gr.Markdown) -> None:
+    """Every event of `demo` that sets no `show_progress_on` shows its progress on one text: its first Markdown
+    output besides `status` (a tab's summary, the model panel's), else `status` (the page's status line). Gradio's
+    page keeps a loading status for every component any event showed progress on, and at each status message of any
+    event (a Run sends six) copies the properties of each of them, and of every component inside a tab among them
+    ($state.snapshot): after the page's first load (122 outputs, six tabs) that was 0.25-1.3 s of the browser's CPU
+    per 1,024-token Run, beside the server's forward pass on the same cores (BENCHMARKS.md, app_long)."""
+    for fn in demo.fns.values():
+        if fn.outputs and fn.show_progress_on is None:
+            texts = [c for c in fn.outputs if isinstance(c, gr.Markdown) and c is not status]
+            fn.show_progress_on = texts[:1] or [status]

@@ -180,6 +180,7 @@ class SurprisalInputs:
 
 
 def surprisal_inputs(cmp: Comparison, view: View) -> SurprisalInputs:
+    cmp.predict_every_position()  # every token's surprisal (the outputs hold the chosen position's predictions)
     base, tog = cmp.baseline.outputs[view.row], cmp.toggled.outputs[view.row]
     if not isinstance(base, NextTokens):
         return SurprisalInputs([], None, None, view.sentence)

@@ -58,6 +58,7 @@ class Reductions:
 
     def complete(self) -> "Reductions":
         if self.cmp is not None:
+            self.cmp.predict_every_position()  # what the result keeps is whole, whichever reductions read it
             for reduction in self._makers.values():
                 self(reduction)
             self.cmp, self._makers = None, {}
@@ -70,6 +71,8 @@ class Reductions:
 
 def change_by_layer(cmp: Comparison, view: View) -> np.ndarray:
     """(L,) the largest change of any attention weight of the view's kind and sentence, per layer."""
+    if cmp.no_toggle:  # one run: nothing changed (not 144 maps of T x T subtracted to find it)
+        return np.zeros(len(cmp.toggled.attentions[view.kind]))
     return np.array([float((t[view.row] - s[view.row]).abs().max()) for t, s in
                      zip(cmp.toggled.attentions[view.kind], cmp.baseline.attentions[view.kind])])
 
@@ -98,6 +101,7 @@ class Analysis:
         self.note = next(filter(None, (occurrence_note(unique_labels(labels[view.row])) for _, labels in sequences)),
                          None)
         self.chips = output_chips(cmp, view, decoder_only="cross" not in kinds)  # sentence 1's output, clickable
+        self.block = cmp.block  # the view's block as the runs computed it (captures.RunBlock), for Inside a head
         self.figure_set = figures
         self.reduced = reduced if later else reduced.complete()
         self.drawn: dict[str, Any] | None = {}  # figures drawn for this Run while it is sent; None once kept
@@ -187,7 +191,7 @@ def analyze_in_steps(loaded: LoadedModel, text1: str | None, text2: str | None, 
     Analysis, which reuses the reductions made for the looks and makes the others when asked or completed
     (`Analysis.complete`: after its tab and outputs are sent)."""
     view, reduced = view or View(), None
-    for cmp in compare_in_steps(loaded, text1, text2, toggles, max_tokens, new_tokens, sampling=sampling):
+    for cmp in compare_in_steps(loaded, text1, text2, toggles, max_tokens, new_tokens, sampling=sampling, view=view):
         if not cmp.complete:
             reduced = Reductions(cmp, view, figures.reductions)
             for k, step in enumerate(figures.first_looks(first_tab)):

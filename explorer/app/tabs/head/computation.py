@@ -11,6 +11,7 @@ self-attention. Each run is `explorer.interpret.capture_block` on that row: the 
 Shapes: T query length and S key length of the chosen kind (the padded row), H heads, Dh head width.
 
     read_block(loaded, BlockRequest, max_tokens) -> BlockRead    (runs the model; through app.serving.compute.call)
+    from_shown(loaded, session, BlockRequest, shown, store) -> BlockRead | None   the block the page's last Run captured
     BlockRead.query(position) -> int      a query position checked (negative: from the end of the sentence's tokens)
     BlockRead.computation(head, query) -> (baseline, toggled | None) HeadComputations (no model run)
     BlockRead.lines(heads, measure) -> (H', T, S) weights or weight x |value written| of the toggled run
@@ -32,11 +33,13 @@ from ....checkpoints import LoadedModel
 from ....interpret import BlockCapture, HeadComputation, QueryKeyMap, capture_block, query_key_map
 from ....interpret.head_computation import check_block, toggle_changes
 from ....viz.head_computation import shown_keys
+from ...run.captures import RunBlock
 from ...run.inputs import answer_length, codec_for, encode_inputs, pad_id_of, row_mask
 from ...run.model_run import answer, generate_rows, is_language_model, padded_labels, takes_length
 from ...run.toggles import Toggles, custom_mask, head_mask
 from ...run.view import KIND_SHORT, default_kind
 from ...serving.errors import AppError, escape_md
+from ...serving.kept import Shown
 
 LINES_DEFAULT = 4  # heads drawn as lines when none are chosen: the chosen head and the next ones of its layer
 LINES_MAX = 8  # colours a colour-blind reader can tell apart (explorer.viz.head_view.PALETTE)
@@ -200,6 +203,30 @@ def read_block(loaded: LoadedModel, request: BlockRequest, max_tokens: int) -> B
     key_labels = labels[query_seq if kind != "cross" else "encoder"][b]
     return BlockRead(request, kind, layer, baseline, toggled, changes, labels[query_seq][b], key_labels,
                      len(rows[query_seq][b]), inputs.notices + ([notice] if notice and toggled is not None else []))
+
+
+def from_run(loaded: LoadedModel, session: Any, request: BlockRequest, run: Any, block: RunBlock | None
+             ) -> BlockRead | None:
+    """The block a Run of `session` (its RunRequest `run`) captured (run.captures), when it is the one asked for: the
+    same model, sentences, toggles, kind, layer and sentence, and for a sequence model (whose decoder reads the
+    baseline's greedy answer) a greedy Run of the same length; else None."""
+    if block is None or run is None or getattr(run.session, "key", None) != session.key:
+        return None
+    kind = request.kind or default_kind(loaded.config.attention_kinds())
+    same = ((run.text1, run.text2, run.toggles, block.kind, block.layer, block.sentence)
+            == (request.text1, request.text2, request.toggles, kind, request.layer, request.sentence))
+    if loaded.arch != "encoder" and not is_language_model(loaded):
+        same = same and run.sampling is None and (not takes_length(loaded) or run.new_tokens == request.new_tokens)
+    if same and block.read is None:  # made once: it keeps the last head's query-key map
+        block.read = BlockRead(request, block.kind, block.layer, block.baseline, block.toggled, block.changes,
+                               block.query_labels, block.key_labels, block.real_queries, list(block.notices))
+    return block.read if same else None
+
+
+def from_shown(loaded: LoadedModel, session: Any, request: BlockRequest, shown: Any, store: Any) -> BlockRead | None:
+    """`from_run` on the page's last Run (`shown`: its kept.Shown; None for an API client), if its result is kept."""
+    analysis = shown.result(store) if isinstance(shown, Shown) else None
+    return None if analysis is None else from_run(loaded, session, request, shown.request, analysis.block)
 
 
 def _plain(value: Any) -> Any:

@@ -5,9 +5,9 @@ draws it); the chosen layer's heads as lines (BertViz's head view) and the head'
 
 It follows the page's view (kind, layer, head, sentence, masks, head switches, "Heatmaps show") and has its own query
 position. It is computed when opened, after each Run while shown, by its button (a link presses it) and when its query
-or lines heads change. The block's captures are kept in the app's store (--kept-memory) under this page's own key: a
-new query or head of the same block runs no model (a millisecond, then drawing). A click on a row of the Attention
-tab's heatmap opens this tab on that query.
+or lines heads change: from the block the page's last Run captured (run.captures: no model run), else the model run up
+to the block; those captures are kept (--kept-memory) under this page's own key, so a new query or head of the same
+block runs no model either (a millisecond, then drawing). A click on the Attention heatmap's row opens it there.
 
 Named event (the HTTP API, docs/http-api.md): /head_computation, its parameters the fields of `HeadForm` (forms).
 """
@@ -32,7 +32,8 @@ from ...serving.handlers import PRIVATE, reporting
 from ...serving.kept import Shown
 from ...serving.session import Session, get_model
 from ..base import LinkKey, Tab, TabEvents
-from .computation import BlockRead, computation_json, key_table, lines_heads, read_block, summary_markdown
+from .computation import (BlockRead, computation_json, from_shown, key_table, lines_heads, read_block,
+                          summary_markdown)
 from .forms import HeadForm, lines_key, query_key
 
 # A click on a row of the Attention tab's heatmap (#head-plot), on a query of the lines view or of the query-key map
@@ -100,8 +101,8 @@ class HeadParts:
 class HeadEvents(TabEvents):
     parts: HeadParts
 
-    def block(self, form: HeadForm, state: HeadState, keep: bool) -> tuple[BlockRead, HeadState]:
-        """The kept BlockRead of the form's block, or a new one (one model run up to the block; kept if `keep`)."""
+    def block(self, form: HeadForm, state: HeadState, keep: bool, shown: Any = None) -> tuple[BlockRead, HeadState]:
+        """The form's block: the tab's kept one, the last Run's (`shown`), or read (a model run; kept if `keep`)."""
         if not isinstance(form.session, Session):
             raise AppError("This page's session was lost: reload the page.")
         loaded = get_model(form.session, self.ctx)
@@ -109,18 +110,19 @@ class HeadEvents(TabEvents):
         key = (form.session.key, request)
         store = f"head:{state.key}"
         found = self.ctx.kept.find(store, state.seq) if state.block == key else None
-        if found is None:
-            found = self.compute.call(read_block, form.session, request)
+        ran = None if found is not None else from_shown(loaded, form.session, request, shown, self.ctx.kept)
+        if found is None and (ran is None or state.block != key):
+            found = ran or self.compute.call(read_block, form.session, request)
             state = HeadState(state.key, state.seq + 1, key, None)
-            if keep:
+            if keep and ran is None:  # (the Run's capture is kept with its result)
                 self.ctx.kept.keep(store, state.seq, found)
-        return found, state
+        return found or ran, state
 
-    def draw(self, form: HeadForm, state: Any, api: bool = False) -> tuple[dict, dict]:
+    def draw(self, form: HeadForm, state: Any, api: bool = False, shown: Any = None) -> tuple[dict, dict]:
         """The tab's updates (the lines view only when it changed; an API client's: always, and nothing kept) and the
         numbers as JSON."""
         state = state if isinstance(state, HeadState) else HeadState(secrets.token_hex(16))
-        block, state = self.block(form, state, keep=not api)
+        block, state = self.block(form, state, not api, shown)
         head = block.head(whole_number(form.head, 0))
         base, toggled = block.computation(head, whole_number(form.query, -1))
         measure = str(form.measure or "weights")
@@ -156,13 +158,13 @@ class HeadEvents(TabEvents):
         return updates, data
 
     @reporting
-    def shown_tab(self, form: HeadForm, state: Any = None) -> dict:
+    def shown_tab(self, form: HeadForm, state: Any = None, shown: Any = None) -> dict:
         """The tab's view of the page's block (its button; a new query or lines heads; the tab opened)."""
-        return self.draw(form, state)[0]
+        return self.draw(form, state, shown=shown)[0]
 
-    def if_shown(self, form: HeadForm, tab: Any, state: Any) -> dict:
+    def if_shown(self, form: HeadForm, tab: Any, state: Any, shown: Any = None) -> dict:
         """After a Run of the page: the tab again while it is shown."""
-        return self.shown_tab(form, state) if tab == "head" else {self.status: gr.skip()}
+        return self.shown_tab(form, state, shown) if tab == "head" else {self.status: gr.skip()}
 
     @reporting
     def clicked(self, form: HeadForm, click: Any, state: Any, shown: Any) -> dict:
@@ -174,7 +176,7 @@ class HeadEvents(TabEvents):
         if isinstance(shown, Shown):
             shown.opening("head")  # the next Runs draw this tab (kept.Shown.visible_tab)
         values = {**vars(form), "query": query}
-        updates = self.draw(HeadForm(**values), state)[0]
+        updates = self.draw(HeadForm(**values), state, shown=shown)[0]
         page = self.page
         return {**updates, self.parts.query: query, page.visible_tab: "head",
                 page.tab_strip: gr.update(selected="head")}
@@ -233,13 +235,14 @@ class HeadTab(Tab):
                         api_name="head_computation",
                         api_description="How one head computes at one query token, step by step, without and with "
                                         "the toggles.")
-        with_state = [*inputs, p.state]
-        shown = endpoint(HeadForm, ev.shown_tab, "head_shown", extra=("state",))
+        with_state = [*inputs, p.state, page.kept]  # the page's last Run: its captured block (no model run)
+        shown = endpoint(HeadForm, ev.shown_tab, "head_shown", extra=("state", "shown"))
         for trigger in (p.run_btn.click, p.query.input, p.lines_heads.input):
             trigger(shown, with_state, outputs, trigger_mode="always_last", **PRIVATE)
         app.selected[self.id].then(shown, with_state, outputs, **PRIVATE)
-        after_run = endpoint(HeadForm, ev.if_shown, "head_after_run", extra=("tab", "state"))
-        app.follow_runs(lambda run: run.then(after_run, [*inputs, page.visible_tab, p.state], outputs, **PRIVATE))
+        after_run = endpoint(HeadForm, ev.if_shown, "head_after_run", extra=("tab", "state", "shown"))
+        run_inputs = [*inputs, page.visible_tab, p.state, page.kept]
+        app.follow_runs(lambda run: run.then(after_run, run_inputs, outputs, **PRIVATE))
         clicked = endpoint(HeadForm, ev.clicked, "head_clicked", extra=("click", "state", "shown"))
         p.click.change(clicked, [*inputs, p.click, p.state, page.kept],
                        [*outputs, p.query, page.visible_tab, page.tab_strip], **PRIVATE)
