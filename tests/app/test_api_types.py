@@ -173,3 +173,20 @@ def test_the_smallest_temperature_samples_greedily_and_a_subnormal_one_is_refuse
     assert "sampled: T=2.5e-308" in cold[14]
     with pytest.raises(client_errors.AppError, match=r"^temperature: got 1e-320, too small to compute with"):
         fresh.predict(sentence1="3 May 2024", sample=True, temperature=SUBNORMAL, api_name="/analyze")
+
+
+def test_the_documented_refusals_are_what_a_client_reads(client):
+    """docs/http-api.md's Types section quotes two refusals: each is the message gradio_client raises, word for
+    word."""
+    from tests.markdown import ROOT, code_blocks
+
+    page = (ROOT / "docs/http-api.md").read_text()
+    section = page[page.index("### Types"):]
+    quoted = next(b for b in code_blocks(ROOT / "docs/http-api.md", "") if b in section).strip().splitlines()
+    fresh = gradio_client(client.src)
+    read = []
+    for wrong in ({"layer": "abc"}, {"temperature": SUBNORMAL}):
+        with pytest.raises(client_errors.AppError) as err:
+            fresh.predict(sentence1="3 May 2024", **wrong, api_name="/analyze")
+        read.append(str(err.value))
+    assert quoted == read
