@@ -16,16 +16,17 @@ against what `view_api` documents for it:
     Checkbox    true or false (or None: off)
     Textbox     text (or None: empty)
     Radio, Dropdown, CheckboxGroup   one of the choices (a list of them for a group or a multiselect dropdown, with
-                no more entries than choices), or any text where the dropdown takes a value of its own
-                (`allow_custom_value`). A dropdown whose choices are whole numbers (layer, head, sentence) takes
-                one as a number or as its text ("1"): gradio_client's view_api prints every choice as text
-                (`Literal['0', '1']`), the schema says integer (`api_info_as_input`); the handler gets the number.
+                no more entries than choices); a dropdown that takes a value of its own (`allow_custom_value`: the
+                attention kind, a Hub id, an SAE folder) any text. A dropdown whose choices are whole numbers
+                (layer, head, sentence) takes one as a number or as its text ("1"), and any whole number where it
+                takes a value of its own: gradio_client's view_api prints every choice as text (`Literal['0',
+                '1']`), the schema says integer (`api_info_as_input`); the handler gets the number.
 
-Every number field also refuses a subnormal number (nonzero, below 2.2e-308 in size): no parameter means one, and
-dividing by one overflows (temperature 1e-320). `install()` puts the check in front of Gradio's preprocessing
-(`Blocks.preprocess_data`) and the integer schema on whole-number dropdowns, process-wide and idempotent, like
-gradio_fixes; components of other kinds (states, files, plots) are left to Gradio. The page sends values of these
-types, so it sees no difference.
+Every number field also refuses a subnormal number (nonzero, below 2.2e-308 in size): no parameter means one. The
+refusals of one call come together, a line each, in one gr.Error (its message is rendered as HTML on the page, so
+it is escaped). `install()` puts the check in front of Gradio's preprocessing (`Blocks.preprocess_data`) and the
+integer schema on whole-number dropdowns, process-wide and idempotent, like gradio_fixes; components of other kinds
+(states, files, plots) are left to Gradio. The page sends values of these types, so it sees no difference.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from __future__ import annotations
 import html
 import math
 import re
+import reprlib
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -43,7 +45,8 @@ from gradio.blocks import Blocks
 LARGEST_WHOLE = 2**53 - 1  # JavaScript's Number.MAX_SAFE_INTEGER: a page's number field holds no larger
 SMALLEST_NORMAL = sys.float_info.min  # 2.2e-308; a nonzero number below it is subnormal
 WHOLE_TEXT = re.compile(r"[+-]?[0-9]{1,20}")  # a whole number as text ("1"), ASCII digits only (int() reads "١" too)
-SHOWN = 40  # characters of a refused value quoted in the message
+_SHORT = reprlib.Repr()  # a refused value, quoted short (Python 3.11's Repr takes no arguments)
+_SHORT.maxlevel, _SHORT.maxlist, _SHORT.maxtuple, _SHORT.maxdict, _SHORT.maxstring, _SHORT.maxother = 1, 6, 6, 4, 40, 40
 
 
 def shown(value: Any) -> str:
@@ -54,8 +57,7 @@ def shown(value: Any) -> str:
         return f"a whole number of about {int(value.bit_length() * math.log10(2)) + 1:,} digits"
     if isinstance(value, float) and not math.isfinite(value):
         return "NaN" if math.isnan(value) else ("-" if value < 0 else "") + "infinity"
-    text = repr(value)
-    text = text if len(text) <= SHOWN else text[:SHOWN] + "…"
+    text = _SHORT.repr(value)  # never the whole of a 10 MB text or a million-entry list
     kind = {str: "text", list: "a list", tuple: "a list", dict: "an object"}.get(type(value))
     return f"{text} ({kind})" if kind else text
 

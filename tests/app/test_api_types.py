@@ -190,3 +190,23 @@ def test_the_documented_refusals_are_what_a_client_reads(client):
             fresh.predict(sentence1="3 May 2024", **wrong, api_name="/analyze")
         read.append(str(err.value))
     assert quoted == read
+
+
+def test_a_refusal_quotes_the_value_short_and_as_text():
+    """The quoted value is cut (a 10 MB text, a million-entry list, a 400-digit number) and escaped: the page renders
+    a gr.Error's message as HTML, and a value may come from a link someone else made."""
+    import gradio as gr
+
+    from explorer.app.api_inputs import accepted
+
+    box, group = gr.Textbox(), gr.CheckboxGroup(["L0 H0", "L0 H1"])
+    messages = []
+    for block, value in ((gr.Number(), "x" * 10**7), (group, ["<img src=x onerror=alert(1)>"] * 10**6),
+                         (gr.Number(precision=0), 10**400), (box, ["<b>"])):
+        with pytest.raises(gr.Error) as err:
+            accepted(block, value, "p")
+        messages.append(err.value.message)
+    assert all(len(m) < 400 and "<" not in m for m in messages), messages
+    assert messages[1].startswith("p: got ['&lt;img src=x onerror=alert(1)&gt;', ") and "1,000,000 entries" in messages[1]
+    assert messages[2].startswith("p: got a whole number of about 401 digits, beyond a float's range")
+    assert messages[3] == "p: got ['&lt;b&gt;'] (a list); it takes text"
