@@ -210,3 +210,17 @@ def test_a_refusal_quotes_the_value_short_and_as_text():
     assert messages[1].startswith("p: got ['&lt;img src=x onerror=alert(1)&gt;', ") and "1,000,000 entries" in messages[1]
     assert messages[2].startswith("p: got a whole number of about 401 digits, beyond a float's range")
     assert messages[3] == "p: got ['&lt;b&gt;'] (a list); it takes text"
+
+
+def test_a_form_number_that_is_not_finite_is_refused_by_the_form_too():
+    """Behind the boundary (a form built by keywords, as tests and Python callers do): infinity for a whole number,
+    NaN or an int beyond float's range for the graph's threshold are an AppError, not an OverflowError."""
+    from explorer.app.errors import AppError
+    from explorer.app.run.request import number_of, whole_number
+
+    with pytest.raises(AppError, match="expected a whole number, got 'inf'"):
+        whole_number(INF, 0)
+    for value in (NAN, 10**400, "x"):
+        with pytest.raises(AppError, match="^the graph's threshold must be a finite number, got"):
+            number_of(value, 0.04, "the graph's threshold")
+    assert number_of(None, 0.04, "t") == 0.04 and number_of("0.5", 0, "t") == 0.5
