@@ -15,6 +15,7 @@ import gradio as gr
 import spaces
 
 from ..device import server_torch_threads
+from .serving import api_inputs
 from .events import PageEvents
 from .link.guard import guard_middleware
 from .page.assets import CSS, page_js
@@ -74,6 +75,7 @@ def build_demo(*, allowed_dirs: Sequence[str] = (), device: str = "auto", checkp
         log.warning("device %r is not available here; using auto", device)
         device = "auto"
     keep_one_entry_per_component()  # sessions would otherwise grow with every request (gradio_fixes)
+    api_inputs.install()  # a value the API does not take is refused in words, naming the parameter
     # On a ZeroGPU Space Gradio would run every event handler through spaces.GPU, in a forked worker whose changes
     # (the kept results, the sessions' state) are lost; only the model computations go there
     # (explorer.app.serving.compute).

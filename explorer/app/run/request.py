@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,16 +30,19 @@ def whole_number(value: Any, default: int) -> int:
         return default
     try:
         return int(value)
-    except (TypeError, ValueError) as err:
+    except (TypeError, ValueError, OverflowError) as err:  # OverflowError: infinity
         raise AppError(f"expected a whole number, got {str(value)[:20]!r}") from err
 
 
 def number_of(value: Any, default: float, what: str) -> float:
-    """A page number field's value as a float (empty -> default); AppError naming `what` for anything else."""
+    """A page number field's value as a finite float (empty -> default); AppError naming `what` for anything else."""
     try:
-        return float(default if value is None or value == "" else value)
-    except (TypeError, ValueError):
-        raise AppError(f"{what} must be a number, got {str(value)[:40]!r}") from None
+        number = float(default if value is None or value == "" else value)
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an int beyond float's range
+        number = math.nan
+    if not math.isfinite(number):
+        raise AppError(f"{what} must be a finite number, got {str(value)[:40]!r}")
+    return number
 
 
 def toggles_from(padding: Any, causal: Any, custom: Any, block_token: Any, window: Any,

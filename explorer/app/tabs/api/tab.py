@@ -30,8 +30,10 @@ status, tokens, summary, output = result[:4]   # then the figures, as Plotly JSO
 print(output["data"])                           # baseline vs toggled answers, per-token probabilities
 ```
 
-Each client keeps its own session, so the model chosen with `/load_model` is the one `/analyze` uses. Save any
-figure as PNG with the camera button of its toolbar.
+Each client keeps its own session, so the model chosen with `/load_model` is the one `/analyze` uses. Layer, head
+and sentence are whole numbers (`1` or `"1"`); a value of another type than `client.view_api()` lists is refused
+with a line naming the parameter, what it got and what it takes. Save any figure as PNG with the camera button of
+its toolbar.
 
 The endpoints:
 """
