@@ -215,7 +215,7 @@ def test_a_refusal_quotes_the_value_short_and_as_text():
 def test_a_form_number_that_is_not_finite_is_refused_by_the_form_too():
     """Behind the boundary (a form built by keywords, as tests and Python callers do): infinity for a whole number,
     NaN or an int beyond float's range for the graph's threshold are an AppError, not an OverflowError."""
-    from explorer.app.errors import AppError
+    from explorer.app.serving.errors import AppError
     from explorer.app.run.request import number_of, whole_number
 
     with pytest.raises(AppError, match="expected a whole number, got 'inf'"):
