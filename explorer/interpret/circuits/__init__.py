@@ -14,6 +14,8 @@ and its faithfulness measured with every other edge patched from the corrupted r
     circuit       find_circuit, circuit_faithfulness
 """
 
+from .generated import generated_task
 from .graph import CircuitGraph
+from .pairs import Pair, Task, make_task, parse_pairs
 
-__all__ = ["CircuitGraph"]
+__all__ = ["CircuitGraph", "Pair", "Task", "generated_task", "make_task", "parse_pairs"]
