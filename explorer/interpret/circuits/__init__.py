@@ -14,8 +14,11 @@ and its faithfulness measured with every other edge patched from the corrupted r
     circuit       find_circuit, circuit_faithfulness
 """
 
+from .faithfulness import Faithfulness
 from .generated import generated_task
 from .graph import CircuitGraph
 from .pairs import Pair, Task, make_task, parse_pairs
+from .scores import EdgeScores, edge_scores
 
-__all__ = ["CircuitGraph", "Pair", "Task", "generated_task", "make_task", "parse_pairs"]
+__all__ = ["CircuitGraph", "EdgeScores", "Faithfulness", "Pair", "Task", "edge_scores", "generated_task", "make_task",
+           "parse_pairs"]

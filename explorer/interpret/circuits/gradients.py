@@ -1,0 +1,107 @@
+"""One backward pass that scores every edge at once: the model run on the clean ids with its embeddings set on the
+path from the corrupted run's to the clean run's (alpha = 0: the corrupted run, 1: the clean run), every receiver
+reading its own copy of the stream (explorer.model receivers), and each receiver's gradient contracted with the
+upstream nodes' (corrupted - clean) outputs as it arrives:
+
+    score[u, r] += sum over positions and width of (a_u(corrupted) - a_u(clean)) . d metric / d input_r
+
+A head's q / k / v receivers are its rows of a per-head copy of the stream (B, T, H, D) before the block's norm; an
+MLP's and the logits' receiver is a view of the stream; cross-attention's k / v rebuild the encoder's last stream per
+head before the encoder's final norm (that norm is theirs). The gradient is taken with torch.autograd.grad with
+respect to the interpolated embeddings only: no parameter's .grad is touched, nothing is registered on a module (the
+hooks sit on this call's own tensors).
+
+    gradient_pass(model, graph, inputs, alphas (K,), corrupted, clean | None, metric, clean_logprobs)
+        -> Pass(scores (K, U, R) summed over the pairs, embed (K, P) each pair's sum over the embeddings' edges,
+                metric (K, P), clean Snapshot when the pass made it (alpha 1 first, clean None))
+
+Shapes: K integration points, P pairs, rows K P (point-major), T length, D width, U nodes, R receivers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from ...model import Record, Transformer
+from .graph import CircuitGraph, Site
+from .batches import Inputs
+from .metrics import metric_values
+from .runner import RECORDED, Snapshot, run_logits
+
+
+@dataclass
+class Pass:
+    scores: Tensor  # (K, U, R) float64, summed over pairs
+    embed: Tensor  # (K, P) float64: per pair, the sum of the scores of the embeddings' edges
+    metric: Tensor  # (K, P) float64
+    clean: Snapshot | None  # the clean run, when this pass was it (alpha 1, no clean snapshot given)
+
+
+def gradient_pass(model: Transformer, graph: CircuitGraph, inputs: Inputs, alphas: list[float], corrupted: Snapshot,
+                  clean: Snapshot | None, metric: str, clean_logprobs: Tensor | None = None) -> Pass:
+    """See the module docstring. `clean` None: alphas must be [1.0], and the pass records the clean run."""
+    if clean is None and list(alphas) != [1.0]:
+        raise ValueError("the clean run is the first pass (alpha 1) when no clean snapshot is given")
+    K, P = len(alphas), inputs.size
+    U, R = graph.n_nodes, graph.n_receivers
+    H = graph.config.n_heads
+    device = inputs.clean.device
+    a = torch.tensor(alphas, device=device).repeat_interleave(P)[:, None, None]  # (K P, 1, 1) point-major
+    leaves: list[Tensor] = []
+    deltas: dict[str, Tensor] = {}  # stream -> (P, U_s, T, D): corrupted - clean node outputs
+    totals = torch.zeros(K, P, U, R, dtype=torch.float64, device=device)
+    final: dict[str, Tensor] = {}
+
+    def interpolate(site: str, x: Tensor) -> Tensor:
+        stream = site.split(".")[0]
+        if site != f"{stream}.0.resid_pre":
+            return x
+        base = x.detach()  # the clean ids' embeddings
+        if clean is not None:
+            corr = corrupted.embed(stream).repeat(K, 1, 1)
+            base = corr + a.to(corr.dtype) * (base - corr)
+        leaf = base.requires_grad_()
+        leaves.append(leaf)
+        return leaf
+
+    def contract(s: Site, grad: Tensor) -> None:
+        g = grad if grad.dim() == 4 else grad.unsqueeze(2)  # (K P, T, R, D)
+        delta = deltas[s.stream][:, :s.prefix]  # (P, prefix, T, D)
+        first = graph.offsets[s.stream]
+        part = torch.einsum("putd,kptrd->kpur", delta, g.reshape(K, P, *g.shape[1:]))
+        totals[:, :, first:first + s.prefix, s.start:s.start + s.size] += part.double()
+
+    def receivers(site: str, x: Tensor) -> Tensor:
+        if site == "encoder.final":
+            final["encoder"] = x
+            return x
+        s = graph.site_of[site]
+        if s.norm == "encoder_final":  # cross k / v: each head rebuilds the encoder's stream, then its final norm
+            copy = final["encoder"].unsqueeze(2).expand(-1, -1, H, -1)  # (B, S, H, D)
+            copy.register_hook(lambda g, s=s: contract(s, g))
+            return copy if model.encoder.norm is None else model.encoder.norm(copy)
+        copy = x.unsqueeze(2).expand(-1, -1, H, -1) if s.role in ("q", "k", "v") else x.view(x.shape)
+        copy.register_hook(lambda g, s=s: contract(s, g))
+        return copy
+
+    record = Record(only=RECORDED) if clean is None else None
+    with torch.inference_mode(False), torch.enable_grad():
+        logits = run_logits(model, inputs, False, K, receivers=receivers, record=record, resid_hook=interpolate)
+        snapshot = None
+        if clean is None:
+            snapshot = Snapshot(logits.detach().float(), {k: v.detach() for k, v in record.tensors.items()})
+            if clean_logprobs is None:
+                clean_logprobs = snapshot.logits.log_softmax(-1)
+        reference = None if clean_logprobs is None else clean_logprobs.repeat(K, 1)
+        values = metric_values(metric, logits.float(), inputs.answers.repeat(K), inputs.wrongs.repeat(K), reference)
+        with torch.no_grad():
+            after = snapshot if snapshot is not None else clean
+            for stream in graph.streams:
+                deltas[stream] = (corrupted.outputs(model, graph, stream) - after.outputs(model, graph, stream)).float()
+        torch.autograd.grad(values.sum(), leaves, allow_unused=True)  # the hooks contract each receiver's gradient as it comes
+    embed = totals[:, :, graph.embed_nodes()].sum((2, 3))  # (K, P)
+    return Pass(totals.sum(1), embed, values.detach().double().view(K, P), snapshot)
+
