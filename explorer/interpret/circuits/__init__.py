@@ -14,11 +14,12 @@ and its faithfulness measured with every other edge patched from the corrupted r
     circuit       find_circuit, circuit_faithfulness
 """
 
+from .circuit import Circuit, Curve, Edge, ExactCheck, circuit_faithfulness, find_circuit
 from .faithfulness import Faithfulness
 from .generated import generated_task
 from .graph import CircuitGraph
-from .pairs import Pair, Task, make_task, parse_pairs
 from .scores import EdgeScores, edge_scores
+from .pairs import Pair, Task, make_task, parse_pairs
 
-__all__ = ["CircuitGraph", "EdgeScores", "Faithfulness", "Pair", "Task", "edge_scores", "generated_task", "make_task",
-           "parse_pairs"]
+__all__ = ["Circuit", "CircuitGraph", "Curve", "Edge", "EdgeScores", "ExactCheck", "Faithfulness", "Pair", "Task",
+           "circuit_faithfulness", "edge_scores", "find_circuit", "generated_task", "make_task", "parse_pairs"]
