@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 
+from explorer.app.forms import form_of, replaced
 from explorer.app.page.head_labels import head_labels
 from explorer.app.run.inputs import pad_id_of
 from explorer.app.run.pair import compare
@@ -61,7 +62,7 @@ def form(ev, source, text1, text2, off=None, **over):
                   decoder_heads_on=on["decoder"], cross_heads_on=on["cross"], kind="decoder", layer=1, head=0,
                   sentence=1, continue_tokens=8, measure="weights", query=-1, lines_heads=None)
     values.update(over)
-    return HeadForm(**values)
+    return form_of(HeadForm, **values)
 
 
 def numbers(ev, f):
@@ -178,14 +179,12 @@ def test_a_second_query_of_the_block_runs_no_model(ev, monkeypatch):
     calls = []
     real = ev.compute.call
     monkeypatch.setattr(ev.compute, "call", lambda *a: calls.append(a) or real(*a))
-    from dataclasses import replace
-
-    again = ev.shown_tab(replace(f, query=5, head=3), state)
+    again = ev.shown_tab(replaced(f, query=5, head=3), state)
     assert calls == [] and "query 5" in again[ev.parts.summary] and "L1 H3" in again[ev.parts.summary]
     assert again[ev.parts.lines] == gr.skip()  # the same heads as lines: not drawn again
-    values = ev.shown_tab(replace(f, query=5, measure="values"), state)
+    values = ev.shown_tab(replaced(f, query=5, measure="values"), state)
     assert calls == [] and "|value written|" in values[ev.parts.lines].plot
-    moved = ev.shown_tab(replace(f, layer=0), state)
+    moved = ev.shown_tab(replaced(f, layer=0), state)
     assert len(calls) == 1 and moved[ev.parts.lines] != gr.skip()
 
 
