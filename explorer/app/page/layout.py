@@ -1,8 +1,9 @@
 """The page's layout: which components there are and where they sit (no behaviour: explorer.app.events and each tab's
 `wire`): the title row, the sentences and Run (`Inputs`), the model panel (model_panel), the controls column
-(controls), the results bar and the tabs. Every component the events read or write is a field of a typed dataclass
-(`Page`, `ModelPanel`, `Inputs`, `Controls`, and each tab's own parts), so a renamed component fails where it is
-named, not at run time.
+(controls), the results bar and the tabs; the page-wide settings each in its place (page.settings.SETTINGS). Every
+component the events read or write is a field of a typed dataclass (`Page`, `ModelPanel`, `Inputs`, `Controls`, and
+each tab's own parts) or a setting of the table (`page.setting("window")`), so a renamed component fails where it is
+named when the page is built, not when a person clicks.
 
 At 1280 x 800 the sentence boxes, Run and the chosen head's heatmap are on the first screen: the model panel is a
 collapsible sidebar, the view, mask and head controls a narrow column left of the figures. On a phone (narrower than

@@ -52,6 +52,8 @@ Component = Any  # a Gradio component
 
 @dataclass(frozen=True)
 class Setting:
+    """One page-wide setting: everything the page does with it (the module's docstring)."""
+
     name: str  # the API parameter and form field ("padding_mask")
     make: Callable[[Start], Component]  # its component, laid out where it is called (inside its place)
     place: str  # PLACES

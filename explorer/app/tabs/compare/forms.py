@@ -10,6 +10,22 @@ from ...forms import PageView, RunForm
 
 
 @dataclass(frozen=True)
+class ModelPair:
+    """A suggested pair of models, as its dropdown's value "first|second" (tab.PAIRS)."""
+
+    first: str
+    second: str
+
+    @classmethod
+    def parse(cls, text: Any) -> "ModelPair":
+        """ValueError for a value that is not two names."""
+        first, bar, second = str(text or "").partition("|")
+        if not (bar and first.strip() and second.strip()):
+            raise ValueError(f"not a pair of models: {str(text)[:60]!r}")
+        return cls(first, second)
+
+
+@dataclass(frozen=True)
 class SecondModelForm:
     """/set_model2: check and load the second model; its attention kinds, layers, heads and head labels (all on)."""
 

@@ -27,7 +27,7 @@ from ...serving.errors import escape_md, user_message
 from ...serving.handlers import PRIVATE, reporting
 from ...serving.session import Session, load_session, models_held, second_session
 from ..base import LinkKey, Tab, TabEvents
-from .forms import CompareForm, SecondModelForm
+from .forms import CompareForm, ModelPair, SecondModelForm
 from .side_by_side import ComparisonRequest, compare_held
 
 SIDE_WIDTH = 560  # px of a side's plots in a 1280 px wide page (half the views column)
@@ -123,11 +123,13 @@ class CompareEvents(TabEvents):
     @reporting
     def load_pair(self, pair: Any, device: Any, text1: Any = None, text2: Any = None, shown: Any = None,
                   progress: Any = gr.Progress(track_tqdm=True)) -> dict:
-        """A suggested pair "first|second": the page loads the first model (as any model change: the typed sentences
+        """A suggested pair (`ModelPair`): the page loads the first model (as any model change: the typed sentences
         stay, one it cannot read is named), the tab takes the second."""
-        if not pair:
+        try:
+            chosen = ModelPair.parse(pair)
+        except ValueError:  # "Suggested pairs …" (no pair) or a value the dropdown does not offer
             return {self.status: gr.skip()}
-        first_name, second_name = str(pair).split("|", 1)
+        first_name, second_name = chosen.first, chosen.second
         session, loaded = load_session(first_name, device, self.ctx, progress)
         said = f"Comparing {escape_md(first_name)} with {escape_md(second_name)}."
         updates = self.app.models.changed_model(session, loaded, said, (text1, text2), shown)
