@@ -3,11 +3,12 @@ query asks for, then the page runs as on any first load; "Copy link" builds the 
 
 Opening: Gradio's page-load event gets the page's query (`gr.Request.query_params`; the page's script sends the
 URL's query with each event). Without link keys the page opens as it always did. With them, the model is loaded
-(the same checks as a typed name), the components are set from the link fitted to that model (each tab sets its own
-keys: `Tab.restore_link`), the notice line names what could not be taken, and after the first Run a tab with its own
-button is computed as if that button had been pressed. Copying: the server turns the components' values into the
-query (the same parser as an opened link; a tab's own keys only while it is the tab shown), cut to a length the
-app can open (`state.fit_length`), and a script in the browser puts the page's address before it and copies it.
+(the same checks as a typed name), the components are set from the link fitted to that model (each page setting by
+its key, link.setting_keys; each tab its own keys: `Tab.restore_link`), the notice line names what could not be
+taken, and after the first Run a tab with its own button is computed as if that button had been pressed. Copying:
+the server turns the components' values (a `page_link.LinkForm`) into the query (the same parser as an opened link;
+a tab's own keys only while it is the tab shown), cut to a length the app can open (`length.fit_length`), and a
+script in the browser puts the page's address before it and copies it.
 """
 
 from __future__ import annotations
