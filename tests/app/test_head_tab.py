@@ -231,10 +231,10 @@ def page_run(ev, f):
     from explorer.app.run.view import View
     from explorer.app.serving.session import get_model
 
-    block = f.block(get_model(f.session, ev.ctx).config.attention_kinds())
-    view = View(f.kind, f.layer, f.head, f.sentence, -1, f.measure)
+    block, v = f.block(get_model(f.session, ev.ctx).config.attention_kinds()), f.view
+    view = View(v.kind, v.layer, v.head, v.sentence, -1, f.measure)
     shown = Shown()
-    request = RunRequest.of(f.session, f.sentence1, f.sentence2, block.toggles, view, f.continue_tokens)
+    request = RunRequest.of(f.session, v.sentence1, v.sentence2, block.toggles, view, f.continue_tokens)
     for _ in ev.app.run(request, "attention", shown):
         pass
     return shown
@@ -262,7 +262,5 @@ def test_the_first_open_after_a_run_reads_the_block_the_run_captured(ev, monkeyp
     assert data["query_labels"] == read["query_labels"] and data["key_labels"] == read["key_labels"]
     for name in ("baseline", "toggled"):
         same(data[name], read[name])
-    from dataclasses import replace
-
-    ev.draw(replace(f, layer=1 - f.layer), None, shown=shown)  # not the Run's block
+    ev.draw(replaced(f, layer=1 - f.view.layer), None, shown=shown)  # not the Run's block
     assert len(calls) == 2
