@@ -173,7 +173,7 @@ def tab_clicks(root: Path, tokens: tuple[int, ...], repeats: int) -> list[dict[s
         def after_run(f):
             """The page's Run of the form's sentences, toggles and block; then the tab's first open, timed."""
             page = Shown()
-            request = RunRequest.of(session, f.sentence1, f.sentence2, f.block({"decoder": (L, H)}).toggles,
+            request = RunRequest.of(session, f.view.sentence1, f.view.sentence2, f.block({"decoder": (L, H)}).toggles,
                                     View("decoder", L - 1, 0, 1), f.continue_tokens)
             for _ in events.run(request, "attention", page):
                 pass
