@@ -10,7 +10,7 @@ from explorer.app.lessons import LESSONS
 from explorer.app.link.state import parse_link
 from explorer.app.session import checked_source
 from explorer.app.tabs import tab as tab_of
-from tests.app.browser import IDLE_JS, served
+from tests.app.browser import IDLE_JS
 from tests.app import test_browser_link as link_tests
 from tests.app.test_browser_link import RESULT, TEXT
 
@@ -19,11 +19,8 @@ chromium = link_tests.chromium  # the link tests' page fixture: pages with their
 
 
 @pytest.fixture(scope="module")
-def app_url(free_port):
-    from explorer.app.demo import build_demo
-
-    with served(build_demo(device="cpu"), free_port()) as url:
-        yield url
+def app_url(default_app):
+    return default_app
 
 
 def lesson_tab(query: str):
