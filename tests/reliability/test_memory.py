@@ -61,23 +61,29 @@ def server(model_root, free_port):
     proc = subprocess.Popen(
         [sys.executable, str(REPO / "app.py"), "--host", "127.0.0.1", "--port", str(port), "--device", "cpu",
          "--threads", "1", "--checkpoint", str(model_root / "bpe-encoder"), "--allow-dir", str(model_root)],
-        cwd=REPO, env={**os.environ, "HF_HUB_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False"},
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        cwd=REPO, env={**os.environ, "HF_HUB_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False",
+                       "PYTHONUNBUFFERED": "1"},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}/"
-    # Polls until the server answers; the deadline is a hang guard (a fresh app.py imports torch and Gradio and
-    # loads its model: seconds on the idle machine, 26 s for torch alone was seen on a loaded one).
-    deadline = time.monotonic() + SUBPROCESS_S
-    client = None
-    while time.monotonic() < deadline and client is None:
-        if proc.poll() is not None:
-            pytest.fail(f"app.py exited: {proc.stderr.read()[-3000:]}")
-        try:
-            client = gradio_client(url)
-        except Exception:  # noqa: BLE001 - not up yet
-            time.sleep(0.5)
-    if client is None:
+    # The server says when it answers: Gradio prints "Running on local URL" once its HTTP server is up. A thread reads
+    # its output (and keeps reading, so the pipe never fills) and sets `up` then, or when the process ends; the wait is
+    # a hang guard (a fresh app.py imports torch and Gradio and loads its model: seconds on the idle machine, 26 s for
+    # torch alone was seen on a loaded one).
+    up = threading.Event()
+
+    def watch() -> None:
+        for line in proc.stdout:
+            if "Running on local URL" in line:
+                up.set()
+        up.set()
+
+    threading.Thread(target=watch, daemon=True).start()
+    if not up.wait(SUBPROCESS_S):
         proc.kill()
         pytest.fail(f"app.py did not start within {SUBPROCESS_S} s")
+    if proc.poll() is not None:
+        pytest.fail(f"app.py exited: {proc.stderr.read()[-3000:]}")
+    client = gradio_client(url)
     try:
         yield proc, client
     finally:
