@@ -71,11 +71,12 @@ def app(ctx):
 # ------------------------------------------------------------------ served apps, one per model folder for the session
 @pytest.fixture(scope="session")
 def serve(free_port):
-    """serve(checkpoint=None, folder=None) -> the URL of `build_demo(device="cpu", checkpoint=..., allowed_dirs=[folder])`
-    served on 127.0.0.1: one app per (checkpoint, folder) for the whole session, closed at its end. The app tests and
-    the browser tests of one model share it: a page's state is its own (Gradio's per-session state), and a test
-    watching the server (tests/app/browser.record_runs) patches the module the server calls, for that test only. A test
-    that needs the app built another way (special budgets, a context of its own) serves a private one (`served`)."""
+    """serve(checkpoint=None, folder=None) -> the URL of the app `build_demo(device="cpu", checkpoint=...,
+    allowed_dirs=[folder])` served on 127.0.0.1: one app per (checkpoint, folder) for the whole session, closed at its
+    end. The app tests and the browser tests of one model share it: a page's state is its own (Gradio's per-session
+    state), and a test watching the server (tests/app/browser.record_runs) patches the module the server calls, for
+    that test only. A test that needs the app built another way (special budgets, a context of its own, a count of the
+    app's sessions) serves a private one (`tests.app.browser.served`, tests/reliability/conftest.launch)."""
     from contextlib import ExitStack
 
     from explorer.app.demo import build_demo

@@ -4,10 +4,11 @@ response identical to what a single client gets for the same inputs (no cross-ta
 status, token and output tables, and the Plotly JSON of every figure). Two of the clients switch their
 own session to a freshly built model first; the others must not notice. Prints p50 / p95 latency.
 
-The size, the smallest that shows the property: cross-talk needs requests of several sessions in the server at once;
-16 clients start together on the queue's 4 workers, so each request waits beside other sessions' and runs beside up to 3
-others, and 4 requests each cover every one of the 20 request specs (both models' clients included: the built
-model's clients send 8 of them). More requests per client repeat the same overlap (until issue 39: 20 each).
+The size, the smallest that shows the property: cross-talk needs requests of several sessions in the server at
+once; 16 clients start together on the queue's 4 workers, so each request waits beside other sessions' and runs
+beside up to 3 others, and 4 requests each cover every one of the 20 request specs (both models' clients included:
+the built model's clients send 8 of them). More requests per client repeat the same overlap (until issue 39: 20
+each).
 
 The app runs with a fixed torch thread count here: by default a request computes with its share of the cores
 (explorer.app.cores), and a different thread count changes float32 results in their last bits (MKL's kernels
