@@ -3,6 +3,7 @@
     python app.py [--host HOST] [--port PORT] [--share] [--inbrowser] [--device auto|cpu|cuda|mps]
                   [--checkpoint NAME] [--allow-dir DIR ...] [--concurrency N] [--threads N]
                   [--max-tokens N] [--model-memory GB] [--request-memory GB] [--kept-memory GB]
+                  [--download-disk GB]
 
 On a Space (SPACE_ID is set) the app listens on 0.0.0.0:7860 unless told otherwise.
 """
@@ -40,6 +41,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--kept-memory", type=float, default=1.0, metavar="GB",
                    help="memory the Runs' results kept for the sessions' tabs take together, in GiB (least recently "
                         "used let go first; a tab whose result was let go is computed again); default 1")
+    p.add_argument("--download-disk", type=float, default=0.25, metavar="GB",
+                   help="disk the Download's files take together, in GiB (one file per session, replaced by its next "
+                        "download; the least recently written removed first); default 0.25")
     args = p.parse_args(argv)
     if args.max_tokens < 8:
         p.error("--max-tokens must be at least 8")
@@ -49,6 +53,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error("--request-memory must be a positive number of GiB")
     if not args.kept_memory > 0:
         p.error("--kept-memory must be a positive number of GiB")
+    if not args.download_disk > 0:
+        p.error("--download-disk must be a positive number of GiB")
     return args
 
 
@@ -72,7 +78,8 @@ def main(argv: list[str] | None = None) -> None:
     demo = build_demo(allowed_dirs=args.allow_dir, device=args.device, checkpoint=args.checkpoint,
                       max_tokens=args.max_tokens, model_memory=int(args.model_memory * 1024**3),
                       request_memory=int(args.request_memory * 1024**3),
-                      kept_memory=int(args.kept_memory * 1024**3), threads=args.threads)
+                      kept_memory=int(args.kept_memory * 1024**3), threads=args.threads,
+                      download_disk=int(args.download_disk * 1024**3))
     queue(demo, args.concurrency)
     demo.launch(server_name=args.host, server_port=args.port, share=args.share, inbrowser=args.inbrowser,
                 prevent_thread_lock=True, **launch_kwargs())

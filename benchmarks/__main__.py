@@ -119,7 +119,7 @@ def runners() -> dict[str, Callable[..., dict[str, Any]]]:
         from benchmarks import app_bench
         out = app_bench.cold_start(**kw)
         try:
-            from explorer.app.session import default_source
+            from explorer.app.serving.session import default_source
             out["start_model"] = default_source()
         except Exception:  # noqa: BLE001 - informational only
             pass

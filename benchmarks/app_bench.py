@@ -45,11 +45,16 @@ MEASURE_JS = """() => new Promise((resolve, reject) => {
 
 
 # A language model's Run comes in two steps (its attention, then its outputs): ms from the click to the overview
-# redrawn, and to the output summary showing the Run's result (no longer the "computing" note of the first step).
+# redrawn, and to the output summary showing the Run's result (no longer the "computing" note of the first step);
+# then to the Run's event ended (the status line's progress hidden: the server's work for the Run done, the
+# predictions at every position and the other tabs' reductions included), so that the next click starts on an idle
+# server.
 MEASURE_BOTH_JS = """() => new Promise((resolve, reject) => {
   const plotOf = (id) => document.querySelector(`#${id} .js-plotly-plot`);
   const summary = () => (document.querySelector('#output-summary') || {}).innerText || '';
   const dataOf = (id) => { const el = plotOf(id); return el && el.data ? el.data[0] : null; };
+  const tracker = () => document.querySelector('#status [data-testid="status-tracker"]');
+  const running = () => { const t = tracker(); return !!t && !t.classList.contains('hide'); };
   const old = dataOf('overview-plot'), oldLarge = dataOf('large-plot'), oldSummary = summary();
   const t0 = performance.now(); const seen = {};
   (document.querySelector('#run') || document.querySelector('#run button')).click();
@@ -61,13 +66,15 @@ MEASURE_BOTH_JS = """() => new Promise((resolve, reject) => {
     if (!seen.large && drawn('large-plot', oldLarge)) { seen.large = now; }
     if (!seen.computing && text.includes('computing')) { seen.computing = true; }
     if (!seen.done && seen.computing && !text.includes('computing') && text !== oldSummary) { seen.done = now; }
-    if (seen.overview && seen.large && seen.done) {
-      requestAnimationFrame(() => requestAnimationFrame(() => resolve(seen)));
+    if (seen.overview && seen.large && seen.done && !seen.shown) {
+      seen.shown = true; requestAnimationFrame(() => requestAnimationFrame(() => { seen.everything = performance.now() - t0; }));
     }
+    if (seen.everything !== undefined && !running()) { seen.ended = now; resolve(seen); }
     else if (now > %d) { reject(new Error('run not drawn: ' + JSON.stringify(seen))); }
     else { requestAnimationFrame(poll); }
   })();
-})"""  # ms from the click to: the All heads grid drawn, the chosen head below it drawn, the outputs shown
+})"""  # ms from the click to: the All heads grid drawn, the chosen head below it drawn, the outputs shown, all of
+# them shown (two frames after the last), the Run's event ended
 
 
 def app_available() -> str | None:
@@ -204,6 +211,22 @@ def click_to_redraw(sizes: tuple[int, ...] = (32, 128), repeats: int = 5, timeou
     return out
 
 
+def forward_ms(model: Any, ids: Any, threads: int) -> float:
+    """ms of one forward pass with every attention returned (the layers and the vocabulary head at every position,
+    as benchmarks.head_computation's "forward, every attention"), on `threads` torch threads."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        with torch.inference_mode():
+            t0 = time.perf_counter()
+            model(ids)
+            return (time.perf_counter() - t0) * 1e3
+    finally:
+        torch.set_num_threads(before)
+
+
 def click_to_redraw_long(tokens: int = 1024, repeats: int = 3, timeout_s: float = 240.0,
                          shape: dict[str, int] | None = None, threads: tuple[int | None, ...] = (None, 1)
                          ) -> dict[str, Any]:
@@ -211,9 +234,14 @@ def click_to_redraw_long(tokens: int = 1024, repeats: int = 3, timeout_s: float 
     Run), in the real app, on a GPT-2-small-shaped model (random weights, a 1,064-token context so the input is
     `tokens` long) loaded from an allowed folder (the Hub path). Once per entry of `threads`: None = the app's own
     choice (the cores, shared among the requests running at once: all of them for this lone one), n =
-    `--threads n` (1: the app's choice before a lone request got every core)."""
+    `--threads n` (1: the app's choice before a lone request got every core). After each click, once the Run's event
+    has ended, one forward pass of the same model at the same length with every attention returned, in this process
+    on the server's torch threads (the app and the browser idle), so the whole Run is also a ratio of that."""
     import tempfile
 
+    import torch
+
+    import explorer
     from benchmarks.app_memory import GPT2_SMALL_APP, text_of
     from benchmarks.browser import browser_available, chromium
     from benchmarks.hub_lm import write_folder
@@ -226,6 +254,9 @@ def click_to_redraw_long(tokens: int = 1024, repeats: int = 3, timeout_s: float 
     out: dict[str, Any] = {"model": f"GPT-2 shape {shape} (random weights)", "by_tokens": []}
     with tempfile.TemporaryDirectory() as tmp:
         write_folder(Path(tmp) / "gpt2-long", {**shape, "bos_token_id": 0, "eos_token_id": 0})
+        model = explorer.load(Path(tmp) / "gpt2-long", "cpu").model.eval()  # the same weights, for the forward
+        ids = torch.randint(0, shape["vocab_size"], (1, tokens), generator=torch.Generator().manual_seed(0))
+        forward_ms(model, ids, server_torch_threads(None))  # warm-up
         for n in threads:
             extra = () if n is None else ("--threads", str(n))
             with AppProcess("--checkpoint", "gpt2-long", "--allow-dir", tmp, "--max-tokens", str(tokens), *extra,
@@ -236,20 +267,25 @@ def click_to_redraw_long(tokens: int = 1024, repeats: int = 3, timeout_s: float 
                 page.wait_for_function("() => { const t = (document.querySelector('#output-summary') || {}).innerText;"
                                        " return t && !t.includes('computing'); }", timeout=timeout_s * 1000)
                 page.fill("#text2 textarea", "")
-                overview, large, done = [], [], []
+                seen_all, forwards = [], []
                 for k in range(repeats + 1):  # the first click is a warm-up
                     page.fill("#text1 textarea", text_of(tokens - k % 2) + "." * (k % 2))  # new data on every click
                     page.wait_for_timeout(200)
-                    seen = page.evaluate(MEASURE_BOTH_JS % int(timeout_s * 1000))
-                    overview.append(float(seen["overview"]))
-                    large.append(float(seen["large"]))
-                    done.append(float(seen["done"]))
+                    seen_all.append(page.evaluate(MEASURE_BOTH_JS % int(timeout_s * 1000)))
+                    forwards.append(forward_ms(model, ids, server_torch_threads(n)))  # interleaved with the clicks
                 rows = page.evaluate("document.querySelector('#overview-plot .js-plotly-plot')._fullData[0].z.length")
-            out["by_tokens"].append({"tokens": tokens, "torch_threads": server_torch_threads(n),
-                                     "threads_flag": n, "click_to_overview_drawn_ms": round(statistics.median(overview[1:]), 1),
-                                     "click_to_chosen_head_drawn_ms": round(statistics.median(large[1:]), 1),
-                                     "click_to_outputs_shown_ms": round(statistics.median(done[1:]), 1),
-                                     "click_to_everything_shown_ms": round(statistics.median(
-                                         max(x) for x in zip(overview[1:], large[1:], done[1:])), 1),
-                                     "repeats": repeats, "overview_rows": rows})
+
+            def median(key: str) -> float:
+                return round(statistics.median(float(s[key]) for s in seen_all[1:]), 1)
+
+            row = {"tokens": tokens, "torch_threads": server_torch_threads(n), "threads_flag": n,
+                   "click_to_overview_drawn_ms": median("overview"), "click_to_chosen_head_drawn_ms": median("large"),
+                   "click_to_outputs_shown_ms": median("done"), "click_to_everything_shown_ms": round(
+                       statistics.median(max(s["overview"], s["large"], s["done"]) for s in seen_all[1:]), 1),
+                   "click_to_run_ended_ms": median("ended"),
+                   "forward_every_attention_ms": round(statistics.median(forwards[1:]), 1),
+                   "repeats": repeats, "overview_rows": rows}
+            row["ratio_everything_over_forward"] = round(row["click_to_everything_shown_ms"]
+                                                         / row["forward_every_attention_ms"], 3)
+            out["by_tokens"].append(row)
     return out

@@ -27,8 +27,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 GPT2_SMALL_APP = dict(vocab_size=50257, n_embd=768, n_head=12, n_layer=12, n_positions=1024 + 40)
-# The largest model the page offers (explorer/app/catalog.py): Qwen2.5-0.5B's shape, random weights (494M parameters,
-# 1.98 GB in float32, a 151,936-token vocabulary tied to the embeddings, 2 key/value heads for 14 query heads).
+# The largest model the page offers (explorer/app/serving/catalog.py): Qwen2.5-0.5B's shape, random weights (494M
+# parameters, 1.98 GB in float32, a 151,936-token vocabulary tied to the embeddings, 2 key/value heads for 14 query
+# heads).
 QWEN25_05B = dict(vocab_size=151936, hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
                   num_attention_heads=14, num_key_value_heads=2, max_position_embeddings=32768, tie_word_embeddings=True,
                   bos_token_id=0, eos_token_id=0)
@@ -79,7 +80,7 @@ def write_qwen2(folder: Path, shape: dict[str, Any]) -> Path:
 
 def one_request(loaded: Any, tokens: int, case: str) -> dict[str, Any]:
     """What /analyze does on the server for one click (tab 'attention'), with every figure serialised."""
-    from explorer.app.limits import DEFAULT_CONTINUATION
+    from explorer.app.serving.limits import DEFAULT_CONTINUATION
     from explorer.app.run.toggles import Toggles
     from explorer.app.run.view import View
     from explorer.app.tabs import analyze

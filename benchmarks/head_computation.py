@@ -4,12 +4,16 @@ hub_lm writes it) at 128 and 1,024 tokens. Goals: inside one head <= 50 ms at 12
 lines view drawn in Chromium <= 1 s at 128 tokens.
 
 Inside one head, the last position's query (an LM's next-token question), head 0, at layers 0, 5 and 11:
-*first click*: `head_computation(model, ids, "decoder", layer, 0, -1)`, one run of the model up to that block (the
-layers below it, then the block; nothing above); *from the Run's record*: `capture_from_record(...).head(0, -1)` on
-the Record of a forward pass already made (a page's Run, recording every block's `block_sites`): no model run; *from
-the capture*: `capture.head(h, query)` on a BlockCapture a page keeps, what any later click in the same block costs. Also `query_key_map(capture, head)` and,
-for scale, one forward pass with every attention returned (what the app's Run computes). Median of `repeats` after a
-warm-up; torch threads as set.
+*first click*: what the tab's first click computes once the page's Run has recorded the view's block (the app's Run
+records the block its view names, explorer.app.run.captures): `capture_from_record(...)` (made in the Run, after its
+forward pass) then `.head(0, -1)` (the click), no model run; *from the Run's record*: the same at every layer (a Record
+of every block's `block_sites`); *first click without the Run's capture* (the old path, still taken for a block the
+page's Run did not record): `head_computation(model, ids, "decoder", layer, 0, -1)`, one run of the model up to that
+block (the layers below it, then the block; nothing above); *from the capture*: `capture.head(h, query)` on a
+BlockCapture a page keeps, what any later click in the same block costs. Also `query_key_map(capture, head)` and, for
+scale, one forward pass with every attention returned (what the app's Run computes), and the same recording the
+values and the last layer's block as the app's Run does (what the capture costs the Run's forward). Median of
+`repeats` after a warm-up; torch threads as set.
 
 Lines view: `head_lines` of 4 heads (synthetic causal attention, benchmarks.figure_bytes's generator: softmax of
 Gaussian scores, spread wider than a trained head's, so most rows need all 8 lines), its JSON bytes,
@@ -18,10 +22,13 @@ swaps in the other text's figure: JSON.parse + Plotly.react + two frames).
 
 The tab's clicks through the app's path (explorer.app.tabs.head: HeadEvents.shown_tab on a page wired as the app's,
 the model loaded from an allowed folder, a text of exactly `tokens` tokens, the chosen head L11 H0 at the last query):
-*first click* (the tab opened on a block it has not kept: the model up to the block, then the neuron view, the table,
-the heads as lines and the query-key map drawn, as JSON), the same *with a head off* (two runs up to the block),
-*another query* of the kept block (no model run; the lines view is not drawn again) and *other lines heads* (the lines
-view drawn again). The GPT-2 shape gets a 1,064-position context here, so that 1,024 typed tokens fit beside the
+*first open after a Run* (the tab opened after the page's Run of the same sentences, toggles and block, as a click on
+its tab makes it: the block the Run captured, no model run; the neuron view, the table, the heads as lines and the
+query-key map drawn, as JSON), the same *with a head off* (the Run's baseline and toggled captures), *a block the Run
+did not capture* (the old first click: the model up to the block, then the same drawing) and *with a head off* (two
+runs up to the block), *another query* of the kept block (no model run; the lines view is not drawn again) and
+*other lines heads* (the lines view drawn again). The page is frozen out of the garbage collector's reach once built,
+as app.py does (explorer.process_memory). The GPT-2 shape gets a 1,064-position context here, so that 1,024 typed tokens fit beside the
 answer room a language model keeps (as in app_long).
 
 Run alone: python -m benchmarks.head_computation [--tokens 128 1024] [--repeats 5] [--quick] [--no-draw]
@@ -56,6 +63,9 @@ def inside_one_head(model, tokens: int, repeats: int) -> dict[str, Any]:
     from explorer.interpret import block_sites, capture_block, capture_from_record, head_computation, query_key_map
     from explorer.model import Record
 
+    def first_click(record: Any, layer: int) -> Any:  # the Run's capture, then the click
+        return capture_from_record(model, record, ids[None], "decoder", layer).head(0, -1)
+
     vocab = model.config.vocab_size
     ids = torch.randint(0, vocab, (tokens,), generator=torch.Generator().manual_seed(tokens))
     L, H = model.config.decoder_layers, model.config.n_heads
@@ -64,22 +74,23 @@ def inside_one_head(model, tokens: int, repeats: int) -> dict[str, Any]:
     with torch.inference_mode():  # a page's Run, recording every block's sites
         model(ids[None], record=record)
     for layer in sorted({0, L // 2 - 1, L - 1}):
-        first, _ = median_time(lambda layer=layer: head_computation(model, ids, "decoder", layer, 0, -1), repeats)
+        ran, _ = median_time(lambda layer=layer: head_computation(model, ids, "decoder", layer, 0, -1), repeats)
         capture = capture_block(model, ids, "decoder", layer)
         again, _ = median_time(lambda c=capture: c.head(H - 1, tokens // 2), repeats)
         qk, _ = median_time(lambda c=capture: query_key_map(c, 0), repeats)
-        kept, _ = median_time(lambda layer=layer: capture_from_record(model, record, ids[None], "decoder", layer)
-                              .head(0, -1), repeats)
-        row["by_layer"].append({"layer": layer, "first_click_ms": round(first * 1e3, 1),
-                                "from_record_ms": round(kept * 1e3, 1), "from_capture_ms": round(again * 1e3, 2),
-                                "query_key_map_ms": round(qk * 1e3, 1)})
+        kept, _ = median_time(lambda layer=layer: first_click(record, layer), repeats)
+        row["by_layer"].append({"layer": layer, "first_click_ms": round(kept * 1e3, 1),
+                                "first_click_model_run_ms": round(ran * 1e3, 1), "from_record_ms": round(kept * 1e3, 1),
+                                "from_capture_ms": round(again * 1e3, 2), "query_key_map_ms": round(qk * 1e3, 1)})
 
-    def forward():
+    def forward(record: Any = None):
         with torch.inference_mode():
-            return model(ids[None])
+            return model(ids[None], record=record)
 
     full, _ = median_time(forward, repeats)
+    recorded, _ = median_time(lambda: forward(Record(only={"v", *block_sites("decoder", L - 1)})), repeats)
     row["forward_every_attention_ms"] = round(full * 1e3, 1)
+    row["forward_recording_block_ms"] = round(recorded * 1e3, 1)  # the values and the last layer's block, as a Run
     return row
 
 
@@ -126,12 +137,17 @@ def tab_clicks(root: Path, tokens: tuple[int, ...], repeats: int) -> list[dict[s
     from benchmarks.app_memory import text_of
     from explorer.app.demo import starting_point
     from explorer.app.events import PageEvents
-    from explorer.app.head_labels import head_labels
-    from explorer.app.page import layout
-    from explorer.app.registry import ModelRegistry
-    from explorer.app.session import AppContext, Session, get_model
+    from explorer.app.forms import form_of, replaced
+    from explorer.app.page.head_labels import head_labels
+    from explorer.app.page.layout import layout
+    from explorer.app.run.request import RunRequest
+    from explorer.app.run.view import View
+    from explorer.app.serving.kept import Shown
+    from explorer.app.serving.registry import ModelRegistry
+    from explorer.app.serving.session import AppContext, Session, get_model
     from explorer.app.tabs import TABS
-    from explorer.app.tabs.head import HeadForm
+    from explorer.app.tabs.head.forms import HeadForm
+    from explorer.process_memory import freeze_startup_objects
 
     ctx = AppContext(ModelRegistry(), (str(root),), max_tokens=max(tokens))
     session = Session("gpt2", "cpu")
@@ -142,26 +158,44 @@ def tab_clicks(root: Path, tokens: tuple[int, ...], repeats: int) -> list[dict[s
     tab = events.tab_events["head"]
     L, H = get_model(session, ctx).config.attention_kinds()["decoder"]
     every = head_labels(L, H)
+    freeze_startup_objects()  # as app.py does once the page is built
     rows = []
     for n in tokens:
-        form = HeadForm(session, text_of(n), "", True, True, "none", 0, 2, [], every, [], "decoder", L - 1, 0, 1,
-                        0, "weights", -1, None)
-        off = replace(form, decoder_heads_on=[h for h in every if h != "L0 H1"])
+        form = form_of(HeadForm, session, text_of(n), "", True, True, "none", 0, 2, [], every, [], "decoder", L - 1, 0,
+                       1, 0, "weights", -1, None)
+        off = replaced(form, decoder_heads_on=[h for h in every if h != "L0 H1"])
 
-        def shown(f, state=None):
-            out = tab.shown_tab(f, state)
+        def shown(f, state=None, page=None):
+            out = tab.shown_tab(f, state, page)
             assert not str(out[tab.status]).startswith("⚠️"), out[tab.status]
             return out
 
+        def after_run(f):
+            """The page's Run of the form's sentences, toggles and block; then the tab's first open, timed."""
+            page = Shown()
+            request = RunRequest.of(session, f.view.sentence1, f.view.sentence2, f.block({"decoder": (L, H)}).toggles,
+                                    View("decoder", L - 1, 0, 1), f.continue_tokens)
+            for _ in events.run(request, "attention", page):
+                pass
+            run = page.result(ctx.kept).block
+
+            def first_open():
+                run.read = None  # what the tab made of the Run's capture (its query-key map): a first open again
+                return shown(f, None, page)
+            return median_time(first_open, repeats)[0]
+
+        opened, toggled_opened = after_run(form), after_run(off)
         first, out = median_time(lambda: shown(form), repeats)
         toggled, _ = median_time(lambda: shown(off), repeats)
         state = out[tab.parts.state]
         again, _ = median_time(lambda: shown(replace(form, query=n // 2), state), repeats)
         others = [(h + 1) % H for h in range(min(4, H))]  # drawn again each time: the state forgets the lines drawn
         lines, _ = median_time(lambda: shown(replace(form, lines_heads=others), replace(state, lines=None)), repeats)
-        rows.append({"tokens": n, "first_click_ms": round(first * 1e3, 1), "first_click_head_off_ms":
-                     round(toggled * 1e3, 1), "another_query_ms": round(again * 1e3, 1),
-                     "other_lines_heads_ms": round(lines * 1e3, 1)})
+        rows.append({"tokens": n, "first_open_after_run_ms": round(opened * 1e3, 1),
+                     "first_open_after_run_head_off_ms": round(toggled_opened * 1e3, 1),
+                     "first_click_model_run_ms": round(first * 1e3, 1),
+                     "first_click_model_run_head_off_ms": round(toggled * 1e3, 1),
+                     "another_query_ms": round(again * 1e3, 1), "other_lines_heads_ms": round(lines * 1e3, 1)})
     return rows
 
 

@@ -24,6 +24,8 @@ TARGETS = [
     ("app_1024_whole", "Real app at 1,024 tokens, GPT-2-small shape: click -> everything of the tab shown (overview, "
      "chosen head, outputs: the whole Run)",
      "<= 3000 ms"),
+    ("app_1024_ratio", "Real app at 1,024 tokens, GPT-2-small shape: the whole Run / one 1,024-token forward with every "
+     "attention (same run, interleaved)", "<= 1.3"),
     ("memory_1024", "One 1,024-token /analyze request, GPT-2-small shape, head off: peak above the loaded model, MB",
      "<= 1536"),
     ("largest_1024", "One 1,024-token /analyze request, Qwen2.5-0.5B shape, head off: peak above the loaded model, MB",
@@ -57,18 +59,27 @@ TARGETS = [
      "<= 10"),
     ("sae_shipped_dashboards", "Latent dashboards of the slowest shipped SAE over 2,000 held-out sequences of its "
      "model's task, s", "<= 10"),
-    ("inside_head_128", "Inside one head, 128 tokens, GPT-2-small shape, last layer, first click (the model run up to "
-     "the block), ms", "<= 50"),
+    ("inside_head_128", "Inside one head, 128 tokens, GPT-2-small shape, last layer, first click (from the block the "
+     "page's Run captured: capture_from_record in the Run, then the click's head), ms", "<= 50"),
+    ("inside_head_128_model_run", "Inside one head, 128 tokens, GPT-2-small shape, last layer, first click on a block "
+     "the page's Run did not capture (the model run up to the block: the old path), ms", "<= 50"),
     ("inside_head_128_record", "Inside one head, 128 tokens, GPT-2-small shape, any layer, from the Run's record "
      "(no model run), ms", "<= 50"),
     ("inside_head_128_capture", "Inside one head, 128 tokens, GPT-2-small shape: a later click in the same block "
      "(from the kept capture), ms", "<= 50"),
-    ("inside_head_1024", "Inside one head, 1,024 tokens, GPT-2-small shape, last layer, first click, ms", "<= 500"),
+    ("inside_head_1024", "Inside one head, 1,024 tokens, GPT-2-small shape, last layer, first click (from the Run's "
+     "capture), ms", "<= 500"),
+    ("inside_head_1024_model_run", "Inside one head, 1,024 tokens, GPT-2-small shape, last layer, first click on a "
+     "block the Run did not capture (the old path), ms", "<= 500"),
     ("inside_head_1024_record", "Inside one head, 1,024 tokens, GPT-2-small shape, any layer, from the Run's record, "
      "ms", "<= 500"),
     ("inside_head_1024_capture", "Inside one head, 1,024 tokens, GPT-2-small shape: a later click in the same block, "
      "ms", "<= 500"),
     ("lines_draw_128", "Heads as lines (4 heads), 128 tokens: drawn in Chromium (update), ms", "<= 1000"),
+    ("head_tab_first_128", "Inside a head tab, 128 tokens, GPT-2-small shape, last layer: the tab's first open after "
+     "a Run (the Run's capture; computation, figures, table as JSON) through the app's handler, ms", "<= 50"),
+    ("head_tab_first_1024", "Inside a head tab, 1,024 tokens, GPT-2-small shape, last layer: the tab's first open "
+     "after a Run through the app's handler, ms", "<= 500"),
     ("head_tab_query_128", "Inside a head tab, 128 tokens, GPT-2-small shape: a click on another query of the kept "
      "block through the app's handler (computation, figures, table as JSON), ms", "<= 50"),
     ("head_tab_query_1024", "Inside a head tab, 1,024 tokens, GPT-2-small shape: a click on another query of the kept "
@@ -125,6 +136,7 @@ def measured_values(res: dict[str, Any]) -> dict[str, float | None]:
     if app_long:
         v["app_1024"] = app_long["click_to_overview_drawn_ms"]
         v["app_1024_whole"] = app_long.get("click_to_everything_shown_ms", app_long.get("click_to_outputs_shown_ms"))
+        v["app_1024_ratio"] = app_long.get("ratio_everything_over_forward")
     mem = [r for r in res.get("memory", {}).get("by_case", []) if r.get("case") == "head off"]
     if mem and mem[0].get("tokens") == 1024:
         v["memory_1024"] = mem[0]["peak_above_loaded_mb"]
@@ -187,6 +199,8 @@ def measured_values(res: dict[str, Any]) -> dict[str, float | None]:
             if row and row.get("by_layer"):
                 last = max(row["by_layer"], key=lambda r: r["layer"])
                 v[f"inside_head_{n}"] = last["first_click_ms"]
+                if "first_click_model_run_ms" in last:
+                    v[f"inside_head_{n}_model_run"] = last["first_click_model_run_ms"]
                 v[f"inside_head_{n}_capture"] = max(r["from_capture_ms"] for r in row["by_layer"])
                 v[f"inside_head_{n}_record"] = max(r["from_record_ms"] for r in row["by_layer"])
         row = _row((head.get("lines") or {}).get("by_tokens", []), 128)
@@ -196,6 +210,8 @@ def measured_values(res: dict[str, Any]) -> dict[str, float | None]:
             row = _row(head.get("tab_clicks", []), n)
             if row:
                 v[f"head_tab_query_{n}"] = row["another_query_ms"]
+                if "first_open_after_run_ms" in row:
+                    v[f"head_tab_first_{n}"] = row["first_open_after_run_ms"]
     return v
 
 
@@ -422,30 +438,43 @@ def head_computation_section(head: dict[str, Any] | None) -> list[str]:
     L = ["## 15. How a head computes: inside one head, the query-key map, the lines view", ""]
     if _skip(head):
         return L + [f"Skipped: {_skip(head)}", ""]
-    L += [f"{head['model']}, loaded with `explorer.load`; the last position's query, head 0. *First click*: "
-          "`head_computation(model, ids, \"decoder\", layer, 0, -1)`, one run of the model up to that block (nothing "
-          "above it); *from the Run's record*: `capture_from_record(...).head(0, -1)` on the Record of a forward pass "
-          "already made (no model run); *from the capture*: `capture.head(h, query)` on the BlockCapture a page keeps, "
+    L += [f"{head['model']}, loaded with `explorer.load`; the last position's query, head 0. *First click*: what the "
+          "Inside a head tab's first click computes once the page's Run has recorded the block its view names (the "
+          "app's Run does, explorer.app.run.captures): `capture_from_record(...)` (in the Run, after its forward pass) "
+          "then `.head(0, -1)` (the click), no model run; *the old path*: the first click on a block the page's Run "
+          "did not record, `head_computation(model, ids, \"decoder\", layer, 0, -1)`, one run of the model up to that "
+          "block (nothing above it); *from the capture*: `capture.head(h, query)` on the BlockCapture a page keeps, "
           "what any later click in that block costs; `query_key_map(capture, head)`; and for scale one forward pass "
-          f"with every attention returned. {head['threads']} torch threads, median of {head['repeats']}.", ""]
+          "with every attention returned, alone and recording the values and the last layer's block as the app's Run "
+          f"does. {head['threads']} torch threads, median of {head['repeats']}.", ""]
     rows = []
     for r in head.get("by_tokens", []):
         for b in r.get("by_layer", []):
-            rows.append([r["tokens"], b["layer"], f"{b['first_click_ms']:.0f} ms", f"{b['from_record_ms']:.1f} ms",
-                         f"{b['from_capture_ms']:.2f} ms", f"{b['query_key_map_ms']:.0f} ms",
-                         f"{r['forward_every_attention_ms']:.0f} ms"])
-    L += _table(["tokens", "layer", "first click", "from the Run's record", "from the capture", "query-key map",
-                 "forward, every attention"], rows)
+            old = b.get("first_click_model_run_ms")
+            rows.append([r["tokens"], b["layer"], f"{b['first_click_ms']:.1f} ms",
+                         "-" if old is None else f"{old:.0f} ms", f"{b['from_capture_ms']:.2f} ms",
+                         f"{b['query_key_map_ms']:.0f} ms", f"{r['forward_every_attention_ms']:.0f} ms",
+                         f"{r['forward_recording_block_ms']:.0f} ms" if "forward_recording_block_ms" in r else "-"])
+    L += _table(["tokens", "layer", "first click (the Run's capture)", "first click, the old path (model run)",
+                 "from the capture", "query-key map", "forward, every attention", "forward recording the block"],
+                rows)
     if head.get("tab_clicks"):
         L += ["The Inside a head tab through the app's handlers (`HeadEvents.shown_tab`, a page wired as the app's; the "
-              "last layer's head 0 at the last query): *first click* runs the model up to the block and draws the "
-              "neuron view, the table, four heads as lines and the query-key map; *with a head off* the block twice; "
+              "last layer's head 0 at the last query): *first open after a Run* reads the block the page's Run of the "
+              "same sentences, toggles and block captured (no model run) and draws the neuron view, the table, four "
+              "heads as lines and the query-key map; *a head off*: the Run's two captures; *the old path*: a block "
+              "the Run did not capture, the model run up to it (twice with a head off), then the same drawing; "
               "*another query* of the kept block runs no model (the lines view is not sent again); *other lines "
               "heads* draws the lines view again.", ""]
-        L += _table(["tokens", "first click", "first click, a head off", "another query", "other lines heads"],
-                    [[r["tokens"], f"{r['first_click_ms']:.0f} ms", f"{r['first_click_head_off_ms']:.0f} ms",
-                      f"{r['another_query_ms']:.0f} ms", f"{r['other_lines_heads_ms']:.0f} ms"]
-                     for r in head["tab_clicks"]])
+
+        def ms(r: dict, key: str) -> str:
+            return f"{r[key]:.0f} ms" if key in r else "-"
+
+        L += _table(["tokens", "first open after a Run", "the same, a head off", "the old path", "the old path, a "
+                     "head off", "another query", "other lines heads"],
+                    [[r["tokens"], ms(r, "first_open_after_run_ms"), ms(r, "first_open_after_run_head_off_ms"),
+                      ms(r, "first_click_model_run_ms"), ms(r, "first_click_model_run_head_off_ms"),
+                      ms(r, "another_query_ms"), ms(r, "other_lines_heads_ms")] for r in head["tab_clicks"]])
     lines = head.get("lines") or {}
     if _skip(lines):
         return L + [f"Lines view: skipped: {_skip(lines)}", ""]
@@ -495,7 +524,7 @@ def threads_label(row: dict[str, Any]) -> str:
 
 
 def view_file_section(vf: dict[str, Any] | None) -> list[str]:
-    """Section 17: the Download button's file (explorer.app.export_html)."""
+    """Section 17: the Download button's file (explorer.app.export.view_file)."""
     if not vf:
         return []
     L = ["## 17. A view to keep: the Download button's file", ""]
@@ -520,11 +549,16 @@ def long_inputs_section(res: dict[str, Any]) -> list[str]:
         L += [f"*Click -> overview redrawn*: `python app.py` with {app_long.get('model', '')}, loaded from an allowed "
               "folder (the Hub path), *All heads* tab, from the click on Run until the overview holds new data and "
               "two frames have passed (the server runs the model, draws the tab and Gradio sends it). A language "
-              "model's Run comes in two steps: the overview as soon as the attention is known, then the vocabulary "
-              "head, next-token tables and continuation (computed in a thread from the moment the attention is "
+              "model's Run comes in two steps: the overview as soon as the attention is known, then the next tokens "
+              "after the chosen position and the continuation (computed in a thread from the moment the attention is "
               "known, while the grid is sent, then the chosen head's 1,024 x 1,024 view); *chosen head drawn* is "
               "the click until that view below the grid is drawn, *outputs shown* until the output summary shows "
-              "them, *everything shown* the later of the three in each run.", ""]
+              "them, *everything shown* the later of the three in each run; *Run ended* until the Run's event ends "
+              "(the status line's progress gone: the predictions at every position and the other tabs' reductions "
+              "made, the result kept), after which the next click is made. *Forward*: after each click, one forward "
+              "pass of the same model on 1,024 tokens with every attention returned (the layers and the vocabulary "
+              "head at every position), in the benchmark's process on the server's torch threads; *whole Run / "
+              "forward* divides the two medians.", ""]
         if _skip(app_long):
             L += [f"Skipped: {_skip(app_long)}", ""]
         else:
@@ -532,10 +566,13 @@ def long_inputs_section(res: dict[str, Any]) -> list[str]:
                 return f"{r[key]:,.0f} ms" if key in r else "-"
 
             L += _table(["tokens", "torch threads", "click -> overview redrawn", "click -> chosen head drawn",
-                         "click -> outputs shown", "click -> everything shown", "overview rows", "runs"],
+                         "click -> outputs shown", "click -> everything shown", "click -> Run ended", "forward",
+                         "whole Run / forward", "overview rows", "runs"],
                         [[r["tokens"], threads_label(r), ms(r, "click_to_overview_drawn_ms"),
                           ms(r, "click_to_chosen_head_drawn_ms"), ms(r, "click_to_outputs_shown_ms"),
-                          ms(r, "click_to_everything_shown_ms"), r["overview_rows"], r["repeats"]]
+                          ms(r, "click_to_everything_shown_ms"), ms(r, "click_to_run_ended_ms"),
+                          ms(r, "forward_every_attention_ms"), r.get("ratio_everything_over_forward", "-"),
+                          r["overview_rows"], r["repeats"]]
                          for r in app_long.get("by_tokens", [])])
     if mem:
         L += [f"*Peak memory*: {mem.get('what', '')} {mem.get('model', '')}; goal {mem.get('goal_mb')} MB above the "

@@ -12,7 +12,7 @@ Per length (128 and 1,024 tokens), in one process, interleaved:
                     reading the site and the final norm, the reading, one latent along the sentence and its tokens);
                     target at 128 tokens: <= 1.5 x forward
   switched          one forward with two latents switched (off and add) through the splice hook
-  features_tab      the app's whole Features computation (explorer.app.feature_result.features) on a text of that
+  features_tab      the app's whole Features computation (explorer.app.tabs.features.result.features) on a text of that
                     many tokens: the reading with the heatmap's 24 columns, a latent's dashboard read from the kept
                     example set (built before timing, once per model and SAE), its tokens, the labels; target at 128
                     tokens: <= 1.5 x forward_text, one forward on the same text
@@ -20,8 +20,8 @@ Peak: features_view at each length in a fresh process: the rise of the RSS high-
 the resident size with the model and the SAE loaded; the app's request budget for one request is 1.5 GB above the
 model (memory_1024). Also the estimate features_view_bytes gives, which the app's memory gate may use. Then, in
 another fresh process, the app's features: its peak when it builds the dashboards (the first reading with an SAE),
-its peak reading them, and the estimate the app's memory gate holds (explorer.app.feature_result.feature_bytes, the
-dashboards not built).
+its peak reading them, and the estimate the app's memory gate holds (explorer.app.tabs.features.result.feature_bytes,
+the dashboards not built).
 
 Dashboards: date-gpt (4 layers, d_model 64) with a random 512-latent SAE at blocks.2.hook_resid_pre, over the
 model's own data: `texts` generated date examples written as the model reads them ([BOS] date [SEP] ISO date [EOS]);
@@ -71,10 +71,10 @@ def setup(shape: dict[str, int], d_sae: int, folder: Path):
 def tab_case(loaded, sae, folder: Path, tokens: int, build: bool = True, key: str = "benchmark"
              ) -> tuple[torch.Tensor, Any]:
     """The Features tab's computation on a text of `tokens` tokens (one byte each for this tokenizer): (its ids, a
-    call of explorer.app.feature_result.features), the dashboards built first (`build`; they are kept per `key`, the
-    model's)."""
-    from explorer.app.feature_result import FeatureRequest, features
-    from explorer.app.sae_store import SAESource
+    call of explorer.app.tabs.features.result.features), the dashboards built first (`build`; they are kept per `key`,
+    the model's)."""
+    from explorer.app.tabs.features.result import FeatureRequest, features
+    from explorer.app.tabs.features.sae_store import SAESource
     from explorer.interpret.sae import save_sae
 
     saes = folder / "saes"
@@ -131,7 +131,7 @@ def peak_child(shape: dict[str, int], d_sae: int, tokens: int, threads: int, cas
     """In a fresh process: the high-water mark's rise over one call of features_view (`case` "view"), or of the app's
     features (`case` "tab": the first call, which builds the dashboards, then a second reading them), after a warm-up
     of features_view on 8 tokens."""
-    from explorer.app.feature_result import feature_bytes
+    from explorer.app.tabs.features.result import feature_bytes
     from explorer.interpret.sae import features_view, features_view_bytes
 
     torch.set_num_threads(threads)

@@ -31,7 +31,7 @@ from benchmarks.common import MINILM, text_words
 
 LAYERS, HEADS = 6, 12  # MiniLM
 ALL_HEADS = [f"L{la} H{h}" for la in range(LAYERS) for h in range(HEADS)]
-RECOMPUTED = "computed again"  # the notice of a tab whose kept result was let go (explorer.app.kept.RECOMPUTED)
+RECOMPUTED = "computed again"  # the notice of a tab whose kept result was let go (explorer.app.serving.kept.RECOMPUTED)
 CALL_TIMEOUT_S = 300  # one HTTP call of a client: httpx's 5 s default is too short for a loaded server
 
 

@@ -111,7 +111,7 @@ def app_update(text: str, head_off: bool = False) -> list[str]:
 
 @cache
 def _ui_plot() -> Callable[[Any], str]:
-    from explorer.app.assets import plot
+    from explorer.app.page.assets import plot
 
     return lambda fig: plot(fig).plot
 
@@ -122,7 +122,7 @@ def _app_model() -> Any:
 
 
 def app_max_tokens() -> int:
-    from explorer.app.limits import MAX_TOKENS
+    from explorer.app.serving.limits import MAX_TOKENS
 
     return MAX_TOKENS
 

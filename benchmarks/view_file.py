@@ -1,4 +1,4 @@
-"""The Download button's file (explorer.app.export_html): its size for the page's default view (date-translator's
+"""The Download button's file (explorer.app.export.view_file): its size for the page's default view (date-translator's
 two example sentences, the Attention tab) and for a long one, and the time to write it from the kept result.
 
 The file holds plotly.js once (its largest part) and each figure's JSON; the default view's file must stay within
@@ -16,8 +16,8 @@ LIMIT = 5 * 1024 * 1024
 def view_bytes(loaded: Any, text1: str, text2: str, tab: str) -> tuple[int, int, float]:
     """(bytes of the file, figures in it, seconds to draw and write it) for one Run's tab."""
     from explorer import viz
-    from explorer.app.assets import PLOT_CONFIG
-    from explorer.app.export_html import ViewExport, plotly_js, view_html
+    from explorer.app.page.assets import PLOT_CONFIG
+    from explorer.app.export.view_file import ViewExport, plotly_js, view_html
     from explorer.app.run.toggles import Toggles
     from explorer.app.tabs import analyze
 
@@ -32,7 +32,7 @@ def view_bytes(loaded: Any, text1: str, text2: str, tab: str) -> tuple[int, int,
 
 def run(quick: bool = False) -> dict[str, Any]:
     import explorer
-    from explorer.app.export_html import plotly_js
+    from explorer.app.export.view_file import plotly_js
 
     loaded = explorer.load("date-translator", "cpu")
     ex = loaded.task["examples"]

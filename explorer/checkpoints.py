@@ -16,24 +16,39 @@ A checkpoint is a folder:
 Every problem with a folder (a missing file, a corrupted tensor file, a wrong tensor name or
 shape, a bad config, a tokenizer larger than the model's vocabulary, an absurd size) raises one
 exception type, `CheckpointError`, whose message names the file and says what is wrong.
-The helpers below (`read_json`, `read_safetensors`, `check_*`) are shared with the BERT importer.
+The helpers below (`read_safetensors`, `check_*`, and `read_json` from explorer.file_reads, which bounds every file
+read) are shared with the importers.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from os import PathLike
 from pathlib import Path
 from typing import Any
 
+import tokenizers
 import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 from torch import Tensor
 
 from .device import pick_device
+from .file_reads import (  # noqa: F401 (CheckpointError, describe, require_file, read_json: read from here too)
+    MODEL_HEADER,
+    CheckpointError,
+    HeaderLimits,
+    describe,
+    few,
+    read_card,
+    read_json,
+    read_text,
+    reason,
+    require_file,
+    safetensors_header,
+)
 from .model import Transformer, TransformerConfig
 from .tokenizer import Tokenizer
 
@@ -45,10 +60,6 @@ TGT_TOKENIZER_FILE = "tgt_tokenizer.json"
 CARD_FILE = "README.md"
 DEFAULT_MAX_PARAMETERS = 2_000_000_000  # the Python API's limit; the UI passes a smaller one
 TIED_KEY = "generator.proj.weight"  # stored as tgt_embed.token.weight when tie_embeddings
-
-
-class CheckpointError(Exception):
-    """A checkpoint folder cannot be loaded; the message names the file and the problem."""
 
 
 @dataclass
@@ -79,47 +90,26 @@ class LoadedModel:
 
 
 # ------------------------------------------------------------------------------------------ shared helpers
-def describe(path: Path) -> str:
-    """'config.json in /abs/folder' — file name first, so the message says which file at a glance."""
-    return f"{path.name} in {path.parent}"
-
-
-def require_file(path: Path) -> Path:
-    if not path.is_file():
-        raise CheckpointError(f"missing file {describe(path)}")
-    return path
-
-
-def read_json(path: Path) -> dict[str, Any]:
-    """Parse a JSON object file, or raise CheckpointError (missing, not JSON, not an object)."""
-    require_file(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise CheckpointError(f"{describe(path)} is not valid JSON: {err}") from err
-    if not isinstance(data, dict):
-        raise CheckpointError(f"{describe(path)} must hold a JSON object, found {type(data).__name__}")
-    return data
-
-
-def safetensors_shapes(path: Path) -> dict[str, tuple[int, ...]]:
-    """Tensor names and shapes from the header only (nothing is read into memory)."""
-    require_file(path)
+def safetensors_shapes(path: Path, limits: HeaderLimits = MODEL_HEADER) -> dict[str, tuple[int, ...]]:
+    """Tensor names and shapes from the header only (nothing is read into memory), the header within `limits`."""
+    safetensors_header(path, limits)  # bounded first: the library would parse a header of any length
     try:
         with safe_open(str(path), framework="pt") as f:
             return {k: tuple(f.get_slice(k).get_shape()) for k in f.keys()}
     except (SafetensorError, OSError, ValueError) as err:
-        raise CheckpointError(f"{describe(path)} is truncated or corrupted (safetensors: {err})") from err
+        raise CheckpointError(f"{describe(path)} is truncated or corrupted (safetensors: {reason(err)})") from err
 
 
-def read_safetensors(path: Path) -> dict[str, Tensor]:
-    """All tensors of a .safetensors file on the CPU, or CheckpointError if it is truncated/corrupted."""
-    require_file(path)
+def read_safetensors(path: Path, limits: HeaderLimits = MODEL_HEADER, names: Collection[str] | None = None
+                     ) -> dict[str, Tensor]:
+    """The tensors of a .safetensors file (all, or `names`) on the CPU, or CheckpointError if it is
+    truncated/corrupted or its header is beyond `limits`."""
+    safetensors_header(path, limits)
     try:
         with safe_open(str(path), framework="pt", device="cpu") as f:
-            return {k: f.get_tensor(k) for k in f.keys()}
+            return {k: f.get_tensor(k) for k in f.keys() if names is None or k in names}
     except (SafetensorError, OSError, ValueError, RuntimeError) as err:
-        raise CheckpointError(f"{describe(path)} is truncated or corrupted (safetensors: {err})") from err
+        raise CheckpointError(f"{describe(path)} is truncated or corrupted (safetensors: {reason(err)})") from err
 
 
 def make_config(data: Any, path: Path) -> TransformerConfig:
@@ -207,16 +197,11 @@ def check_tokenizer_vocab(tokenizer: Tokenizer, model_vocab: int, path: Path, wh
 
 
 def load_tokenizer_file(path: Path) -> Tokenizer:
-    require_file(path)
+    text = read_text(path, "tokenizer")  # within the tokenizer files' size and depth
     try:
-        return Tokenizer.from_file(path)
+        return Tokenizer(tokenizers.Tokenizer.from_str(text))
     except Exception as err:  # tokenizers raises plain Exception subclasses for bad files
         raise CheckpointError(f"{describe(path)} is not a valid tokenizer file: {err}") from err
-
-
-def _few(names: list[str], k: int = 5) -> str:
-    shown = ", ".join(names[:k])
-    return shown + (f" (and {len(names) - k} more)" if len(names) > k else "")
 
 
 def expected_state_keys(model: Transformer) -> dict[str, tuple[int, ...]]:
@@ -229,11 +214,11 @@ def check_state_names_and_shapes(found: Mapping[str, tuple[int, ...]], expected:
                                  path: Path) -> None:
     missing = sorted(set(expected) - set(found))
     if missing:
-        raise CheckpointError(f"{describe(path)} is missing {len(missing)} tensor(s) the model needs: {_few(missing)}")
+        raise CheckpointError(f"{describe(path)} is missing {len(missing)} tensor(s) the model needs: {few(missing)}")
     unexpected = sorted(set(found) - set(expected))
     if unexpected:
         raise CheckpointError(f"{describe(path)} has {len(unexpected)} tensor(s) this model does not use: "
-                              f"{_few(unexpected)}")
+                              f"{few(unexpected)}")
     for name, shape in expected.items():
         if tuple(found[name]) != tuple(shape):
             raise CheckpointError(f"{describe(path)}: tensor {name} has shape {tuple(found[name])}, the config "
@@ -257,7 +242,7 @@ def load_state(model: Transformer, state: Mapping[str, Tensor], path: Path) -> N
     leftover = [k for k in missing if k not in tied_keys(model.config)]
     leftover += [name for name, t in [*model.named_parameters(), *model.named_buffers()] if t.is_meta]
     if leftover or unexpected:  # cannot happen after the check above; kept as a guard
-        raise CheckpointError(f"{describe(path)}: could not load {_few(sorted(set(leftover)) + list(unexpected))}")
+        raise CheckpointError(f"{describe(path)}: could not load {few(sorted(set(leftover)) + list(unexpected))}")
 
 
 # ------------------------------------------------------------------------------------------ save
@@ -326,7 +311,7 @@ def load_checkpoint(folder: str | PathLike, device: str | torch.device | None = 
     """Load a folder written by `save_checkpoint` onto `device` (default: `pick_device()`), in eval mode."""
     folder = Path(folder)
     if not folder.is_dir():
-        raise CheckpointError(f"checkpoint folder {folder} does not exist")
+        raise CheckpointError(f"checkpoint folder {folder.name} does not exist")
     config_path = folder / CONFIG_FILE
     meta = read_json(config_path)
     version = meta.get("format_version")
@@ -360,5 +345,5 @@ def load_checkpoint(folder: str | PathLike, device: str | torch.device | None = 
     load_state(model, read_safetensors(weights_path), weights_path)
     model = model.to(pick_device(device)).eval()
     card_path = folder / CARD_FILE
-    card = card_path.read_text(encoding="utf-8", errors="replace") if card_path.is_file() else None
+    card = read_card(card_path)
     return LoadedModel(model, tokenizer, tgt_tokenizer, task, source or f"local folder {folder.resolve()}", card)

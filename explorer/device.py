@@ -44,7 +44,7 @@ def describe_devices() -> str:
 
 def server_torch_threads(requested: int | None = None, cores: int | None = None) -> int:
     """The most torch threads one request of the app uses: `requested`, else every core on machines with up to 4
-    cores, else half of them. Requests running at once share them (explorer.app.cores)."""
+    cores, else half of them. Requests running at once share them (explorer.app.serving.cores)."""
     if requested:
         return int(requested)
     cores = cores or os.cpu_count() or 1

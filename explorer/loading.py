@@ -12,9 +12,10 @@ see explorer.importers).
 Trust: the Python API trusts its caller, the UI does not. Text (a `str`) goes through
 `resolve_source(text, allowed_dirs)`: a shipped name must match ^[A-Za-z0-9._-]+$ and exist under
 checkpoints/, a local folder is accepted only inside one of `allowed_dirs` after resolving `..`
-and symlinks (default: no local folders at all; `allowed_dirs=None` = any folder), and anything
-else must be a valid Hub id. A `pathlib.Path` (any os.PathLike) is a folder chosen by code and is
-loaded as given.
+and symlinks (default: no local folders at all; `allowed_dirs=None` = any folder), and none of its
+files may be a symlink leading outside that allowed folder (`check_links`; a Hugging Face cache's
+snapshots/<rev>/file -> blobs/<hash> links are kept); anything else must be a valid Hub id. A
+`pathlib.Path` (any os.PathLike) is a folder chosen by code and is loaded as given.
 
 Hub downloads fetch only the files we read (config, safetensors, tokenizer files, card;
 pytorch_model.bin only when there are no safetensors) into the normal Hugging Face cache.
@@ -59,6 +60,7 @@ HUB_FILES = [  # what the loaders read; nothing else is downloaded
 ]
 PICKLE_FALLBACK = ["pytorch_model.bin"]  # fetched only when a repo has no safetensors
 TRUE_VALUES = {"1", "ON", "YES", "TRUE"}
+MAX_FOLDER_ENTRIES = 10_000  # entries of a typed folder whose links are checked (a model folder holds ~10)
 
 
 class HubUnavailableError(CheckpointError):
@@ -129,12 +131,71 @@ def _shipped(text: str) -> Path | None:
 
 
 def _real_dir(path: Path) -> Path | None:
-    """The resolved folder, or None (missing, not a folder, symlink loop, name too long, ...)."""
+    """The resolved folder, or None (missing, not a folder, symlink loop, name too long, not encodable, ...)."""
     try:
         real = path.resolve()
         return real if real.is_dir() else None
-    except (OSError, RuntimeError):
+    except (OSError, RuntimeError, ValueError):  # ValueError: a lone surrogate cannot become a file name
         return None
+
+
+def _hub_blob(path: Path, target: Path) -> bool:
+    """A Hugging Face cache's own link: <repo>/snapshots/<rev>/.../file -> <repo>/blobs/<hash>."""
+    parts = path.parts
+    if "snapshots" not in parts[:-2]:
+        return False
+    repo = Path(*parts[:len(parts) - 1 - parts[::-1].index("snapshots")])
+    return target.parent == repo / "blobs"
+
+
+def check_links(folder: Path, roots: list[Path], levels: int = 2) -> None:
+    """CheckpointError when a file or folder in `folder` (and its sub-folders, `levels` deep: the loaders read no
+    deeper) is a symlink that resolves outside every one of `roots`, the allowed folders; the links of a Hugging Face
+    cache (snapshots/<rev>/file -> ../../blobs/<hash>) are kept. A folder inside an allowed one cannot borrow files
+    from outside them."""
+    try:
+        entries = list(os.scandir(folder))[:MAX_FOLDER_ENTRIES + 1]
+    except OSError:
+        return  # unreadable: nothing in it is read either
+    if len(entries) > MAX_FOLDER_ENTRIES:
+        raise CheckpointError(f"folder {folder.name} holds more than {MAX_FOLDER_ENTRIES:,} entries; a model or SAE "
+                              "folder holds a few")
+    for entry in entries:
+        path = Path(entry.path)
+        try:
+            if entry.is_symlink():
+                target = path.resolve()
+                if not (any(_inside(target, root) for root in roots) or _hub_blob(path, target)):
+                    raise CheckpointError(f"{describe(path)} is a link that leads outside the allowed folder; refused")
+                path = target
+            if levels > 1 and path.is_dir():
+                check_links(path, roots, levels - 1)
+        except (OSError, RuntimeError) as err:  # a link loop, a dangling link: nothing to read there
+            log.info("skipped %s in the link check: %s", entry.name, type(err).__name__)
+
+
+def allowed_folder(typed: Path, roots: list[Path]) -> Path | None:
+    """The real folder `typed` names inside one of `roots` (absolute, or relative to a root), its links checked
+    (check_links); None when it names none."""
+    candidates = [typed] if typed.is_absolute() else [root / typed for root in roots]
+    for candidate in candidates:
+        real = _real_dir(candidate)  # follows symlinks and "..": what would really be read
+        if real is not None and any(_inside(real, root) for root in roots):
+            check_links(real, roots)
+            return real
+    return None
+
+
+def check_text(text: str, what: str) -> str:
+    """The stripped name, or CheckpointError when it is empty, too long, or not text a file name can hold."""
+    text = str(text).strip()
+    if not text or "\x00" in text or len(text) > 4096:
+        raise CheckpointError(f"empty or invalid {what}")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise CheckpointError(f"the {what} holds a character that is not text (a lone UTF-16 surrogate)") from None
+    return text
 
 
 def _looks_like_path(text: str) -> bool:
@@ -166,9 +227,7 @@ def resolve_source(text: str, allowed_dirs: Iterable[str | PathLike] | None = ()
     Order: shipped name, then a local folder (only inside `allowed_dirs`; None = anywhere), then
     a Hub id "owner/name[@revision]".
     """
-    text = str(text).strip()
-    if not text or "\x00" in text or len(text) > 4096:
-        raise CheckpointError("empty or invalid model name")
+    text = check_text(text, "model name")
     folder = _shipped(text)
     if folder is not None:
         return ResolvedSource("shipped", str(folder))
@@ -179,17 +238,14 @@ def resolve_source(text: str, allowed_dirs: Iterable[str | PathLike] | None = ()
             return ResolvedSource("local", str(real))
     else:
         roots = [Path(d).expanduser().resolve() for d in allowed_dirs]
-        typed = Path(text)
-        candidates = [typed] if typed.is_absolute() else [root / typed for root in roots]
-        for candidate in candidates:
-            real = _real_dir(candidate)  # follows symlinks and "..": what would really be read
-            if real is not None and any(_inside(real, root) for root in roots):
-                return ResolvedSource("local", str(real))
+        real = allowed_folder(Path(text), roots)
+        if real is not None:
+            return ResolvedSource("local", str(real))
     hub = _split_hub_id(text)
     if hub is not None:
         return ResolvedSource("hub", hub[0], hub[1])
     if allowed_dirs is not None and _looks_like_path(text):
-        where = ", ".join(str(r) for r in roots) if roots else "none are allowed here"
+        where = "a folder's name inside one of them" if roots else "none are allowed here"  # not the server's paths
         raise CheckpointError(f"{text!r} is not a folder inside the allowed folders ({where})")
     shipped = ", ".join(shipped_names()) or "none installed"
     raise CheckpointError(f"{text!r} is neither a shipped checkpoint ({shipped}), an allowed local folder, nor a "
@@ -214,7 +270,7 @@ def load_folder(folder: str | PathLike, device: str | torch.device | None = None
     """Load a folder in either format (detected from config.json)."""
     folder = Path(folder)
     if not folder.is_dir():
-        raise CheckpointError(f"folder {folder} does not exist")
+        raise CheckpointError(f"folder {folder.name} does not exist")
     loader = load_checkpoint if detect_format(folder) == "explorer" else load_hf
     return loader(folder, device, max_parameters=max_parameters, source=source)
 
@@ -294,6 +350,21 @@ def fetch_hub(repo_id: str, revision: str | None = None, cache_dir: str | PathLi
                               f"in the Hugging Face cache{hint}.")
 
 
+def hub_file_sizes(repo_id: str, revision: str | None, paths: list[str]) -> dict[str, int]:
+    """Bytes of files of a Hub repo (path in the repo -> size), asked before downloading them; {} when offline or
+    when the Hub does not answer (the files then come from the cache, read within the same bounds)."""
+    if hub_offline():
+        return {}
+    try:
+        from huggingface_hub import HfApi
+
+        infos = HfApi().get_paths_info(repo_id, paths, revision=revision)
+    except Exception as err:  # noqa: BLE001 - any failure here only means the sizes are not known in advance
+        log.info("sizes of %s not known before downloading: %s", repo_id, type(err).__name__)
+        return {}
+    return {info.path: info.size for info in infos if isinstance(getattr(info, "size", None), int)}
+
+
 # ------------------------------------------------------------------------------------------ the loader
 def load(source: str | PathLike, device: str | torch.device | None = None, *,
          allowed_dirs: Iterable[str | PathLike] | None = (), max_parameters: float | None = DEFAULT_MAX_PARAMETERS,
@@ -307,4 +378,6 @@ def load(source: str | PathLike, device: str | torch.device | None = None, *,
         folder, origin = fetch_hub(resolved.path_or_repo, resolved.revision, cache_dir)
     else:
         folder, origin = Path(resolved.path_or_repo), resolved.describe()
+        if resolved.kind == "local" and not isinstance(source, PathLike):
+            origin = f"local folder {str(source).strip()}"  # as typed: the page never shows the server's paths
     return load_folder(folder, device, max_parameters=max_parameters, source=origin)

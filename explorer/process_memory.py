@@ -4,7 +4,7 @@ collector.
 One arena. glibc gives each thread that contends for the allocator an arena of its own, up to 8 per core, and a
 block freed in one arena serves only that arena's threads. Gradio runs each event on one of its worker threads, so
 the large transient arrays of a Run (attention layers, figures) and the results kept for the sessions' tabs
-(explorer.app.kept) spread over many arenas, each holding on to its own freed memory. Measured with 200 sessions
+(explorer.app.serving.kept) spread over many arenas, each holding on to its own freed memory. Measured with 200 sessions
 each sending a 480-word text with a head off to MiniLM (kept results capped at 100 MB): the server grew by +414 MB
 after 100 sessions and was still growing with 2 arenas at most (glibc's default allows 16 here), and by +232 MB
 after 100 and +265 MB after 200 with one (the rest: the kept results, one Run's transient memory the heap keeps for

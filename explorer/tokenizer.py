@@ -22,6 +22,7 @@ Shapes: B batch, T tokens (after padding, the longest sequence of the batch).
 from __future__ import annotations
 
 import bisect
+import os
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -127,7 +128,7 @@ class Tokenizer:
         vocab = models.WordPiece.read_file(str(path))
         for needed in ("[UNK]", "[CLS]", "[SEP]"):
             if needed not in vocab:
-                raise ValueError(f"{path}: vocab.txt has no {needed}")
+                raise ValueError(f"{os.path.basename(path)} has no {needed}")
         tk = tokenizers.Tokenizer(models.WordPiece(vocab, unk_token="[UNK]"))
         # strip_accents=None follows lowercase, as in BERT uncased / cased.
         tk.normalizer = normalizers.BertNormalizer(lowercase=lowercase)

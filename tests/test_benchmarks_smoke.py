@@ -154,8 +154,12 @@ def test_head_computation_quick(tmp_path):
     (row,) = head["by_tokens"]
     assert row["tokens"] == 16 and [b["layer"] for b in row["by_layer"]] == [0, 1]
     for b in row["by_layer"]:
-        assert measured(b["first_click_ms"], b["from_record_ms"], b["from_capture_ms"], b["query_key_map_ms"])
-    assert measured(row["forward_every_attention_ms"])
+        assert measured(b["first_click_ms"], b["first_click_model_run_ms"], b["from_record_ms"], b["from_capture_ms"],
+                        b["query_key_map_ms"])
+    assert measured(row["forward_every_attention_ms"], row["forward_recording_block_ms"])
+    (tab,) = head["tab_clicks"]  # the tab's handlers: first open after a Run (its capture), the old path, ...
+    assert tab["tokens"] == 16 and measured(*(v for k, v in tab.items() if k.endswith("_ms")))
+    assert {"first_open_after_run_ms", "first_open_after_run_head_off_ms", "first_click_model_run_ms"} <= set(tab)
     lines = head["lines"]
     if shutil.which("chromium") or shutil.which("chromium-browser"):
         (drawn,) = lines["by_tokens"]

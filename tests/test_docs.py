@@ -4,12 +4,14 @@ the ones CI uses."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import re
 
 import pytest
 import torch
 
-from tests.markdown import NEEDS_APP, NEEDS_HUB, README, ROOT, anchors, code_blocks, links, pages
+from tests.markdown import NEEDS_APP, NEEDS_HUB, README, ROOT, anchors, code_blocks, example_of, links, pages
 
 BLOCKS = [(page, i, block) for page in pages() for i, block in enumerate(code_blocks(page, "python"))]
 
@@ -23,6 +25,34 @@ def test_python_examples_run(page, index, block):
         pytest.skip("needs the Hub: tests never reach the network; the same calls run on tiny models in tests/")
     with torch.set_grad_enabled(torch.is_grad_enabled()):  # a block may switch autograd off: not for later tests
         exec(compile(block, f"{page.relative_to(ROOT)} python block {index}", "exec"), {})
+
+
+def architecture_example(heading: str) -> tuple[str, str]:
+    return example_of(ROOT / "docs" / "architecture.md", heading)
+
+
+def printed_by(example: str, heading: str) -> str:
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed), torch.set_grad_enabled(torch.is_grad_enabled()):
+        exec(compile(example, f"docs/architecture.md: {heading}", "exec"), {})
+    return printed.getvalue()
+
+
+def test_the_add_a_tab_example_prints_what_the_page_shows_under_it():
+    """docs/architecture.md's new tab ("How to add a tab"): run, it prints exactly the ```text block under it (its
+    figure drawn from the Run's reduction, the numbers the figure holds, a link opening it), not only runs."""
+    example, shown = architecture_example("How to add a tab")
+    assert printed_by(example, "How to add a tab") == shown
+    assert "peaks" in shown.split() and "How peaked each head is" in shown  # the text block is the example's output
+
+
+def test_the_add_a_setting_example_prints_what_the_page_shows_under_it():
+    """docs/architecture.md's new setting ("How to add a page-wide setting"): run, it prints exactly the ```text block
+    under it (/analyze's form ending with it, a link carrying it and refusing a bad value, the page laying it out);
+    tests/app/test_settings.py builds the whole page with it."""
+    example, shown = architecture_example("How to add a page-wide setting")
+    assert printed_by(example, "How to add a page-wide setting") == shown
+    assert "'top_tokens']" in shown and "top=7" in shown  # the text block is the example's output
 
 
 def test_readme_is_a_front_door():

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 import explorer
-from explorer.training.induction import EVAL_SEED, InductionTask
 from explorer.interpret import copy_losses, head_mask_without, head_roles, logit_lens, repeated_tokens, top_heads
+from explorer.training.induction import EVAL_SEED, InductionTask
 
 FOLDER = Path(__file__).resolve().parent.parent / "checkpoints" / "induction-gpt"
 SEED = 31_337  # not the card's probe seed
@@ -93,8 +93,8 @@ def test_the_app_offers_it_and_draws_the_induction_stripe(roles):
     induction head, each token of the second copy attending to the token after its first copy."""
     import numpy as np
 
-    from explorer.app.registry import ModelRegistry
-    from explorer.app.session import AppContext, load_session
+    from explorer.app.serving.registry import ModelRegistry
+    from explorer.app.serving.session import AppContext, load_session
     from explorer.app.run.toggles import Toggles
     from explorer.app.run.view import View
     from explorer.app.tabs import analyze

@@ -84,7 +84,7 @@ def loops() -> list[list[str]]:
 
 def test_the_graph_is_read():
     assert "explorer.model.attention" in GRAPH["explorer.model.layers"]
-    assert "explorer.app.run.result" in GRAPH["explorer.app.compute"]  # a relative import two levels down
+    assert "explorer.app.run.result" in GRAPH["explorer.app.serving.compute"]  # a relative import two levels down
     assert "gradio" in imported("explorer.app.events")
 
 
@@ -111,8 +111,8 @@ def under(prefix: str) -> list[str]:
 
 PAGE = ("explorer.app", "gradio")
 FIGURES = ("explorer.viz", "plotly")
-FILE_READERS = ("explorer.checkpoints", "explorer.importers", "explorer.loading", "safetensors", "huggingface_hub",
-                "tokenizers", "explorer.tokenizer")
+FILE_READERS = ("explorer.checkpoints", "explorer.file_reads", "explorer.importers", "explorer.loading", "safetensors",
+                "huggingface_hub", "tokenizers", "explorer.tokenizer")
 RUNS_A_MODEL = ("explorer.model", "explorer.outputs", "explorer.interpret", "explorer.loading")
 
 
@@ -144,17 +144,56 @@ def test_no_module_of_the_app_is_over_300_lines():
 MIRRORED = ("explorer.model", "explorer.interpret", "explorer.outputs")  # what a figure module (viz.<x>) may draw
 
 
-def test_a_name_two_modules_share_is_a_tab_or_a_figure_of_what_it_draws():
-    """Module names are unique in the package, but for a tab (explorer.app.tabs.<id>, named by the link's tab id)
-    and a figure module (explorer.viz.<x>) named after the computation it draws (explorer.model.<x>,
-    explorer.interpret.<x>, explorer.outputs.<x>): memory.py in two layers meaning two things is what this keeps
-    out."""
+TABS = "explorer.app.tabs"  # the tab registry (TABS): one module per tab, or a package per tab with modules of its own
+ASSEMBLES_THE_PAGE = {"explorer.app.demo"}  # build_demo lays out and wires the page: the one place that names TABS
+
+
+def tab_of(module: str) -> str | None:
+    """The tab id a module belongs to (explorer.app.tabs.<id> or a module of its package), None outside the tabs
+    (explorer.app.tabs.base, the shared Tab class, is no tab's)."""
+    parts = module.split(".")
+    if module.startswith(TABS + ".") and parts[3] != "base":
+        return parts[3]
+    return None
+
+
+def test_no_import_runs_up_from_a_shared_module_to_the_tabs():
+    """What serves every tab (the page's parts, serving, run, link, export, events, forms) never imports the tab
+    registry or a tab: the tabs are passed in (`page.registry`, `RunFigures.of(tabs)`, `parse_link(..., tabs=)`).
+    Only the module that assembles the page (explorer.app.demo: the layout, the events and TABS) names them."""
+    up = {m: sorted(t for t in GRAPH[m] if t == TABS or tab_of(t)) for m in under("explorer")
+          if not m.startswith(TABS) and m not in ASSEMBLES_THE_PAGE}
+    assert {m: t for m, t in up.items() if t} == {}
+
+
+def test_a_tab_imports_no_other_tab():
+    """A tab's modules import the shared parts and their own tab's modules, never the registry or another tab: what
+    two tabs share lives in a shared group (run.chosen_head, run.role_labels, run.readings, ...)."""
+    crossing = {m: sorted(t for t in GRAPH[m] if t == TABS or tab_of(t) not in (None, tab_of(m)))
+                for m in under(TABS) if tab_of(m)}
+    assert {m: t for m, t in crossing.items() if t} == {}
+
+
+def test_the_rules_read_the_tabs():
+    assert tab_of("explorer.app.tabs.features.forms") == "features" and tab_of("explorer.app.tabs.rollout") == "rollout"
+    assert tab_of("explorer.app.tabs.base") is None and tab_of(TABS) is None
+    assert "explorer.app.tabs.compare" in GRAPH[TABS]
+
+
+def test_a_name_two_modules_share_is_local_to_a_tab_or_a_figure_of_what_it_draws():
+    """Module names are unique in the package, but for
+    - a tab's module (explorer.app.tabs.<id>), named by the link's tab id;
+    - a module of a tab's package (explorer.app.tabs.<id>.<x>): its names are local to the tab, so
+      tabs/features/forms.py and tabs/contributions/forms.py may both exist (and be imported as `.forms` there);
+    - a figure module (explorer.viz.<x>) named after the computation it draws (explorer.model.<x>,
+      explorer.interpret.<x>, explorer.outputs.<x>).
+    memory.py in two layers meaning two things is what this keeps out."""
     by_name: dict[str, list[str]] = {}
     for m, path in MODULES.items():
         if path.name != "__init__.py":
             by_name.setdefault(m.rsplit(".", 1)[1], []).append(m)
     for name, modules in by_name.items():
-        rest = [m for m in modules if not m.startswith("explorer.app.tabs.")]
+        rest = [m for m in modules if not tab_of(m)]
         figures = [m for m in rest if m.startswith("explorer.viz.")]
         others = [m for m in rest if not m.startswith("explorer.viz.")]
         assert len(others) <= 1, (name, modules)

@@ -1,17 +1,20 @@
 """The Gradio app (docs/architecture.md is its map):
 
-    page, tabs/          the layout: the shared parts (model panel, sentences, controls) and one module per tab
+    demo                 assembles the page: the layout, the events and the tabs (the one module that names TABS)
     events, forms        the shared events (model, Run, opening a tab) and the typed forms every handler takes
+    page/                the page's shared parts: the layout, the model panel, the controls, the results bar, assets
+    tabs/                one module per tab, or a package for a tab with modules of its own (features/, head/, ...)
+    run/                 one Run: request, inputs, toggles, the model's runs, baseline vs toggled, the result; what
+                         several tabs read of it (readings, role labels, the chosen head)
     link/                a link that reopens a view: its values, its state, its events, the guard for long ones
-    run/                 one Run: request, inputs, toggles, the model's runs, baseline vs toggled, the result
-    compute              every model computation, through spaces.GPU
-    session, registry    per-session state; shared models within a memory budget; kept results (kept)
-    limits, errors       caps and the messages for them; what a person is told when something fails
+    serving/             sessions, shared models and kept results within their budgets, every model computation
+                         (through spaces.GPU), the caps and the messages a person is told
+    export/              the Download: the shown tab as one HTML file, the files within a disk budget
 
 `build_demo(...)` returns the Blocks (imports Gradio only when called).
 """
 
-from .registry import ModelRegistry
+from .serving.registry import ModelRegistry
 
 
 def build_demo(*args, **kwargs):

@@ -15,20 +15,23 @@ import gradio as gr
 import spaces
 
 from ..device import server_torch_threads
-from .assets import CSS, page_js
-from .catalog import model_choices
-from .cores import CoreShare
+from .serving import api_inputs
 from .events import PageEvents
-from .gradio_fixes import keep_one_entry_per_component
-from .idle_timers import page_middleware
-from .kept import KeptResults
 from .link.guard import guard_middleware
-from .limits import DEFAULT_KEPT_MEMORY, DEFAULT_MODEL_MEMORY, DEFAULT_REQUEST_MEMORY, MAX_TOKENS
-from .model_panel import model_info
-from .page import Start, layout
-from .registry import ModelRegistry
+from .page.assets import CSS, page_js
+from .page.gradio_fixes import keep_one_entry_per_component
+from .page.idle_timers import page_middleware
+from .page.layout import layout
+from .page.model_panel import Start, model_info
 from .run.request_memory import MemoryGate
-from .session import AppContext, Session, default_second, default_source, device_choices, get_model
+from .serving.catalog import model_choices
+from .serving.cores import CoreShare
+from .serving.kept import KeptResults
+from .serving.limits import (DEFAULT_DOWNLOAD_DISK, DEFAULT_KEPT_MEMORY, DEFAULT_MODEL_MEMORY, DEFAULT_REQUEST_MEMORY,
+                             MAX_TOKENS)
+from .serving.registry import ModelRegistry
+from .serving.session import AppContext, Session, default_second, default_source, device_choices, get_model
+from .serving.upload_guard import upload_middleware
 from .tabs import TABS
 
 log = logging.getLogger(__name__)
@@ -59,22 +62,27 @@ def starting_point(ctx: AppContext, source: str, device: str) -> Start:
 def build_demo(*, allowed_dirs: Sequence[str] = (), device: str = "auto", checkpoint: str | None = None,
                registry: ModelRegistry | None = None, max_tokens: int = MAX_TOKENS,
                model_memory: int = DEFAULT_MODEL_MEMORY, request_memory: int = DEFAULT_REQUEST_MEMORY,
-               kept_memory: int = DEFAULT_KEPT_MEMORY, threads: int | None = None) -> gr.Blocks:
+               kept_memory: int = DEFAULT_KEPT_MEMORY, threads: int | None = None,
+               download_disk: int = DEFAULT_DOWNLOAD_DISK) -> gr.Blocks:
     """The app. `checkpoint`: the model sessions start with (default: date-translator). `request_memory`: bytes
     the /analyze requests running at once may take together (explorer.app.run.request_memory). `kept_memory`: bytes
     the Runs'
-    results kept for the sessions' tabs take together (explorer.app.kept). `threads`: torch threads of
-    every request (None: the machine's, shared among the requests running at once, explorer.app.cores)."""
+    results kept for the sessions' tabs take together (explorer.app.serving.kept). `threads`: torch threads of
+    every request (None: the machine's, shared among the requests running at once, explorer.app.serving.cores).
+    `download_disk`: bytes the Download's files take on disk, all sessions together
+    (explorer.app.export.download_files)."""
     if device not in device_choices():
         log.warning("device %r is not available here; using auto", device)
         device = "auto"
     keep_one_entry_per_component()  # sessions would otherwise grow with every request (gradio_fixes)
+    api_inputs.install()  # a value the API does not take is refused in words, naming the parameter
     # On a ZeroGPU Space Gradio would run every event handler through spaces.GPU, in a forked worker whose changes
-    # (the kept results, the sessions' state) are lost; only the model computations go there (explorer.app.compute).
+    # (the kept results, the sessions' state) are lost; only the model computations go there
+    # (explorer.app.serving.compute).
     spaces.disable_gradio_auto_wrap()
     ctx = AppContext(registry or ModelRegistry(model_memory), tuple(str(d) for d in allowed_dirs), max_tokens,
                      MemoryGate(request_memory), CoreShare(server_torch_threads(threads), shared=threads is None),
-                     KeptResults(kept_memory))
+                     KeptResults(kept_memory), download_disk)
     source = checkpoint or default_source()
     page = layout(starting_point(ctx, source, device), Session(source, device), TABS)
     with page.demo:
@@ -91,10 +99,10 @@ def launch_kwargs() -> dict[str, Any]:
     dashboard (QUEUE_ENV). state_session_capacity: Gradio keeps every session, closed or not, until it is among the
     least recently used beyond this many (~0.4 MB each: docs/guarantees.md). Middleware: a link too long to open
     gets a page in words (link.guard); the page's HTML starts with a script that stops Gradio's leaked timer loops
-    (idle_timers)."""
+    (idle_timers); Gradio's upload routes are refused (upload_guard: the app takes no files)."""
     return dict(css=CSS, theme=gr.themes.Soft(), js=page_js(TABS), run_history=False, enable_monitoring=False,
                 state_session_capacity=SESSION_CAPACITY,
-                app_kwargs=dict(middleware=[*guard_middleware(), *page_middleware()]))
+                app_kwargs=dict(middleware=[*guard_middleware(), *page_middleware(), *upload_middleware()]))
 
 
 # Gradio's queue records every event for its /monitoring dashboard and after each one rebuilds a summary of all it

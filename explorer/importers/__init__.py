@@ -25,6 +25,7 @@ import torch
 
 from ..checkpoints import (CONFIG_FILE, DEFAULT_MAX_PARAMETERS, CheckpointError, LoadedModel, build_empty,
                            check_parameter_limit, check_tokenizer_vocab, describe, load_state, read_json)
+from ..file_reads import read_card
 from ..device import pick_device
 from .bart import BART, MARIAN
 from .bert import BERT
@@ -88,8 +89,7 @@ def load_hf(folder: str | PathLike, device: str | torch.device | None = None, *,
     task.update(model_type=hf["model_type"], ignored_tensors=ignored)
     notes = [f"ignored {len(ignored)} tensor(s) not used by the model: {', '.join(ignored[:6])}"
              + (" ..." if len(ignored) > 6 else "")] if ignored else []
-    card_path = folder / "README.md"
-    card = card_path.read_text(encoding="utf-8", errors="replace") if card_path.is_file() else None
+    card = read_card(folder / "README.md")
     return LoadedModel(model, tokenizer, tgt_tokenizer, task, source or f"local folder {folder.resolve()}", card, notes)
 
 

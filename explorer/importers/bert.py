@@ -14,11 +14,11 @@ the body plan.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 from ..checkpoints import CheckpointError, describe, load_tokenizer_file, read_json
+from ..file_reads import check_size
 from ..outputs.hub_tasks import mask_token, masked_lm_task
 from ..model import TransformerConfig
 from ..tokenizer import Tokenizer
@@ -103,12 +103,13 @@ def load_bert_tokenizer(folder: Path, cfg: HFConfig) -> tuple[Tokenizer, Path]:
         lowercase = True
         tok_cfg = folder / "tokenizer_config.json"
         if tok_cfg.is_file():
-            lowercase = bool(read_json(tok_cfg).get("do_lower_case", True))
+            lowercase = bool(read_json(tok_cfg, "tokenizer").get("do_lower_case", True))
+        check_size(vocab, "tokenizer")  # the tokenizers library reads it whole
         try:
             return Tokenizer.from_vocab_txt(vocab, lowercase=lowercase), vocab
         except Exception as err:  # tokenizers raises plain Exception subclasses
             raise CheckpointError(f"{describe(vocab)} is not a valid WordPiece vocabulary: {err}") from err
-    raise CheckpointError(f"missing file tokenizer.json (or vocab.txt) in {folder}")
+    raise CheckpointError(f"missing file tokenizer.json (or vocab.txt) in {folder.name}")
 
 
 def pooling_mode(folder: Path) -> str:
@@ -116,8 +117,8 @@ def pooling_mode(folder: Path) -> str:
     path = folder / "1_Pooling" / "config.json"
     if path.is_file():
         try:
-            cfg = json.loads(path.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
+            cfg = read_json(path)
+        except CheckpointError:  # an unreadable pooling config: BERT's default, as before
             return "mean"
         if isinstance(cfg, dict) and cfg.get("pooling_mode_cls_token") and not cfg.get("pooling_mode_mean_tokens"):
             return "cls"
@@ -136,10 +137,11 @@ def encoder_task(name: str, folder: Path, tokenizer: Tokenizer, config: Transfor
     """"masked-lm" for an encoder with its MLM head, else "sentence-embedding"."""
     if config.mlm_head:
         tok_cfg_path = folder / "tokenizer_config.json"
-        configured = read_json(tok_cfg_path).get("mask_token") if tok_cfg_path.is_file() else None
+        configured = read_json(tok_cfg_path, "tokenizer").get("mask_token") if tok_cfg_path.is_file() else None
         mask = mask_token(tokenizer, configured if isinstance(configured, str) else None)
         if mask is None:
-            raise CheckpointError(f"the tokenizer of {folder} has no mask token ([MASK] or <mask>) for the masked-LM head")
+            raise CheckpointError(f"the tokenizer of {folder.name} has no mask token ([MASK] or <mask>) for the "
+                                  "masked-LM head")
         return masked_lm_task(name, tokenizer, config, family, mask)
     return embedding_task(name, folder, tokenizer, config, family)
 

@@ -4,7 +4,8 @@ A folder holds `model.safetensors`, or a sharded `model.safetensors.index.json` 
 (only when there are no safetensors) `pytorch_model.bin`, read with `torch.load(weights_only=True)`:
 plain tensors and containers, never arbitrary pickled objects.
 
-Each safetensors file is checked once by the `safetensors` library; then each tensor is read with
+Each safetensors file's header is read within bounds first (explorer.file_reads.MODEL_HEADER: its bytes, its tensors),
+then checked once by the `safetensors` library; then each tensor is read with
 plain file reads when asked for (its bytes, at the offsets of the file's header), not through a memory
 map, so an importer holds at most the model being filled plus the few tensors it is combining, and
 the file never sits in the process's memory as well (a 0.5B bf16 model needs its float32 size,
@@ -13,7 +14,6 @@ the file never sits in the process's memory as well (a 0.5B bf16 model needs its
 
 from __future__ import annotations
 
-import json
 import math
 import pickle
 import re
@@ -26,6 +26,7 @@ from safetensors import SafetensorError, safe_open
 from torch import Tensor
 
 from ..checkpoints import CheckpointError, describe, read_json, require_file
+from ..file_reads import MODEL_HEADER, few, reason, safetensors_header
 
 SAFETENSORS_FILE = "model.safetensors"
 SAFETENSORS_INDEX = "model.safetensors.index.json"
@@ -46,16 +47,14 @@ class Entry(NamedTuple):
 
 
 def read_header(path: Path) -> dict[str, Entry]:
-    """Tensor name -> Entry, after the safetensors library has validated the file."""
-    require_file(path)
+    """Tensor name -> Entry, the header read within MODEL_HEADER (its bytes, its tensors) and then validated against
+    the file by the safetensors library."""
+    header, data_start = safetensors_header(path, MODEL_HEADER)
     try:
         with safe_open(str(path), framework="pt", device="cpu") as f:  # validates the header against the file
             names = set(f.keys())
-        with open(path, "rb") as raw:
-            size = int.from_bytes(raw.read(8), "little")
-            header = json.loads(raw.read(size))
     except (SafetensorError, OSError, ValueError) as err:
-        raise CheckpointError(f"{describe(path)} is truncated or corrupted (safetensors: {err})") from err
+        raise CheckpointError(f"{describe(path)} is truncated or corrupted (safetensors: {reason(err)})") from err
     entries = {}
     for name in names:
         info = header[name]
@@ -65,7 +64,7 @@ def read_header(path: Path) -> dict[str, Entry]:
         begin, end = info["data_offsets"]
         if end - begin != math.prod(shape) * dtype.itemsize:
             raise CheckpointError(f"{describe(path)}: tensor {name} has {end - begin} bytes for shape {shape}")
-        entries[name] = Entry(path, dtype, shape, 8 + size + begin, end - begin)
+        entries[name] = Entry(path, dtype, shape, data_start + begin, end - begin)
     return entries
 
 
@@ -84,7 +83,7 @@ def read_pickled_state(path: Path) -> dict[str, Tensor]:
         raise CheckpointError(f"refused to unpickle {describe(path)} (not plain tensors{refused_global(err)}); "
                               "convert it to model.safetensors") from err
     except (RuntimeError, EOFError, OSError, ValueError) as err:
-        raise CheckpointError(f"{describe(path)} is truncated or corrupted: {err}") from err
+        raise CheckpointError(f"{describe(path)} is truncated or corrupted: {reason(err)}") from err
     if isinstance(state, Mapping) and "state_dict" in state and isinstance(state["state_dict"], Mapping):
         state = state["state_dict"]
     if not isinstance(state, Mapping) or not all(isinstance(v, Tensor) for v in state.values()):
@@ -115,10 +114,10 @@ class WeightFiles:
             self.pickled = read_pickled_state(pickled)
             self.files = {name: pickled for name in self.pickled}
         else:
-            raise CheckpointError(f"missing file {SAFETENSORS_FILE} (or {PICKLE_FILE}) in {folder}")
+            raise CheckpointError(f"missing file {SAFETENSORS_FILE} (or {PICKLE_FILE}) in {folder.name}")
 
     def shard_map(self, folder: Path, index: Path) -> dict[str, Path]:
-        weight_map = read_json(index).get("weight_map")
+        weight_map = read_json(index, "index").get("weight_map")
         if not isinstance(weight_map, dict):
             raise CheckpointError(f"{describe(index)} has no \"weight_map\" object")
         files: dict[str, Path] = {}
@@ -129,7 +128,7 @@ class WeightFiles:
             present = read_header(folder / shard)
             if listed - set(present):
                 raise CheckpointError(f"{describe(folder / shard)} lacks tensor(s) the index puts there: "
-                                      f"{', '.join(sorted(listed - set(present))[:5])}")
+                                      f"{few(sorted(listed - set(present)))}")
             files.update({name: folder / shard for name in listed})
             self.entries.update({name: present[name] for name in listed})
         return files
@@ -155,7 +154,7 @@ class WeightFiles:
                 f.seek(entry.start)
                 got = f.readinto(memoryview(data.numpy()))
         except OSError as err:
-            raise CheckpointError(f"{describe(entry.path)} cannot be read: {err}") from err
+            raise CheckpointError(f"{describe(entry.path)} cannot be read: {reason(err)}") from err
         if got != entry.nbytes:
             raise CheckpointError(f"{describe(entry.path)} is truncated: tensor {name} ends past the end of the file")
         return as_float32(data.view(entry.dtype).reshape(entry.shape))  # safetensors is little-endian, as torch here

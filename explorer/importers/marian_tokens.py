@@ -34,7 +34,8 @@ from typing import Iterator, NamedTuple
 import tokenizers
 from tokenizers import AddedToken, Regex, decoders, models, normalizers, pre_tokenizers, processors
 
-from ..checkpoints import CheckpointError, describe, read_json, require_file
+from ..checkpoints import CheckpointError, describe, read_json
+from ..file_reads import JSON_LIMITS, read_bounded
 from ..tokenizer import Tokenizer
 from .hf_config import HFConfig
 
@@ -111,7 +112,7 @@ def read_piece(data: bytes, path: Path) -> Piece:
 
 def read_spm(path: Path) -> SpmModel:
     """The pieces and normalisation settings of a SentencePiece model file."""
-    data = require_file(path).read_bytes()
+    data = read_bounded(path, JSON_LIMITS["tokenizer"], "a tokenizer file")
     pieces, charsmap, flags, unsupported = [], b"", {3: True, 4: True, 22: True}, []
     for number, wire, value in fields(data, path):
         if number == 1 and wire == 2:
@@ -136,7 +137,7 @@ def read_spm(path: Path) -> SpmModel:
 
 
 def read_vocab(path: Path) -> dict[str, int]:
-    vocab = read_json(path)
+    vocab = read_json(path, "tokenizer")
     if not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in vocab.values()):
         raise CheckpointError(f"{describe(path)} must map each piece to a non-negative integer id")
     if len(set(vocab.values())) != len(vocab):
@@ -191,7 +192,7 @@ def load_marian_tokenizer(folder: Path, cfg: HFConfig, side: str) -> tuple[Token
     spm_path = folder / SPM_FILES[side]
     vocab_path = folder / VOCAB_FILE
     tok_cfg_path = folder / "tokenizer_config.json"
-    tok_cfg = read_json(tok_cfg_path) if tok_cfg_path.is_file() else {}
+    tok_cfg = read_json(tok_cfg_path, "tokenizer") if tok_cfg_path.is_file() else {}
     if tok_cfg.get("separate_vocabs"):
         raise CheckpointError(f"{describe(tok_cfg_path)}: separate source and target vocabularies "
                               f"(target_vocab.json) are not supported")

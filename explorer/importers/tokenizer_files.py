@@ -17,6 +17,7 @@ from typing import Any
 import tokenizers
 
 from ..checkpoints import CheckpointError, describe, read_json, require_file
+from ..file_reads import read_text
 from ..tokenizer import Tokenizer
 from .hf_config import HFConfig
 
@@ -48,9 +49,10 @@ def load_hf_tokenizer(folder: Path, cfg: HFConfig) -> tuple[Tokenizer, Path]:
     """tokenizer.json + tokenizer_config.json -> our Tokenizer (CheckpointError naming the file)."""
     path = require_file(folder / TOKENIZER_FILE)
     tok_cfg_path = folder / TOKENIZER_CONFIG
-    tok_cfg = read_json(tok_cfg_path) if tok_cfg_path.is_file() else {}
+    tok_cfg = read_json(tok_cfg_path, "tokenizer") if tok_cfg_path.is_file() else {}
+    text = read_text(path, "tokenizer")  # within the tokenizer files' size and depth
     try:
-        backend = tokenizers.Tokenizer.from_file(str(path))
+        backend = tokenizers.Tokenizer.from_str(text)
     except Exception as err:  # tokenizers raises plain Exception subclasses for bad files
         raise CheckpointError(f"{describe(path)} is not a valid tokenizer file: {err}") from err
     tokenizer = Tokenizer(backend, specials=special_roles(backend, tok_cfg, cfg))

@@ -9,7 +9,8 @@ Shapes: B batch, V vocabulary.
     next_token_distribution(logits (V,), sampling) -> NextTokenDistribution: before / after temperature, the cut-offs
 
 The steps, in this order (those of Transformer Explainer and of transformers' temperature, top-k and top-p warpers):
-1. temperature: scores = logits / T (T > 0; T < 1 sharpens, T > 1 flattens); p_T = softmax(scores).
+1. temperature: scores = logits / T (T > 0; T < 1 sharpens, T > 1 flattens); p_T = softmax(scores). Computed as
+   (logits - their maximum) / T: the same p_T, without overflow however small T is.
 2. top-k (k > 0): keep the k tokens of highest score, and every token tied with the k-th (ties are never split, so
    the kept set does not depend on token order); renormalise. k = 0, or k >= V, keeps every token.
 3. top-p (p < 1): over the distribution after top-k, sorted most probable first, keep the smallest set whose
@@ -119,7 +120,10 @@ def sampling_probs(log_probs: Tensor, sampling: Sampling) -> SampledDistribution
     `sampling` draws from. Computed in float64: the cut-offs then do not depend on float32 rounding."""
     if log_probs.dim() != 2:
         raise ValueError(f"sampling_probs takes (B, V) scores, got shape {tuple(log_probs.shape)}")
-    scores = log_probs.double() / sampling.temperature  # (B, V); -inf stays -inf
+    raw = log_probs.double()
+    # Shifted so each row's top score is 0 before dividing: the same softmax, and a tiny T (2e-308) cannot overflow
+    # every score to -inf. (B, V); -inf stays -inf
+    scores = (raw - raw.max(-1, keepdim=True).values) / sampling.temperature
     if not bool(torch.isfinite(scores).any(-1).all()):
         raise ValueError("every token of a row has probability 0 (all suppressed): nothing can be drawn")
     order = scores.argsort(dim=-1, descending=True, stable=True)  # (B, V) most probable first, ties by id

@@ -11,7 +11,7 @@ here runs a model. Shapes: L layers, H heads (per attention kind), n tokens of a
                                        diverging, centred at 0
 
 A head cell's customdata is "kind|layer|head" (an MLP cell's "mlp|layer|"): the page script sends a clicked cell's
-to the server (explorer.app.assets).
+to the server (explorer.app.page.assets).
 """
 
 from __future__ import annotations

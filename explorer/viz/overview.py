@@ -29,9 +29,9 @@ import numpy as np
 import plotly.graph_objects as go
 
 from explorer.viz import common as c
+from explorer.viz import tile_marks
 from explorer.viz.axes import block_name
 from explorer.viz.encode import PERCENT, Encoded, encode
-from explorer.viz import tile_marks
 from explorer.viz.grid import GAP_PX, MAX_CELLS, OverviewGrid, pack_tiles, plan_grid, tile_attention
 from explorer.viz.pool import block_edges, max_pool, max_pool_tensor
 
@@ -199,8 +199,8 @@ def gapped_heatmap(enc: Encoded, grid: OverviewGrid, scale: list, x_axis: list[s
     Chromium against 0.09 s as one image. A gap cell has no value: NaN in the exact form (no colour, no hover with
     hoverongaps=False); in the percent form (integer codes, no NaN) GAP_CODE, coloured by the transparent top of a
     scale stretched by one code, so that codes 0..100 keep their colours. Its hover label names the gap (names that
-    start with a zero-width space), and the app's page script hides it (explorer.app.assets). A stretched scale would
-    show its transparent top on the colour bar, so the bar comes from a trace without points, on the true range.
+    start with a zero-width space), and the app's page script hides it (explorer.app.page.assets). A stretched scale
+    would show its transparent top on the colour bar, so the bar comes from a trace without points, on the true range.
     """
     z = np.full(grid.shape, np.nan if enc.exact else GAP_CODE, dtype=enc.z.dtype)
     rows, cols = (np.arange(n * size) + np.arange(n * size) // size * gap  # axis positions of the tiles' cells

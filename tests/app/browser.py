@@ -104,8 +104,8 @@ class Runs:
 
 def record_runs(monkeypatch: Any) -> Runs:
     """From now on, each Run the server computes to its end is recorded (run.result.analyze_in_steps, wrapped
-    where explorer.app.compute calls it)."""
-    from explorer.app import compute
+    where explorer.app.serving.compute calls it)."""
+    from explorer.app.serving import compute
 
     runs, real = Runs(), compute.analyze_in_steps
 

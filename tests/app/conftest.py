@@ -14,8 +14,8 @@ DATE1, DATE2 = "samedi 21 novembre 2026", "3 May 2024"
 
 @pytest.fixture(scope="module")
 def ctx():
-    from explorer.app.registry import ModelRegistry
-    from explorer.app.session import AppContext
+    from explorer.app.serving.registry import ModelRegistry
+    from explorer.app.serving.session import AppContext
 
     return AppContext(ModelRegistry())
 
@@ -25,8 +25,8 @@ def page_events(ctx):
     """The page on the shipped date-translator, every event wired (as build_demo does)."""
     from explorer.app.demo import starting_point
     from explorer.app.events import PageEvents
-    from explorer.app.page import layout
-    from explorer.app.session import Session
+    from explorer.app.page.layout import layout
+    from explorer.app.serving.session import Session
     from explorer.app.tabs import TABS
 
     page = layout(starting_point(ctx, "date-translator", "cpu"), Session("date-translator", "cpu"), TABS)
@@ -39,9 +39,9 @@ def page_events(ctx):
 @pytest.fixture(scope="module")
 def app(ctx):
     """Page-level helpers: build(arch, **fields), load(name), heads(labels per kind), analyze(...)."""
-    from explorer.app.build import BuildSpec
-    from explorer.app.head_labels import head_labels, parse_heads
-    from explorer.app.session import build_session, load_session
+    from explorer.app.serving.build import BuildSpec
+    from explorer.app.page.head_labels import head_labels, parse_heads
+    from explorer.app.serving.session import build_session, load_session
     from explorer.app.run.toggles import Toggles
     from explorer.app.run.view import View
     from explorer.app.tabs import analyze

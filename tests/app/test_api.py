@@ -29,12 +29,17 @@ def figure(value) -> dict:
     return json.loads(value["plot"])
 
 
-def test_named_endpoints_exist_and_the_api_tab_names_each(client):
-    from explorer.app.tabs.api import API_TEXT
+def test_named_endpoints_exist_and_the_api_tab_lists_what_a_client_sees(client):
+    """The served API tab lists the endpoints as gradio_client reads them: each name, its parameters in order and
+    its line."""
+    from explorer.app.tabs.api.endpoints import endpoint_list, endpoints_of
 
-    names = set(client.view_api(print_info=False, return_format="dict")["named_endpoints"])
-    assert {"/load_model", "/build_model", "/analyze", "/positional", "/importance"} <= names
-    assert {name for name in names if f"`{name}`" not in API_TEXT} == set()
+    view = client.view_api(print_info=False, return_format="dict")
+    names = set(view["named_endpoints"])
+    assert {"/load_model", "/build_model", "/analyze", "/positional", "/importance", "/download_view"} <= names
+    text = next(c["props"]["value"] for c in client.config["components"] if c["props"].get("elem_id") == "api-text")
+    assert endpoint_list(endpoints_of(view, client.config)) in text
+    assert {name for name in names if f"- `{name}(" not in text} == set()
 
 
 def test_analyze_in_a_fresh_session(client):
@@ -172,9 +177,9 @@ def test_roles_switch_off_role_lens_and_patching(client):
 
 def test_the_http_api_keeps_every_documented_parameter_and_return_in_place(client):
     """gradio_client's view_api() against tests/app/api_reference.json, taken before the page was one module per tab:
-    the same endpoints with the same parameters (names, order, components, defaults; a Radio may gain choices) and the
-    same returns, in order; a
-    newer parameter comes after them with a default, a newer return after them. /load_model and /build_model return
+    the same endpoints with the same parameters (names, order, components, defaults, schema types; a Radio may gain
+    choices) and the same returns, in order; a newer parameter comes after them with a default, a newer return after
+    them. /load_model and /build_model return
     the page's components a model change updates: everything they returned before is still there. Gradio labels
     unlabelled components "value_<id>": ids are not compared."""
     import re
@@ -185,8 +190,12 @@ def test_the_http_api_keeps_every_documented_parameter_and_return_in_place(clien
         return json.loads(re.sub(r"value_\d+", "value_*", json.dumps(x, sort_keys=True)))
 
     def contract(param):
-        """What a caller relies on: name, place, component, default. A label or a new choice of a Radio is not."""
-        return {k: param.get(k) for k in ("parameter_name", "component", "parameter_default", "parameter_has_default")}
+        """What a caller relies on: name, place, component, default, the schema's type (a whole-number dropdown's
+        choices are "integer" since explorer.app.serving.api_inputs: the reference says so). A label or a new choice of a
+        Radio is not."""
+        keys = ("parameter_name", "component", "parameter_default", "parameter_has_default")
+        schema = param["type"]
+        return {**{k: param.get(k) for k in keys}, "type": (schema.get("type"), schema.get("items", {}).get("type"))}
 
     def choices(param):
         return set(param["type"].get("enum", ()))

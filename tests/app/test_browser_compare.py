@@ -25,11 +25,11 @@ class Comparisons:
     """The comparisons the server has computed to their end, in order (names, views, toggles of the two sides)."""
 
     def __init__(self, monkeypatch):
-        from explorer.app import compute
+        from explorer.app.tabs.compare import side_by_side
 
         self.done: list[SimpleNamespace] = []
         self._cond = threading.Condition()
-        real = compute.compare_models
+        real = side_by_side.compare_models
 
         def recorded(sides, *args, **kwargs):
             result = real(sides, *args, **kwargs)
@@ -39,7 +39,7 @@ class Comparisons:
                 self._cond.notify_all()
             return result
 
-        monkeypatch.setattr(compute, "compare_models", recorded)
+        monkeypatch.setattr(side_by_side, "compare_models", recorded)
 
     def wait_for(self, finished, what: str) -> SimpleNamespace:
         with self._cond:

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import pytest
 
-from explorer.app.lessons import LESSONS
 from explorer.app.link.state import parse_link
-from explorer.app.session import checked_source
+from explorer.app.page.lessons import LESSONS
+from explorer.app.serving.session import checked_source
+from explorer.app.tabs import TABS
 from explorer.app.tabs import tab as tab_of
-from tests.app.browser import IDLE_JS
 from tests.app import test_browser_link as link_tests
+from tests.app.browser import IDLE_JS
 from tests.app.test_browser_link import RESULT, TEXT
 
 pytestmark = pytest.mark.browser
@@ -28,7 +29,7 @@ def app_url(default_app):
 
 
 def lesson_tab(query: str):
-    state, _ = parse_link(query, check_model=lambda name: checked_source(name, allowed_dirs=()))
+    state, _ = parse_link(query, check_model=lambda name: checked_source(name, allowed_dirs=()), tabs=TABS)
     return tab_of(state.tab)
 
 

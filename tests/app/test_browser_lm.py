@@ -168,7 +168,7 @@ FRAMES_INIT = """window.__frames = 0; window.__pending = 0;
 
 def test_an_idle_page_asks_for_no_timer_frames(lm_app, browser):
     """Gradio's page-loading tracker is removed while pending and would ask for a frame every vsync forever
-    (explorer.app.idle_timers): once the first Run is shown, the trackers' requests come to an end: none is pending
+    (explorer.app.page.idle_timers): once the first Run is shown, the trackers' requests come to an end: none is pending
     while no tracker is shown. (A timer loop keeps one pending for good: this wait would then reach its hang guard.
     What ends the loops takes a few seconds: Gradio's screen-reader announcement of the last status waits up to 5 s.)"""
     with opened(lm_app, browser, init_script=FRAMES_INIT) as (page, errors):

@@ -1,23 +1,29 @@
-"""Two models side by side (explorer.app.side_by_side): each side equals that model analysed alone, head
+"""Two models side by side (explorer.app.tabs.compare.side_by_side): each side equals that model analysed alone, head
 switches and views apply per model, both models are held against the model memory budget, bad input is refused."""
 
 from __future__ import annotations
 
 import pytest
 
-from explorer.app.errors import AppError
-from explorer.app.lru import ByteLRU
-from explorer.app.registry import ModelRegistry, model_bytes
-from explorer.app.session import AppContext, Session, load_session, models_held, second_session
 from explorer.app.run.toggles import Toggles
 from explorer.app.run.view import View
-from explorer.app.tabs import analyze
-from explorer.app.side_by_side import SideSettings, compare_models
+from explorer.app.serving.errors import AppError
+from explorer.app.serving.lru import ByteLRU
+from explorer.app.serving.registry import ModelRegistry, model_bytes
+from explorer.app.serving.session import AppContext, Session, load_session, models_held, second_session
+from explorer.app.tabs import RUN_FIGURES, analyze
+from explorer.app.tabs.compare import side_by_side
+from explorer.app.tabs.compare.side_by_side import SideSettings
 from explorer.viz.serialize import figure_json
 from tests.app.tiny_models import tiny_gpt2, tiny_llama
 
 TEXT1, TEXT2 = "The cat sat on the mat", "A dog ran"
 NEW = 4  # tokens each language model continues with
+
+
+def compare_models(*args, **kwargs):
+    """side_by_side.compare_models drawing the page's Run figures."""
+    return side_by_side.compare_models(*args, figures=RUN_FIGURES, **kwargs)
 
 
 @pytest.fixture(scope="module")

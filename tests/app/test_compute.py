@@ -1,7 +1,7 @@
-"""The app on a ZeroGPU Space (explorer.app.compute): every handler that runs a model does it through spaces.GPU,
-which there runs each call in a forked process with its arguments and results pickled. With a test double that does
-exactly that (tests/app/zerogpu.py), each handler gives the answer it gives in-process, the server itself never
-runs a model's forward pass, and what a Run keeps (the kept results, the session's state) stays in the server."""
+"""The app on a ZeroGPU Space (explorer.app.serving.compute): every handler that runs a model does it through
+spaces.GPU, which there runs each call in a forked process with its arguments and results pickled. With a test double
+that does exactly that (tests/app/zerogpu.py), each handler gives the answer it gives in-process, the server itself
+never runs a model's forward pass, and what a Run keeps (the kept results, the session's state) stays in the server."""
 
 from __future__ import annotations
 
@@ -13,20 +13,21 @@ import pandas as pd
 import pytest
 from gradio.components.plot import PlotData
 
-from explorer.app import compute
-from explorer.app.contribution_result import Contributions
-from explorer.app.forms import RunForm
-from explorer.app.head_labels import head_labels
-from explorer.app.kept import Shown
-from explorer.app.session import AppContext, Session
+from explorer.app.forms import RunForm, form_of
+from explorer.app.page.head_labels import head_labels
+from explorer.app.serving import compute
+from explorer.app.serving.kept import Shown
+from explorer.app.serving.session import AppContext, Session
 from explorer.app.tabs import TABS
-from explorer.app.compare_forms import CompareForm
-from explorer.app.tabs.contributions import ContributionForm
-from explorer.app.tabs.head import HeadForm, HeadState
+from explorer.app.tabs.compare.forms import CompareForm
+from explorer.app.tabs.contributions.result import Contributions
+from explorer.app.tabs.contributions.tab import ContributionForm
+from explorer.app.tabs.head.forms import HeadForm
+from explorer.app.tabs.head.tab import HeadState
 from explorer.app.tabs.importance import ImportanceForm
 from explorer.app.tabs.lens import LensForm
 from explorer.app.tabs.positions import PositionalForm
-from explorer.app.tabs.roles import RolesForm, SwitchOffForm
+from explorer.app.tabs.roles.tab import RolesForm, SwitchOffForm
 from explorer.model import Transformer
 from tests.app.zerogpu import ForkedCalls
 
@@ -38,7 +39,7 @@ HEADS = head_labels(2, 4)
 def page(ctx: AppContext, model: str = MODEL):
     from explorer.app.demo import starting_point
     from explorer.app.events import PageEvents
-    from explorer.app.page import layout
+    from explorer.app.page.layout import layout
 
     built = layout(starting_point(ctx, model, "cpu"), Session(model, "cpu"), TABS)
     with built.demo:
@@ -50,7 +51,7 @@ def page(ctx: AppContext, model: str = MODEL):
 @pytest.fixture(scope="module")
 def pages():
     """(in-process PageEvents, PageEvents whose computations fork like ZeroGPU, the double's record of calls)."""
-    from explorer.app.registry import ModelRegistry
+    from explorer.app.serving.registry import ModelRegistry
 
     forked = ForkedCalls()
     here = page(AppContext(ModelRegistry()))
@@ -119,11 +120,12 @@ def test_a_run_and_its_tabs_are_computed_in_a_forked_worker_and_kept_in_the_serv
 def test_the_other_model_tabs_run_in_a_forked_worker(pages):
     here, there, forked = pages
     session = Session(MODEL, "cpu")
-    compare = CompareForm(session=session, model2="date-gpt", sentence1=DATE1, sentence2=DATE2, padding_mask=True,
-                          causal_mask=True, custom_mask="none", blocked_position=0, window=2, encoder_heads_on=HEADS,
-                          decoder_heads_on=HEADS, cross_heads_on=HEADS[1:], kind="cross", layer=1, head=0, sentence=1,
-                          predict_after=-1, continue_tokens=8, measure="weights", kind2="decoder", layer2=3, head2=1,
-                          encoder_heads_on2=[], decoder_heads_on2=head_labels(4, 4)[2:], cross_heads_on2=[])
+    compare = form_of(CompareForm, session=session, model2="date-gpt", sentence1=DATE1, sentence2=DATE2,
+                      padding_mask=True, causal_mask=True, custom_mask="none", blocked_position=0, window=2,
+                      encoder_heads_on=HEADS, decoder_heads_on=HEADS, cross_heads_on=HEADS[1:], kind="cross", layer=1,
+                      head=0, sentence=1, predict_after=-1, continue_tokens=8, measure="weights", kind2="decoder",
+                      layer2=3, head2=1, encoder_heads_on2=[], decoder_heads_on2=head_labels(4, 4)[2:],
+                      cross_heads_on2=[])
     calls = {
         "importance": lambda ev: ev.tab_events["importance"].ranked(
             ImportanceForm(session, DATE1, DATE2, True, True, "none", 0, 2, "cross")),
@@ -135,8 +137,8 @@ def test_the_other_model_tabs_run_in_a_forked_worker(pages):
             SwitchOffForm(session, DATE1, "decoder", "self", 2, "probe")),
         "compare_models": lambda ev: ev.tab_events["compare"].compared(compare),
         "head_computation": lambda ev: ev.tab_events["head"].api(
-            HeadForm(session, DATE1, DATE2, True, False, "none", 0, 2, HEADS, HEADS[2:], HEADS, "cross", 1, 2, 2,
-                     query=3)),
+            form_of(HeadForm, session, DATE1, DATE2, True, False, "none", 0, 2, HEADS, HEADS[2:], HEADS, "cross", 1,
+                    2, 2, query=3)),
         "contributions": lambda ev: ev.tab_events["contributions"].attributed(
             ContributionForm(session, DATE1, position=3, steps=4, encoder_heads_on=HEADS, decoder_heads_on=HEADS,
                              cross_heads_on=HEADS[1:])),
@@ -160,7 +162,7 @@ def test_a_language_models_run_comes_in_two_steps_from_the_worker(tmp_path):
     """The first looks (attention reduced for the visible tab: the All heads grid, then the chosen head below it)
     cross the process boundary, then the outputs."""
     transformers = pytest.importorskip("transformers")
-    from explorer.app.registry import ModelRegistry
+    from explorer.app.serving.registry import ModelRegistry
     from tests.importers.harness import VOCAB, byte_level_tokenizer, make_case
 
     config = transformers.GPT2Config(vocab_size=VOCAB, n_embd=48, n_head=6, n_layer=2, n_positions=64,

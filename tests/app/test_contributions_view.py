@@ -1,7 +1,7 @@
-"""The Contributions tab's computation (explorer.app.contribution_result and contribution_text, no Gradio) on a tiny
-GPT-2, the shipped date-translator (cross-attention heads), a tiny BERT masked LM at its [MASK] and a bare encoder: the map's numbers are
-direct_logit_attribution's and add up to the model's own logit, a switched-off head's share is 0 and the toggled
-logit is the toggled model's, the token attribution is token_attribution's, and bad input is a message."""
+"""The Contributions tab's computation (explorer.app.tabs.contributions: result and text, no Gradio) on a tiny
+GPT-2, the shipped date-translator (cross-attention heads), a tiny BERT masked LM at its [MASK] and a bare encoder: the
+map's numbers are direct_logit_attribution's and add up to the model's own logit, a switched-off head's share is 0 and
+the toggled logit is the toggled model's, the token attribution is token_attribution's, and bad input is a message."""
 
 from __future__ import annotations
 
@@ -13,14 +13,14 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 
-from explorer.app.errors import AppError
-from explorer.app.head_labels import head_labels, parse_heads
-from explorer.app.registry import ModelRegistry
-from explorer.app.readings import read_texts
-from explorer.app.session import AppContext, load_session
-from explorer.app.contribution_result import ContributionRequest, contributions
-from explorer.app.contribution_text import (attribution_markdown, attribution_table, contribution_figures, graph_figure,
-                                            head_table, parse_head, summary_markdown)
+from explorer.app.page.head_labels import head_labels, parse_heads
+from explorer.app.run.readings import read_texts
+from explorer.app.serving.errors import AppError
+from explorer.app.serving.registry import ModelRegistry
+from explorer.app.serving.session import AppContext, load_session
+from explorer.app.tabs.contributions.result import ContributionRequest, contributions
+from explorer.app.tabs.contributions.text import (attribution_markdown, attribution_table, contribution_figures,
+                                                  graph_figure, head_table, parse_head, summary_markdown)
 from explorer.interpret.attribution import token_attribution
 from explorer.interpret.dla import direct_logit_attribution, residual_parts
 from tests.app.tiny_models import MLM_SHAPE, tiny_bert_mlm

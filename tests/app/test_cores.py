@@ -1,4 +1,4 @@
-"""The cores a request computes with (explorer.app.cores): all of them alone, a share when others run, set for
+"""The cores a request computes with (explorer.app.serving.cores): all of them alone, a share when others run, set for
 the request's own thread only."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import threading
 import numpy as np
 import torch
 
-from explorer.app.cores import CoreShare
+from explorer.app.serving.cores import CoreShare
 from tests.hang import HANG_S
 
 

@@ -1,11 +1,11 @@
-"""What a person is told when something fails (explorer.app.errors, explorer.app.limits)."""
+"""What a person is told when something fails (explorer.app.serving.errors, explorer.app.serving.limits)."""
 
 from __future__ import annotations
 
 import pytest
 
-from explorer.app.errors import AppError, escape_md, user_message
-from explorer.app.limits import format_bytes, positional_args
+from explorer.app.serving.errors import AppError, escape_md, user_message
+from explorer.app.serving.limits import format_bytes, positional_args
 from explorer.checkpoints import CheckpointError
 
 

@@ -12,17 +12,17 @@ import gradio as gr
 import pytest
 import torch
 
-from explorer.app.assets import plot
-from explorer.app.errors import AppError
 from explorer.app.forms import RunForm
-from explorer.app.head_labels import head_labels
-from explorer.app.kept import Shown
+from explorer.app.page.assets import plot
+from explorer.app.page.head_labels import head_labels
 from explorer.app.run import result as analysis_module
 from explorer.app.run.output_table import NEXT_TOKEN_HEADERS
 from explorer.app.run.result import WAITING
 from explorer.app.run.toggles import Toggles
 from explorer.app.run.view import View
-from explorer.app.session import Session, get_model
+from explorer.app.serving.errors import AppError
+from explorer.app.serving.kept import Shown
+from explorer.app.serving.session import Session, get_model
 from explorer.app.tabs import TABS, analyze
 from explorer.app.tabs.attention import NO_OUTPUTS
 from tests.hang import HANG_S
@@ -162,9 +162,9 @@ def lm_events(tmp_path_factory):
     transformers = pytest.importorskip("transformers")
     from explorer.app.demo import starting_point
     from explorer.app.events import PageEvents
-    from explorer.app.registry import ModelRegistry
-    from explorer.app.session import AppContext
-    from explorer.app.page import layout
+    from explorer.app.serving.registry import ModelRegistry
+    from explorer.app.serving.session import AppContext
+    from explorer.app.page.layout import layout
     from tests.importers.harness import VOCAB, byte_level_tokenizer, make_case
 
     root = tmp_path_factory.mktemp("models")
@@ -284,10 +284,12 @@ def test_an_error_after_the_first_look_becomes_the_status_line(lm_events, monkey
 
 
 def test_each_step_of_a_run_computes_with_the_requests_share_of_the_cores(lm_events, monkeypatch):
-    """Gradio may resume a Run on another worker thread: its torch threads are set again there (app.cores); the
-    outputs, computed in a thread of their own (compare.Outputs), use the request's share too."""
+    """Gradio may resume a Run on another worker thread: its torch threads are set again there (app.serving.cores). The
+    outputs, computed in a thread of their own (pair.Outputs) while the attention is drawn and sent, use half the
+    request's share (the vocabulary head at the chosen position, the continuation); the predictions at every
+    position, made on the Run's thread once the outputs are sent, the whole share."""
     from explorer.outputs import causal_lm as lm
-    from explorer.app.cores import CoreShare
+    from explorer.app.serving.cores import CoreShare
 
     ev, shown, seen, outputs = lm_events, Shown(), [], []
     real, real_predictions = ev.compute.analyze, lm.head_predictions
@@ -313,7 +315,7 @@ def test_each_step_of_a_run_computes_with_the_requests_share_of_the_cores(lm_eve
         worker.start()
         worker.join(HANG_S)
         assert not worker.is_alive() and seen == [2, 2, 2] and shown.result(ev.ctx.kept) is not None
-        assert outputs == [("run-outputs", 2)]
+        assert outputs == [("run-outputs", 1), (worker.name, 2)]
     finally:
         torch.set_num_threads(before)
 

@@ -1,4 +1,4 @@
-"""The Download button (explorer.app.export_events, export_html): the shown tab as one HTML file, plotly.js inlined
+"""The Download button (explorer.app.export: download, view_file): the shown tab as one HTML file, plotly.js inlined
 once, every text escaped, drawn from the kept result without running the model, a safe file name, and the default
 view's file within 5 MB."""
 
@@ -11,12 +11,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from explorer.app.export_events import DownloadEvents, NO_RUN, base_address
-from explorer.app.export_html import ViewExport, file_name, plotly_js, view_html
+from explorer.app.export.download import DownloadEvents, NO_RUN, base_address
+from explorer.app.export.view_file import ViewExport, file_name, plotly_js, view_html
 from explorer.app.forms import RunForm
-from explorer.app.head_labels import head_labels
-from explorer.app.kept import Shown
-from explorer.app.session import Session, get_model
+from explorer.app.page.head_labels import head_labels
+from explorer.app.serving.kept import Shown
+from explorer.app.serving.session import Session, get_model
 
 MODEL = "date-translator"
 EVIL = "<script>alert(1)</script>"
@@ -30,13 +30,17 @@ def run(ev, text, shown, tab="attention"):
     form = RunForm(Session(MODEL, "cpu"), text, "", True, True, "none", 0, 2, enc, dec, cross, "cross", 1, 3, 1,
                    tab=tab)
     list(ev.analyze(form, shown))
-    return [Session(MODEL, "cpu"), text, "", tab, "cross", 1, 3, 1, "weights", enc, dec, cross, True, True, "none",
-            0, 2, -1, 0]
+    return dict(session=Session(MODEL, "cpu"), sentence1=text, sentence2="", tab=tab, kind="cross", layer=1, head=3,
+                sentence=1, measure="weights", encoder_heads_on=enc, decoder_heads_on=dec, cross_heads_on=cross,
+                padding_mask=True, causal_mask=True, custom_mask="none", blocked_position=0, window=2,
+                predict_after=-1, continue_tokens=0)
 
 
-def link_values(d: DownloadEvents, page_values: list) -> list:
-    """The link inputs: the page's, then every tab's own keys at their defaults (None: left out of the link)."""
-    return page_values + [None] * (len(d.link_inputs) - len(page_values))
+def link_values(d: DownloadEvents, page: dict) -> list:
+    """The link inputs (link.opening.LinkEvents.link_inputs): the session, each setting a link carries (by name from
+    `page`), then every tab's own keys at their defaults (None: left out of the link)."""
+    settings = [page.get("session"), *(page.get(name) for name in d.links.linked)]
+    return settings + [None] * (len(d.link_inputs) - len(settings))
 
 
 def test_the_file_escapes_every_text_and_inlines_plotly_once():
@@ -63,8 +67,8 @@ def test_download_draws_the_kept_result_without_running_the_model(page_events, m
     ev, shown = page_events, Shown()
     d = DownloadEvents(ev)
     r = ev.page.results
-    assert ev.status in d.download("attention", shown, Session(MODEL, "cpu"), None, *link_values(d, []))
-    assert NO_RUN in d.download("attention", shown, Session(MODEL, "cpu"), None, *link_values(d, []))[ev.status]
+    assert ev.status in d.download("attention", shown, Session(MODEL, "cpu"), None, *link_values(d, {}))
+    assert NO_RUN in d.download("attention", shown, Session(MODEL, "cpu"), None, *link_values(d, {}))[ev.status]
     values = run(ev, "lundi 3 mars 2025", shown)
     ran = []
     monkeypatch.setattr(ev.compute, "analyze", lambda *a, **k: ran.append(a))
@@ -110,3 +114,22 @@ def test_a_tab_with_its_own_button_exports_what_it_shows(page_events):
                 [ev.page.results.download_file]).read_text()
     assert page.count('class="figure-data"') == sum(c.__class__.__name__ == "Plot" for c in d.own["lens"])
     assert "lens \\u003cb\\u003e" in page and f"summary &lt;script&gt;" in page
+
+
+def test_a_session_keeps_one_file_and_its_end_removes_it(page_events):
+    """Each Download of a session replaces its last file; another session's stays; the session's end removes its."""
+    ev, shown = page_events, Shown()
+    d = DownloadEvents(ev)
+    values = run(ev, "3 May 2024", shown)
+
+    def download(session_hash):
+        req = SimpleNamespace(headers={}, session_hash=session_hash)
+        return Path(d.download("attention", shown, Session(MODEL, "cpu"), req, *link_values(d, values))
+                    [ev.page.results.download_file])
+
+    first, other, second = download("a"), download("b"), download("a")
+    assert not first.exists() and other.exists() and second.exists() and first.parent != second.parent
+    assert sorted(f.name for f in d.files.root.rglob("*.html")) == sorted([other.name, second.name])
+    assert d.files.bytes == other.stat().st_size + second.stat().st_size
+    d.session_ended(SimpleNamespace(session_hash="a"))
+    assert not second.exists() and other.exists()

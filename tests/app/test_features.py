@@ -18,18 +18,19 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 
-from explorer.app.errors import AppError
-from explorer.app.feature_dashboards import example_set
-from explorer.app.feature_forms import FeatureForm, SteerForm, SwitchForm
-from explorer.app.feature_result import (FeatureRequest, SteerRequest, SwitchRequest, features, steer,
-                                         switch_latents)
-from explorer.app.feature_text import output_markdown, output_table
 from explorer.app.link.state import parse_link
-from explorer.app.readings import read_texts
-from explorer.app.registry import ModelRegistry
 from explorer.app.run.inputs import codec_for
-from explorer.app.sae_store import SAESource, saes_for
-from explorer.app.session import AppContext, Session
+from explorer.app.run.readings import read_texts
+from explorer.app.serving.errors import AppError
+from explorer.app.serving.registry import ModelRegistry
+from explorer.app.serving.session import AppContext, Session
+from explorer.app.tabs import TABS
+from explorer.app.tabs.features.dashboards import example_set
+from explorer.app.tabs.features.forms import FeatureForm, SteerForm, SwitchForm
+from explorer.app.tabs.features.result import (FeatureRequest, SteerRequest, SwitchRequest, features, steer,
+                                               switch_latents)
+from explorer.app.tabs.features.sae_store import SAESource, saes_for
+from explorer.app.tabs.features.text import output_markdown, output_table
 from explorer.interpret.sae import (capture_site, contrast_steering, features_view, latent_dashboards, latent_examples,
                                     random_sae, read_latents, sae_hook, save_sae, sources, switch_outputs)
 from explorer.outputs.generate import generate
@@ -70,8 +71,7 @@ def page(root):
     """The page on date-gpt, every event wired, with `root` allowed: (PageEvents, the Features tab's events)."""
     from explorer.app.demo import starting_point
     from explorer.app.events import PageEvents
-    from explorer.app.page import layout
-    from explorer.app.tabs import TABS
+    from explorer.app.page.layout import layout
 
     ctx = AppContext(ModelRegistry(), allowed_dirs=(str(root),))
     page = layout(starting_point(ctx, "date-gpt", "cpu"), Session("date-gpt", "cpu"), TABS)
@@ -82,7 +82,7 @@ def page(root):
 
 
 def session_of(page, name: str) -> tuple[Session, object]:
-    from explorer.app.session import load_session
+    from explorer.app.serving.session import load_session
 
     return load_session(name, "cpu", page[0].ctx)
 
@@ -285,12 +285,12 @@ def test_shipped_saes_are_found_for_their_model(page, tmp_path, monkeypatch):
 
 def test_the_link_carries_the_tabs_keys_checked(page):
     state, notices = parse_link("tab=features&sae=sae-date-gpt-blocks&latent=12&switches=12:off,4:clamp=3.50"
-                                "&contrast=1999&steer_layer=2&coefficient=-3", check_model=str)
+                                "&contrast=1999&steer_layer=2&coefficient=-3", check_model=str, tabs=TABS)
     assert notices == [] and state.tab_values == {"sae": "sae-date-gpt-blocks", "latent": 12,
                                                   "switches": "4:clamp=3.5,12:off", "contrast": "1999",
                                                   "steer_layer": 2, "coefficient": -3.0}
     assert "switches=4:clamp%3D3.5,12:off" in state.to_query()  # "=" encoded (link.state.SAFE)
-    _, notices = parse_link("switches=12:of&latent=-1&coefficient=nan", check_model=str)
+    _, notices = parse_link("switches=12:of&latent=-1&coefficient=nan", check_model=str, tabs=TABS)
     assert len(notices) == 3 and "switches '12:of' are not latent switches" in notices[0]
     ev, fe = page
     from explorer.app.tabs.features import TAB
@@ -310,7 +310,7 @@ def test_an_sae_name_must_pass_the_allow_list():
 def test_the_tabs_computations_run_in_a_forked_worker_as_on_zerogpu(page, root):
     """Through a double of ZeroGPU's spaces.GPU (each call forked, arguments and results pickled): the same answers
     as in-process, and the server itself never runs the model (it reads the SAE's size for the memory gate)."""
-    from explorer.app import compute
+    from explorer.app.serving import compute
     from tests.app.test_compute import page as make_page, server_runs_no_model, values
     from tests.app.zerogpu import ForkedCalls
 

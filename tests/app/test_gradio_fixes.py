@@ -1,4 +1,4 @@
-"""explorer.app.gradio_fixes: a component that is left unchanged (skipped) and then given a value, again and
+"""explorer.app.page.gradio_fixes: a component that is left unchanged (skipped) and then given a value, again and
 again, keeps one entry in the session (Gradio 6.31 stored each replacement under a new id, with its value).
 The event runs through Gradio's own processing (`Blocks.process_api`, what the queue calls), without a server."""
 
@@ -9,7 +9,7 @@ import asyncio
 import gradio as gr
 from gradio.state_holder import SessionState
 
-from explorer.app import gradio_fixes
+from explorer.app.page import gradio_fixes
 
 
 def alternate(value: str, n: int) -> dict:

@@ -11,17 +11,19 @@ import numpy as np
 import pytest
 import torch
 
-from explorer.app.head_labels import head_labels
-from explorer.app.kept import Shown
-from explorer.app.registry import ModelRegistry
+from explorer.app.forms import form_of, replaced
+from explorer.app.page.head_labels import head_labels
 from explorer.app.run.inputs import pad_id_of
 from explorer.app.run.pair import compare
 from explorer.app.run.toggles import Toggles
-from explorer.app.session import AppContext, Session
-from explorer.app.tabs.head import HeadForm, HeadState
+from explorer.app.serving.kept import Shown
+from explorer.app.serving.registry import ModelRegistry
+from explorer.app.serving.session import AppContext, Session
+from explorer.app.tabs.head.computation import computation_json
+from explorer.app.tabs.head.forms import HeadForm
+from explorer.app.tabs.head.tab import HeadState
 from explorer.batching import pad_rows
 from explorer.interpret import head_computation
-from explorer.app.inside_head import computation_json
 from tests.app.tiny_models import tiny_gpt2, tiny_llama
 
 DATE1, DATE2 = "samedi 21 novembre 2026", "3 May 2024"
@@ -33,7 +35,7 @@ def ev(tmp_path_factory):
     """The page on date-translator, every event wired; tiny-gpt2 and tiny-llama loadable from an allowed folder."""
     from explorer.app.demo import starting_point
     from explorer.app.events import PageEvents
-    from explorer.app.page import layout
+    from explorer.app.page.layout import layout
     from explorer.app.tabs import TABS
 
     root = tmp_path_factory.mktemp("models")
@@ -49,7 +51,7 @@ def ev(tmp_path_factory):
 
 def form(ev, source, text1, text2, off=None, **over):
     """A HeadForm with every head on but `off` ({kind: ["L0 H1"]}) and the page's defaults."""
-    from explorer.app.session import get_model
+    from explorer.app.serving.session import get_model
 
     session = Session(source, "cpu")
     kinds = get_model(session, ev.ctx).config.attention_kinds()
@@ -60,7 +62,7 @@ def form(ev, source, text1, text2, off=None, **over):
                   decoder_heads_on=on["decoder"], cross_heads_on=on["cross"], kind="decoder", layer=1, head=0,
                   sentence=1, continue_tokens=8, measure="weights", query=-1, lines_heads=None)
     values.update(over)
-    return HeadForm(**values)
+    return form_of(HeadForm, **values)
 
 
 def numbers(ev, f):
@@ -87,8 +89,8 @@ def reference(loaded, cmp, kind, layer, head, query, row, toggles, hm):
 
 
 def same(data, comp):
-    """Every field of the JSON equals the HeadComputation's (floats within 1e-5; -inf as None)."""
-    expected = computation_json(comp)
+    """Every field of the JSON equals the HeadComputation's, or another JSON's (floats within 1e-5; -inf as None)."""
+    expected = comp if isinstance(comp, dict) else computation_json(comp)
     assert data.keys() == expected.keys()
     for name, value in expected.items():
         if isinstance(value, list) and value and not isinstance(value[0], str):
@@ -107,7 +109,7 @@ def same(data, comp):
 def test_date_translator_numbers_are_the_runs(ev, kind):
     """Sentence 2 (padded), decoder L0 H1 off and the causal mask off: baseline and toggled numbers are
     head_computation's on the Run's rows, and their weights are the attention the page's Run returned."""
-    from explorer.app.session import get_model
+    from explorer.app.serving.session import get_model
 
     off = {"decoder": ["L0 H1"]}
     f = form(ev, "date-translator", DATE1, DATE2, off, kind=kind, layer=1, head=2, sentence=2, causal_mask=False,
@@ -134,7 +136,7 @@ def test_date_translator_numbers_are_the_runs(ev, kind):
 def test_language_models_numbers_are_the_runs(ev, source):
     """A language model reads the sentences as typed; a head off below the block changes its input; under
     grouped-query attention the query head names the key/value head it reads; rotary keeps q before rotation."""
-    from explorer.app.session import get_model
+    from explorer.app.serving.session import get_model
 
     off = {"decoder": ["L0 H0"]}
     f = form(ev, source, LM1, LM2, off, layer=1, head=1, query=-1)
@@ -177,14 +179,12 @@ def test_a_second_query_of_the_block_runs_no_model(ev, monkeypatch):
     calls = []
     real = ev.compute.call
     monkeypatch.setattr(ev.compute, "call", lambda *a: calls.append(a) or real(*a))
-    from dataclasses import replace
-
-    again = ev.shown_tab(replace(f, query=5, head=3), state)
+    again = ev.shown_tab(replaced(f, query=5, head=3), state)
     assert calls == [] and "query 5" in again[ev.parts.summary] and "L1 H3" in again[ev.parts.summary]
     assert again[ev.parts.lines] == gr.skip()  # the same heads as lines: not drawn again
-    values = ev.shown_tab(replace(f, query=5, measure="values"), state)
+    values = ev.shown_tab(replaced(f, query=5, measure="values"), state)
     assert calls == [] and "|value written|" in values[ev.parts.lines].plot
-    moved = ev.shown_tab(replace(f, layer=0), state)
+    moved = ev.shown_tab(replaced(f, layer=0), state)
     assert len(calls) == 1 and moved[ev.parts.lines] != gr.skip()
 
 
@@ -223,3 +223,44 @@ def test_a_custom_mask_blocks_its_key_and_says_so(ev):
     assert data["changes"] == ["custom mask"]
     assert data["baseline"]["blocked_by"][2] == "" and data["toggled"]["blocked_by"][2] == "custom"
     assert data["toggled"]["weights"][2] == 0 and data["toggled"]["masked_scores"][2] is None
+
+
+def page_run(ev, f):
+    """The page's Run (/analyze, as a click makes it) of the head form's sentences, toggles and view: its Shown."""
+    from explorer.app.run.request import RunRequest
+    from explorer.app.run.view import View
+    from explorer.app.serving.session import get_model
+
+    block, v = f.block(get_model(f.session, ev.ctx).config.attention_kinds()), f.view
+    view = View(v.kind, v.layer, v.head, v.sentence, -1, f.measure)
+    shown = Shown()
+    request = RunRequest.of(f.session, v.sentence1, v.sentence2, block.toggles, view, f.continue_tokens)
+    for _ in ev.app.run(request, "attention", shown):
+        pass
+    return shown
+
+
+@pytest.mark.parametrize("source, texts, over", [
+    ("date-translator", (DATE1, DATE2), dict(kind="cross", layer=1, head=2, sentence=2, causal_mask=False, query=3)),
+    ("date-translator", (DATE1, ""), dict(kind="encoder", layer=0, head=1, query=5, custom_mask="block token",
+                                          blocked_position=2)),
+    ("tiny-gpt2", (LM1, LM2), dict(layer=1, head=1, query=-1)),
+    ("tiny-llama", (LM1, LM2), dict(layer=1, head=1, query=2)),
+])
+def test_the_first_open_after_a_run_reads_the_block_the_run_captured(ev, monkeypatch, source, texts, over):
+    """The page's Run records the view's block: the tab opened after it runs no model, and shows the numbers the tab
+    reads on its own (within 1e-5: the Run computed both sentences as one batch); another block is read anew."""
+    f = form(ev, source, *texts, {"decoder": ["L0 H0"]}, **over)
+    shown = page_run(ev, f)
+    calls = []
+    real = ev.compute.call
+    monkeypatch.setattr(ev.compute, "call", lambda *a: calls.append(a) or real(*a))
+    updates, data = ev.draw(f, None, shown=shown)
+    assert calls == [] and not str(updates[ev.status]).startswith("⚠️"), updates[ev.status]
+    _, read = numbers(ev, f)  # the API reads the block itself
+    assert len(calls) == 1 and data["changes"] == read["changes"] and data["changes"]
+    assert data["query_labels"] == read["query_labels"] and data["key_labels"] == read["key_labels"]
+    for name in ("baseline", "toggled"):
+        same(data[name], read[name])
+    ev.draw(replaced(f, layer=1 - f.view.layer), None, shown=shown)  # not the Run's block
+    assert len(calls) == 2

@@ -1,4 +1,4 @@
-"""explorer.app.idle_timers: the page served at `/` starts its <head> with the script that stops Gradio's leaked
+"""explorer.app.page.idle_timers: the page served at `/` starts its <head> with the script that stops Gradio's leaked
 timer loops, ahead of the page's own scripts, with a right Content-Length; nothing else served is touched. Its
 effect in Chromium (an idle page's trackers ask for no frame, a Run's timer still counts) is tested in
 test_browser_lm.py."""
@@ -15,7 +15,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
-from explorer.app.idle_timers import STOP_HIDDEN_TIMERS_JS, FirstInHead
+from explorer.app.page.idle_timers import STOP_HIDDEN_TIMERS_JS, FirstInHead
 from tests.app.browser import served
 
 PAGE = "<!doctype html><html><head><script>window.first = 1;</script></head><body><head></head></body></html>"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from explorer.app.errors import AppError
 from explorer.app.run.inputs import DateCodec, TokenizerCodec, clean_texts, codec_for, encode_inputs, token_table
-from explorer.app.limits import MAX_CHARS
-from explorer.app.session import MINILM
+from explorer.app.serving.errors import AppError
+from explorer.app.serving.limits import MAX_CHARS
+from explorer.app.serving.session import MINILM
 
 
 def test_clean_texts():

@@ -1,6 +1,6 @@
-"""The Runs' results kept for the sessions' tabs (explorer.app.kept) and the byte-bounded cache behind it
-(explorer.app.lru): eviction by bytes, what a kept result holds and how it is counted, and a session whose result
-was let go getting its tab computed again from its own request, never another Run's figures."""
+"""The Runs' results kept for the sessions' tabs (explorer.app.serving.kept) and the byte-bounded cache behind it
+(explorer.app.serving.lru): eviction by bytes, what a kept result holds and how it is counted, and a session whose
+result was let go getting its tab computed again from its own request, never another Run's figures."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from explorer.app.kept import RECOMPUTED, KeptResults, Shown, kept_bytes
-from explorer.app.lru import ByteLRU
 from explorer.app.run.request import RunRequest
-from explorer.app.session import Session
 from explorer.app.run.toggles import Toggles
 from explorer.app.run.view import View
+from explorer.app.serving.kept import RECOMPUTED, KeptResults, Shown, kept_bytes
+from explorer.app.serving.lru import ByteLRU
+from explorer.app.serving.session import Session
 from explorer.app.tabs import analyze
 from explorer.viz.serialize import figure_json
 

@@ -12,15 +12,15 @@ import torch
 transformers = pytest.importorskip("transformers")
 
 from explorer.app.run.pair import compare
-from explorer.app.errors import AppError
-from explorer.app.registry import ModelRegistry
-from explorer.app.run.sentence_outputs import NextTokens
-from explorer.app.session import AppContext, load_session
-from explorer.app.run.view import View
 from explorer.app.run.result import Analysis
+from explorer.app.run.sentence_outputs import NextTokens
+from explorer.app.run.view import View
+from explorer.app.serving.errors import AppError
+from explorer.app.serving.registry import ModelRegistry
+from explorer.app.serving.session import AppContext, load_session
 from explorer.app.tabs import RUN_FIGURES
-from tests.importers.harness import VOCAB, byte_level_tokenizer, make_case
 from explorer.viz.common import message_text
+from tests.importers.harness import VOCAB, byte_level_tokenizer, make_case
 
 TEXT = "The cat sat on the mat"
 
@@ -65,9 +65,9 @@ def test_next_tokens_equal_transformers(gpt, app):
 def test_its_output_tokens_are_the_candidates_and_the_continuation(gpt, app):
     """The chips above the tabs: the top 5 after the chosen position (probabilities as the table's), then the
     continuation, each token predicted where its target says (with the continuation so far appended)."""
-    from explorer.app.readings import read_texts
+    from explorer.app.run.readings import read_texts
     from explorer.app.run.output_chips import ClickTarget
-    from explorer.app.why_token import extended
+    from explorer.app.tabs.contributions.why_token import extended
 
     _, loaded, hf = gpt
     cmp = compare(loaded, TEXT, None, app.toggles(), 128, new_tokens=3)
@@ -145,10 +145,10 @@ def test_offline_hub_model_is_one_sentence_and_keeps_the_session(monkeypatch):
 def test_head_tabs_on_a_hub_language_model(gpt):
     """Roles, lens and patching on the tiny GPT-2 (no pad token; the sentence read as typed): the lens's last row
     is transformers' own prediction, patching compares the two sentences' top tokens."""
-    from explorer.app.errors import escape_md
+    from explorer.app.serving.errors import escape_md
     from explorer.app.tabs.lens import lens_view
     from explorer.app.tabs.patching import patching_view
-    from explorer.app.role_scores import score_roles
+    from explorer.app.tabs.roles.scores import score_roles
 
     _, loaded, hf = gpt
     roles = score_roles(loaded, TEXT, "decoder", None, 128)
@@ -167,8 +167,10 @@ def test_head_tabs_on_a_hub_language_model(gpt):
 
 
 def test_compare_in_steps_hands_over_the_attention_before_the_outputs(gpt, app):
-    """A language model's comparison comes twice: attention only (outputs pending), then complete; the finished
-    runs hold the same attention and the same outputs as a comparison made in one go."""
+    """A language model's comparison comes twice: attention only (outputs pending), then complete with the
+    predictions after the chosen position (the last by default) and the continuation; the predictions at every other
+    position come when asked for. The finished runs hold the same attention and the same outputs as a comparison made
+    in one go."""
     from explorer.app.run.pair import compare_in_steps
 
     _, loaded, _ = gpt
@@ -181,6 +183,13 @@ def test_compare_in_steps_hands_over_the_attention_before_the_outputs(gpt, app):
     assert len(attention) == 2 and attention[1][:, 0].sum() > 0
     (done,) = list(steps)
     assert done is early and done.complete and done.toggled.attentions["decoder"] is attention
+    for run in (done.baseline, done.toggled):
+        for out in run.outputs:  # the last position only, so far
+            assert out.top_probs[:-1].isnan().all() and out.surprisal.isnan().all()
+            assert 0 < float(out.top_probs[-1].sum()) <= 1 + 1e-6
+    assert not done.toggled.outputs[0].favourite_probs[-1].isnan()
+    done.predict_every_position()
+    assert not any(out.top_probs.isnan().any() for out in done.baseline.outputs + done.toggled.outputs)
     whole = compare(loaded, TEXT, "A dog ran", off, 128, new_tokens=3)
     for mine, theirs in zip(done.toggled.outputs, whole.toggled.outputs):
         assert torch.equal(mine.top_ids, theirs.top_ids) and torch.equal(mine.favourite_probs, theirs.favourite_probs)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from explorer.app.errors import AppError
+from explorer.app.serving.errors import AppError
 from explorer.app.tabs.lens import first_layer_on_top, lens_markdown, lens_view
 from explorer.app.tabs.patching import patching_view
 from explorer.interpret import LogitLens

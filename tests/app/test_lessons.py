@@ -1,4 +1,4 @@
-"""The lessons (explorer.app.lessons): docs/lessons.md is written from them, every link opens without a notice, and
+"""The lessons (explorer.app.page.lessons): docs/lessons.md is written from them, every link opens without a notice, and
 the key claim of each lesson is true of the shipped checkpoints (run here)."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from explorer.app.lessons import LESSONS, lessons_markdown
 from explorer.app.link.state import parse_link
+from explorer.app.page.lessons import LESSONS, lessons_markdown
 from explorer.app.run.toggles import Toggles
-from explorer.app.session import checked_source
-from explorer.app.tabs import analyze
+from explorer.app.serving.session import checked_source
+from explorer.app.tabs import TABS, analyze
 
 ROOT = Path(__file__).resolve().parents[2]
 CROSS = {(layer, head) for layer in range(2) for head in range(4)}
@@ -44,7 +44,7 @@ def test_the_doc_is_written_from_the_lessons():
 
 @pytest.mark.parametrize("x", LESSONS, ids=[x.title.split(":")[0] for x in LESSONS])
 def test_every_link_opens_without_a_notice(x):
-    state, notices = parse_link(x.query, check_model=lambda name: checked_source(name, allowed_dirs=()))
+    state, notices = parse_link(x.query, check_model=lambda name: checked_source(name, allowed_dirs=()), tabs=TABS)
     assert notices == [] and state.model in ("date-translator", "date-gpt", "induction-gpt") and state.tab
     assert state.to_query() == x.query  # the link a page showing the lesson would copy
 
@@ -59,7 +59,7 @@ def test_every_link_restores_its_view_on_the_page(page_events):
 
     from explorer.app.forms import RunForm
     from explorer.app.link.opening import LinkEvents
-    from explorer.app.session import Session, get_model
+    from explorer.app.serving.session import Session, get_model
 
     ev = page_events
     page, link = ev.page, LinkEvents(ev)
@@ -111,7 +111,7 @@ def test_two_cross_heads_read_the_month(models):
 
 
 def test_induction_heads_in_layer_one(models):
-    from explorer.app.role_scores import score_roles
+    from explorer.app.tabs.roles.scores import score_roles
 
     r = score_roles(models["induction-gpt"], "t1 t2 t3 t4 t5 t6 t1 t2 t3 t4", "decoder", None, 1024)
     induction, previous = np.asarray(r.probe["induction"]), np.asarray(r.probe["previous"])
@@ -122,7 +122,7 @@ def test_induction_heads_in_layer_one(models):
 
 
 def test_the_month_digit_is_pushed_up_most_by_cross_l1_h3(models):
-    from explorer.app.contribution_result import ContributionRequest, contributions
+    from explorer.app.tabs.contributions.result import ContributionRequest, contributions
 
     loaded = models["date-translator"]
     c = contributions(loaded, ContributionRequest("lundi 3 mars 2025", position=6, steps=8), 1024)

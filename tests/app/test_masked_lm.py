@@ -14,14 +14,14 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 
-from explorer.app.catalog import CURATED
 from explorer.app.run.pair import compare
-from explorer.app.errors import escape_md
-from explorer.app.registry import ModelRegistry
-from explorer.app.run.sentence_outputs import Embedding, MaskFillers
-from explorer.app.session import AppContext, load_session
-from explorer.app.run.view import View
 from explorer.app.run.result import Analysis
+from explorer.app.run.sentence_outputs import Embedding, MaskFillers
+from explorer.app.run.view import View
+from explorer.app.serving.catalog import CURATED
+from explorer.app.serving.errors import escape_md
+from explorer.app.serving.registry import ModelRegistry
+from explorer.app.serving.session import AppContext, load_session
 from explorer.app.tabs import RUN_FIGURES
 from tests.app.tiny_models import MLM_SHAPE, tiny_bert_mlm, tiny_roberta_mlm
 from tests.importers.harness import perturb, save_folder

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import torch
 
-from explorer.app.readings import read_texts
 from explorer.app.run.output_chips import ClickTarget
+from explorer.app.run.readings import read_texts
 
 
 def clickable(chips):

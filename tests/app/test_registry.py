@@ -7,8 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from explorer.app.errors import AppError
-from explorer.app.registry import ModelRegistry, model_bytes
+from explorer.app.serving.errors import AppError
+from explorer.app.serving.registry import ModelRegistry, model_bytes
 from tests.hang import HANG_S
 
 
@@ -106,7 +106,7 @@ def test_model_bytes_counts_tied_weights_once():
 
 def test_budget_refuses_before_loading_a_too_large_checkpoint(tmp_path):
     """The loader gets the budget as a parameter limit, so a too-large config is refused from config.json alone."""
-    from explorer.app.session import AppContext, load_session
+    from explorer.app.serving.session import AppContext, load_session
     from explorer.checkpoints import save_checkpoint
     from explorer.model import Transformer, TransformerConfig
     from explorer.training.tasks import build_tokenizer

@@ -1,5 +1,5 @@
-"""The head roles the page scores (explorer.app.role_scores, drawn by the Roles tab): scores on the typed text and the
-probe, the overview's role labels, the heads a role ablation picks, and the probe's copy losses with heads off."""
+"""The head roles the page scores (explorer.app.tabs.roles.scores, drawn by the Roles tab): scores on the typed text and
+the probe, the overview's role labels, the heads a role ablation picks, and the probe's copy losses with heads off."""
 
 from __future__ import annotations
 
@@ -9,11 +9,12 @@ import pytest
 import torch
 
 from explorer.app.run.pair import compare
-from explorer.app.errors import AppError
-from explorer.app.readings import read_texts
+from explorer.app.run.readings import read_texts
+from explorer.app.run.role_labels import text_scores, tile_notes
 from explorer.app.run.toggles import Toggles
-from explorer.app.role_scores import RoleResult, role_ablation, score_roles, stack_of, text_scores, tile_notes
-from explorer.app.tabs.roles import roles_markdown
+from explorer.app.serving.errors import AppError
+from explorer.app.tabs.roles.scores import RoleResult, role_ablation, score_roles, stack_of
+from explorer.app.tabs.roles.tab import roles_markdown
 from explorer.interpret import ROLES, copy_losses, head_mask_without, head_roles, repeated_tokens
 
 

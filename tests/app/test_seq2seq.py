@@ -13,13 +13,13 @@ import torch
 transformers = pytest.importorskip("transformers")
 pytest.importorskip("sentencepiece")
 
+from explorer.app.page.model_panel import model_info
 from explorer.app.run.pair import compare
-from explorer.app.registry import ModelRegistry
-from explorer.app.session import AppContext, load_session
-from explorer.app.run.view import View
 from explorer.app.run.result import Analysis
+from explorer.app.run.view import View
+from explorer.app.serving.registry import ModelRegistry
+from explorer.app.serving.session import AppContext, load_session
 from explorer.app.tabs import RUN_FIGURES
-from explorer.app.model_panel import model_info
 from explorer.app.tabs.positions import positional_view
 from explorer.outputs.seq2seq import compare_outputs, translate
 

@@ -1,13 +1,13 @@
-"""Typed text as the interpretation tabs read it (explorer.app.readings): the sentence as typed for encoders,
+"""Typed text as the interpretation tabs read it (explorer.app.run.readings): the sentence as typed for encoders,
 the model's own greedy answer for sequence models, the answers' common prefix for patching; answer tokens."""
 
 from __future__ import annotations
 
 import pytest
 
-from explorer.app.errors import AppError
 from explorer.app.run.inputs import codec_for, encode_inputs
-from explorer.app.readings import common_prefix, read_texts, token_id
+from explorer.app.run.readings import common_prefix, read_texts, token_id
+from explorer.app.serving.errors import AppError
 
 
 def test_encoder_reads_the_sentence_as_typed(app):

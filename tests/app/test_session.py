@@ -1,5 +1,5 @@
-"""Sessions and the models behind them: load, build, refusals, devices, the command line (explorer.app.session,
-explorer.app.build, app.py)."""
+"""Sessions and the models behind them: load, build, refusals, devices, the command line (explorer.app.serving.session,
+explorer.app.serving.build, app.py)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from explorer.app.build import BuildSpec
-from explorer.app.errors import AppError
-from explorer.app.session import Session, build_session, default_source, get_model, load_session
+from explorer.app.serving.build import BuildSpec
+from explorer.app.serving.errors import AppError
+from explorer.app.serving.session import Session, build_session, default_source, get_model, load_session
 
 
 def test_sessions_share_one_model(app, ctx):
@@ -54,8 +54,8 @@ def test_unknown_hub_id_offline(ctx, monkeypatch):
 
 
 def test_path_escape_refused(tmp_path):
-    from explorer.app.registry import ModelRegistry
-    from explorer.app.session import AppContext
+    from explorer.app.serving.registry import ModelRegistry
+    from explorer.app.serving.session import AppContext
 
     (tmp_path / "models").mkdir()
     ctx = AppContext(ModelRegistry(), allowed_dirs=(str(tmp_path / "models"),))
@@ -75,6 +75,7 @@ def test_app_cli_defaults(monkeypatch):
     monkeypatch.delenv("SPACE_ID", raising=False)
     local = app.parse_args([])
     assert (local.host, local.port, local.device, local.model_memory) == ("127.0.0.1", None, "auto", 4.0)
+    assert local.download_disk == 0.25
     monkeypatch.setenv("SPACE_ID", "someone/explorer")
     space = app.parse_args(["--allow-dir", "a", "--allow-dir", "b", "--checkpoint", "date-gpt",
                             "--model-memory", "1.5"])

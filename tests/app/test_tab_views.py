@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from explorer.app.errors import AppError
+from explorer.app.page.model_panel import model_info
+from explorer.app.serving.errors import AppError
 from explorer.app.tabs.importance import importance_view
-from explorer.app.model_panel import model_info
 from explorer.app.tabs.positions import positional_view
 from explorer.loading import shipped_names
 from explorer.viz.common import message_text

@@ -4,6 +4,7 @@ laid out, wired, linkable and documented; and nothing else in the app holds a ta
 from __future__ import annotations
 
 import ast
+import importlib
 import re
 from pathlib import Path
 
@@ -57,11 +58,11 @@ def test_every_tab_is_wired(page_events, tab):
 
 @pytest.mark.parametrize("tab", TABS, ids=IDS)
 def test_every_tab_is_linkable_and_documented(tab):
-    state, notices = parse_link(f"tab={tab.id}", check_model=str)
-    assert state == LinkState(tab=tab.id) and notices == []
+    state, notices = parse_link(f"tab={tab.id}", check_model=str, tabs=TABS)
+    assert state == LinkState(values={"tab": tab.id}) and notices == []
     for key in tab.link_keys:
-        assert f"| `{key.key}` |" in keys_table()
-    assert keys_table() in (ROOT / "docs" / "link.md").read_text(), "run python scripts/docs_tables.py"
+        assert f"| `{key.key}` |" in keys_table(TABS)
+    assert keys_table(TABS) in (ROOT / "docs" / "link.md").read_text(), "run python scripts/docs_tables.py"
     assert f"| **{tab.title}** | `{tab.id}` |" in tabs_table()
     assert tabs_table() in (ROOT / "docs" / "app.md").read_text(), "run python scripts/docs_tables.py"
 
@@ -87,7 +88,9 @@ def test_no_table_keyed_by_tab_ids_outside_the_tabs():
 
 
 def test_a_tab_is_one_module():
-    """Each tab is the object TAB of its own module, named by its id."""
+    """Each tab is the object TAB of its own module, named by its id: `tabs/<id>.py`, or `tabs/<id>/tab.py` for a tab
+    with modules of its own (its package exports TAB)."""
     for tab in TABS:
-        assert type(tab).__module__ == f"explorer.app.tabs.{tab.id}"
+        assert type(tab).__module__ in (f"explorer.app.tabs.{tab.id}", f"explorer.app.tabs.{tab.id}.tab")
+        assert importlib.import_module(f"explorer.app.tabs.{tab.id}").TAB is tab
         assert re.fullmatch(r"[a-z]+", tab.id)

@@ -1,14 +1,14 @@
 """Page settings -> head masks and the custom mask (explorer.app.run.toggles), and the "L0 H3" boundary labels
-(explorer.app.head_labels)."""
+(explorer.app.page.head_labels)."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from explorer.app.errors import AppError
-from explorer.app.head_labels import clicked_tile, head_label, head_labels, parse_heads
+from explorer.app.page.head_labels import clicked_tile, head_label, head_labels, parse_heads
 from explorer.app.run.toggles import Toggles, custom_mask, head_mask
+from explorer.app.serving.errors import AppError
 from explorer.model import TransformerConfig
 
 CONFIG = TransformerConfig(arch="encoder-decoder", vocab_size=20, d_model=16, n_heads=4, n_layers=2, d_ff=32)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from explorer.app.errors import AppError, escape_md
 from explorer.app.run.inputs import codec_for, encode_inputs
-from explorer.app.session import MINILM
+from explorer.app.serving.errors import AppError, escape_md
+from explorer.app.serving.session import MINILM
 from explorer.viz.common import message_text
 from tests.viz.strings import figure_strings
 
@@ -132,7 +132,7 @@ def test_generation_view_per_token(app):
 
 
 def test_empty_and_overlong_input(app):
-    from explorer.app.limits import MAX_CHARS
+    from explorer.app.serving.limits import MAX_CHARS
 
     _, loaded = app.build()
     for text in ("", "   \n\t "):
@@ -258,7 +258,7 @@ def test_a_run_sends_at_most_a_hundredth_of_bertviz(app):
     the toggles, their difference; the tables), against BertViz's 53.4 MB of HTML for the same attention."""
     import json
 
-    from explorer.app.assets import plot
+    from explorer.app.page.assets import plot
     from explorer.app.tabs.attention import frame
 
     _, loaded = app.load(MINILM)

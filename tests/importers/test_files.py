@@ -131,3 +131,43 @@ def test_qwen25_05b_is_within_the_default_limit():
     with torch.device("meta"):
         theirs = transformers.Qwen2ForCausalLM(transformers.Qwen2Config(**hf))
     assert estimate_parameters(config) == sum(p.numel() for p in theirs.parameters())
+
+
+def header_only(path, header: dict, data: bytes = b"") -> None:
+    body = json.dumps(header, separators=(",", ":")).encode()
+    path.write_bytes(len(body).to_bytes(8, "little") + body + data)
+
+
+def test_a_weights_header_of_300000_tensors_is_refused_before_the_library_parses_it(tmp_path, llama, monkeypatch):
+    """The header is bounded (explorer.file_reads.MODEL_HEADER) before safetensors reads it: 8 bytes read, a short
+    message naming the file, no server path."""
+    from explorer.importers import files
+    from tests.reads import count_reads
+
+    folder = copy_folder(llama.folder, tmp_path / "many", skip=("model.safetensors",))
+    header = {f"t{i}": {"dtype": "F32", "shape": [1], "data_offsets": [4 * i, 4 * i + 4]} for i in range(300_000)}
+    header_only(folder / "model.safetensors", header, bytes(4 * 300_000))
+    monkeypatch.setattr(files, "safe_open", lambda *a, **k: pytest.fail("the library parsed the header"))
+    reads = count_reads(monkeypatch)
+    with pytest.raises(CheckpointError) as info:
+        explorer.load(folder, "cpu")
+    message = str(info.value)
+    assert "model.safetensors in many has a header of" in message and "above the limit of 4,194,304" in message
+    assert len(message) < 300 and str(tmp_path) not in message, message
+    assert reads["model.safetensors"] == 8
+
+
+def test_a_shard_index_nested_deep_is_refused_by_name(tmp_path, llama):
+    folder = copy_folder(llama.folder, tmp_path / "deep", skip=("model.safetensors",))
+    (folder / "model.safetensors.index.json").write_text('{"weight_map": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    with pytest.raises(CheckpointError, match="model.safetensors.index.json in deep nests .* more than 64 levels"):
+        explorer.load(folder, "cpu")
+
+
+def test_a_tokenizer_config_above_its_limit_is_refused_by_name(tmp_path, llama):
+    folder = copy_folder(llama.folder, tmp_path / "tok")
+    cfg = json.loads((folder / "tokenizer_config.json").read_text())
+    cfg["chat_template"] = "x" * (33 * 1024 * 1024)
+    (folder / "tokenizer_config.json").write_text(json.dumps(cfg))
+    with pytest.raises(CheckpointError, match="tokenizer_config.json in tok is larger than 32 MiB"):
+        explorer.load(folder, "cpu")

@@ -123,6 +123,23 @@ def test_a_long_float16_run_scores_as_the_whole_pattern_formula_in_float32():
                 assert fast16[role][layer, head].item() == pytest.approx(want.item(), abs=2e-3), role
 
 
+def test_float16_layers_score_as_their_float32_copies_block_by_block():
+    """A float16 layer is read a block of query rows at a time (roles.row_sums): the scores are those of its exact
+    float32 copy, bit for bit, also for a slice of a padded batch (not contiguous) and rows past the last block."""
+    from explorer.interpret import roles
+
+    torch.manual_seed(3)
+    n = roles.ROWS_AT_ONCE * 2 + 37  # two whole blocks and a part
+    ids = torch.randint(0, 30, (n,))
+    a = torch.rand(3, 2, 4, n + 5, n + 5).tril() ** 4
+    half = (a / a.sum(-1, keepdim=True)).half()[:, :, :, :n, :n]  # (L, B, H, n, n) views, as text_scores slices them
+    layers16 = [layer[1:2] for layer in half]
+    scores16 = role_scores(layers16, ids)
+    scores32 = role_scores([layer.float().contiguous() for layer in layers16], ids)
+    for role in ROLES:
+        assert torch.equal(scores16[role].nan_to_num(-1), scores32[role].nan_to_num(-1)), role
+
+
 def test_roles_without_a_defined_row_are_nan():
     ids = torch.tensor([1, 2, 3, 4])  # no repeated token
     s = role_scores(stacked(uniform_causal(4)), ids)

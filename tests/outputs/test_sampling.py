@@ -123,6 +123,16 @@ def test_a_tiny_temperature_is_greedy():
     assert torch.all(cold.sampled_probs == 1.0)
 
 
+@pytest.mark.parametrize("temperature", [2e-308, 1e-320])
+def test_the_smallest_temperatures_are_greedy_not_an_overflow(temperature):
+    """Each score divided by 2e-308 (a normal float) or a subnormal one would be -inf for a flat distribution (top
+    log-probability -10.4): the top token, shifted to 0 first, keeps probability 1."""
+    log_probs = torch.log_softmax(torch.linspace(0, 0.5, 50_000, dtype=torch.float64), -1)[None]
+    assert float(log_probs.max()) / temperature == -math.inf  # what dividing first gave
+    dist = sampling_probs(log_probs, Sampling(temperature=temperature))
+    assert dist.probs[0, -1] == 1 and int(draw(dist, torch.tensor([0.5]))) == 49_999
+
+
 def test_the_draw_is_the_inverse_cdf_most_probable_first():
     dist = sampling_probs(torch.tensor([[math.log(0.2), math.log(0.5), math.log(0.3)]]), Sampling())
     for u, token in ((0.0, 1), (0.4999, 1), (0.5001, 2), (0.7999, 2), (0.8001, 0), (0.9999999999999999, 0)):

@@ -28,16 +28,16 @@ import torch
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from explorer.app.errors import AppError, escape_md
 from explorer.app.run.inputs import Inputs, codec_for, encode_inputs, token_limit
-from explorer.app.limits import MAX_CHARS, MAX_TOKENS
-from explorer.app.registry import ModelRegistry
 from explorer.app.run.model_run import Run, run_model
+from explorer.app.run.result import Analysis
 from explorer.app.run.sentence_outputs import Embedding, GeneratedText
-from explorer.app.session import AppContext, build_session, load_session
 from explorer.app.run.toggles import CUSTOM_MASKS, Toggles, custom_mask, head_mask
 from explorer.app.run.view import View
-from explorer.app.run.result import Analysis
+from explorer.app.serving.errors import AppError, escape_md
+from explorer.app.serving.limits import MAX_CHARS, MAX_TOKENS
+from explorer.app.serving.registry import ModelRegistry
+from explorer.app.serving.session import AppContext, build_session, load_session
 from explorer.app.tabs import analyze
 from explorer.batching import pad_rows
 from explorer.model import masks as M
@@ -112,7 +112,7 @@ def tiny(ctx, model_root):
 @pytest.fixture(scope="module")
 def default_bundle(ctx):
     """The shipped date-translator if present, else a small built encoder-decoder (date tokenizer)."""
-    from explorer.app.build import BuildSpec
+    from explorer.app.serving.build import BuildSpec
     from explorer.loading import shipped_names
 
     if "date-translator" in shipped_names():

@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from explorer.app.errors import AppError
-from explorer.app.registry import ModelRegistry
-from explorer.app.session import AppContext, load_session
 from explorer.app.run.toggles import Toggles
+from explorer.app.serving.errors import AppError
+from explorer.app.serving.registry import ModelRegistry
+from explorer.app.serving.session import AppContext, load_session
 from explorer.app.tabs import analyze
 from tests.hang import SUBPROCESS_S, gradio_client
 
@@ -170,12 +170,70 @@ def test_refusal_message_is_short_and_plain(allowed, name):
     assert len(msg) < 600 and "\x1b" not in msg and "weights_only` set to `False" not in msg, msg
 
 
+def deep_config(folder: Path) -> None:
+    (folder / "config.json").write_text('{"format_version": 1, "model": ' + "[" * 200_000 + "]" * 200_000 + "}")
+
+
+def big_config(folder: Path) -> None:  # valid JSON of 2 MiB
+    meta = json.loads((folder / "config.json").read_text())
+    meta["task"]["description"] = "x" * (2 << 20)
+    (folder / "config.json").write_text(json.dumps(meta))
+
+
+def digits_config(folder: Path) -> None:
+    text = (folder / "config.json").read_text()
+    (folder / "config.json").write_text(text.replace('"format_version": 1', '"format_version": ' + "9" * 5000))
+
+
+def many_tensors(folder: Path) -> None:
+    header = {f"t{i}": {"dtype": "F32", "shape": [1], "data_offsets": [4 * i, 4 * i + 4]} for i in range(300_000)}
+    body = json.dumps(header, separators=(",", ":")).encode()
+    (folder / "model.safetensors").write_bytes(len(body).to_bytes(8, "little") + body + bytes(4 * 300_000))
+
+
+def deep_tokenizer(folder: Path) -> None:
+    (folder / "tokenizer.json").write_text("[" * 200_000 + "]" * 200_000)
+
+
+BOUNDED = {  # folder -> (how it is made, words of the refusal, the refused file, the bytes it may be read)
+    "deep-config": (deep_config, ["config.json in deep-config", "more than 64 levels deep"], "config.json", 1 << 20),
+    "big-config": (big_config, ["config.json in big-config", "larger than 1 MiB"], "config.json", 1 << 20),
+    "digits-config": (digits_config, ["config.json in digits-config", "more than 4,300 digits"], "config.json",
+                      1 << 20),
+    "many-tensors": (many_tensors, ["model.safetensors in many-tensors", "header of", "above the limit of 4,194,304"],
+                     "model.safetensors", 8),
+    "deep-tokenizer": (deep_tokenizer, ["tokenizer.json in deep-tokenizer", "more than 64 levels deep"],
+                       "tokenizer.json", 32 << 20),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BOUNDED))
+def test_hostile_model_file_refused_within_bounds(tmp_path, tiny_encoder_factory, name, monkeypatch):
+    """Files beyond explorer.file_reads' bounds (issue 39, item 6): a message naming the file and the limit, without
+    the server's paths; the refused file read at most its limit + 1 bytes; the app keeps nothing."""
+    from tests.reads import count_reads
+
+    root = tmp_path / "allowed"
+    build, words, file, most = BOUNDED[name]
+    build(tiny_explorer_checkpoint(root / name, tiny_encoder_factory))
+    ctx = AppContext(ModelRegistry(), allowed_dirs=(str(root),))
+    reads = count_reads(monkeypatch)
+    with pytest.raises(AppError) as err:
+        load_session(name, "cpu", ctx)
+    msg = str(err.value)
+    assert all(w in msg for w in words), msg
+    assert str(tmp_path) not in msg and len(msg) < 600 and "Traceback" not in msg, msg
+    assert 0 < reads[file] <= most + 1, reads
+    assert ctx.registry.keys() == []
+
+
 ESCAPES = [
     "../outside/secret-model", "{root}/../outside/secret-model", "{outside}/secret-model", "link-out", "link-up",
     "link-up/outside/secret-model", "good/../../outside/secret-model", "/etc", "/", "~", "~/", "..", ".",
     "../../../../../../etc/passwd", "..\\..\\outside\\secret-model", "C:\\Windows\\System32", "//server/share",
     "file:///etc/passwd", "%2e%2e/outside/secret-model", "good\x00/../../outside", "a" * 5000,
     "date-translator/../../outside", "checkpoints/../outside", "/proc/self/root/etc",
+    "good\ud800", "\ud83d/secret-model",  # lone surrogates: no file name can hold them (UnicodeEncodeError before)
 ]
 
 
@@ -255,9 +313,9 @@ ABSURD_POSITIONS = """
 import json, resource, sys
 resource.setrlimit(resource.RLIMIT_AS, ({limit}, {limit}))  # an unguarded allocation fails instead of eating RAM
 sys.path.insert(0, {repo!r})
-from explorer.app.errors import AppError
-from explorer.app.registry import ModelRegistry
-from explorer.app.session import AppContext, load_session
+from explorer.app.serving.errors import AppError
+from explorer.app.serving.registry import ModelRegistry
+from explorer.app.serving.session import AppContext, load_session
 try:
     load_session({folder!r}, "cpu", AppContext(ModelRegistry(), allowed_dirs=({root!r},)))
     print(json.dumps({{"result": "loaded"}}))

@@ -11,7 +11,7 @@ the built model's clients send 8 of them). More requests per client repeat the s
 each).
 
 The app runs with a fixed torch thread count here: by default a request computes with its share of the cores
-(explorer.app.cores), and a different thread count changes float32 results in their last bits (MKL's kernels
+(explorer.app.serving.cores), and a different thread count changes float32 results in their last bits (MKL's kernels
 sum in another order), which would make a byte-for-byte comparison fail without any cross-talk;
 tests/app/test_cores.py bounds that difference.
 """

@@ -10,7 +10,7 @@ sections run at full size.
   the server's memory within the request and kept budgets.
 
 The sizes, the smallest that still show each property. Kept results: one session's result is 4.6 MB as the store
-counts it (explorer.app.kept.kept_bytes), so the 0.05 GB budget must let results go from the 12th session on, and
+counts it (explorer.app.serving.kept.kept_bytes), so the 0.05 GB budget must let results go from the 12th session on, and
 session 0's tab is computed again; and the growth limit (budget + 300 MB = 351 MB) must be able to fail: besides its
 kept result, a session grew the server by ~2.1 MB (Gradio's session state, the heap; 314 MB for 100 sessions at 0.1
 GB), so 65 sessions all kept would grow it by ~440 MB, above the limit, where the budget holds it near 190 MB. (Until

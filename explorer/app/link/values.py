@@ -11,9 +11,9 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from ...outputs.sampling import Sampling
-from ..limits import MAX_CHARS
 from ..run.toggles import Head
 from ..run.view import KIND_TITLES
+from ..serving.limits import MAX_CHARS
 
 KINDS = tuple(KIND_TITLES)  # encoder, decoder, cross: the order `off` lists them in
 SHOWN_CHARS = 30  # of a rejected value, in its notice

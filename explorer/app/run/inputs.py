@@ -18,8 +18,8 @@ from ...batching import pad_rows
 from ...checkpoints import LoadedModel
 from ...tokenizer import Tokenizer, token_labels
 from ...unreadable import check_text
-from ..errors import AppError
-from ..limits import MAX_CHARS, MAX_NEW_TOKENS, chars_notice, tokens_notice
+from ..serving.errors import AppError
+from ..serving.limits import MAX_CHARS, MAX_NEW_TOKENS, chars_notice, tokens_notice
 
 PAD_LABEL = "[PAD]"
 DATE_TASKS = ("date-translation", "date-gpt")

@@ -18,21 +18,23 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from ...outputs import causal_lm, masked_lm
-from ...outputs.classifier import class_probabilities
 from ...batching import pad_rows
 from ...checkpoints import LoadedModel
+from ...model import AttentionMasks, Record
+from ...model.cache import DecoderCache
+from ...outputs import masked_lm
+from ...outputs.classifier import class_probabilities
 from ...outputs.generate import Generation, generate
 from ...outputs.sampling import Sampling
-from ...model.cache import DecoderCache
-from ...model.returns import AttentionMasks
-from ..errors import AppError
+from ..serving.errors import AppError
+from ..serving.limits import MAX_NEW_TOKENS
 from .inputs import PAD_LABEL, Inputs, TextCodec, answer_length, pad_id_of, row_mask
-from ..limits import MAX_NEW_TOKENS
 from .returned import full_masks, norms_of, on_cpu, values_record, weights_dtype
+from .predictions import chosen_predictions, every_position, first_next_tokens
 from .sampled import FirstStep, first_steps
-from .sentence_outputs import ClassProbabilities, Embedding, GeneratedText, MaskFillers, NextTokens, Output
+from .sentence_outputs import ClassProbabilities, Embedding, GeneratedText, MaskFillers, Output
 from .toggles import Toggles, custom_mask
+from .view import View
 
 
 TOP_K = 10  # next tokens listed per position
@@ -54,8 +56,9 @@ class Run:
     # model read before its vocabulary head, see run_language_model); None once the run is complete
     value_norms: dict[str, tuple[Tensor, ...]] = field(default_factory=dict)  # kind -> per layer (B, H, S): the
     # length of what each key adds through each head (explorer.interpret.value_weighted), for value-weighted views
-    first_steps: list[FirstStep] = field(default_factory=list)  # a sampled baseline: per sentence, its first generated
-    # token's distribution and draw (run.sampled); empty when greedy or nothing was generated
+    first_steps: list[FirstStep] = field(default_factory=list)  # a sampled baseline's first draws (run.sampled)
+    every_position: Callable[["Run | None"], None] | None = None  # an LM's predictions everywhere (run.predictions)
+    record: Record | None = field(default=None, repr=False)  # the forward's: until run.captures keeps the view's block
 
     @property
     def complete(self) -> bool:
@@ -66,6 +69,13 @@ class Run:
         if self.rest is not None:
             rest, self.rest = self.rest, None
             rest(baseline)
+        self.predict_every_position(baseline)
+
+    def predict_every_position(self, baseline: "Run | None" = None) -> None:
+        """Make what `every_position` left (once, after the outputs); `baseline` as in `finish`, predicted."""
+        if self.every_position is not None:
+            later, self.every_position = self.every_position, None
+            later(baseline)
 
 
 def mask_fillers(loaded: LoadedModel, logits: Tensor, inputs: Inputs, baseline: Run | None) -> list[Output]:
@@ -84,11 +94,11 @@ def mask_fillers(loaded: LoadedModel, logits: Tensor, inputs: Inputs, baseline: 
 
 
 def run_encoder(loaded: LoadedModel, inputs: Inputs, toggles: Toggles, head_mask: dict | None,
-                baseline: Run | None = None) -> Run:
+                baseline: Run | None = None, view: View | None = None) -> Run:
     model, c = loaded.model, loaded.config
     src, real = inputs.padded(pad_id_of(loaded), model.device), inputs.key_mask(model.device)
     mask, notice = custom_mask(toggles, src.shape[1], model.device)
-    record = values_record()
+    record = values_record(view)
     out = model(src, padding=toggles.padding, attn_mask=mask, head_mask=head_mask, key_mask=real,
                 weights_dtype=weights_dtype(loaded, *src.shape), record=record)
     attentions = {"encoder": on_cpu(out.attentions.encoder)}
@@ -105,7 +115,7 @@ def run_encoder(loaded: LoadedModel, inputs: Inputs, toggles: Toggles, head_mask
         outputs = [Embedding(v) for v in pooled]
     return Run(attentions, full_masks(out.masks, attentions), {"encoder": labels}, {"encoder": labels}, outputs,
                notices=[notice] if notice else [], ids={"encoder": inputs.rows},
-               value_norms=norms_of(loaded, record, attentions))
+               value_norms=norms_of(loaded, record, attentions), record=record)
 
 
 def generate_rows(loaded: LoadedModel, inputs: Inputs, toggles: Toggles, head_mask: dict | None,
@@ -148,16 +158,17 @@ def answer(loaded: LoadedModel, codec: TextCodec, gen: Generation, b: int) -> Ge
 
 
 def run_language_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, toggles: Toggles,
-                       head_mask: dict | None, new_tokens: int, sampling: Sampling | None = None) -> Run:
+                       head_mask: dict | None, new_tokens: int, sampling: Sampling | None = None,
+                       view: View | None = None) -> Run:
     """A causal LM reads the sentences as typed: attention over them now; its outputs, the next-token predictions
-    at every position and a greedy continuation of each sentence, are left to `Run.finish` (the vocabulary head at
-    1,024 positions and the continuation take as long as drawing the attention, which need not wait for them)."""
+    after `view.position` and a greedy continuation of each sentence, are left to `Run.finish` (drawing the attention
+    need not wait for them), its predictions at every position to `Run.every_position` (run.predictions)."""
     model = loaded.model
     src, real = inputs.padded(pad_id_of(loaded), model.device), inputs.key_mask(model.device)
     mask, notice = custom_mask(toggles, src.shape[1], model.device)
     # With the causal mask, the keys and values of this run are the continuation's too (the prompts are not rerun).
     prompts = DecoderCache(len(model.decoder.layers)) if toggles.causal and new_tokens > 0 else None
-    record = values_record()
+    record = values_record(view)
     dec = model.decode(src, padding=toggles.padding, causal=toggles.causal, attn_mask=mask,
                        head_mask=model.head_masks(head_mask).get("decoder"), key_mask=real,
                        weights_dtype=weights_dtype(loaded, *src.shape), cache=prompts, record=record)
@@ -165,40 +176,35 @@ def run_language_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, to
     labels = inputs.padded_labels()
     run = Run(attentions, full_masks(AttentionMasks(decoder=dec.self_mask), attentions), {"decoder": labels},
               {"decoder": labels}, [], notices=[notice] if notice else [], ids={"decoder": inputs.rows},
-              value_norms=norms_of(loaded, record, attentions))
+              value_norms=norms_of(loaded, record, attentions), record=record)
     hidden = dec.output  # (B, T, D) the last layer's output, before the vocabulary head
     del dec
 
     @torch.inference_mode()
     def outputs(baseline: Run | None) -> None:
-        """The baseline's favourites rated (a toggled run), the predictions, the continuations."""
+        """The predictions after the chosen position (the baseline's favourite rated: a toggled run), continuations."""
         nonlocal prompts
-        favourites = None
-        if baseline is not None:  # (B, T): sentences of different lengths are padded (the padding rates id 0)
-            favourites = torch.zeros(src.shape, dtype=torch.long, device=model.device)
-            for b, out in enumerate(baseline.outputs):
-                favourites[b, : len(out.top_ids)] = out.top_ids[:, 0]
-        pred = causal_lm.head_predictions(model.generator, hidden, src, real, TOP_K, favourites)  # no (B, T, V) logits
+        chosen = chosen_predictions(model.generator, hidden, src, inputs.rows, view, TOP_K, baseline)
         gens = generate_rows(loaded, inputs, toggles, head_mask, new_tokens, prompts, sampling)
         prompts = None
         # The baseline's first draw (what the sampling view shows): the vocabulary head at each prompt's last token.
         run.first_steps = first_steps(lambda b: model.generator.logits(hidden[b, len(inputs.rows[b]) - 1]), gens,
                                       sampling if baseline is None else None, loaded.task.get("suppress_ids", ()))
         for b, (row, (gen, gb)) in enumerate(zip(inputs.rows, gens)):
-            n = len(row)
-            run.outputs.append(NextTokens(pred.top_ids[b, :n].cpu(), pred.top_probs[b, :n].cpu(),
-                                          pred.surprisal[b, : n - 1].cpu(),
-                                          None if favourites is None else pred.favourite_probs[b, :n].cpu(),
-                                          answer(loaded, codec, gen, gb)))
+            run.outputs.append(first_next_tokens(chosen, b, len(row), answer(loaded, codec, gen, gb)))
         run.generations.extend(gens)
 
-    run.rest = outputs
+    @torch.inference_mode()
+    def predictions(baseline: Run | None) -> None:
+        run.outputs[:] = every_position(model.generator, hidden, src, real, run.outputs, TOP_K, baseline)
+
+    run.rest, run.every_position = outputs, predictions
     return run
 
 
 def run_sequence_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, toggles: Toggles,
                        head_mask: dict | None, teacher: list[list[int]] | None, new_tokens: int | None = None,
-                       sampling: Sampling | None = None) -> Run:
+                       sampling: Sampling | None = None, view: View | None = None) -> Run:
     """Generate (at most `new_tokens`; None: the task's limit; drawn with `sampling`), then one forward pass over the
     answers (the `teacher` rows when given) with every attention."""
     model, c = loaded.model, loaded.config
@@ -206,7 +212,7 @@ def run_sequence_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, to
     gens = generate_rows(loaded, inputs, toggles, head_mask, new_tokens, sampling=sampling)
     outputs = [answer(loaded, codec, g, b) for g, b in gens]
     teacher = teacher if teacher is not None else [o.ids for o in outputs]
-    record = values_record()
+    record = values_record(view)
     if c.arch == "encoder-decoder":
         bos = loaded.task.get("bos_id", loaded.target_tokenizer.bos_id)
         src = inputs.padded(pad_id_of(loaded), model.device)
@@ -237,7 +243,8 @@ def run_sequence_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, to
     steps = first_steps(lambda b: out.logits[b, first[b]], gens, sampling if baseline_run else None,
                         loaded.task.get("suppress_ids", ()))  # the baseline's first draw: what the view shows
     return Run(attentions, full_masks(out.masks, attentions), queries, keys, outputs, gens, teacher,
-               [notice] if notice else [], ids, value_norms=norms_of(loaded, record, attentions), first_steps=steps)
+               [notice] if notice else [], ids, value_norms=norms_of(loaded, record, attentions), first_steps=steps,
+               record=record)
 
 
 def padded_labels(codec: TextCodec, rows: list[list[int]], prompt_labels: list[list[str]] | None = None
@@ -269,18 +276,19 @@ def takes_length(loaded: LoadedModel) -> bool:
 @torch.inference_mode()
 def run_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, toggles: Toggles, head_mask: dict | None,
               baseline: Run | None = None, new_tokens: int | None = None, later: bool = False,
-              sampling: Sampling | None = None) -> Run:
+              sampling: Sampling | None = None, view: View | None = None) -> Run:
     """One full run under `toggles` (see the module docstring). A toggled run gets the `baseline` run, so it reads
     the same answer (sequence models) or rates the same favourites (language models, masked LMs). `new_tokens`: how
     many tokens a language model continues each sentence with, or a Hub encoder-decoder generates at most (default:
     the task's own limit). `later`: a language model's outputs are left to `Run.finish(baseline)` (the attention
     is ready first); other models' runs are complete at once. `sampling`: how generated tokens are drawn (None:
-    greedy; `pair` passes the same to both runs, so they read the same seeded uniforms)."""
+    greedy; `pair` passes the same to both runs, so they read the same seeded uniforms). `view` (fitted): the block
+    recorded (`Run.record`), a language model's next-token position predicted first (`Run.predict_every_position`)."""
     if loaded.arch == "encoder":
-        return run_encoder(loaded, inputs, toggles, head_mask, baseline)
+        return run_encoder(loaded, inputs, toggles, head_mask, baseline, view)
     if is_language_model(loaded):
         run = run_language_model(loaded, codec, inputs, toggles, head_mask,
-                                 answer_length(loaded) if new_tokens is None else new_tokens, sampling)
+                                 answer_length(loaded) if new_tokens is None else new_tokens, sampling, view)
         if not later:
             run.finish(baseline)
         return run
@@ -289,4 +297,4 @@ def run_model(loaded: LoadedModel, codec: TextCodec, inputs: Inputs, toggles: To
     length = None
     if new_tokens is not None and takes_length(loaded):
         length = max(1, min(new_tokens, answer_length(loaded)))
-    return run_sequence_model(loaded, codec, inputs, toggles, head_mask, teacher, length, sampling)
+    return run_sequence_model(loaded, codec, inputs, toggles, head_mask, teacher, length, sampling, view)

@@ -1,7 +1,7 @@
 """The output of sentence 1 as tokens a person can click ("why this token?"): the generated answer (baseline, then the
 toggled one where it differs), a language model's next-token candidates and continuation, a masked LM's fillers.
 Each clickable token knows where the model predicts it in the reading the Contributions tab takes of sentence 1
-(explorer.app.readings: the source, or the prompt, and the model's own answer).
+(explorer.app.run.readings: the source, or the prompt, and the model's own answer).
 
 Shapes: P prompt tokens (decoder-only), k the index of a token in its answer or continuation.
 """

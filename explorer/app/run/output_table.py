@@ -16,10 +16,10 @@ import plotly.graph_objects as go
 
 from ... import viz
 from ...labels import printable
+from ..serving.errors import escape_md
+from .inputs import TextCodec
 from .pair import Comparison
 from .sampled import sampling_words
-from ..errors import escape_md
-from .inputs import TextCodec
 from .sentence_outputs import ClassProbabilities, Embedding, GeneratedText, MaskFillers, NextTokens
 from .view import View
 
@@ -180,6 +180,7 @@ class SurprisalInputs:
 
 
 def surprisal_inputs(cmp: Comparison, view: View) -> SurprisalInputs:
+    cmp.predict_every_position()  # every token's surprisal (the outputs hold the chosen position's predictions)
     base, tog = cmp.baseline.outputs[view.row], cmp.toggled.outputs[view.row]
     if not isinstance(base, NextTokens):
         return SurprisalInputs([], None, None, view.sentence)

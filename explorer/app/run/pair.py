@@ -3,9 +3,11 @@
 The baseline has every head on and the default masks (padding + causal, no custom mask); the toggled run
 has what the person set. With nothing toggled the toggled run is the baseline (the model runs once).
 `compare_in_steps` hands over a language model's comparison as soon as its attention is known, then again
-once its outputs are (see `model_run.run_language_model`). The outputs are computed in a thread of their own from the
-moment the attention is known, so that drawing and sending the attention (the caller's work between the two
-steps: Python, mostly holding the GIL, while torch releases it) does not wait for them, nor they for it.
+once its outputs are (see `model_run.run_language_model`). The outputs (the predictions after the chosen position, the
+continuation) are computed in a thread of their own from the moment the attention is known, so that drawing and
+sending the attention (the caller's work between the two steps: Python, mostly holding the GIL, while torch releases
+it) does not wait for them, nor they for it; the predictions at every position are made when asked for
+(`Comparison.predict_every_position`: after the outputs are sent, `result.Reductions.complete`).
 """
 
 from __future__ import annotations
@@ -19,9 +21,11 @@ import torch
 
 from ...checkpoints import LoadedModel
 from ...outputs.sampling import Sampling
+from .captures import RunBlock, capture, run_block
 from .inputs import Inputs, TextCodec, codec_for, encode_inputs
 from .model_run import Run, run_model
 from .toggles import Toggles, head_mask
+from .view import View
 
 
 @dataclass
@@ -34,6 +38,7 @@ class Comparison:
     codec: TextCodec
     outputs: "Outputs | None" = field(default=None, repr=False)  # the outputs being computed (start_outputs)
     sampling: Sampling | None = None  # how both runs drew their generated tokens (None: greedy)
+    block: RunBlock | None = field(default=None, repr=False)  # the view's block as both runs computed it (captures)
 
     def start_outputs(self) -> None:
         """Begin computing the runs' outputs in a thread (once; a complete comparison has none to compute):
@@ -55,26 +60,42 @@ class Comparison:
         """Whether both runs have their outputs (else only their attention)."""
         return self.baseline.complete and self.toggled.complete
 
+    def predict_every_position(self) -> None:
+        """A language model's predictions at every position, for views that read more than the chosen position's
+        (the surprisal of each token; `Run.every_position`): made once, here, after the outputs."""
+        if not self.complete:
+            raise RuntimeError("the predictions at every position come after the outputs")
+        self.baseline.predict_every_position()
+        self.toggled.predict_every_position(self.baseline)
+
 
 def compare_in_steps(loaded: LoadedModel, text1: str | None, text2: str | None, toggles: Toggles, max_tokens: int,
-                     new_tokens: int | None = None, *, sampling: Sampling | None = None) -> Iterator[Comparison]:
+                     new_tokens: int | None = None, *, sampling: Sampling | None = None,
+                     view: View | None = None) -> Iterator[Comparison]:
     """Encode the sentences, run the baseline and (if anything is toggled) the toggled model. Yields the
     Comparison once its attention is known (`complete` False: a language model's outputs are still to come),
     then once more, complete; a model whose runs are complete at once yields it once. `new_tokens`: how many
     tokens a language model continues with (None: its task's default). `sampling`: how both runs draw what they
     generate (None: greedy); each generation seeds its own generator, so baseline and toggled read the same
-    uniforms and differ only where their distributions do."""
+    uniforms and differ only where their distributions do. `view`: the block both runs capture (`Comparison.block`,
+    for the Inside a head tab) and the next-token position a language model predicts with its outputs (the others are
+    made by `Comparison.predict_every_position`)."""
     codec = codec_for(loaded)
     sampling = drawn_with(loaded, sampling)
     inputs = encode_inputs(loaded, codec, text1, text2, max_tokens)
     hm = head_mask(loaded.config, toggles)
-    baseline = run_model(loaded, codec, inputs, Toggles(), None, new_tokens=new_tokens, later=True, sampling=sampling)
+    fitted = None if view is None else view.fitted(loaded.config.attention_kinds(), len(inputs.rows))
+    baseline = run_model(loaded, codec, inputs, Toggles(), None, new_tokens=new_tokens, later=True, sampling=sampling,
+                         view=fitted)
+    captured = [capture(loaded, baseline, inputs, Toggles(), None, fitted), None]
     if toggles.default_masks and hm is None:
         cmp = Comparison(inputs, toggles, None, baseline, baseline, codec, sampling=sampling)
     else:
         toggled = run_model(loaded, codec, inputs, toggles, hm, baseline=baseline, new_tokens=new_tokens, later=True,
-                            sampling=sampling)
+                            sampling=sampling, view=fitted)
+        captured[1] = capture(loaded, toggled, inputs, toggles, hm, fitted)
         cmp = Comparison(inputs, toggles, hm, baseline, toggled, codec, sampling=sampling)
+    cmp.block = run_block(loaded, cmp, fitted, *captured)
     if not cmp.complete:
         try:
             yield cmp  # the caller may start_outputs() before it hands its first look over
@@ -94,7 +115,7 @@ def drawn_with(loaded: LoadedModel, sampling: Sampling | None) -> Sampling | Non
 
 
 class Outputs:
-    """Both runs' outputs (`Run.finish`) computed in a thread started at once, with the caller's torch threads;
+    """Both runs' outputs (`Run.rest`) computed in a thread started at once, with half the caller's torch threads;
     `wait` joins it and re-raises its error. The runs stay incomplete (`rest` set) until `wait` returns, so the
     caller never sees a comparison half done."""
 
@@ -105,7 +126,10 @@ class Outputs:
         rests: list[Callable[[], None]] = [functools.partial(run.rest, base) for run, base in pairs
                                            if run.rest is not None]
         self._runs, self._error = (baseline, toggled), None
-        threads = torch.get_num_threads()  # a request's share of the cores (explorer.app.cores), per thread
+        # Half the request's share of the cores (app.serving.cores): the continuation (each step reads every weight,
+        # memory-bound) gains 8% from a second thread on idle cores, and takes 3-9x longer when the caller's drawing,
+        # sending and the browser keep the other one busy (measured at 1,024 tokens on GPT-2 small, 2 cores).
+        threads = max(1, torch.get_num_threads() // 2)
 
         def work() -> None:
             try:
@@ -128,6 +152,7 @@ class Outputs:
 
 def compare(loaded: LoadedModel, text1: str | None, text2: str | None, toggles: Toggles, max_tokens: int,
             new_tokens: int | None = None, *, sampling: Sampling | None = None) -> Comparison:
-    """The complete comparison (`compare_in_steps` without the first look)."""
+    """The complete comparison (`compare_in_steps` without the first look), predicted at every position."""
     *_, cmp = compare_in_steps(loaded, text1, text2, toggles, max_tokens, new_tokens, sampling=sampling)
+    cmp.predict_every_position()
     return cmp

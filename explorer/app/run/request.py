@@ -11,14 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
-from ..build import BuildSpec
-from ..errors import AppError
-from ..head_labels import parse_heads
 from ...outputs.sampling import Sampling
-from ..limits import DEFAULT_CONTINUATION, MAX_NEW_TOKENS
+from ..page.head_labels import parse_heads
+from ..serving.build import BuildSpec
+from ..serving.errors import AppError
+from ..serving.limits import DEFAULT_CONTINUATION, MAX_NEW_TOKENS
 from .toggles import Toggles
 from .view import View
 
@@ -29,16 +30,19 @@ def whole_number(value: Any, default: int) -> int:
         return default
     try:
         return int(value)
-    except (TypeError, ValueError) as err:
+    except (TypeError, ValueError, OverflowError) as err:  # OverflowError: infinity
         raise AppError(f"expected a whole number, got {str(value)[:20]!r}") from err
 
 
 def number_of(value: Any, default: float, what: str) -> float:
-    """A page number field's value as a float (empty -> default); AppError naming `what` for anything else."""
+    """A page number field's value as a finite float (empty -> default); AppError naming `what` for anything else."""
     try:
-        return float(default if value is None or value == "" else value)
-    except (TypeError, ValueError):
-        raise AppError(f"{what} must be a number, got {str(value)[:40]!r}") from None
+        number = float(default if value is None or value == "" else value)
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an int beyond float's range
+        number = math.nan
+    if not math.isfinite(number):
+        raise AppError(f"{what} must be a finite number, got {str(value)[:40]!r}")
+    return number
 
 
 def toggles_from(padding: Any, causal: Any, custom: Any, block_token: Any, window: Any,

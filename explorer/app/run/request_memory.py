@@ -6,8 +6,9 @@ weights (float16 past returned.FLOAT32_WEIGHTS_LIMIT), a toggled request makes t
 float32 scores exists while a layer is computed (explorer.model.attention.BLOCK_CELLS), then one layer in float32
 while the figures reduce it. Generation keeps a key/value cache (explorer.model.cache) of every decoder layer; only
 with the causal mask off does each generated token rerun the decoder over its prefix with every layer's weights.
-A language model's logits (B, T, V) come on top. `request_bytes` adds these up; it is an upper bound of what
-benchmarks/app_memory.py measures (BENCHMARKS.md, "memory").
+A language model's logits (B, T, V) come on top, and the view's block that each run records (x, q, k, z of every
+sentence) and keeps of the chosen one (x, q, k, v, z: run.captures, for the Inside a head tab). `request_bytes` adds
+these up; it is an upper bound of what benchmarks/app_memory.py measures (BENCHMARKS.md, "memory").
 
 `MemoryGate` is a semaphore weighted by those bytes: a request waits until its estimate fits in what the requests
 already running left of `--request-memory`; one that needs more than the whole budget runs alone. Gradio's
@@ -24,8 +25,8 @@ from typing import TYPE_CHECKING
 from ...checkpoints import LoadedModel
 from ...model import TransformerConfig
 from ...model.attention import BLOCK_CELLS
+from ..serving.limits import DEFAULT_REQUEST_MEMORY, MAX_NEW_TOKENS
 from .inputs import codec_for, encode_inputs
-from ..limits import DEFAULT_REQUEST_MEMORY, MAX_NEW_TOKENS
 from .returned import FLOAT32_WEIGHTS_LIMIT
 
 if TYPE_CHECKING:
@@ -52,12 +53,15 @@ def request_bytes(config: TransformerConfig, batch: int, tokens: int, *, toggled
     step = 0 if not generates else cache if causal else kept
     block = max(batch * config.n_heads * t, min(batch * config.n_heads * t * t, BLOCK_CELLS))  # cells of a block
     # while a layer is computed, a block of scores; later, one layer of one sentence in float32 while the figures
-    # reduce it (explorer.interpret.roles.as_float32)
+    # reduce it (an upper bound: explorer.interpret.roles.row_sums converts a block of rows at a time)
     layer = max(SCORE_COPIES * 4 * block, 4 * config.n_heads * t * t)
     logits = 4 * batch * t * (config.tgt_vocab_size or config.vocab_size) if config.arch == "decoder" else 0
     activations = ACTIVATION_COPIES * 4 * batch * t * max(config.d_model, config.d_ff)
-    runs = (2 if toggled else 1) * kept
-    return runs + int(HEAP_SLACK * runs) + step + layer + logits + activations
+    n_runs = 2 if toggled else 1
+    width = max(config.d_model, config.n_heads * config.resolved_head_dim)  # x, and q and z of every head
+    block = n_runs * 4 * t * width * (4 * batch + 5)  # each run's record of the view's block, and its capture
+    runs = n_runs * kept
+    return runs + int(HEAP_SLACK * runs) + step + layer + logits + activations + block
 
 
 class MemoryGate:

@@ -1,11 +1,12 @@
 """Everything a Run shows: its notices, token table and output table, and every tab's figures drawn from reductions
 of the runs (`figures.RunFigure`: one head's matrices, the overview's pooled tiles, the head-averaged attention for
 rollout, ...). Once the reductions are made the full attention is let go, so a result kept for the session's tabs
-(explorer.app.kept, without its figures) is small, and opening another tab draws from it without running the model.
+(explorer.app.serving.kept, without its figures) is small, and opening another tab draws from it without running the
+model.
 
 A language model's outputs come after its attention (`pair.compare_in_steps`): a `FirstLook` holds the reductions
 of the visible tab's first figures, drawn at once, and the Analysis reuses them once the outputs are known. Both are
-plain data (arrays, labels, tables), so they may come from another process (explorer.app.compute).
+plain data (arrays, labels, tables), so they may come from another process (explorer.app.serving.compute).
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ import numpy as np
 from ...checkpoints import LoadedModel
 from ...labels import occurrence_note, unique_labels
 from ...outputs.sampling import Sampling
-from ..errors import escape_md
-from ..limits import MAX_TOKENS
+from ..serving.errors import escape_md
+from ..serving.limits import MAX_TOKENS
 from .figures import ALL, Reduction, RunFigure, RunFigures, draw
 from .inputs import token_table
 from .output_chips import output_chips
@@ -57,18 +58,21 @@ class Reductions:
 
     def complete(self) -> "Reductions":
         if self.cmp is not None:
+            self.cmp.predict_every_position()  # what the result keeps is whole, whichever reductions read it
             for reduction in self._makers.values():
                 self(reduction)
             self.cmp, self._makers = None, {}
         return self
 
     def __getstate__(self) -> dict:
-        """Pickled (from a GPU worker to the server, explorer.app.compute): complete, never the runs."""
+        """Pickled (from a GPU worker to the server, explorer.app.serving.compute): complete, never the runs."""
         return dict(self.complete().__dict__)
 
 
 def change_by_layer(cmp: Comparison, view: View) -> np.ndarray:
     """(L,) the largest change of any attention weight of the view's kind and sentence, per layer."""
+    if cmp.no_toggle:  # one run: nothing changed (not 144 maps of T x T subtracted to find it)
+        return np.zeros(len(cmp.toggled.attentions[view.kind]))
     return np.array([float((t[view.row] - s[view.row]).abs().max()) for t, s in
                      zip(cmp.toggled.attentions[view.kind], cmp.baseline.attentions[view.kind])])
 
@@ -97,6 +101,7 @@ class Analysis:
         self.note = next(filter(None, (occurrence_note(unique_labels(labels[view.row])) for _, labels in sequences)),
                          None)
         self.chips = output_chips(cmp, view, decoder_only="cross" not in kinds)  # sentence 1's output, clickable
+        self.block = cmp.block  # the view's block as the runs computed it (captures.RunBlock), for Inside a head
         self.figure_set = figures
         self.reduced = reduced if later else reduced.complete()
         self.drawn: dict[str, Any] | None = {}  # figures drawn for this Run while it is sent; None once kept
@@ -113,8 +118,9 @@ class Analysis:
                 f"({self.view.kind}): {change}")
 
     def kept(self) -> "Analysis":
-        """This result, complete, without its drawn figures: what the store of kept results holds (explorer.app.kept)
-        — a kept result draws its figures again when asked, so it never grows past the bytes the store counted."""
+        """This result, complete, without its drawn figures: what the store of kept results holds
+        (explorer.app.serving.kept) — a kept result draws its figures again when asked, so it never grows past the bytes
+        the store counted."""
         kept = copy.copy(self.complete())
         kept.drawn = None
         return kept
@@ -160,7 +166,7 @@ def analyze(loaded: LoadedModel, text1: str | None, text2: str | None, toggles: 
 class FirstLook:
     """A Run whose attention is known and outputs are not yet: its notices and the reductions of some figures of the
     one tab it was asked for (plain arrays and labels: it may cross spaces.GPU's process boundary,
-    explorer.app.compute)."""
+    explorer.app.serving.compute)."""
 
     def __init__(self, reduced: Reductions, cmp: Comparison, tab: str, figures: tuple[RunFigure, ...]):
         self.tab, self.names = tab, tuple(f.name for f in figures)
@@ -185,7 +191,7 @@ def analyze_in_steps(loaded: LoadedModel, text1: str | None, text2: str | None, 
     Analysis, which reuses the reductions made for the looks and makes the others when asked or completed
     (`Analysis.complete`: after its tab and outputs are sent)."""
     view, reduced = view or View(), None
-    for cmp in compare_in_steps(loaded, text1, text2, toggles, max_tokens, new_tokens, sampling=sampling):
+    for cmp in compare_in_steps(loaded, text1, text2, toggles, max_tokens, new_tokens, sampling=sampling, view=view):
         if not cmp.complete:
             reduced = Reductions(cmp, view, figures.reductions)
             for k, step in enumerate(figures.first_looks(first_tab)):

@@ -12,6 +12,7 @@ import torch
 from torch import Tensor
 
 from ...checkpoints import LoadedModel
+from ...interpret.head_computation import block_sites
 from ...interpret.value_weighted import value_norms
 from ...model import Record
 
@@ -38,10 +39,10 @@ def full_masks(out_masks: Any, attentions: dict[str, tuple[Tensor, ...]]) -> dic
     return result
 
 
-def values_record() -> Record:
-    """A record of the values alone: what value-weighted attention needs (the heads' outputs and the norms' divisors
-    are neither kept nor computed)."""
-    return Record(only={"v"})
+def values_record(view: Any = None) -> Record:
+    """A record of the values (what value-weighted attention needs) and, given a fitted `view.View`, of its block's
+    sites (what the Inside a head tab reads: run.captures); the others are neither kept nor computed."""
+    return Record(only={"v", *(() if view is None else block_sites(view.kind, view.layer))})
 
 
 def norms_of(loaded: LoadedModel, record: Record, kinds) -> dict[str, tuple[Tensor, ...]]:

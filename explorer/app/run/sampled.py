@@ -21,7 +21,7 @@ from torch import Tensor
 from ... import viz
 from ...outputs.sampling import NextTokenDistribution, Sampling, next_token_distribution
 from ...viz.sampling import sampling_figure
-from ..errors import AppError
+from ..serving.errors import AppError
 
 SHOWN = 12  # tokens the sampling view draws (the most probable): room for the usual cut-offs, readable labels
 GREEDY = ("Greedy decoding: each generated token is the most probable one. Tick “Sample” (Language model, left) to "

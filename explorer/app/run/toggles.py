@@ -15,7 +15,7 @@ import torch
 
 from ...model import TransformerConfig
 from ...model import masks as M
-from ..errors import AppError
+from ..serving.errors import AppError
 
 Head = tuple[int, int]  # (layer, head)
 CUSTOM_MASKS = ("none", "block token", "local window", "no self")

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import AppError
+from ..serving.errors import AppError
 
 KIND_TITLES = {"encoder": "encoder self-attention", "decoder": "decoder self-attention",
                "cross": "cross-attention (decoder → encoder)"}

@@ -1,19 +1,21 @@
-"""The page's tabs, one module each, in the order the page shows them. A new view is one new module here and one line
-in `TABS` (docs/architecture.md, "How to add a tab").
+"""The page's tabs, in the order the page shows them: one module each (`<id>.py`), or a package for a tab with modules
+of its own (`<id>/`: the tab in `tab.py`, exported as `TAB`, beside its forms, computation and text). A new view is one
+new module here and one line in `TABS` (docs/architecture.md, "How to add a tab"). Only explorer.app.demo, which
+assembles the page, imports this registry; the tabs import no other tab (tests/test_structure.py).
 """
 
 from __future__ import annotations
 
-from . import (api, attention, compare, contributions, features, generation, head, importance, lens, overview,
-               patching, positions, roles, rollout)
 from ...checkpoints import LoadedModel
 from ...outputs.sampling import Sampling
-from ..limits import MAX_TOKENS
 from ..run.figures import RunFigures
 from ..run.result import Analysis
 from ..run.result import analyze as analyze_with
 from ..run.toggles import Toggles
 from ..run.view import View
+from ..serving.limits import MAX_TOKENS
+from . import (api, attention, compare, contributions, features, generation, head, importance, lens, overview,
+               patching, positions, roles, rollout)
 from .base import Tab
 
 TABS: tuple[Tab, ...] = (

@@ -2,8 +2,9 @@
 surprisal, the output table (baseline vs toggled), a sampled Run's first draw (run.sampled), the same head without
 the toggles and the difference, and the tokens with their ids.
 
-Shapes: Tq query / Tk key length of the chosen kind. The figures read one reduction (`ATTENTION`: the chosen head's
-matrices with and without the toggles, and the masks the model applied) and `SURPRISAL`; the values are the model's.
+Shapes: Tq query / Tk key length of the chosen kind. The figures read one reduction (`run.chosen_head.ATTENTION`: the
+chosen head's matrices with and without the toggles, and the masks the model applied) and `SURPRISAL`; the values are
+the model's.
 """
 
 from __future__ import annotations
@@ -15,13 +16,14 @@ import gradio as gr
 import pandas as pd
 
 from ... import viz
-from ..run.attention_maps import HeadView, head_view, value_name
+from ..page.settings import ATTENTION_TAB
+from ..run.attention_maps import value_name
+from ..run.chosen_head import ATTENTION, AttentionInputs, head_figure
 from ..run.figures import Reduction, RunFigure
 from ..run.output_table import NEXT_TOKEN_HEADERS, surprisal_figure, surprisal_inputs
-from ..run.pair import Comparison
 from ..run.result import WAITING
 from ..run.sampled import sampling_inputs, sampling_view
-from ..run.view import KIND_SHORT, View
+from ..run.view import KIND_SHORT
 from .base import Tab
 
 NO_TOGGLE_BASELINE = ("No toggle is active, so the baseline is the view above. Switch a head off or change a "
@@ -30,30 +32,10 @@ NO_TOGGLE_DIFFERENCE = "The difference (toggled − baseline) appears here once 
 NO_OUTPUTS = "The predictions could not be computed: see the message above."
 
 
-@dataclass(frozen=True)
-class AttentionInputs:
-    view: View
-    toggled: HeadView
-    baseline: HeadView | None  # None when nothing is toggled
-    head_on: bool
-
-
-def attention_inputs(cmp: Comparison, view: View) -> AttentionInputs:
-    on = cmp.head_mask is None or bool(cmp.head_mask[view.kind][view.layer, view.head])
-    shown = head_view(cmp.toggled, view)
-    return AttentionInputs(view, shown, None if cmp.no_toggle else head_view(cmp.baseline, view, shown.mask), on)
-
-
 def mask_figure(inp: AttentionInputs) -> Any:
     tog = inp.toggled
     return viz.mask_heatmap(tog.mask, tog.queries, tog.keys,
                             title=f"Mask: {KIND_SHORT[inp.view.kind]} · sentence {inp.view.sentence}")
-
-
-def head_figure(inp: AttentionInputs) -> Any:
-    tog = inp.toggled
-    return viz.head_heatmap(tog.weights, tog.queries, tog.keys, mask=tog.mask, head_off=not inp.head_on,
-                            title=f"With toggles: {inp.view.where()}", value_name=value_name(inp.view))
 
 
 def baseline_figure(inp: AttentionInputs) -> Any:
@@ -74,7 +56,6 @@ def difference_figure(inp: AttentionInputs) -> Any:
                                   b_name="baseline", value_name="attention" if name == viz.WEIGHT else name)
 
 
-ATTENTION = Reduction("attention", attention_inputs)
 SURPRISAL = Reduction("surprisal", surprisal_inputs)
 SAMPLING = Reduction("sampling", sampling_inputs)
 
@@ -101,7 +82,7 @@ class AttentionParts:
 
 
 class AttentionTab(Tab):
-    id = "attention"
+    id = ATTENTION_TAB  # the tab the page opens on
     title = "Attention & output"
     result = "head-plot"
     help = ("Which words each word looks at as the model reads the sentence. Rows are queries, columns keys; "

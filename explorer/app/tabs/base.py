@@ -6,11 +6,12 @@ how to read it), its layout (the components inside its gr.Tab, returned as a typ
 events (`wire`), and how it is computed: by the page's Run (`figures`: each a reduction of the Run and its drawing,
 explorer.app.run.figures) or by its own button (`button`: the elem_id a link presses once the page has run). It says
 what a link restores for it (`link_keys`, read and written only while it is the tab shown), what it shows after a
-model change (`model_updates`: cleared results, hidden for models it does not apply to), and what it adds to the
-page's script (`script`).
+model change (`model_updates`: cleared results, hidden for models it does not apply to), what it adds to the
+page's script (`script`), and what it reads of the wired page (`page_wired`).
 
-The page (explorer.app.page), the events (explorer.app.events), the link (explorer.app.link), /show_tab and the
-compute path read `TABS`; nothing else holds a table keyed by tab ids. Shapes and sizes live with each tab's module.
+The page (explorer.app.page.layout), the events (explorer.app.events), the link (explorer.app.link), /show_tab and the
+compute path take the page's tabs (`TABS`, handed to them by explorer.app.demo, which assembles the page) and import
+none; nothing else holds a table keyed by tab ids. Shapes and sizes live with each tab's module.
 """
 
 from __future__ import annotations
@@ -37,9 +38,10 @@ class LinkKey:
 class Wiring(Protocol):
     """What a tab's events may use of the page's shared events (explorer.app.events.PageEvents)."""
 
-    page: Any  # page.Page
-    ctx: Any  # session.AppContext
-    compute: Any  # compute.Compute
+    page: Any  # page.layout.Page
+    ctx: Any  # serving.session.AppContext
+    compute: Any  # serving.compute.Compute
+    figure_set: Any  # run.figures.RunFigures: every Run figure of the page (a comparison draws them for each model)
     status: Any  # the status line (gr.Markdown)
     selected: dict[str, Any]  # tab id -> the event of its opening (the page's show_tab): a tab may chain after it
     model_outputs: list[Any]  # what a model change updates (`model_updates`' components)
@@ -88,6 +90,10 @@ class Tab:
         """Attach the tab's events and return its handlers (tests call them with typed forms). Named (API) events
         first: an unnamed event takes its handler's name."""
         return None
+
+    def page_wired(self, parts: Any, demo: Any) -> None:
+        """Once every event of the page is wired (`demo`: the page's gr.Blocks, still open): what the tab takes from
+        them (the API tab lists the named endpoints)."""
 
     def model_updates(self, parts: Any, info: Any) -> dict:
         """After a model change: its results cleared, its controls fitted to the model (component -> update)."""

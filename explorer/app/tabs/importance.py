@@ -18,14 +18,14 @@ from ... import viz
 from ...batching import pad_rows
 from ...checkpoints import LoadedModel
 from ...interpret.importance import IGNORE, HeadImportance, Probe, head_importance
-from ..assets import plot
-from ..forms import endpoint
-from ..handlers import reporting
+from ..forms import endpoint, form_inputs
+from ..page.assets import plot
 from ..run.inputs import pad_id_of, row_mask
 from ..run.pair import compare
 from ..run.request import toggles_from
 from ..run.toggles import Toggles, custom_mask
 from ..run.view import KIND_TITLES
+from ..serving.handlers import reporting
 from .base import Tab, TabEvents
 
 ANSWER = "log-probability of the model's own answer"
@@ -145,11 +145,11 @@ class ImportanceTab(Tab):
         return ImportanceParts(rank_btn, summary, importance_plot)
 
     def wire(self, parts: ImportanceParts, app: Any) -> Any:
-        ev, page = ImportanceEvents(app, parts), app.page
-        i, c = page.inputs, page.controls
-        parts.rank_btn.click(endpoint(ImportanceForm, ev.ranked, "importance"),
-                             [page.session, i.text1, i.text2, c.padding, c.causal, c.custom, c.block_token, c.window,
-                              c.kind], [app.status, parts.summary, parts.importance_plot], api_name="importance")
+        ev = ImportanceEvents(app, parts)
+        parts.rank_btn.click(endpoint(ImportanceForm, ev.ranked, "importance"), form_inputs(ImportanceForm, app.page),
+                             [app.status, parts.summary, parts.importance_plot], api_name="importance",
+                             api_description="Which heads the output needs most: its change when each head alone "
+                                             "is off, and a gradient estimate.")
         return ev
 
     def model_updates(self, parts: ImportanceParts, info: Any) -> dict:

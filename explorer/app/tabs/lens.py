@@ -1,6 +1,6 @@
 """The Lens tab (language models: a decoder-only model, or the decoder of an encoder-decoder): what each layer's
 residual stream would predict if the model stopped there (explorer.interpret.lens), on sentence 1 as the model
-reads it (a sequence model: prompt or source and its own greedy answer; explorer.app.readings).
+reads it (a sequence model: prompt or source and its own greedy answer; explorer.app.run.readings).
 
 Shapes: L layers, T decoder positions. The lens has L + 1 rows (the embeddings, then each layer's output); its
 last row is the model's own prediction.
@@ -20,12 +20,12 @@ import torch
 from ... import viz
 from ...checkpoints import LoadedModel
 from ...interpret import LogitLens, logit_lens
-from ..assets import plot
-from ..errors import AppError, escape_md
-from ..forms import endpoint
-from ..handlers import reporting
-from ..readings import read_texts
+from ..forms import endpoint, form_inputs
+from ..page.assets import plot
 from ..run.inputs import codec_for
+from ..run.readings import read_texts
+from ..serving.errors import AppError, escape_md
+from ..serving.handlers import reporting
 from .base import Tab, TabEvents
 
 
@@ -120,9 +120,11 @@ class LensTab(Tab):
         return LensParts(lens_btn, summary, lens_plot)
 
     def wire(self, parts: LensParts, app: Any) -> Any:
-        ev, page = LensEvents(app, parts), app.page
-        parts.lens_btn.click(endpoint(LensForm, ev.read, "lens"), [page.session, page.inputs.text1],
-                             [app.status, parts.summary, parts.lens_plot], api_name="lens")
+        ev = LensEvents(app, parts)
+        parts.lens_btn.click(endpoint(LensForm, ev.read, "lens"), form_inputs(LensForm, app.page),
+                             [app.status, parts.summary, parts.lens_plot], api_name="lens",
+                             api_description="Logit lens: the top token after each layer, and the final "
+                                             "prediction's rank per layer.")
         return ev
 
     def model_updates(self, parts: LensParts, info: Any) -> dict:

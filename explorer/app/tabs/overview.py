@@ -15,14 +15,14 @@ import gradio as gr
 import numpy as np
 
 from ... import viz
-from ..handlers import PRIVATE
-from ..head_labels import clicked_tile
-from ..role_scores import text_scores, tile_notes
+from ..page.head_labels import clicked_tile
 from ..run.attention_maps import MeasuredLayers, heads_on, row_layers, value_name
+from ..run.chosen_head import ATTENTION, head_figure
 from ..run.figures import Reduction, RunFigure
 from ..run.pair import Comparison
+from ..run.role_labels import text_scores, tile_notes
 from ..run.view import KIND_TITLES, View
-from .attention import ATTENTION, head_figure
+from ..serving.handlers import PRIVATE
 from .base import Tab, Wiring
 
 # gr.Plot has no click event: the page script listens to plotly_click on the grid and writes "layer,head,time" into a
@@ -114,13 +114,13 @@ class OverviewTab(Tab):
         return OverviewParts(overview, tile_click, large)
 
     def wire(self, parts: OverviewParts, app: Wiring) -> Any:
-        c = app.page.controls
+        layer, head = app.page.setting("layer"), app.page.setting("head")
 
         def choose_tile(message: str) -> dict:
             tile = clicked_tile(message)
-            return {} if tile is None else {c.layer: tile[0], c.head: tile[1]}
+            return {} if tile is None else {layer: tile[0], head: tile[1]}
 
-        app.add_run(app.then_analyze(parts.tile_click.change(choose_tile, [parts.tile_click], [c.layer, c.head],
+        app.add_run(app.then_analyze(parts.tile_click.change(choose_tile, [parts.tile_click], [layer, head],
                                                                  **PRIVATE)))
         return None
 

@@ -5,7 +5,7 @@ Shapes: L layers, H heads, T decoder positions. The metric is the logit differen
 at the last position (defaults: the clean run's top token against the corrupted run's; the person may type
 others); each head's share is how much of the clean-minus-corrupted difference patching its clean output (z,
 before W_o) into the corrupted run restores. A sequence model is read at the place its two answers part
-(explorer.app.readings): both decoders read the answers' common prefix.
+(explorer.app.run.readings): both decoders read the answers' common prefix.
 
 Named event (the HTTP API, docs/http-api.md): /patching, its parameters the fields of `PatchingForm`.
 """
@@ -22,12 +22,12 @@ import torch
 from ... import viz
 from ...checkpoints import LoadedModel
 from ...interpret.patching import Patching, activation_patching
-from ..assets import plot
-from ..errors import AppError, escape_md
-from ..forms import endpoint
-from ..handlers import reporting
-from ..readings import Reading, read_texts, token_id
+from ..forms import endpoint, form_inputs
+from ..page.assets import plot
 from ..run.inputs import codec_for
+from ..run.readings import Reading, read_texts, token_id
+from ..serving.errors import AppError, escape_md
+from ..serving.handlers import reporting
 from .base import Tab, TabEvents
 
 
@@ -172,11 +172,12 @@ class PatchingTab(Tab):
         return PatchingParts(clean, corrupted, patch_btn, summary, patch_plot)
 
     def wire(self, parts: PatchingParts, app: Any) -> Any:
-        ev, page = PatchingEvents(app, parts), app.page
+        ev = PatchingEvents(app, parts)
         parts.patch_btn.click(endpoint(PatchingForm, ev.patched, "patching"),
-                              [page.session, page.inputs.text1, page.inputs.text2, parts.clean_answer,
-                               parts.corrupted_answer], [app.status, parts.summary, parts.patch_plot],
-                              api_name="patching")
+                              form_inputs(PatchingForm, app.page, own=parts),
+                              [app.status, parts.summary, parts.patch_plot], api_name="patching",
+                              api_description="Activation patching: how much of the clean answer each head or "
+                                              "position restores when patched into the corrupted run.")
         return ev
 
     def model_updates(self, parts: PatchingParts, info: Any) -> dict:

@@ -16,13 +16,13 @@ import plotly.graph_objects as go
 
 from ... import positions, viz
 from ...checkpoints import LoadedModel
-from ..assets import plot
-from ..errors import escape_md
-from ..forms import endpoint
-from ..handlers import PRIVATE, reporting
-from ..limits import POSITIONAL_D_MODEL, POSITIONAL_LENGTH, positional_args
+from ..forms import endpoint, form_inputs
 from ..link.values import whole
-from ..session import Session
+from ..page.assets import plot
+from ..serving.errors import escape_md
+from ..serving.handlers import PRIVATE, reporting
+from ..serving.limits import POSITIONAL_D_MODEL, POSITIONAL_LENGTH, positional_args
+from ..serving.session import Session
 from .base import LinkKey, Tab, TabEvents
 
 MODEL_FIGURES = 4  # plots the tab keeps for the model's own scheme (BART's learned tables: 2 per stack)
@@ -86,7 +86,7 @@ class PositionalForm:
 
 
 def draw(view: PositionalView) -> PositionalView:
-    """The view's figures as plot JSON (they may come from a GPU worker: explorer.app.compute)."""
+    """The view's figures as plot JSON (they may come from a GPU worker: explorer.app.serving.compute)."""
     return PositionalView(plot(view.heat), plot(view.curves), plot(view.similarity), view.scheme,
                           [plot(f) for f in view.model])
 
@@ -183,12 +183,14 @@ class PositionsTab(Tab):
         return PositionsParts(d_model, length, base, show_btn, scheme, plots, heat, similarity, curves)
 
     def inputs(self, parts: PositionsParts, app: Any) -> list[Any]:
-        return [app.page.session, parts.d_model, parts.length, parts.base]
+        return form_inputs(PositionalForm, app.page, own={**vars(parts), "positions": parts.length})
 
     def wire(self, parts: PositionsParts, app: Any) -> Any:
         ev = PositionsEvents(app, parts)
         parts.show_btn.click(endpoint(PositionalForm, ev.shown, "positional"), self.inputs(parts, app),
-                             parts.outputs(app.status), api_name="positional")
+                             parts.outputs(app.status), api_name="positional",
+                             api_description="The textbook sinusoidal encoding for d_model and positions, and the "
+                                             "loaded model's own positions.")
         return ev
 
     def after_model_change(self, parts: PositionsParts, app: Any, ran: Any) -> None:

@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 from ...model import TransformerConfig
 
-HOOK_NAME = re.compile(r"^(blocks|encoder|decoder)\.(\d+)\.hook_(resid_pre|resid_mid|resid_mid_cross|resid_post)$")
+HOOK_NAME = re.compile(r"^(blocks|encoder|decoder)\.(\d{1,9})\.hook_(resid_pre|resid_mid|resid_mid_cross|resid_post)$")
 SUPPORTED = ("blocks.L.hook_resid_pre / hook_resid_mid / hook_resid_post (decoder-only and encoder-only models), "
              "encoder.L.* / decoder.L.* for encoder-decoders (TransformerLens's HookedEncoderDecoder names, and "
              "decoder.L.hook_resid_mid_cross)")
@@ -41,7 +41,9 @@ def parse_hook_name(hook_name: str) -> HookName:
     """A residual-stream hook name -> its parts; ValueError naming any other hook."""
     found = HOOK_NAME.match(hook_name) if isinstance(hook_name, str) else None
     if found is None:
-        raise ValueError(f"hook {hook_name!r} is not a residual-stream point the explorer can splice an SAE into; "
+        shown = repr(hook_name)  # a cfg.json may hold any value here: the message shows its start
+        shown = shown if len(shown) <= 80 else shown[:80] + "…"
+        raise ValueError(f"hook {shown} is not a residual-stream point the explorer can splice an SAE into; "
                          f"supported: {SUPPORTED}")
     return HookName(found.group(1), int(found.group(2)), found.group(3))
 

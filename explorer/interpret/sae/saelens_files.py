@@ -19,7 +19,10 @@ and Hub ids ("openai-community/gpt2") name the same model differently, so it can
 
 Sources (explorer.interpret.sae.sources): a pathlib.Path is trusted; text goes through the allow-list of
 resolve_sae_source (a shipped SAE, a folder inside `allowed_dirs`, "owner/name[@revision]/path/in/repo" on the Hub).
-Hub files are fetched cfg.json first: the byte budget is checked on it before the weights are downloaded.
+Hub files are fetched cfg.json first: the byte budget is checked on it before the weights are downloaded, and the
+files' sizes, when the Hub gives them, before anything is (`hub_size_refusal`). Every file is read within
+explorer.file_reads' bounds: cfg.json 1 MiB and 64 levels deep, a safetensors header 64 KiB and 8 tensors
+(SAE_HEADER); messages name files by their folder's name, never the server's path.
 """
 
 from __future__ import annotations
@@ -39,7 +42,8 @@ from safetensors.torch import save_file
 from torch import Tensor
 
 from ...checkpoints import CheckpointError, describe, read_json, read_safetensors, require_file, safetensors_shapes
-from ...loading import fetch_hub
+from ...file_reads import JSON_LIMITS, SAE_HEADER, few
+from ...loading import fetch_hub, hub_file_sizes
 from ...model import Transformer
 from .core import ARCHITECTURES, IDENTITY_NORMALIZATIONS, NORMALIZATIONS, SAE
 from .hooks import hook_site, parse_hook_name
@@ -51,6 +55,7 @@ CARD_FILE = "README.md"
 DEFAULT_MAX_SAE_BYTES = 2_000_000_000  # the Python API's limit (float32 bytes in memory); the app passes its own
 SAE_LENS_VERSION = "6.54.12"  # the SAELens whose format and code this package follows (written by save_sae)
 MODEL_ALIASES = {"gpt2-small": "gpt2", "gpt2": "gpt2"}  # TransformerLens's names -> the Hub's
+MAX_WIDTH = 2**31  # d_in, d_sae at most (the byte budget refuses far less; this keeps the numbers printable)
 
 
 class SAEWarning(UserWarning):
@@ -58,16 +63,44 @@ class SAEWarning(UserWarning):
 
 
 # ------------------------------------------------------------------------------------------ the Hub
+def hub_size_refusal(sizes: Mapping[str, int], prefix: str, cfg: Mapping[str, Any] | None = None) -> str | None:
+    """What is wrong with the sizes the Hub gives a SAE's files (path in the repo -> bytes), before they are downloaded:
+    cfg.json above its JSON limit; with `cfg` read, a weights or sparsity file larger than the tensors it announces
+    could take (float64, the widest dtype, plus a header within SAE_HEADER). None when nothing is."""
+    cfg_size, where = sizes.get(prefix + CFG_FILE), prefix.rstrip("/") or "the repo"
+    if cfg is None:
+        limit = JSON_LIMITS["config"]
+        if cfg_size is not None and cfg_size > limit:
+            return (f"{CFG_FILE} in {where} is {cfg_size:,} bytes on the Hub, above the limit of "
+                    f"{limit:,} for a config file (a real one is a few KB); not downloaded")
+        return None
+    largest = {WEIGHTS_FILE: 2 * _expected_bytes(cfg, Path(prefix + CFG_FILE)),
+               SPARSITY_FILE: 8 * cfg["d_sae"]}
+    for name, data in largest.items():
+        size, limit = sizes.get(prefix + name), 8 + SAE_HEADER.max_bytes + data
+        if size is not None and size > limit:
+            return (f"{name} in {where} is {size:,} bytes on the Hub, more than the tensors "
+                    f"{CFG_FILE} announces can take ({limit:,} bytes at most); not downloaded")
+    return None
+
+
 def _fetch_hub_sae(where: str, revision: str | None, cache_dir, max_bytes: float | None) -> tuple[Path, str]:
-    """cfg.json of a Hub SAE first, the budget checked on it, then its weights (and sparsity, if any)."""
+    """A Hub SAE: its files' sizes asked first (when the Hub answers), cfg.json downloaded only within its limit and
+    read within it, the budget checked on it, then the weights (and sparsity, if any) within what cfg.json announces.
+    The card is not fetched: nothing reads it."""
     owner, name, *folder = where.split("/")
     repo, sub = f"{owner}/{name}", "/".join(folder)
     prefix = f"{sub}/" if sub else ""
+    files = [prefix + f for f in (CFG_FILE, WEIGHTS_FILE, SPARSITY_FILE)]
+    sizes = hub_file_sizes(repo, revision, files)
+    if (refusal := hub_size_refusal(sizes, prefix)) is not None:
+        raise SAEFileError(f"{repo}: {refusal}")
     root, origin = fetch_hub(repo, revision, cache_dir, patterns=[prefix + CFG_FILE])
     cfg = _read_cfg(root / prefix / CFG_FILE)
     _check_budget(cfg, max_bytes, root / prefix / CFG_FILE)
-    root, origin = fetch_hub(repo, revision, cache_dir,
-                             patterns=[prefix + f for f in (CFG_FILE, WEIGHTS_FILE, SPARSITY_FILE, CARD_FILE)])
+    if (refusal := hub_size_refusal(sizes, prefix, cfg)) is not None:
+        raise SAEFileError(f"{repo}: {refusal}")
+    root, origin = fetch_hub(repo, revision, cache_dir, patterns=files)
     return root / prefix, f"{origin}/{sub}" if sub else origin
 
 
@@ -108,10 +141,18 @@ def _read_cfg(path: Path) -> dict[str, Any]:
     return cfg
 
 
+def _shown(value: Any) -> str:
+    """A value of cfg.json as a message shows it: its start, however long it is."""
+    big = isinstance(value, int) and abs(value) >= 10**30
+    text = f"a number of {len(str(value)):,} digits" if big else repr(value)
+    return text if len(text) <= 80 else text[:80] + "…"
+
+
 def _positive_int(cfg: Mapping[str, Any], key: str, path: Path) -> int:
     value = cfg.get(key)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise SAEFileError(f"{describe(path)}: \"{key}\" must be a positive integer, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_WIDTH:
+        raise SAEFileError(f"{describe(path)}: \"{key}\" must be a positive integer of at most {MAX_WIDTH:,}, got "
+                           f"{_shown(value)}")
     return value
 
 
@@ -133,14 +174,14 @@ def _settings(cfg: dict[str, Any], path: Path) -> dict[str, Any]:
     """The SAE's settings from cfg.json, every value checked."""
     architecture = cfg.get("architecture", "standard")
     if architecture not in ARCHITECTURES:
-        raise SAEFileError(f"{describe(path)}: \"architecture\" {architecture!r} is not supported; supported: "
+        raise SAEFileError(f"{describe(path)}: \"architecture\" {_shown(architecture)} is not supported; supported: "
                            f"{', '.join(ARCHITECTURES)}")
     norm = cfg.get("normalize_activations") or "none"
     if norm not in NORMALIZATIONS:
-        raise SAEFileError(f"{describe(path)}: \"normalize_activations\" {norm!r} is not supported; supported: "
+        raise SAEFileError(f"{describe(path)}: \"normalize_activations\" {_shown(norm)} is not supported; supported: "
                            f"{', '.join(NORMALIZATIONS)}")
     if cfg.get("reshape_activations", "none") not in ("none", None):
-        raise SAEFileError(f"{describe(path)}: \"reshape_activations\" {cfg['reshape_activations']!r} (an SAE on "
+        raise SAEFileError(f"{describe(path)}: \"reshape_activations\" {_shown(cfg['reshape_activations'])} (an SAE on "
                            "attention heads' outputs) is not supported: only residual-stream SAEs")
     metadata = cfg["metadata"]
     hook_name = metadata.get("hook_name")
@@ -151,18 +192,19 @@ def _settings(cfg: dict[str, Any], path: Path) -> dict[str, Any]:
     except ValueError as err:
         raise SAEFileError(f"{describe(path)}: \"metadata.hook_name\": {err}") from None
     if metadata.get("hook_head_index") is not None:
-        raise SAEFileError(f"{describe(path)}: \"metadata.hook_head_index\" {metadata['hook_head_index']!r}: an SAE on "
-                           "one head is not supported")
+        raise SAEFileError(f"{describe(path)}: \"metadata.hook_head_index\" {_shown(metadata['hook_head_index'])}: an "
+                           "SAE on one head is not supported")
     settings = dict(architecture=architecture, hook_name=hook_name, normalize_activations=norm,
                     apply_b_dec_to_input=bool(cfg.get("apply_b_dec_to_input", True)),
                     model_name=metadata.get("model_name"))
     for key in ("apply_b_dec_to_input", "rescale_acts_by_decoder_norm"):
         if not isinstance(cfg.get(key, False), bool):
-            raise SAEFileError(f"{describe(path)}: \"{key}\" must be true or false, got {cfg[key]!r}")
+            raise SAEFileError(f"{describe(path)}: \"{key}\" must be true or false, got {_shown(cfg[key])}")
     if architecture == "topk":
         k = cfg.get("k", 100)  # TopKSAEConfig's default
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= cfg["d_sae"]:
-            raise SAEFileError(f"{describe(path)}: \"k\" must be an integer in 1..d_sae={cfg['d_sae']}, got {k!r}")
+            raise SAEFileError(f"{describe(path)}: \"k\" must be an integer in 1..d_sae={cfg['d_sae']}, got "
+                               f"{_shown(k)}")
         settings.update(k=k, rescale_acts_by_decoder_norm=cfg.get("rescale_acts_by_decoder_norm", False))
     return settings
 
@@ -172,7 +214,7 @@ def _read_weights(path: Path, d_in: int, d_sae: int, architecture: str, cfg_path
     wanted = {"W_enc": (d_in, d_sae), "b_enc": (d_sae,), "W_dec": (d_sae, d_in), "b_dec": (d_in,)}
     if architecture == "jumprelu":
         wanted["threshold"] = (d_sae,)
-    shapes = safetensors_shapes(require_file(path))
+    shapes = safetensors_shapes(require_file(path), SAE_HEADER)
     for key, shape in wanted.items():
         if key not in shapes:
             raise SAEFileError(f"{describe(path)}: tensor \"{key}\" is missing (a {architecture} SAE has "
@@ -182,9 +224,12 @@ def _read_weights(path: Path, d_in: int, d_sae: int, architecture: str, cfg_path
                                f"d_in={d_in}, d_sae={d_sae}, so it must be {shape}")
     extra = sorted(set(shapes) - set(wanted) - {"scaling_factor"})
     if extra:
-        raise SAEFileError(f"{describe(path)}: unexpected tensors {', '.join(extra)} (a {architecture} SAE has "
+        raise SAEFileError(f"{describe(path)}: unexpected tensors {few(extra)} (a {architecture} SAE has "
                            f"{', '.join(wanted)})")
-    tensors = read_safetensors(path)
+    if "scaling_factor" in shapes and math.prod(shapes["scaling_factor"]) > d_sae:
+        raise SAEFileError(f"{describe(path)}: tensor \"scaling_factor\" is {shapes['scaling_factor']}, more values "
+                           f"than the d_sae={d_sae} latents it scales")
+    tensors = read_safetensors(path, SAE_HEADER)
     scaling = tensors.pop("scaling_factor", None)
     if scaling is not None and not torch.all(scaling == 1):
         raise SAEFileError(f"{describe(path)}: tensor \"scaling_factor\" is not all ones (an old SAELens fine-tuning "
@@ -202,13 +247,23 @@ def _read_weights(path: Path, d_in: int, d_sae: int, architecture: str, cfg_path
 
 
 def _read_sparsity(path: Path, d_sae: int) -> Tensor | None:
+    """(d_sae,) log10 firing densities; only that tensor is read. NaN or +inf is refused (a log10 of a density is at
+    most 0); -inf is a latent that never fired."""
     if not path.is_file():
         return None
-    shapes = safetensors_shapes(path)
+    shapes = safetensors_shapes(path, SAE_HEADER)
     if shapes.get("sparsity") != (d_sae,):
         raise SAEFileError(f"{describe(path)}: tensor \"sparsity\" must be ({d_sae},), found "
                            f"{shapes.get('sparsity', 'none')}")
-    return read_safetensors(path)["sparsity"].float()
+    sparsity = read_safetensors(path, SAE_HEADER, names=("sparsity",))["sparsity"]
+    if not sparsity.is_floating_point():
+        raise SAEFileError(f"{describe(path)}: tensor \"sparsity\" has dtype {sparsity.dtype}, not a float")
+    sparsity = sparsity.float()
+    bad = int((sparsity.isnan() | (sparsity == math.inf)).sum())
+    if bad:
+        raise SAEFileError(f"{describe(path)}: tensor \"sparsity\" holds {bad} NaN or +infinite values (it must hold "
+                           "log10 firing densities, at most 0)")
+    return sparsity
 
 
 # ------------------------------------------------------------------------------------------ the model
@@ -246,8 +301,9 @@ def load_sae(source: str | PathLike, *, model: Transformer | None = None, model_
             kind, where, revision = resolve_sae_source(source, allowed_dirs)
             if kind == "hub":
                 folder, origin = _fetch_hub_sae(where, revision, cache_dir, max_bytes)
-            else:
-                folder, origin = Path(where), f"{'shipped SAE' if kind == 'shipped' else 'local folder'} {where}"
+            else:  # named as typed, not by the server's path
+                folder = Path(where)
+                origin = f"shipped SAE {folder.name}" if kind == "shipped" else f"local folder {str(source).strip()}"
         sae = _read_folder(folder, max_bytes, origin)
     except SAEFileError:
         raise
@@ -266,7 +322,7 @@ def load_sae(source: str | PathLike, *, model: Transformer | None = None, model_
 
 def _read_folder(folder: Path, max_bytes: float | None, origin: str) -> SAE:
     if not folder.is_dir():
-        raise SAEFileError(f"SAE folder {folder} does not exist")
+        raise SAEFileError(f"SAE folder {folder.name} does not exist")
     cfg_path = folder / CFG_FILE
     cfg = _read_cfg(cfg_path)
     d_in, d_sae = _positive_int(cfg, "d_in", cfg_path), _positive_int(cfg, "d_sae", cfg_path)

@@ -11,7 +11,7 @@ from os import PathLike
 from pathlib import Path
 
 from ...checkpoints import CheckpointError
-from ...loading import CHECKPOINTS_DIR, SHIPPED_NAME, _inside, _real_dir, _split_hub_id
+from ...loading import CHECKPOINTS_DIR, SHIPPED_NAME, _real_dir, _split_hub_id, allowed_folder, check_text
 
 SAES_DIR = CHECKPOINTS_DIR / "saes"  # shipped SAEs: checkpoints/saes/<name>/
 CFG_FILE = "cfg.json"
@@ -45,19 +45,27 @@ def _split_hub_folder(text: str) -> tuple[str, str | None, str] | None:
 def resolve_sae_source(text: str, allowed_dirs: Iterable[str | PathLike] | None = ()) -> tuple[str, str, str | None]:
     """Text typed by a person -> ("shipped" | "local", folder, None) or ("hub", "repo_id/folder", revision);
     SAEFileError for anything not safe to load. Order: shipped SAE name, a folder inside `allowed_dirs`
-    (None = anywhere), a Hub repo's folder."""
-    text = str(text).strip()
-    if not text or "\x00" in text or len(text) > 4096:
-        raise SAEFileError("empty or invalid SAE name")
-    if SHIPPED_NAME.match(text) and not text.startswith(".") and text in shipped_saes():
-        return "shipped", str(SAES_DIR / text), None
-    roots = None if allowed_dirs is None else [Path(d).expanduser().resolve() for d in allowed_dirs]
-    typed = Path(text).expanduser()
-    candidates = [typed] if roots is None or typed.is_absolute() else [root / typed for root in roots]
-    for candidate in candidates:
-        real = _real_dir(candidate)
-        if real is not None and (roots is None or any(_inside(real, root) for root in roots)):
-            return "local", str(real), None
+    (None = anywhere; none of its files a link leading outside: explorer.loading.check_links), a Hub repo's
+    folder."""
+    try:
+        text = check_text(text, "SAE name")
+        if SHIPPED_NAME.match(text) and not text.startswith(".") and text in shipped_saes():
+            return "shipped", str(SAES_DIR / text), None
+        typed = Path(text)
+        try:
+            typed = typed.expanduser()
+        except RuntimeError:  # "~someone" with no such user: the text as typed
+            pass
+        if allowed_dirs is None:
+            real = _real_dir(typed)
+        else:  # the same rule as a model folder's: inside an allowed folder, no link leading out of it
+            real = allowed_folder(typed, [Path(d).expanduser().resolve() for d in allowed_dirs])
+    except SAEFileError:
+        raise
+    except CheckpointError as err:
+        raise SAEFileError(str(err)) from None
+    if real is not None:
+        return "local", str(real), None
     hub = _split_hub_folder(text)
     if hub is not None and not typed.is_absolute():
         repo, revision, folder = hub

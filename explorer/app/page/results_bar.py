@@ -1,0 +1,37 @@
+"""The bar above the tabs: the state every figure was made with, and sentence 1's output as clickable tokens with the
+Download button beside them (explorer.app.export.download).
+
+Laid out by page.layout; filled by events.PageEvents from run.result.Analysis (.state, .chips).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import gradio as gr
+
+
+@dataclass
+class Results:
+    """The top of the results, above the tabs: what every tab's figures were made with and what came out."""
+
+    state: gr.Markdown  # the toggles of the last Run in words (run.state_line), never blank after a Run
+    output: gr.HighlightedText  # sentence 1's output as tokens; a click asks "why this token?" (Contributions)
+    targets: gr.State  # the run.output_chips.ClickTarget of each item of `output` (None: not clickable)
+    download: gr.Button  # the shown tab as one HTML file (explorer.app.export.download)
+    download_file: gr.DownloadButton  # in the page but not seen: gets the file, and a script clicks it
+
+
+# Colours of the output chips' categories (run.output_chips): a changed token stands out from the rest.
+CHIP_COLOURS = {"output": "#dbeafe", "candidate": "#e0e7ff", "same": "#dbeafe", "changed": "#fde68a"}
+
+
+def results_bar() -> Results:
+    state = gr.Markdown(elem_id="state-line")
+    with gr.Row(elem_id="results-head", equal_height=True):
+        output = gr.HighlightedText(label="Output: click a token to ask why the model chose it", show_label=False,
+                                    elem_id="output-tokens", combine_adjacent=False, show_legend=False,
+                                    show_inline_category=False, color_map=CHIP_COLOURS, container=False)
+        download = gr.Button("⤓ Download", size="sm", scale=0, min_width=90, elem_id="download-view")
+        download_file = gr.DownloadButton(visible="hidden", elem_id="download-file")
+    return Results(state, output, gr.State([]), download, download_file)

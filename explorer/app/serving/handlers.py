@@ -1,0 +1,47 @@
+"""What every handler of the page shares: the flag that keeps an event out of the HTTP API, and `reporting`, which
+runs a handler with its request's share of the cores and turns an exception into a message on the status line.
+`reporting` wraps methods of an object with `ctx` (an AppContext) and `status` (the status line component)."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import gradio as gr
+
+from .errors import escape_md, user_message
+
+PRIVATE = dict(api_visibility="private")  # an event the page uses, not part of the HTTP API
+
+
+def reporting(handler: Callable) -> Callable:
+    """An `Events` handler computes with its share of the cores (explorer.app.serving.cores), and an exception in it
+    becomes a warning and a message in the status line; nothing else changes (a handler that yields updates keeps
+    those it yielded before the error)."""
+    def failed(self: Any, err: Exception) -> dict:
+        message = user_message(err)
+        gr.Warning(message)
+        return {self.status: "⚠️ " + escape_md(message)}
+
+    if inspect.isgeneratorfunction(handler):
+        @functools.wraps(handler)
+        def steps(self: Any, *args: Any, **kwargs: Any) -> Iterator[dict]:
+            with self.ctx.cores.share() as use:
+                try:
+                    for update in handler(self, *args, **kwargs):
+                        yield update
+                        use()  # resumed, perhaps on another worker thread: its torch threads are its own
+                except Exception as err:  # noqa: BLE001 - every error becomes a message
+                    yield failed(self, err)
+        return steps
+
+    @functools.wraps(handler)
+    def run(self: Any, *args: Any, **kwargs: Any) -> dict:
+        with self.ctx.cores.share():
+            try:
+                return handler(self, *args, **kwargs)
+            except Exception as err:  # noqa: BLE001 - every error becomes a message
+                return failed(self, err)
+    return run

@@ -1,0 +1,249 @@
+"""The "Inside a head" tab: how the page's chosen head computes at one query token of the page's Run (BertViz's
+neuron view), without and with the page's toggles (explorer.app.tabs.head.computation reads the block; explorer.viz
+draws it); the chosen layer's heads as lines (BertViz's head view) and the head's queries and keys in one picture
+(AttentionViz).
+
+It follows the page's view (kind, layer, head, sentence, masks, head switches, "Heatmaps show") and has its own query
+position. It is computed when opened, after each Run while shown, by its button (a link presses it) and when its query
+or lines heads change: from the block the page's last Run captured (run.captures: no model run), else the model run up
+to the block; those captures are kept (--kept-memory) under this page's own key, so a new query or head of the same
+block runs no model either (a millisecond, then drawing). A click on the Attention heatmap's row opens it there.
+
+Named event (the HTTP API, docs/http-api.md): /head_computation, its parameters the fields of `HeadForm` (forms).
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass, replace
+from typing import Any
+
+import gradio as gr
+
+from .... import viz
+from ....viz.head_computation import head_computation_figure
+from ....viz.head_view import FOCUS_ON_CLICK_JS
+from ...forms import endpoint, form_inputs
+from ...page.assets import plot
+from ...run.request import whole_number
+from ...run.view import KIND_SHORT, MEASURES
+from ...serving.errors import AppError, escape_md
+from ...serving.handlers import PRIVATE, reporting
+from ...serving.kept import Shown
+from ...serving.session import Session, get_model
+from ..base import LinkKey, Tab, TabEvents
+from .computation import (BlockRead, computation_json, from_shown, key_table, lines_heads, read_block,
+                          summary_markdown)
+from .forms import HeadClick, HeadForm, lines_key, query_key
+
+# A click on a row of the Attention tab's heatmap (#head-plot), on a query of the lines view or of the query-key map
+# writes "kind|layer|head|query|stamp" into #head-click (kind, layer, head: the page's controls at the click).
+SCRIPT = """
+const headControl = (id) => { const el = document.querySelector('#' + id + ' input'); return el ? el.value : ''; };
+const sendQuery = (query) => {
+  const box = document.querySelector('#head-click textarea, #head-click input');
+  if (!box || !(query >= 0)) return;
+  box.value = [headControl('kind'), headControl('layer'), headControl('head'), query, Date.now()].join('|');
+  box.dispatchEvent(new Event('input', {bubbles: true}));
+};
+const bindQueries = (selector, queryOf, also) => {
+  const plot = document.querySelector(selector + ' .js-plotly-plot');
+  if (!plot || !plot.on || plot.__explorerQueryClick) return;
+  plot.__explorerQueryClick = true;
+  if (also) also(plot);
+  plot.on('plotly_click', (event) => {
+    const point = event && event.points && event.points[0];
+    if (point) sendQuery(queryOf(point, plot));
+  });
+};
+const bindHeadPlots = () => {
+  bindQueries('#head-plot', (point, plot) => {  // the Attention tab's heatmap: the row's position
+    const main = (plot.data || []).find((t) => t.name === 'weights');
+    return main && main.y ? Array.prototype.indexOf.call(main.y, point.y) : -1;
+  });
+  bindQueries('#head-lines-plot', (point) => point.data.name === 'queries' ? point.customdata : -1, FOCUS);
+  bindQueries('#head-qk-plot', (point) => point.data.name === 'queries' && point.customdata ? point.customdata[1] : -1);
+};
+new MutationObserver(bindHeadPlots).observe(document.body, {childList: true, subtree: true});
+bindHeadPlots();
+""".replace("FOCUS", FOCUS_ON_CLICK_JS.strip())
+
+
+@dataclass
+class HeadState:
+    """This page's key into the kept results, and what its plots show (to redraw only what changed)."""
+
+    key: str  # the page's own key in the store (AppContext.kept)
+    seq: int = 0
+    block: Any = None  # (model key, BlockRequest) of the kept BlockRead
+    lines: Any = None  # (block, heads, measure) of the lines view drawn
+
+
+@dataclass
+class HeadParts:
+    query: gr.Number
+    lines_heads: gr.Dropdown
+    run_btn: gr.Button
+    summary: gr.Markdown
+    computation: gr.Plot
+    table: gr.Dataframe
+    lines: gr.Plot
+    query_key: gr.Plot
+    click: gr.Textbox  # the page script writes "kind|layer|head|query|stamp" here
+    state: gr.State  # HeadState
+    api_btn: gr.Button  # /head_computation for API clients: the figures and the numbers as JSON
+    data: gr.JSON
+
+    def shown(self) -> list[Any]:
+        return [self.summary, self.computation, self.table, self.lines, self.query_key, self.lines_heads, self.state]
+
+
+class HeadEvents(TabEvents):
+    parts: HeadParts
+
+    def block(self, form: HeadForm, state: HeadState, keep: bool, shown: Any = None) -> tuple[BlockRead, HeadState]:
+        """The form's block: the tab's kept one, the last Run's (`shown`), or read (a model run; kept if `keep`)."""
+        if not isinstance(form.session, Session):
+            raise AppError("This page's session was lost: reload the page.")
+        loaded = get_model(form.session, self.ctx)
+        request = form.block(loaded.config.attention_kinds())
+        key = (form.session.key, request)
+        store = f"head:{state.key}"
+        found = self.ctx.kept.find(store, state.seq) if state.block == key else None
+        ran = None if found is not None else from_shown(loaded, form.session, request, shown, self.ctx.kept)
+        if found is None and (ran is None or state.block != key):
+            found = ran or self.compute.call(read_block, form.session, request)
+            state = HeadState(state.key, state.seq + 1, key, None)
+            if keep and ran is None:  # (the Run's capture is kept with its result)
+                self.ctx.kept.keep(store, state.seq, found)
+        return found or ran, state
+
+    def draw(self, form: HeadForm, state: Any, api: bool = False, shown: Any = None) -> tuple[dict, dict]:
+        """The tab's updates (the lines view only when it changed; an API client's: always, and nothing kept) and the
+        numbers as JSON."""
+        state = state if isinstance(state, HeadState) else HeadState(secrets.token_hex(16))
+        block, state = self.block(form, state, not api, shown)
+        head = block.head(whole_number(form.view.head, 0))
+        base, toggled = block.computation(head, whole_number(form.query, -1))
+        measure = str(form.measure or "weights")
+        if measure not in MEASURES:
+            raise AppError(f"unknown measure {measure!r}; choose from {', '.join(MEASURES)}")
+        heads = lines_heads(form.lines_heads, head, block.n_heads)
+        label = block.query_labels[base.query]
+        p = self.parts
+        updates: dict = {self.status: "⚠️ " + escape_md(" ".join(block.notices)) if block.notices else "",
+                         p.summary: summary_markdown(block, base, toggled, label),
+                         p.computation: plot(head_computation_figure(base, block.key_labels, label, toggled=toggled)),
+                         p.table: key_table(block, base, toggled)}
+        qk = block.query_key(head)
+        try:
+            focus = qk.query_index(0, base.query)
+        except ValueError:  # a padding query is not in the map
+            focus = None
+        keys = None if block.kind != "cross" else block.key_labels
+        updates[p.query_key] = plot(viz.query_key_figure(qk, block.query_labels, keys, query=focus))
+        drawn = (state.block, heads, measure)
+        if api or state.lines != drawn:
+            name = viz.WEIGHT if measure == "weights" else viz.VALUE_WEIGHTED
+            updates[p.lines] = plot(viz.head_lines(block.lines(heads, measure), block.query_labels, block.key_labels,
+                                                   [f"H{h}" for h in heads], name=name,
+                                                   title=f"{KIND_SHORT[block.kind]} L{block.layer}: heads as lines"))
+            state.lines = drawn
+        else:
+            updates[p.lines] = gr.skip()
+        updates[p.lines_heads] = gr.update(choices=list(range(block.n_heads)))  # blank stays blank: the default
+        updates[p.state] = state
+        data = {"changes": list(block.changes), "query_labels": block.query_labels, "key_labels": block.key_labels,
+                "lines_heads": list(heads), "baseline": computation_json(base), "toggled": computation_json(toggled)}
+        return updates, data
+
+    @reporting
+    def shown_tab(self, form: HeadForm, state: Any = None, shown: Any = None) -> dict:
+        """The tab's view of the page's block (its button; a new query or lines heads; the tab opened)."""
+        return self.draw(form, state, shown=shown)[0]
+
+    def if_shown(self, form: HeadForm, tab: Any, state: Any, shown: Any = None) -> dict:
+        """After a Run of the page: the tab again while it is shown."""
+        return self.shown_tab(form, state, shown) if tab == HeadTab.id else {self.status: gr.skip()}
+
+    @reporting
+    def clicked(self, form: HeadForm, click: Any, state: Any, shown: Any) -> dict:
+        """A query clicked (`HeadClick`): this tab shown on it."""
+        try:
+            query = HeadClick.parse(click).query
+        except ValueError:
+            return {self.status: gr.skip()}
+        if isinstance(shown, Shown):
+            shown.opening(HeadTab.id)  # the next Runs draw this tab (kept.Shown.visible_tab)
+        updates = self.draw(replace(form, query=query), state, shown=shown)[0]
+        page = self.page
+        return {**updates, self.parts.query: query, page.visible_tab: HeadTab.id,
+                page.tab_strip: gr.update(selected=HeadTab.id)}
+
+    @reporting
+    def api(self, form: HeadForm) -> dict:
+        updates, data = self.draw(form, None, api=True)
+        return {**updates, self.parts.data: data}
+
+
+class HeadTab(Tab):
+    id = "head"
+    title = "Inside a head"
+    result = "head-summary"
+    help = ("How the chosen head computes at one query token: q against every key k_j, their products (their sums "
+            "are the dot products), the scores, the mask, the weights, the values and what the head writes; "
+            "without and with your toggles. Click a row of the Attention tab's heatmap to open it on that query. "
+            "Below: the layer's heads as lines, and the head's queries and keys in one picture.")
+    button = "head-run"
+    script = SCRIPT
+    link_keys = (LinkKey("query", "query", query_key, "the query position of the Inside a head tab (−1: the last)"),
+                 LinkKey("lines", "lines_heads", lines_key, "the heads drawn as lines, e.g. `0,2,5` (at most 8)"))
+
+    def layout(self, start: Any) -> HeadParts:
+        n_heads = next(iter(start.kinds.values()), (1, 1))[1]
+        with gr.Row(equal_height=True):
+            query = gr.Number(-1, label="Query position", info="−1 = the last token; or click a row of the heatmap",
+                              precision=0, elem_id="head-query", min_width=120)
+            heads = gr.Dropdown(list(range(n_heads)), value=[], multiselect=True, max_choices=8, min_width=160,
+                                label="Heads as lines", elem_id="head-lines-heads",
+                                info="blank: the chosen head and the next ones")
+            run_btn = gr.Button("Show the computation", variant="primary", elem_id="head-run", min_width=120, scale=0)
+        summary = gr.Markdown(elem_id="head-summary")
+        computation = gr.Plot(label="Inside the head", show_label=False, elem_id="head-comp-plot")
+        table = gr.Dataframe(label="The strongest keys (baseline, and with the toggles)", interactive=False,
+                             elem_id="head-table", max_height=360)
+        lines = gr.Plot(label="Heads as lines", show_label=False, elem_id="head-lines-plot")
+        qk = gr.Plot(label="Queries and keys", show_label=False, elem_id="head-qk-plot")
+        click = gr.Textbox(visible="hidden", elem_id="head-click", label="clicked query")
+        state = gr.State(None)
+        api_btn = gr.Button(visible=False)
+        data = gr.JSON(visible=False, label="the numbers")
+        return HeadParts(query, heads, run_btn, summary, computation, table, lines, qk, click, state, api_btn, data)
+
+    def wire(self, parts: HeadParts, app: Any) -> Any:
+        ev, page, p = HeadEvents(app, parts), app.page, parts
+        inputs, outputs = form_inputs(HeadForm, page, own=p), [app.status, *p.shown()]
+        p.api_btn.click(endpoint(HeadForm, ev.api, "head_computation"), inputs, [*outputs, p.data],
+                        api_name="head_computation",
+                        api_description="How one head computes at one query token, step by step, without and with "
+                                        "the toggles.")
+        with_state = [*inputs, p.state, page.kept]  # the page's last Run: its captured block (no model run)
+        shown = endpoint(HeadForm, ev.shown_tab, "head_shown", extra=("state", "shown"))
+        for trigger in (p.run_btn.click, p.query.input, p.lines_heads.input):
+            trigger(shown, with_state, outputs, trigger_mode="always_last", **PRIVATE)
+        app.selected[self.id].then(shown, with_state, outputs, **PRIVATE)
+        after_run = endpoint(HeadForm, ev.if_shown, "head_after_run", extra=("tab", "state", "shown"))
+        run_inputs = [*inputs, page.visible_tab, p.state, page.kept]
+        app.follow_runs(lambda run: run.then(after_run, run_inputs, outputs, **PRIVATE))
+        clicked = endpoint(HeadForm, ev.clicked, "head_clicked", extra=("click", "state", "shown"))
+        p.click.change(clicked, [*inputs, p.click, p.state, page.kept],
+                       [*outputs, p.query, page.visible_tab, page.tab_strip], **PRIVATE)
+        return ev
+
+    def model_updates(self, parts: HeadParts, info: Any) -> dict:
+        n_heads = next(iter(info.kinds.values()), (1, 1))[1]
+        return {parts.summary: "", parts.computation: None, parts.table: None, parts.lines: None,
+                parts.query_key: None, parts.lines_heads: gr.update(choices=list(range(n_heads)), value=[])}
+
+
+TAB = HeadTab()
