@@ -57,14 +57,14 @@ def test_every_link_restores_its_view_on_the_page(page_events):
     each lesson's tab shows is checked by the tests below."""
     from starlette.datastructures import QueryParams
 
-    from explorer.app.forms import RunForm
+    from explorer.app.forms import RunForm, form_inputs, form_of
     from explorer.app.link.opening import LinkEvents
     from explorer.app.serving.session import Session, get_model
 
     ev = page_events
     page, link = ev.page, LinkEvents(ev)
     for x in LESSONS:
-        state, _ = parse_link(x.query, check_model=lambda name: checked_source(name, allowed_dirs=()))
+        state, _ = parse_link(x.query, check_model=lambda name: checked_source(name, allowed_dirs=()), tabs=TABS)
         opened = link.open_page(Session("date-translator", "cpu"), SimpleNamespace(query_params=QueryParams(x.query)))
 
         def value(component):
@@ -75,9 +75,10 @@ def test_every_link_restores_its_view_on_the_page(page_events):
         assert session.source == state.model, x.title
         assert opened[page.inputs.link_notice] == "", (x.title, opened[page.inputs.link_notice])
         assert opened[page.visible_tab] == state.tab and state.tab in link.shown_tabs(get_model(session, ev.ctx))
-        if state.text1 is not None:
-            assert (value(page.inputs.text1), value(page.inputs.text2) or "") == (state.text1, state.text2 or "")
-        out = ev.analyze_at_once(RunForm(*[value(c) for c in RunForm.inputs(page)]))
+        if "s1" in state.values:
+            assert (value(page.setting("sentence1")), value(page.setting("sentence2")) or "") == (
+                state.values["s1"], state.values.get("s2") or "")
+        out = ev.analyze_at_once(form_of(RunForm, *[value(c) for c in form_inputs(RunForm, page)]))
         assert "⚠️" not in out[ev.status], (x.title, out[ev.status])
 
 
