@@ -11,14 +11,12 @@ import pytest
 
 pytest.importorskip("gradio_client")
 
-from explorer.app.demo import build_demo, launch_kwargs, queue  # noqa: E402
 from explorer.app.run.toggles import Toggles  # noqa: E402
 from explorer.app.run.view import View  # noqa: E402
 from explorer.app.serving.registry import ModelRegistry  # noqa: E402
 from explorer.app.serving.session import AppContext, load_session  # noqa: E402
 from explorer.app.tabs import analyze  # noqa: E402
 from explorer.viz.serialize import figure_json  # noqa: E402
-from tests.app.tiny_models import tiny_gpt2, tiny_llama  # noqa: E402
 from tests.hang import gradio_client  # noqa: E402
 
 TEXT = "The cat sat on the mat"
@@ -30,22 +28,15 @@ PARAMETERS = ["model2", "sentence1", "sentence2", "padding_mask", "causal_mask",
 
 
 @pytest.fixture(scope="module")
-def folder(tmp_path_factory):
-    root = tmp_path_factory.mktemp("models")
-    tiny_gpt2(root / "tiny-gpt2")
-    tiny_llama(root / "tiny-llama")
-    return root
+def folder(lm_folder):
+    """tiny-gpt2 and tiny-llama (tests/app/conftest.py)."""
+    return lm_folder
 
 
 @pytest.fixture(scope="module")
-def url(folder, free_port):
-    demo = queue(build_demo(device="cpu", checkpoint="tiny-gpt2", allowed_dirs=[str(folder)]))
-    demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
-                **launch_kwargs())
-    try:
-        yield demo.local_url
-    finally:
-        demo.close()
+def url(lm_app):
+    """The app on tiny-gpt2, the folder allowed."""
+    return lm_app
 
 
 def compared(client, **kwargs) -> dict:
