@@ -4,7 +4,7 @@ Gradio calls a handler with its input components' values in order and names the 
 handler's signature. A form is a dataclass whose fields are those parameters (names, order and defaults: the
 documented API, docs/http-api.md). A field named after a page setting (page.settings.SETTINGS) is that setting's
 component; a field whose type is a part (`FormPart`, such as `PageView`: the sentences, masks, head switches and view
-several endpoints share) stands for the part's fields, in their order; any other field is the tab's own (a field of
+several endpoints share, or `PageText`, its sentences and masks) stands for the part's fields, in their order; any other field is the tab's own (a field of
 its parts). `form_inputs` gives the components in the form's order, `endpoint` the function Gradio calls, with the
 form's signature (parts flattened), from a method that takes the form. So every handler behind the boundary reads one
 typed object, and a test builds the form (or the request it makes) by keywords.
@@ -39,9 +39,8 @@ class FormPart:
 
 
 @dataclass(frozen=True)
-class PageView(FormPart):
-    """The page's sentences, masks, head switches and the head shown, as /analyze names them: the part /analyze,
-    /head_computation and /compare_models share. Head switches are the labels of the heads on ("L0 H1")."""
+class PageText(FormPart):
+    """The page's sentences and masks, as /analyze names them: the part /importance takes (every head on there)."""
 
     sentence1: Any
     sentence2: Any
@@ -50,6 +49,18 @@ class PageView(FormPart):
     custom_mask: Any
     blocked_position: Any
     window: Any
+
+    def masks(self) -> Toggles:
+        """The masks alone (every head on); AppError naming a bad value."""
+        return toggles_from(self.padding_mask, self.causal_mask, self.custom_mask, self.blocked_position, self.window)
+
+
+@dataclass(frozen=True)
+class PageView(PageText):
+    """The page's sentences and masks (PageText's fields first), head switches and the head shown, as /analyze names
+    them: the part /analyze, /head_computation and /compare_models share. Head switches are the labels of the heads
+    on ("L0 H1")."""
+
     encoder_heads_on: Any
     decoder_heads_on: Any
     cross_heads_on: Any

@@ -128,7 +128,7 @@ def test_the_other_model_tabs_run_in_a_forked_worker(pages):
                       cross_heads_on2=[])
     calls = {
         "importance": lambda ev: ev.tab_events["importance"].ranked(
-            ImportanceForm(session, DATE1, DATE2, True, True, "none", 0, 2, "cross")),
+            form_of(ImportanceForm, session, DATE1, DATE2, True, True, "none", 0, 2, "cross")),
         "positional": lambda ev: ev.tab_events["positions"].shown(PositionalForm(session, 64, 40, 10000)),
         "roles": lambda ev: ev.tab_events["roles"].scored(RolesForm(session, DATE1, "decoder", HEADS, HEADS[2:],
                                                                     HEADS)),

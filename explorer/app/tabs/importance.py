@@ -18,11 +18,10 @@ from ... import viz
 from ...batching import pad_rows
 from ...checkpoints import LoadedModel
 from ...interpret.importance import IGNORE, HeadImportance, Probe, head_importance
-from ..forms import endpoint, form_inputs
+from ..forms import PageText, endpoint, form_inputs
 from ..page.assets import plot
 from ..run.inputs import pad_id_of, row_mask
 from ..run.pair import compare
-from ..run.request import toggles_from
 from ..run.toggles import Toggles, custom_mask
 from ..run.view import KIND_TITLES
 from ..serving.handlers import reporting
@@ -87,13 +86,7 @@ class ImportanceForm:
     """/importance: the page's sentences and masks (every head on) and the attention kind ranked."""
 
     session: Any
-    sentence1: Any
-    sentence2: Any
-    padding_mask: Any
-    causal_mask: Any
-    custom_mask: Any
-    blocked_position: Any
-    window: Any
+    text: PageText
     kind: Any
 
 
@@ -122,9 +115,9 @@ class ImportanceEvents(TabEvents):
 
     @reporting
     def ranked(self, form: ImportanceForm) -> dict:
-        toggles = toggles_from(form.padding_mask, form.causal_mask, form.custom_mask, form.blocked_position,
-                               form.window)
-        request = ImportanceRequest(str(form.sentence1 or ""), str(form.sentence2 or ""), toggles, str(form.kind or ""))
+        text = form.text
+        request = ImportanceRequest(str(text.sentence1 or ""), str(text.sentence2 or ""), text.masks(),
+                                    str(form.kind or ""))
         fig, md = self.compute.call(importance, form.session, request)
         return {self.status: "", self.parts.summary: md, self.parts.importance_plot: fig}
 
