@@ -140,8 +140,8 @@ def runners() -> dict[str, Callable[..., dict[str, Any]]]:
     def memory(**kw: Any) -> dict[str, Any]:
         from benchmarks import app_memory
         from benchmarks.app_memory import TINY_APP
-        shape = TINY_APP if kw.pop("quick", False) else None
-        return app_memory.run(**kw, shape=shape)
+        quick = kw.pop("quick", False)
+        return app_memory.run(**kw, shape=TINY_APP if quick else None, fresh=1 if quick else None)
 
     def largest(**kw: Any) -> dict[str, Any]:
         from benchmarks import app_memory
@@ -165,7 +165,7 @@ def runners() -> dict[str, Callable[..., dict[str, Any]]]:
     def token_attribution(**kw: Any) -> dict[str, Any]:
         from benchmarks import attribution_ig
         quick = kw.pop("quick", False)
-        return attribution_ig.run(**kw, shape=attribution_ig.TINY if quick else None)
+        return attribution_ig.run(**kw, shape=attribution_ig.TINY if quick else None, fresh=1 if quick else None)
 
     def flow(**kw: Any) -> dict[str, Any]:
         from benchmarks import flow as routes

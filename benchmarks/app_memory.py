@@ -118,8 +118,11 @@ def child(folder: Path, tokens: int, case: str, threads: int) -> dict[str, Any]:
             "estimate_mb": round(estimate / 2**20, 1), "peak_reset": exact}
 
 
-def run(tokens: int = 1024, shape: dict[str, int] | None = None, family: str = "gpt2") -> dict[str, Any]:
-    """`family` "gpt2" (shape: GPT2_SMALL_APP) or "qwen2" (shape: QWEN25_05B)."""
+def run(tokens: int = 1024, shape: dict[str, int] | None = None, family: str = "gpt2",
+        fresh: int | None = None) -> dict[str, Any]:
+    """`family` "gpt2" (shape: GPT2_SMALL_APP) or "qwen2" (shape: QWEN25_05B). Each case in a fresh process for the
+    first `fresh` cases (None: all), in this one for the others (--quick: the smoke test shows the fresh-process path
+    on one case; a process here costs seconds of imports)."""
     import torch
 
     from benchmarks.hub_lm import write_folder
@@ -131,7 +134,10 @@ def run(tokens: int = 1024, shape: dict[str, int] | None = None, family: str = "
             folder = write_folder(Path(tmp) / "gpt2", {**shape, "bos_token_id": 0, "eos_token_id": 0})
         else:
             folder = write_qwen2(Path(tmp) / "qwen2", shape)
-        for case in CASES:
+        for i, case in enumerate(CASES):
+            if fresh is not None and i >= fresh:
+                rows.append(child(folder, tokens, case, torch.get_num_threads()))
+                continue
             cmd = [sys.executable, "-m", "benchmarks.app_memory", "--child", case, "--folder", str(folder),
                    "--tokens", str(tokens), "--threads", str(torch.get_num_threads())]
             out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=True,

@@ -114,8 +114,10 @@ def peak_in_subprocess(case: str, shape: dict[str, int], tokens: int) -> float:
 
 
 def run(tokens: int = 128, repeats: int = 3, batches: tuple[int, ...] = (16, 32),
-        shape: dict[str, int] | None = None, peak: bool = True) -> dict[str, Any]:
-    """Median seconds of each case (one warm-up), IG's completeness, and (peak) each case's peak memory."""
+        shape: dict[str, int] | None = None, peak: bool = True, fresh: int | None = None) -> dict[str, Any]:
+    """Median seconds of each case (one warm-up), IG's completeness, and (peak) each case's peak memory: in a fresh
+    process for the first `fresh` cases (None: all), in this one for the others (--quick: the smoke test shows the
+    fresh-process path on one case; a process here costs ~1.5 s of imports)."""
     from explorer.interpret.attribution import default_batch
 
     shape = shape or GPT2_SMALL
@@ -123,7 +125,7 @@ def run(tokens: int = 128, repeats: int = 3, batches: tuple[int, ...] = (16, 32)
     params = sum(p.numel() for p in model.parameters())
     ids = torch.randint(1, shape["vocab_size"], (tokens,), generator=torch.Generator().manual_seed(tokens))
     rows = []
-    for name, fn in cases(model, ids, batches).items():
+    for i, (name, fn) in enumerate(cases(model, ids, batches).items()):
         cpu = time.process_time()
         seconds, result = median_time(fn, repeats)
         cpu = (time.process_time() - cpu) / (repeats + 1)  # the warm-up included: a mean, not a median
@@ -132,8 +134,10 @@ def run(tokens: int = 128, repeats: int = 3, batches: tuple[int, ...] = (16, 32)
             row.update(steps=result.steps, evaluations=result.evaluations, integration=result.integration,
                        relative_delta=round(result.relative_delta, 6), reached=result.reached,
                        logit=round(result.logit, 4))
-        if peak:
+        if peak and (fresh is None or i < fresh):
             row["peak_above_model_mb"] = peak_in_subprocess(name, shape, tokens)
+        elif peak:
+            row["peak_above_model_mb"] = peak_child(name, shape, tokens, torch.get_num_threads())["peak_above_model_mb"]
         rows.append(row)
     forward_ms = rows[0]["ms"]
     for row in rows:

@@ -137,6 +137,7 @@ def tab_clicks(root: Path, tokens: tuple[int, ...], repeats: int) -> list[dict[s
     from benchmarks.app_memory import text_of
     from explorer.app.demo import starting_point
     from explorer.app.events import PageEvents
+    from explorer.app.forms import form_of, replaced
     from explorer.app.page.head_labels import head_labels
     from explorer.app.page.layout import layout
     from explorer.app.run.request import RunRequest
@@ -160,9 +161,9 @@ def tab_clicks(root: Path, tokens: tuple[int, ...], repeats: int) -> list[dict[s
     freeze_startup_objects()  # as app.py does once the page is built
     rows = []
     for n in tokens:
-        form = HeadForm(session, text_of(n), "", True, True, "none", 0, 2, [], every, [], "decoder", L - 1, 0, 1,
-                        0, "weights", -1, None)
-        off = replace(form, decoder_heads_on=[h for h in every if h != "L0 H1"])
+        form = form_of(HeadForm, session, text_of(n), "", True, True, "none", 0, 2, [], every, [], "decoder", L - 1, 0,
+                       1, 0, "weights", -1, None)
+        off = replaced(form, decoder_heads_on=[h for h in every if h != "L0 H1"])
 
         def shown(f, state=None, page=None):
             out = tab.shown_tab(f, state, page)
@@ -172,7 +173,7 @@ def tab_clicks(root: Path, tokens: tuple[int, ...], repeats: int) -> list[dict[s
         def after_run(f):
             """The page's Run of the form's sentences, toggles and block; then the tab's first open, timed."""
             page = Shown()
-            request = RunRequest.of(session, f.sentence1, f.sentence2, f.block({"decoder": (L, H)}).toggles,
+            request = RunRequest.of(session, f.view.sentence1, f.view.sentence2, f.block({"decoder": (L, H)}).toggles,
                                     View("decoder", L - 1, 0, 1), f.continue_tokens)
             for _ in events.run(request, "attention", page):
                 pass

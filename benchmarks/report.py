@@ -61,16 +61,12 @@ TARGETS = [
      "model's task, s", "<= 10"),
     ("inside_head_128", "Inside one head, 128 tokens, GPT-2-small shape, last layer, first click (from the block the "
      "page's Run captured: capture_from_record in the Run, then the click's head), ms", "<= 50"),
-    ("inside_head_128_model_run", "Inside one head, 128 tokens, GPT-2-small shape, last layer, first click on a block "
-     "the page's Run did not capture (the model run up to the block: the old path), ms", "<= 50"),
     ("inside_head_128_record", "Inside one head, 128 tokens, GPT-2-small shape, any layer, from the Run's record "
      "(no model run), ms", "<= 50"),
     ("inside_head_128_capture", "Inside one head, 128 tokens, GPT-2-small shape: a later click in the same block "
      "(from the kept capture), ms", "<= 50"),
     ("inside_head_1024", "Inside one head, 1,024 tokens, GPT-2-small shape, last layer, first click (from the Run's "
      "capture), ms", "<= 500"),
-    ("inside_head_1024_model_run", "Inside one head, 1,024 tokens, GPT-2-small shape, last layer, first click on a "
-     "block the Run did not capture (the old path), ms", "<= 500"),
     ("inside_head_1024_record", "Inside one head, 1,024 tokens, GPT-2-small shape, any layer, from the Run's record, "
      "ms", "<= 500"),
     ("inside_head_1024_capture", "Inside one head, 1,024 tokens, GPT-2-small shape: a later click in the same block, "
@@ -199,8 +195,6 @@ def measured_values(res: dict[str, Any]) -> dict[str, float | None]:
             if row and row.get("by_layer"):
                 last = max(row["by_layer"], key=lambda r: r["layer"])
                 v[f"inside_head_{n}"] = last["first_click_ms"]
-                if "first_click_model_run_ms" in last:
-                    v[f"inside_head_{n}_model_run"] = last["first_click_model_run_ms"]
                 v[f"inside_head_{n}_capture"] = max(r["from_capture_ms"] for r in row["by_layer"])
                 v[f"inside_head_{n}_record"] = max(r["from_record_ms"] for r in row["by_layer"])
         row = _row((head.get("lines") or {}).get("by_tokens", []), 128)

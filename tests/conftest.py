@@ -53,6 +53,33 @@ def chromium_args() -> list[str]:
     return list(CHROMIUM_ARGS)
 
 
+@pytest.fixture(scope="session")
+def browser(chromium_path, chromium_args):
+    """One headless Chromium for the whole session (Playwright's sync API); each test opens its own context (cookies,
+    storage, viewport and permissions of its own: `tests.app.browser.opened` / `new_page`) and closes it. Launching a
+    browser per test cost about a second each. Tests using it run last (`pytest_collection_modifyitems`)."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.hang import HANG_MS
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=chromium_path, args=chromium_args, timeout=HANG_MS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.hookimpl(trylast=True)  # after pytest's own ordering (by fixture parameters)
+def pytest_collection_modifyitems(config, items):
+    """Tests that use the session's Chromium (`browser`) run last, in their collected order. While Playwright's sync
+    API is started it holds an event loop as the main thread's running loop, so from its first use on nothing may
+    call asyncio.run (tests/app/test_gradio_fixes.py does) or start another sync_playwright (benchmarks/browser.py
+    does): those run before it."""
+    items[:] = [i for i in items if "browser" not in i.fixturenames] + \
+        [i for i in items if "browser" in i.fixturenames]
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -29,6 +29,15 @@ def code_blocks(path: Path, language: str) -> list[str]:
     return [body for lang, body in _FENCE.findall(path.read_text()) if lang == language]
 
 
+def example_of(path: Path, heading: str) -> tuple[str, str]:
+    """The ```python example of a section (`## heading`) and the ```text block under it (what it prints)."""
+    section = path.read_text().split(f"## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    fences = _FENCE.findall(section)
+    assert [lang for lang, _ in fences[:2]] == ["python", "text"], "the example, then what it prints"
+    (_, example), (_, shown) = fences[:2]
+    return example, shown
+
+
 def prose(path: Path) -> str:
     """A page without its fenced code blocks (a `# comment` there is no heading, a `[x](y)` no link)."""
     return _FENCE.sub("", path.read_text())

@@ -11,7 +11,7 @@ import re
 import pytest
 import torch
 
-from tests.markdown import NEEDS_APP, NEEDS_HUB, README, ROOT, anchors, code_blocks, links, pages
+from tests.markdown import NEEDS_APP, NEEDS_HUB, README, ROOT, anchors, code_blocks, example_of, links, pages
 
 BLOCKS = [(page, i, block) for page in pages() for i, block in enumerate(code_blocks(page, "python"))]
 
@@ -27,19 +27,32 @@ def test_python_examples_run(page, index, block):
         exec(compile(block, f"{page.relative_to(ROOT)} python block {index}", "exec"), {})
 
 
+def architecture_example(heading: str) -> tuple[str, str]:
+    return example_of(ROOT / "docs" / "architecture.md", heading)
+
+
+def printed_by(example: str, heading: str) -> str:
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed), torch.set_grad_enabled(torch.is_grad_enabled()):
+        exec(compile(example, f"docs/architecture.md: {heading}", "exec"), {})
+    return printed.getvalue()
+
+
 def test_the_add_a_tab_example_prints_what_the_page_shows_under_it():
     """docs/architecture.md's new tab ("How to add a tab"): run, it prints exactly the ```text block under it (its
     figure drawn from the Run's reduction, the numbers the figure holds, a link opening it), not only runs."""
-    page = ROOT / "docs" / "architecture.md"
-    section = page.read_text().split("## How to add a tab\n", 1)[1].split("\n## ", 1)[0]
-    fences = re.findall(r"^```(\w*)\n(.*?)^```", section, re.S | re.M)
-    assert [lang for lang, _ in fences[:2]] == ["python", "text"], "the example, then what it prints"
-    (_, example), (_, shown) = fences[:2]
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed), torch.set_grad_enabled(torch.is_grad_enabled()):
-        exec(compile(example, "docs/architecture.md: How to add a tab", "exec"), {})
-    assert printed.getvalue() == shown
+    example, shown = architecture_example("How to add a tab")
+    assert printed_by(example, "How to add a tab") == shown
     assert "peaks" in shown.split() and "How peaked each head is" in shown  # the text block is the example's output
+
+
+def test_the_add_a_setting_example_prints_what_the_page_shows_under_it():
+    """docs/architecture.md's new setting ("How to add a page-wide setting"): run, it prints exactly the ```text block
+    under it (/analyze's form ending with it, a link carrying it and refusing a bad value, the page laying it out);
+    tests/app/test_settings.py builds the whole page with it."""
+    example, shown = architecture_example("How to add a page-wide setting")
+    assert printed_by(example, "How to add a page-wide setting") == shown
+    assert "'top_tokens']" in shown and "top=7" in shown  # the text block is the example's output
 
 
 def test_readme_is_a_front_door():

@@ -17,13 +17,14 @@ from typing import Any
 import gradio as gr
 
 from ..checkpoints import LoadedModel
-from .forms import RunForm, endpoint
+from .forms import RunForm, endpoint, form_inputs, run_form
 from .page.assets import REFLOW_JS, plot
 from .page.gradio_fixes import progress_on_text
 from .page.head_switches import switch_updates
 from .page.layout import Page
 from .page.model_events import EVERY_KIND, ModelEvents, mask_defaults
 from .page.model_panel import ModelInfo, model_info
+from .page.settings import ATTENTION_TAB
 from .run.figures import RunFigures
 from .run.pair import drawn_with
 from .run.request import RunRequest
@@ -49,19 +50,22 @@ class PageEvents:
         self.page, self.ctx = page, ctx
         self.figure_set = RunFigures.of(page.registry)
         self.compute = Compute(ctx, self.figure_set)  # every model run, through spaces.GPU
-        m, i, c = page.model, page.inputs, page.controls
+        m, i, c, setting = page.model, page.inputs, page.controls, page.setting
         self.status = i.status
+        self.run_form = run_form(page.table)  # /analyze's form: the session, then the page's settings
         self.models = ModelEvents(self)
         self.runs: list[Any] = []  # the page's Run events (a tab may follow them: `follow_runs`)
         self._followers: list[Callable[[Any], Any]] = []
         self.selected: dict[str, Any] = {}  # tab id -> the event of its opening
         self.tab_events: dict[str, Any] = {}  # tab id -> its handlers (`Tab.wire`)
-        self.model_outputs = [self.status, page.session, m.model_md, page.headline, i.ex1, i.ex2, i.text1, i.text2,
-                              *c.head_groups, c.kind, c.layer, c.head, c.lm_controls]
+        self.model_outputs = [self.status, page.session, m.model_md, page.headline, i.ex1, i.ex2,
+                              setting("sentence1"), setting("sentence2"), *page.heads.values(), setting("kind"),
+                              setting("layer"), setting("head"), c.lm_controls]
         for t in page.registry:
             self.model_outputs += [x for x in t.model_updates(page.parts[t.id], EVERY_KIND) if x not in
                                    self.model_outputs]
-        self.model_outputs += [c.position, c.new_tokens, *page.tabs.values(), *mask_defaults(c)]
+        self.model_outputs += [setting("predict_after"), setting("continue_tokens"), *page.tabs.values(),
+                               *mask_defaults(page)]
         plots = page.plots()
         # /analyze returns its figures in the order it always has (RunFigure.api_order), then the results bar, then
         # newer figures (no api_order) in the page's order; /show_tab the ordered ones in the page's order, then those.
@@ -98,7 +102,7 @@ class PageEvents:
 
         Yields the updates: a language model's first (its attention drawn while its vocabulary head, predictions
         and continuation are computed: half of a 1,024-token Run), then everything; other models', once."""
-        yield from self.run(self.request_of(form), str(form.tab or "attention"),
+        yield from self.run(self.request_of(form), str(form.tab or ATTENTION_TAB),
                             shown if isinstance(shown, Shown) else Shown())
 
     def run(self, request: RunRequest, tab: str, shown: Shown) -> Iterator[dict]:
@@ -189,12 +193,15 @@ class PageEvents:
         kinds = get_model(session, self.ctx).config.attention_kinds()
         chosen = kind if kind in kinds else default_kind(kinds)
         on = {chosen: {(int(layer or 0), int(head or 0))}} if mode == "only" else None
-        return {self.status: "", **switch_updates(self.page.controls.heads, kinds, on, choices=False)}
+        return {self.status: "", **switch_updates(self.page.heads, kinds, on, choices=False)}
 
     # ------------------------------------------------------------------ wiring
+    def run_inputs(self) -> list[Any]:
+        """The page's Run's inputs: /analyze's form's components, then the page's kept.Shown."""
+        return form_inputs(self.run_form, self.page) + [self.page.kept]
+
     def then_analyze(self, event: Any) -> Any:
-        return event.then(self.page_run, RunForm.inputs(self.page) + [self.page.kept], self.analysis_outputs,
-                          **self.run_progress, **PRIVATE)
+        return event.then(self.page_run, self.run_inputs(), self.analysis_outputs, **self.run_progress, **PRIVATE)
 
     def add_run(self, event: Any) -> Any:
         self.runs.append(event)
@@ -217,7 +224,7 @@ class PageEvents:
     @functools.cached_property
     def page_run(self) -> Callable[..., Any]:
         """What a page event calls for a Run (the same as /analyze, streamed; not an API endpoint)."""
-        return endpoint(RunForm, self.analyze, "analyze_page", extra=("shown",))
+        return endpoint(self.run_form, self.analyze, "analyze_page", extra=("shown",))
 
     def wire(self) -> None:
         from .export.download import DownloadEvents
@@ -227,8 +234,8 @@ class PageEvents:
         # Named (API) events first: an unnamed event takes its handler's name, and a later explicit
         # api_name would then get a suffix.
         changes = self.models.wire()  # /load_model and /build_model
-        run_inputs = RunForm.inputs(page) + [page.kept]
-        i.api_run.click(endpoint(RunForm, self.analyze_at_once, "analyze", extra=("shown",)), run_inputs,
+        run_inputs = self.run_inputs()
+        i.api_run.click(endpoint(self.run_form, self.analyze_at_once, "analyze", extra=("shown",)), run_inputs,
                         self.analysis_outputs, api_name="analyze",
                         api_description="Run the model on the sentences with the masks and head switches: its "
                                         "output and the figures of `tab`.")
@@ -245,23 +252,22 @@ class PageEvents:
             self.after_model(event)
         LinkEvents(self).wire()  # page load: the link's view restored, then the first Run
         DownloadEvents(self).wire()  # the shown tab as an HTML file
-        # A click while a Run is under way (say after its attention is shown, before its predictions) runs again
-        # once it ends, with what is on the page then; Gradio's default for clicks would drop it.
-        for trigger in (i.run_btn.click, i.text1.submit, i.text2.submit, c.padding.input, c.causal.input,
-                        c.custom.input, c.block_token.submit, c.window.release, *(g.input for g in c.head_groups),
-                        c.kind.input, c.layer.input, c.head.input, c.sentence.input, c.position.submit,
-                        c.new_tokens.release, c.measure.input, c.sampling.sample.input,
-                        *(x.submit for x in c.sampling.values[1:])):
+        # Run, and each setting's `rerun` event. A click while a Run is under way (say after its attention is shown,
+        # before its predictions) runs again once it ends, with what is on the page then; Gradio's default for clicks
+        # would drop it.
+        triggers = [getattr(page.setting(s.name), s.rerun) for s in page.table if s.rerun]
+        for trigger in (i.run_btn.click, *triggers):
             self.add_run(trigger(self.page_run, run_inputs, self.analysis_outputs, trigger_mode="always_last",
                                  **self.run_progress, **PRIVATE))
-        c.sampling.wire(PRIVATE)
-        for box, text in ((i.ex1, i.text1), (i.ex2, i.text2)):
+        sample = page.setting("sample")  # its numbers shown while it is ticked (by a click or by a link: `change`)
+        sample.change(lambda on: gr.update(visible=bool(on)), [sample], [c.sampling], **PRIVATE)
+        for box, text in ((i.ex1, page.setting("sentence1")), (i.ex2, page.setting("sentence2"))):
             self.then_analyze(box.input(lambda value, text=text: {text: value} if value else {}, [box], [text],
                                         **PRIVATE))
-        view_inputs = [page.session, c.kind, c.layer, c.head]
+        view_inputs = [page.session, page.setting("kind"), page.setting("layer"), page.setting("head")]
         for button, mode in ((c.all_on, "all"), (c.only_this, "only")):
             self.add_run(self.then_analyze(button.click(functools.partial(self.set_heads, mode), view_inputs,
-                                                        [self.status, *c.head_groups], **PRIVATE)))
+                                                        [self.status, *page.heads.values()], **PRIVATE)))
         for reflow in (m.sidebar.expand, m.sidebar.collapse):
             reflow(None, js=REFLOW_JS)
         progress_on_text(page.demo, self.status)  # the page's loading statuses on small text only (gradio_fixes)

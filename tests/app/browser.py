@@ -1,12 +1,12 @@
 """Shared plumbing of the app's browser tests: serve a demo on a free port, open it in Debian's chromium, and know
 when a Run has ended (an event, never a time).
 
-    with served(build_demo(...), free_port()) as url: ...
-    with opened(url, chromium_path, chromium_args) as (page, errors): ...   # page shows a drawn heatmap
+    with served(build_demo(...), free_port()) as url: ...   # or a session's app: tests/app/conftest.py
+    with opened(url, browser) as (page, errors): ...   # page shows a drawn heatmap; `browser`: the session's Chromium
     runs = record_runs(monkeypatch)   # before the action; then runs.wait_for(lambda run: ..., "what")
     page.wait_for_function(IDLE_JS)   # no Run of this page under way
 
-Every Playwright wait of a page opened here (and the launch) has the hang guard tests/hang.HANG_MS, not Playwright's
+Every Playwright wait of a page opened here has the hang guard tests/hang.HANG_MS, not Playwright's
 30 s default: a wait ends when its event happens, the limit only fails a stuck test.
 """
 
@@ -41,26 +41,25 @@ def served(demo: Any, port: int) -> Iterator[str]:
         demo.close()
 
 
-def new_page(playwright: Any, chromium_path: str, chromium_args: list[str], **page_kwargs: Any) -> tuple[Any, Any]:
-    """(browser, page) of Debian's chromium, every wait of the page limited by the hang guard only."""
-    browser = playwright.chromium.launch(executable_path=chromium_path, args=chromium_args, timeout=HANG_MS)
-    page = browser.new_page(**page_kwargs)
-    page.set_default_timeout(HANG_MS)
-    return browser, page
+def new_page(browser: Any, **context_kwargs: Any) -> tuple[Any, Any]:
+    """(context, page): a fresh context of the session's Chromium (the `browser` fixture) and its page, every wait of
+    the page limited by the hang guard only. `context_kwargs` go to Playwright's new_context (viewport, is_mobile,
+    has_touch, permissions, ...); close the context when done."""
+    context = browser.new_context(**context_kwargs)
+    context.set_default_timeout(HANG_MS)
+    return context, context.new_page()
 
 
 @contextmanager
-def opened(url: str, chromium_path: str, chromium_args: list[str], init_script: str | None = None,
-           viewport: tuple[int, int] = (1280, 900), **page_kwargs: Any) -> Iterator[tuple[Any, list[str]]]:
-    """A page of `viewport` (width, height) on `url`, once its first heatmap is drawn and the Run it makes on load
-    has ended, and the console / page errors it collects. `init_script` runs in the page before any of its own
-    scripts; `page_kwargs` go to Playwright's new_page (e.g. is_mobile, has_touch, device_scale_factor)."""
-    from playwright.sync_api import sync_playwright
-
+def opened(url: str, browser: Any, init_script: str | None = None, viewport: tuple[int, int] = (1280, 900),
+           **context_kwargs: Any) -> Iterator[tuple[Any, list[str]]]:
+    """A page of `viewport` (width, height) on `url` in a fresh context of the session's Chromium, once its first
+    heatmap is drawn and the Run it makes on load has ended, and the console / page errors it collects. `init_script`
+    runs in the page before any of its own scripts; `context_kwargs` go to Playwright's new_context (e.g. is_mobile,
+    has_touch, device_scale_factor)."""
     errors: list[str] = []
-    with sync_playwright() as p:
-        browser, page = new_page(p, chromium_path, chromium_args,
-                                 viewport={"width": viewport[0], "height": viewport[1]}, **page_kwargs)
+    context, page = new_page(browser, viewport={"width": viewport[0], "height": viewport[1]}, **context_kwargs)
+    try:
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda e: errors.append(str(e)))
         if init_script:
@@ -68,10 +67,9 @@ def opened(url: str, chromium_path: str, chromium_args: list[str], init_script: 
         page.goto(url)
         page.wait_for_selector("#head-plot .js-plotly-plot")
         page.wait_for_function(FIRST_RUN_JS)
-        try:
-            yield page, errors
-        finally:
-            browser.close()
+        yield page, errors
+    finally:
+        context.close()
 
 
 class Runs:

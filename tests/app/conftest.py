@@ -66,3 +66,90 @@ def app(ctx):
 
     return SimpleNamespace(build=build, load=load, all_heads=all_heads, toggles=toggles, analyze=run, View=View,
                            DATE1=DATE1, DATE2=DATE2, SMALL=SMALL)
+
+
+# ------------------------------------------------------------------ served apps, one per model folder for the session
+@pytest.fixture(scope="session")
+def serve(free_port):
+    """serve(checkpoint=None, folder=None) -> the URL of the app `build_demo(device="cpu", checkpoint=...,
+    allowed_dirs=[folder])` served on 127.0.0.1: one app per (checkpoint, folder) for the whole session, closed at its
+    end. The app tests and the browser tests of one model share it: a page's state is its own (Gradio's per-session
+    state), and a test watching the server (tests/app/browser.record_runs) patches the module the server calls, for
+    that test only. A test that needs the app built another way (special budgets, a context of its own, a count of the
+    app's sessions) serves a private one (`tests.app.browser.served`, tests/reliability/conftest.launch)."""
+    from contextlib import ExitStack
+
+    from explorer.app.demo import build_demo
+    from tests.app.browser import served
+
+    urls: dict[tuple, str] = {}
+    with ExitStack() as stack:
+
+        def url(checkpoint: str | None = None, folder=None) -> str:
+            key = (checkpoint, None if folder is None else str(folder))
+            if key not in urls:
+                kwargs = {} if checkpoint is None else {"checkpoint": checkpoint}
+                if folder is not None:
+                    kwargs["allowed_dirs"] = [str(folder)]
+                urls[key] = stack.enter_context(served(build_demo(device="cpu", **kwargs), free_port()))
+            return urls[key]
+
+        yield url
+
+
+@pytest.fixture(scope="session")
+def default_app(serve) -> str:
+    """The app as `python app.py` starts it (the shipped date-translator): its URL."""
+    return serve()
+
+
+@pytest.fixture(scope="session")
+def lm_folder(tmp_path_factory):
+    """tiny-gpt2 (2 layers x 6 heads, byte-level BPE) and tiny-llama (2 x 2, sentencepiece): tests/app/tiny_models."""
+    from tests.app.tiny_models import tiny_gpt2, tiny_llama
+
+    root = tmp_path_factory.mktemp("lm-models")
+    tiny_gpt2(root / "tiny-gpt2")
+    tiny_llama(root / "tiny-llama")
+    return root
+
+
+@pytest.fixture(scope="session")
+def lm_app(serve, lm_folder) -> str:
+    """The app started on tiny-gpt2, lm_folder allowed: its URL."""
+    return serve("tiny-gpt2", lm_folder)
+
+
+@pytest.fixture(scope="session")
+def sae_folder(tmp_path_factory):
+    """(folder, latent): two SAEs of the shipped date-gpt (d_sae 128 on blocks.2.hook_resid_pre):
+
+    date-gpt-sae  random weights (seed 3): the HTTP API's tests (tests/app/test_features_api.py)
+    sae           random weights (seed 5) with the decoder row of `latent` (a latent of the 24 the Features view shows
+                  for "21/11/2026", not the one it shows first) scaled up 40 times, so that switching it off changes
+                  date-gpt's answer: the browser test (tests/app/test_browser_features.py)
+    """
+    import dataclasses
+
+    import torch
+
+    import explorer
+    from explorer.interpret.sae import features_view, random_sae, save_sae
+
+    root = tmp_path_factory.mktemp("saes")
+    save_sae(random_sae(64, 128, "blocks.2.hook_resid_pre", seed=3), root / "date-gpt-sae", model_name="date-gpt")
+    loaded = explorer.load("date-gpt", "cpu")
+    sae = random_sae(64, 128, "blocks.2.hook_resid_pre", seed=5)
+    ids = torch.tensor(loaded.tokenizer.encode("[BOS]21/11/2026[SEP]2026-11-21").ids)  # as the tab reads the sentence
+    view = features_view(loaded.model, ids, sae, columns=24)
+    latent = next(int(i) for i in view.columns if int(i) != view.latent)
+    W_dec = sae.W_dec.clone()
+    W_dec[latent] *= 40
+    save_sae(dataclasses.replace(sae, W_dec=W_dec), root / "sae", model_name="date-gpt")
+    return root, latent
+
+
+@pytest.fixture(scope="session")
+def features_app(serve, sae_folder) -> str:
+    """The app started on date-gpt, sae_folder allowed: its URL."""
+    return serve("date-gpt", sae_folder[0])

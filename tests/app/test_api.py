@@ -11,7 +11,6 @@ pytest.importorskip("gradio_client")
 
 from gradio_client import exceptions as client_errors  # noqa: E402
 
-from explorer.app.demo import build_demo, launch_kwargs, queue  # noqa: E402
 from tests.hang import HANG_S, gradio_client  # noqa: E402
 
 BUILD = ["custom", "encoder-decoder", 2, 4, 32, 64, "pre-norm", "sinusoidal", 0, "cpu"]
@@ -19,14 +18,9 @@ DATE1, DATE2 = "samedi 21 novembre 2026", "3 May 2024"
 
 
 @pytest.fixture(scope="module")
-def client(free_port):
-    demo = queue(build_demo(device="cpu"))
-    demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
-                **launch_kwargs())
-    try:
-        yield gradio_client(demo.local_url)
-    finally:
-        demo.close()
+def client(default_app):
+    """A client of the app as `python app.py` starts it (the session's, tests/app/conftest.py)."""
+    return gradio_client(default_app)
 
 
 def figure(value) -> dict:

@@ -11,7 +11,7 @@ from typing import Any
 import gradio as gr
 import pytest
 
-from explorer.app.forms import endpoint
+from explorer.app.forms import endpoint, form_inputs
 from explorer.app.tabs.api.endpoints import (REQUIRED, Endpoint, Parameter, Return, endpoint_list, endpoints,
                                              endpoints_table)
 from explorer.app.tabs.base import Tab, TabEvents
@@ -108,7 +108,7 @@ class EchoTab(Tab):
 
     def wire(self, parts: EchoParts, app: Any) -> EchoEvents:
         ev = EchoEvents(app, parts)
-        parts.button.click(endpoint(EchoForm, ev.echo, "echo"), [app.page.session, app.page.inputs.text1, parts.times],
+        parts.button.click(endpoint(EchoForm, ev.echo, "echo"), form_inputs(EchoForm, app.page, own=parts),
                            [app.status, parts.out], api_name="echo", api_description="Sentence 1 said back.")
         return ev
 

@@ -8,7 +8,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from tests.app.browser import FIRST_RUN_JS, IDLE_JS, heads_on, new_page, record_runs
+from tests.app.browser import IDLE_JS, heads_on, opened, record_runs
 
 pytestmark = pytest.mark.browser
 
@@ -21,42 +21,24 @@ TABLE_TEXT = "id => { const el = document.querySelector('#' + id); return el ? e
 
 
 @pytest.fixture(scope="module")
-def app_url(chromium_path, free_port):
-    path = chromium_path
-    from explorer.app.demo import build_demo, launch_kwargs, queue
-
-    demo = queue(build_demo(device="cpu"))
-    demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
-                **launch_kwargs())
-    try:
-        yield demo.local_url, path
-    finally:
-        demo.close()
+def app_url(default_app, browser):
+    """(the default app's URL, the session's Chromium)."""
+    return default_app, browser
 
 
 @contextmanager
-def app_page(app_url, chromium_args, height: int = 900) -> Iterator:
+def app_page(app_url, height: int = 900) -> Iterator:
     """The app open in headless Chromium, first heatmap drawn and its first Run ended; no console or page error may
     occur."""
-    from playwright.sync_api import sync_playwright
-
-    url, path = app_url
-    errors: list[str] = []
-    with sync_playwright() as p:
-        browser, page = new_page(p, path, chromium_args, viewport={"width": 1280, "height": height})  # hang guards
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(url)
-        page.wait_for_selector("#head-plot .js-plotly-plot")
-        page.wait_for_function(FIRST_RUN_JS)  # the Run the page makes on load has ended
+    url, browser = app_url
+    with opened(url, browser, viewport=(1280, height)) as (page, errors):
         yield page
-        browser.close()
     assert errors == [], errors
 
 
-def test_first_screen_shows_the_sentence_run_and_a_drawn_heatmap(app_url, chromium_args):
+def test_first_screen_shows_the_sentence_run_and_a_drawn_heatmap(app_url):
     """At 1280 x 800, without scrolling: the sentence box, Run, and the chosen head's heatmap, drawn."""
-    with app_page(app_url, chromium_args, height=800) as page:
+    with app_page(app_url, height=800) as page:
         page.wait_for_selector("#head-plot .js-plotly-plot .heatmaplayer image, #head-plot .js-plotly-plot "
                                ".heatmaplayer .hm")
         assert page.evaluate("() => window.scrollY") == 0
@@ -70,9 +52,9 @@ def test_first_screen_shows_the_sentence_run_and_a_drawn_heatmap(app_url, chromi
             page.locator("#model-sidebar").bounding_box()["x"] < 0  # the model panel starts folded
 
 
-def test_toggles_change_heatmaps_and_output(app_url, chromium_args, monkeypatch):
+def test_toggles_change_heatmaps_and_output(app_url, monkeypatch):
     runs = record_runs(monkeypatch)
-    with app_page(app_url, chromium_args) as page:
+    with app_page(app_url) as page:
 
         def snap(plot_id: str):
             return page.evaluate(SNAPSHOT, plot_id)
@@ -176,8 +158,8 @@ TILE_POINT = """([layer, head]) => {
 }"""
 
 
-def test_clicking_an_overview_tile_opens_that_head(app_url, chromium_args):
-    with app_page(app_url, chromium_args) as page:
+def test_clicking_an_overview_tile_opens_that_head(app_url):
+    with app_page(app_url) as page:
         page.get_by_role("tab", name="All heads").click()
         page.wait_for_selector("#overview-plot .js-plotly-plot .nsewdrag")
         page.locator("#overview-plot").scroll_into_view_if_needed()
@@ -191,7 +173,7 @@ def test_clicking_an_overview_tile_opens_that_head(app_url, chromium_args):
             " return gd && gd.layout.title.text.includes('L1 H2'); }")
 
 
-def test_switching_tab_draws_it_without_running_the_model(app_url, chromium_args, monkeypatch):
+def test_switching_tab_draws_it_without_running_the_model(app_url, monkeypatch):
     """Run draws only the visible tab; opening another tab draws its figures from the kept result."""
     import explorer.app.run.result as analysis
 
@@ -200,7 +182,7 @@ def test_switching_tab_draws_it_without_running_the_model(app_url, chromium_args
     real = analysis.compare_in_steps
     monkeypatch.setattr(analysis, "compare_in_steps", lambda *a, **k: started.append(a[1]) or real(*a, **k))
     finished = record_runs(monkeypatch)
-    with app_page(app_url, chromium_args) as page:
+    with app_page(app_url) as page:
         page.locator("#text1 textarea").fill(text)
         page.locator("#run").click()
         finished.wait_for(lambda run: run.text1 == text, "of the typed text")

@@ -12,8 +12,7 @@ import pytest
 pytestmark = pytest.mark.browser
 pytest.importorskip("transformers")
 
-from tests.app.browser import opened, served  # noqa: E402
-from tests.app.tiny_models import tiny_gpt2, tiny_llama  # noqa: E402
+from tests.app.browser import opened  # noqa: E402
 from tests.hang import HANG_S  # noqa: E402
 
 TEXT_JS = "id => { const el = document.querySelector('#' + id); return el ? el.innerText : ''; }"
@@ -58,19 +57,14 @@ def shows(page, side: int, *texts: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def lm_url(tmp_path_factory, free_port):
-    from explorer.app.demo import build_demo
-
-    root = tmp_path_factory.mktemp("models")
-    tiny_gpt2(root / "tiny-gpt2")
-    tiny_llama(root / "tiny-llama")
-    with served(build_demo(device="cpu", checkpoint="tiny-gpt2", allowed_dirs=[str(root)]), free_port()) as url:
-        yield url
+def lm_url(lm_app):
+    """The app on tiny-gpt2 with tiny-llama beside it (tests/app/conftest.py)."""
+    return lm_app
 
 
-def test_two_language_models(lm_url, chromium_path, chromium_args, monkeypatch):
+def test_two_language_models(lm_url, browser, monkeypatch):
     done = Comparisons(monkeypatch)
-    with opened(lm_url, chromium_path, chromium_args) as (page, errors):
+    with opened(lm_url, browser) as (page, errors):
         page.get_by_role("tab", name="Compare models").click()
         # Opening the tab compares the page's model with the second one it starts with (the same model here).
         shows(page, 2, "tiny-gpt2")
@@ -99,9 +93,9 @@ def test_two_language_models(lm_url, chromium_path, chromium_args, monkeypatch):
     assert errors == [], errors
 
 
-def test_date_translator_vs_date_gpt_as_a_suggested_pair(lm_url, chromium_path, chromium_args, monkeypatch):
+def test_date_translator_vs_date_gpt_as_a_suggested_pair(lm_url, browser, monkeypatch):
     done = Comparisons(monkeypatch)
-    with opened(lm_url, chromium_path, chromium_args) as (page, errors):
+    with opened(lm_url, browser) as (page, errors):
         page.get_by_role("tab", name="Compare models").click()
         page.locator("#pair input").click()
         page.get_by_role("option", name="date-translator vs date-gpt", exact=True).click()

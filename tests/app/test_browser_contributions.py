@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.app.browser import IDLE_JS, opened, served
+from tests.app.browser import IDLE_JS, opened
 
 pytestmark = pytest.mark.browser
 
@@ -38,15 +38,12 @@ HEAD_TITLE = "() => { const gd = document.querySelector('#head-plot .js-plotly-p
 
 
 @pytest.fixture(scope="module")
-def app_url(free_port):
-    from explorer.app.demo import build_demo
-
-    with served(build_demo(device="cpu"), free_port()) as url:
-        yield url
+def app_url(default_app):
+    return default_app
 
 
-def test_contributions_tab_draws_and_a_click_shows_the_heads_tokens(app_url, chromium_path, chromium_args):
-    with opened(app_url, chromium_path, chromium_args) as (page, errors):
+def test_contributions_tab_draws_and_a_click_shows_the_heads_tokens(app_url, browser):
+    with opened(app_url, browser) as (page, errors):
         page.locator("#views").get_by_role("tab", name="Contributions").click()
         page.locator("#contrib-steps input").fill("8")
         page.locator("#contrib-run").click()

@@ -4,17 +4,15 @@ latent's dashboard; switching it off changes the output table. No console errors
 
 from __future__ import annotations
 
-import dataclasses
 from urllib.parse import quote
 
 import pytest
-import torch
 
-from tests.app.browser import IDLE_JS, new_page, served
+from tests.app.browser import IDLE_JS, new_page
 
 pytestmark = pytest.mark.browser
 
-SENTENCE = "21/11/2026"
+SENTENCE = "21/11/2026"  # the sentence the SAE's latent was chosen on (tests/app/conftest.sae_folder)
 TEXT = "id => { const el = document.querySelector('#' + id); return el ? el.innerText : ''; }"
 DRAWN = "() => !!document.querySelector('#features-heatmap .js-plotly-plot .heatmaplayer')"
 # Page coordinates of the centre of the heatmap cell (last token, column `column`).
@@ -26,34 +24,17 @@ LATENT = "() => document.querySelector('#features-latent input').value"
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory, free_port):
-    """The app on date-gpt, an SAE folder `sae` allowed; one latent (not the one shown first) has its decoder row
-    scaled up, so that switching it off changes the answer. -> (url, that latent)."""
-    import explorer
-    from explorer.app.demo import build_demo
-    from explorer.interpret.sae import features_view, random_sae, save_sae
-
-    root = tmp_path_factory.mktemp("saes")
-    loaded = explorer.load("date-gpt", "cpu")
-    sae = random_sae(64, 128, "blocks.2.hook_resid_pre", seed=5)
-    ids = torch.tensor(loaded.tokenizer.encode(f"[BOS]{SENTENCE}[SEP]2026-11-21").ids)  # as the tab reads it
-    view = features_view(loaded.model, ids, sae, columns=24)
-    latent = next(int(i) for i in view.columns if int(i) != view.latent)
-    W_dec = sae.W_dec.clone()
-    W_dec[latent] *= 40
-    save_sae(dataclasses.replace(sae, W_dec=W_dec), root / "sae", model_name="date-gpt")
-    with served(build_demo(device="cpu", checkpoint="date-gpt", allowed_dirs=[str(root)]), free_port()) as url:
-        yield url, latent
+def app(features_app, sae_folder):
+    """The app on date-gpt with the SAE folder `sae` allowed (tests/app/conftest.py): one latent (not the one shown
+    first) has its decoder row scaled up, so that switching it off changes the answer. -> (url, that latent)."""
+    return features_app, sae_folder[1]
 
 
-def test_a_link_opens_the_tab_a_click_shows_a_latent_and_switching_it_off_changes_the_output(app, chromium_path,
-                                                                                            chromium_args):
-    from playwright.sync_api import sync_playwright
-
+def test_a_link_opens_the_tab_a_click_shows_a_latent_and_switching_it_off_changes_the_output(app, browser):
     url, latent = app
     errors: list[str] = []
-    with sync_playwright() as p:
-        browser, page = new_page(p, chromium_path, chromium_args, viewport={"width": 1280, "height": 900})
+    context, page = new_page(browser, viewport={"width": 1280, "height": 900})
+    with context:
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda e: errors.append(str(e)))
         page.goto(f"{url}?tab=features&s1={quote(SENTENCE)}&sae=sae")
@@ -82,5 +63,4 @@ def test_a_link_opens_the_tab_a_click_shows_a_latent_and_switching_it_off_change
         outputs = {run: cells[cells.index(run) + 1] for run in ("baseline", "switched")}
         assert outputs["baseline"] == "2026-11-21" and outputs["switched"] != outputs["baseline"], cells
         assert "⚠️" not in page.evaluate(TEXT, "status") and "Traceback" not in page.content()
-        browser.close()
     assert errors == [], errors

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.app.browser import IDLE_JS, new_page, served
+from tests.app.browser import IDLE_JS, new_page
 
 pytestmark = pytest.mark.browser
 
@@ -25,44 +25,38 @@ SELECTED = "() => document.querySelector('#views [role=tab][aria-selected=true]'
 
 
 @pytest.fixture(scope="module")
-def app_url(free_port):
-    from explorer.app.demo import build_demo
-
-    with served(build_demo(device="cpu"), free_port()) as url:
-        yield url
+def app_url(default_app):
+    return default_app
 
 
-def test_the_tab_opens_by_link_and_a_heatmap_row_opens_it_on_that_query(app_url, chromium_path, chromium_args):
-    from playwright.sync_api import sync_playwright
-
+def test_the_tab_opens_by_link_and_a_heatmap_row_opens_it_on_that_query(app_url, browser):
     errors: list[str] = []
-    with sync_playwright() as p:
-        browser, page = new_page(p, chromium_path, chromium_args, viewport={"width": 1280, "height": 900})
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        try:
-            page.goto(f"{app_url}?tab=head&kind=decoder&layer=1&head=2")
-            page.wait_for_function(f"() => ({TEXT})('head-summary').includes('decoder self-attn. L1 H2')")
-            for plot in ("head-comp-plot", "head-lines-plot", "head-qk-plot"):
-                page.wait_for_function(f"() => ({DRAWN})('{plot}')")
-            page.wait_for_function(IDLE_JS)
-            assert page.evaluate(SELECTED) == "Inside a head"
-            table = page.evaluate(TEXT, "head-table")
-            assert "q·k" in table and "weight" in table, table
-            last = page.evaluate(TEXT, "head-summary")
-            assert "query 11" in last and "⚠️" not in page.evaluate(TEXT, "status"), last  # -1: the last of 12
+    context, page = new_page(browser, viewport={"width": 1280, "height": 900})
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.goto(f"{app_url}?tab=head&kind=decoder&layer=1&head=2")
+        page.wait_for_function(f"() => ({TEXT})('head-summary').includes('decoder self-attn. L1 H2')")
+        for plot in ("head-comp-plot", "head-lines-plot", "head-qk-plot"):
+            page.wait_for_function(f"() => ({DRAWN})('{plot}')")
+        page.wait_for_function(IDLE_JS)
+        assert page.evaluate(SELECTED) == "Inside a head"
+        table = page.evaluate(TEXT, "head-table")
+        assert "q·k" in table and "weight" in table, table
+        last = page.evaluate(TEXT, "head-summary")
+        assert "query 11" in last and "⚠️" not in page.evaluate(TEXT, "status"), last  # -1: the last of 12
 
-            page.locator("#views").get_by_role("tab", name="Attention & output").click()
-            page.wait_for_function(f"() => ({DRAWN})('head-plot')")
-            page.wait_for_function(IDLE_JS)
-            x, y = page.evaluate(ROW, 3)
-            page.mouse.click(x, y)
-            page.wait_for_function(f"() => ({SELECTED})() === 'Inside a head'")
-            page.wait_for_function(f"() => ({QUERY})() === '3'")
-            page.wait_for_function(f"() => ({TEXT})('head-summary').includes('query 3 ')")
-            page.wait_for_function(IDLE_JS)
-            assert "decoder self-attn. L1 H2" in page.evaluate(TEXT, "head-summary")
-            assert "Traceback" not in page.content()
-        finally:
-            browser.close()
+        page.locator("#views").get_by_role("tab", name="Attention & output").click()
+        page.wait_for_function(f"() => ({DRAWN})('head-plot')")
+        page.wait_for_function(IDLE_JS)
+        x, y = page.evaluate(ROW, 3)
+        page.mouse.click(x, y)
+        page.wait_for_function(f"() => ({SELECTED})() === 'Inside a head'")
+        page.wait_for_function(f"() => ({QUERY})() === '3'")
+        page.wait_for_function(f"() => ({TEXT})('head-summary').includes('query 3 ')")
+        page.wait_for_function(IDLE_JS)
+        assert "decoder self-attn. L1 H2" in page.evaluate(TEXT, "head-summary")
+        assert "Traceback" not in page.content()
+    finally:
+        context.close()
     assert errors == [], errors

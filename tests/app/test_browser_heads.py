@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.app.browser import opened, served
+from tests.app.browser import opened
 
 pytestmark = pytest.mark.browser
 
@@ -22,15 +22,12 @@ TEXT = "id => { const el = document.querySelector('#' + id); return el ? el.inne
 
 
 @pytest.fixture(scope="module")
-def app_url(free_port):
-    from explorer.app.demo import build_demo
-
-    with served(build_demo(device="cpu"), free_port()) as url:
-        yield url
+def app_url(default_app):
+    return default_app
 
 
-def test_roles_ablation_and_patching_draw(app_url, chromium_path, chromium_args):
-    with opened(app_url, chromium_path, chromium_args) as (page, errors):
+def test_roles_ablation_and_patching_draw(app_url, browser):
+    with opened(app_url, browser) as (page, errors):
         views = page.locator("#views")
 
         views.get_by_role("tab", name="Roles").click()

@@ -1,6 +1,10 @@
-"""The lessons and the Download button in headless Chromium: every lesson's link opens the view it names (its tab
-selected and computed, no warning); the Lessons menu navigates to a lesson's link; the downloaded file, opened from
-disk with the network blocked, draws its figures and shows the settings."""
+"""The lessons and the Download button in headless Chromium: the Lessons menu navigates to a lesson's link, which opens
+the view it names (its tab selected and computed, no warning); the downloaded file, opened from disk with the network
+blocked, draws its figures and shows the settings.
+
+Every lesson's link is checked without a browser (tests/app/test_lessons.py: parsed without a notice, opened by the
+page-load handler on its model and tab, its Run without a warning), and a link to each tab opens it computed in
+Chromium (tests/app/test_browser_link.py::test_a_link_to_any_tab_opens_it_computed)."""
 
 from __future__ import annotations
 
@@ -12,7 +16,7 @@ from explorer.app.serving.session import checked_source
 from explorer.app.tabs import TABS
 from explorer.app.tabs import tab as tab_of
 from tests.app import test_browser_link as link_tests
-from tests.app.browser import IDLE_JS, served
+from tests.app.browser import IDLE_JS
 from tests.app.test_browser_link import RESULT, TEXT
 
 pytestmark = pytest.mark.browser
@@ -20,11 +24,8 @@ chromium = link_tests.chromium  # the link tests' page fixture: pages with their
 
 
 @pytest.fixture(scope="module")
-def app_url(free_port):
-    from explorer.app.demo import build_demo
-
-    with served(build_demo(device="cpu"), free_port()) as url:
-        yield url
+def app_url(default_app):
+    return default_app
 
 
 def lesson_tab(query: str):
@@ -39,13 +40,6 @@ def shows(page, tab) -> None:
     assert page.locator("#views [role=tab][aria-selected=true]").inner_text() == tab.title
     status = page.evaluate(TEXT, "status")
     assert "⚠️" not in status and page.evaluate(TEXT, "link-notice") == "", (tab.id, status)
-
-
-def test_every_lesson_link_opens_its_view(app_url, chromium):
-    for lesson in LESSONS:
-        page = chromium.open(f"{app_url}?{lesson.query}", first_run=False)
-        shows(page, lesson_tab(lesson.query))
-        page.close()
 
 
 def test_the_lessons_menu_opens_a_lesson(app_url, chromium):

@@ -10,7 +10,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.app.browser import FIRST_RUN_JS, IDLE_JS, heads_on, record_runs, served
+from tests.app.browser import FIRST_RUN_JS, IDLE_JS, heads_on, record_runs
 from tests.hang import HANG_MS
 
 pytestmark = pytest.mark.browser
@@ -39,20 +39,17 @@ def the_view(run) -> bool:
 
 
 @pytest.fixture(scope="module")
-def app_url(free_port):
-    from explorer.app.demo import build_demo
-
-    with served(build_demo(device="cpu"), free_port()) as url:
-        yield url
+def app_url(default_app):
+    return default_app
 
 
-class Browser:
-    """Pages of one Chromium; every page's console and page errors collected."""
+class Pages:
+    """Pages of one fresh context of the session's Chromium; every page's console and page errors collected."""
 
-    def __init__(self, playwright, chromium_path, chromium_args):
-        self.browser = playwright.chromium.launch(executable_path=chromium_path, args=chromium_args, timeout=HANG_MS)
-        self.context = self.browser.new_context(viewport={"width": 1280, "height": 900},
-                                                permissions=["clipboard-read", "clipboard-write"])
+    def __init__(self, browser):
+        self.browser = browser
+        self.context = browser.new_context(viewport={"width": 1280, "height": 900},
+                                           permissions=["clipboard-read", "clipboard-write"])
         self.context.set_default_timeout(HANG_MS)  # the hang guard only
         self.errors: list[str] = []
 
@@ -69,16 +66,13 @@ class Browser:
 
 
 @pytest.fixture
-def chromium(chromium_path, chromium_args):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = Browser(p, chromium_path, chromium_args)
-        try:
-            yield b
-        finally:
-            b.browser.close()
-    assert b.errors == [], b.errors
+def chromium(browser):
+    pages = Pages(browser)
+    try:
+        yield pages
+    finally:
+        pages.context.close()
+    assert pages.errors == [], pages.errors
 
 
 def figures(page, tab: str, plots: tuple[str, ...]) -> dict[str, str]:

@@ -1,5 +1,6 @@
-"""A tiny GPT-2-layout language model in the real app, in headless Chromium: readable tokens, the attention
-heatmap, the next-token top 10 and surprisal; switching heads off changes the top 10."""
+"""A tiny GPT-2-layout language model in the real app (tests/app/tiny_models.tiny_gpt2, served for the session by
+tests/app/conftest.py), in headless Chromium: readable tokens, the attention heatmap, the next-token top 10 and
+surprisal; switching heads off changes the top 10."""
 
 from __future__ import annotations
 
@@ -11,9 +12,8 @@ import pytest
 pytestmark = pytest.mark.browser
 transformers = pytest.importorskip("transformers")
 
-from tests.app.browser import IDLE_JS, heads_on, opened, record_runs, served
+from tests.app.browser import IDLE_JS, heads_on, opened, record_runs
 from tests.hang import HANG_S
-from tests.importers.harness import VOCAB, byte_level_tokenizer, make_case
 
 TEXT_JS = "id => { const el = document.querySelector('#' + id); return el ? el.innerText : ''; }"
 # Gradio's dataframe body is a grid of cells with data-row / data-col: rows of cell texts, in order.
@@ -26,20 +26,6 @@ ROWS_JS = """id => {
 }"""
 
 
-@pytest.fixture(scope="module")
-def lm_app(tmp_path_factory, free_port):
-    from explorer.app.demo import build_demo
-
-    root = tmp_path_factory.mktemp("models")
-    config = transformers.GPT2Config(vocab_size=VOCAB, n_embd=48, n_head=6, n_layer=2, n_positions=64, bos_token_id=0,
-                                     eos_token_id=0)
-    make_case(transformers.GPT2LMHeadModel, config, byte_level_tokenizer(), root / "tiny-gpt2",
-              lambda hf, layer: hf.transformer.h[layer].attn.c_proj,
-              {"bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>", "add_bos_token": False})
-    with served(build_demo(device="cpu", checkpoint="tiny-gpt2", allowed_dirs=[str(root)]), free_port()) as url:
-        yield url
-
-
 # A Run's answer on the page (its predictions, after its attention) and no Run under way.
 ANSWERED_JS = f"() => ({TEXT_JS})('output-summary').includes('the model expects') && ({IDLE_JS})()"
 # The same for one sentence, with its whole table (the table fills in two passes): its rows, else null.
@@ -50,10 +36,10 @@ ANSWER_JS = f"""() => {{
 }}"""
 
 
-def test_language_model_end_to_end(lm_app, chromium_path, chromium_args, monkeypatch):
+def test_language_model_end_to_end(lm_app, browser, monkeypatch):
     text = "The cat sat on the mat"
     runs = record_runs(monkeypatch)
-    with opened(lm_app, chromium_path, chromium_args) as (page, errors):
+    with opened(lm_app, browser) as (page, errors):
         page.wait_for_function(ANSWERED_JS)  # the page's own first Run (its two example sentences) has ended
         page.locator("#text2 textarea").fill("")
         page.locator("#text1 textarea").fill(text)
@@ -88,12 +74,12 @@ def test_language_model_end_to_end(lm_app, chromium_path, chromium_args, monkeyp
     assert errors == [], errors
 
 
-def test_ticking_sample_draws_the_sampling_view_and_says_sampled(lm_app, chromium_path, chromium_args, monkeypatch):
+def test_ticking_sample_draws_the_sampling_view_and_says_sampled(lm_app, browser, monkeypatch):
     """Tick Sample: the numbers appear, the Run samples (its request says so), the state line and the summary say
     "sampled: ...", the sampling view draws its bars; temperature 0 is one message on the status line."""
     runs = record_runs(monkeypatch)
     sampled = "sampled: T=1, top-k=off, top-p=off, seed=0"
-    with opened(lm_app, chromium_path, chromium_args) as (page, errors):
+    with opened(lm_app, browser) as (page, errors):
         page.wait_for_function(ANSWERED_JS)
         assert page.locator("#temperature").is_hidden()
         page.locator("#sample input").check()
@@ -180,12 +166,12 @@ FRAMES_INIT = """window.__frames = 0; window.__pending = 0;
 })();"""
 
 
-def test_an_idle_page_asks_for_no_timer_frames(lm_app, chromium_path, chromium_args):
+def test_an_idle_page_asks_for_no_timer_frames(lm_app, browser):
     """Gradio's page-loading tracker is removed while pending and would ask for a frame every vsync forever
     (explorer.app.page.idle_timers): once the first Run is shown, the trackers' requests come to an end: none is pending
     while no tracker is shown. (A timer loop keeps one pending for good: this wait would then reach its hang guard.
     What ends the loops takes a few seconds: Gradio's screen-reader announcement of the last status waits up to 5 s.)"""
-    with opened(lm_app, chromium_path, chromium_args, init_script=FRAMES_INIT) as (page, errors):
+    with opened(lm_app, browser, init_script=FRAMES_INIT) as (page, errors):
         page.wait_for_function(f"() => ({ANSWERED_JS})() && !document.querySelector('{SHOWN_TRACKER}') && "
                                "window.__pending === 0")
         assert page.evaluate("() => window.__frames") > 0  # the counter saw the timers of the page's loading and Run
@@ -208,12 +194,12 @@ COUNTED_JS = f"""() => {{
 }}"""
 
 
-def test_a_run_shows_its_timer_on_the_status_line_alone(lm_app, chromium_path, chromium_args, monkeypatch):
+def test_a_run_shows_its_timer_on_the_status_line_alone(lm_app, browser, monkeypatch):
     """While a Run computes its attention, a timer on the status line (drawn: Gradio gives its minimal tracker no
     height, which clipped the timer away), counting at ten frames a second, and no progress overlay on any output."""
     from explorer.app.run.result import FirstLook
 
-    with opened(lm_app, chromium_path, chromium_args, init_script=FRAMES_INIT) as (page, errors):
+    with opened(lm_app, browser, init_script=FRAMES_INIT) as (page, errors):
         page.wait_for_function(ANSWERED_JS)
         release = hold(monkeypatch, FirstLook, "figures")
         try:
@@ -237,11 +223,11 @@ def test_a_run_shows_its_timer_on_the_status_line_alone(lm_app, chromium_path, c
         assert not errors
 
 
-def test_a_run_draws_the_attention_before_the_predictions(lm_app, chromium_path, chromium_args, monkeypatch):
+def test_a_run_draws_the_attention_before_the_predictions(lm_app, browser, monkeypatch):
     """The two steps of a language model's Run on the page: with the vocabulary head's step held back, the new
     heatmap is on the page while the output panel says the predictions are coming (no stale table), then they
     arrive."""
-    with opened(lm_app, chromium_path, chromium_args) as (page, errors):
+    with opened(lm_app, browser) as (page, errors):
         page.wait_for_function(ANSWERED_JS)
         release = hold_predictions(monkeypatch)
         try:
@@ -263,11 +249,11 @@ def test_a_run_draws_the_attention_before_the_predictions(lm_app, chromium_path,
         assert not errors
 
 
-def test_run_clicked_again_while_the_predictions_are_computed_is_answered(lm_app, chromium_path, chromium_args,
+def test_run_clicked_again_while_the_predictions_are_computed_is_answered(lm_app, browser,
                                                                            monkeypatch):
     """A person sees the attention, edits the text and clicks Run again before the first Run's predictions
     arrive: the second click is not lost, the page ends showing the second text's Run."""
-    with opened(lm_app, chromium_path, chromium_args) as (page, errors):
+    with opened(lm_app, browser) as (page, errors):
         page.wait_for_function(ANSWERED_JS)
         release = hold_predictions(monkeypatch)
         try:

@@ -9,7 +9,7 @@ import pytest
 pytestmark = pytest.mark.browser
 transformers = pytest.importorskip("transformers")
 
-from tests.app.browser import IDLE_JS, new_page, served
+from tests.app.browser import IDLE_JS, new_page
 from tests.app.long_model import long_text, save_long_gpt2  # noqa: E402
 
 TEXT_JS = "id => { const el = document.querySelector('#' + id); return el ? el.innerText : ''; }"
@@ -43,21 +43,16 @@ def hover_label(page, row: int, col: int) -> tuple[str, bool] | None:
 
 
 @pytest.fixture(scope="module")
-def long_app(tmp_path_factory, free_port):
-    from explorer.app.demo import build_demo
-
-    root = tmp_path_factory.mktemp("models")
+def long_app(tmp_path_factory, serve):
+    root = tmp_path_factory.mktemp("long-models")
     save_long_gpt2(root / "long-gpt2", n_layer=2, n_head=2, n_embd=16)
-    with served(build_demo(device="cpu", checkpoint="long-gpt2", allowed_dirs=[str(root)]), free_port()) as url:
-        yield url
+    return serve("long-gpt2", root)
 
 
-def test_a_1024_token_input_is_drawn(long_app, chromium_path, chromium_args):
-    from playwright.sync_api import sync_playwright
-
+def test_a_1024_token_input_is_drawn(long_app, browser):
     errors: list[str] = []
-    with sync_playwright() as p:
-        browser, page = new_page(p, chromium_path, chromium_args, viewport={"width": 1280, "height": 900})
+    context, page = new_page(browser, viewport={"width": 1280, "height": 900})
+    with context:
         page.on("pageerror", lambda e: errors.append(str(e)))
         page.goto(long_app)
         page.wait_for_selector("#head-plot .js-plotly-plot")
@@ -92,5 +87,4 @@ def test_a_1024_token_input_is_drawn(long_app, chromium_path, chromium_args):
         large = page.wait_for_function(f"() => ({DRAWN_JS})('large-plot')").json_value()
         assert large["y"] == 1024, large
         assert "1,500 tokens" in page.evaluate(TEXT_JS, "status")
-        browser.close()
     assert errors == [], errors

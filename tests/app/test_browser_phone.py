@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.app.browser import opened, served
+from tests.app.browser import opened
 
 pytestmark = pytest.mark.browser
 
@@ -37,11 +37,8 @@ OVERFLOWING = """() => [...document.querySelectorAll('body *')].filter(e => {
 
 
 @pytest.fixture(scope="module")
-def app_url(chromium_path, free_port):
-    from explorer.app.demo import build_demo
-
-    with served(build_demo(device="cpu"), free_port()) as url:
-        yield url
+def app_url(default_app):
+    return default_app
 
 
 def overlapping(boxes: list[list[float]]) -> list[tuple[list[float], list[float]]]:
@@ -50,9 +47,8 @@ def overlapping(boxes: list[list[float]]) -> list[tuple[list[float], list[float]
             if min(a[2], b[2]) - max(a[0], b[0]) > 0.5 and min(a[3], b[3]) - max(a[1], b[1]) > 0.5]
 
 
-def test_phone_shows_the_heatmap_after_the_sentence_and_run(app_url, chromium_path, chromium_args, tmp_path):
-    with opened(app_url, chromium_path, chromium_args, viewport=PHONE, is_mobile=True, has_touch=True) as (page,
-                                                                                                           errors):
+def test_phone_shows_the_heatmap_after_the_sentence_and_run(app_url, browser, tmp_path):
+    with opened(app_url, browser, viewport=PHONE, is_mobile=True, has_touch=True) as (page, errors):
         page.wait_for_selector(HEATMAP_DRAWN)
         assert page.evaluate("() => window.scrollY") == 0
         box = lambda selector: page.evaluate(BOX, selector)  # noqa: E731
@@ -81,10 +77,10 @@ def test_phone_shows_the_heatmap_after_the_sentence_and_run(app_url, chromium_pa
     assert errors == [], errors
 
 
-def test_desktop_keeps_the_controls_left_of_the_figures(app_url, chromium_path, chromium_args):
+def test_desktop_keeps_the_controls_left_of_the_figures(app_url, browser):
     """The phone's CSS leaves 1280 x 800 alone: sentences and Run in one row, controls in a column left of the
     figures, the two heatmaps side by side, every tick label shown as drawn."""
-    with opened(app_url, chromium_path, chromium_args, viewport=(1280, 800)) as (page, errors):
+    with opened(app_url, browser, viewport=(1280, 800)) as (page, errors):
         page.wait_for_selector(HEATMAP_DRAWN)
         box = lambda selector: page.evaluate(BOX, selector)  # noqa: E731
         text1, text2, run = box("#text1"), box("#text2"), box("#run")

@@ -10,19 +10,16 @@ pytestmark = pytest.mark.browser
 transformers = pytest.importorskip("transformers")
 pytest.importorskip("sentencepiece")
 
-from tests.app.browser import IDLE_JS, heads_on, opened, record_runs, served
+from tests.app.browser import IDLE_JS, heads_on, opened, record_runs
 from tests.app.test_browser_lm import ROWS_JS, TEXT_JS
 from tests.app.tiny_models import MARIAN_HEAD, MARIAN_TEXT, tiny_marian
 
 
 @pytest.fixture(scope="module")
-def marian_app(tmp_path_factory, free_port):
-    from explorer.app.demo import build_demo
-
-    root = tmp_path_factory.mktemp("models")
+def marian_app(tmp_path_factory, serve):
+    root = tmp_path_factory.mktemp("marian-models")
     tiny_marian(root / "tiny-marian")
-    with served(build_demo(device="cpu", checkpoint="tiny-marian", allowed_dirs=[str(root)]), free_port()) as url:
-        yield url
+    return serve("tiny-marian", root)
 
 
 def outputs(rows: list[list[str]]) -> dict[str, str]:
@@ -38,9 +35,9 @@ ANSWER_JS = f"""() => {{
 }}"""
 
 
-def test_translation_end_to_end(marian_app, chromium_path, chromium_args, monkeypatch):
+def test_translation_end_to_end(marian_app, browser, monkeypatch):
     runs = record_runs(monkeypatch)
-    with opened(marian_app, chromium_path, chromium_args) as (page, errors):
+    with opened(marian_app, browser) as (page, errors):
         assert page.locator("#new-tokens").get_by_text("Generate at most (tokens)").is_visible()
         page.wait_for_function(ANSWER_JS)  # the page's own first Run (its example sentences) has ended
         page.locator("#text2 textarea").fill("")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.app.browser import IDLE_JS, heads_on, opened, record_runs, served
+from tests.app.browser import IDLE_JS, heads_on, opened, record_runs
 
 pytestmark = pytest.mark.browser
 
@@ -19,11 +19,8 @@ DATE = "lundi 3 mars 2025"
 
 
 @pytest.fixture(scope="module")
-def app_url(free_port):
-    from explorer.app.demo import build_demo
-
-    with served(build_demo(device="cpu"), free_port()) as url:
-        yield url
+def app_url(default_app):
+    return default_app
 
 
 def on_first_screen(page, selector: str, height: int) -> None:
@@ -36,9 +33,9 @@ def chip(page, text: str, nth: int):
     return page.locator("#output-tokens .token", has_text=text).nth(nth)
 
 
-def test_a_teachers_path(app_url, chromium_path, chromium_args, monkeypatch):
+def test_a_teachers_path(app_url, browser, monkeypatch):
     runs = record_runs(monkeypatch)
-    with opened(app_url, chromium_path, chromium_args, viewport=(1280, 800)) as (page, errors):
+    with opened(app_url, browser, viewport=(1280, 800)) as (page, errors):
         # The state and the output on the first screen, before any toggle.
         assert page.evaluate(TEXT, "state-line").startswith("No toggle is active")
         for selector in ("#state-line", "#output-tokens"):
@@ -104,10 +101,8 @@ def test_a_teachers_path(app_url, chromium_path, chromium_args, monkeypatch):
     assert errors == [], errors
 
 
-def test_the_phone_shows_the_state_and_output_first_and_one_row_of_switches_per_layer(app_url, chromium_path,
-                                                                                     chromium_args):
-    with opened(app_url, chromium_path, chromium_args, viewport=(390, 844), is_mobile=True, has_touch=True) as \
-            (page, errors):
+def test_the_phone_shows_the_state_and_output_first_and_one_row_of_switches_per_layer(app_url, browser):
+    with opened(app_url, browser, viewport=(390, 844), is_mobile=True, has_touch=True) as (page, errors):
         for selector in ("#state-line", "#output-tokens"):
             on_first_screen(page, selector, 844)
         xs = page.evaluate("() => [...document.querySelectorAll('#cross-heads label')].map(l => "

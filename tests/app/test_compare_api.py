@@ -11,14 +11,12 @@ import pytest
 
 pytest.importorskip("gradio_client")
 
-from explorer.app.demo import build_demo, launch_kwargs, queue  # noqa: E402
 from explorer.app.run.toggles import Toggles  # noqa: E402
 from explorer.app.run.view import View  # noqa: E402
 from explorer.app.serving.registry import ModelRegistry  # noqa: E402
 from explorer.app.serving.session import AppContext, load_session  # noqa: E402
 from explorer.app.tabs import analyze  # noqa: E402
 from explorer.viz.serialize import figure_json  # noqa: E402
-from tests.app.tiny_models import tiny_gpt2, tiny_llama  # noqa: E402
 from tests.hang import gradio_client  # noqa: E402
 
 TEXT = "The cat sat on the mat"
@@ -30,22 +28,15 @@ PARAMETERS = ["model2", "sentence1", "sentence2", "padding_mask", "causal_mask",
 
 
 @pytest.fixture(scope="module")
-def folder(tmp_path_factory):
-    root = tmp_path_factory.mktemp("models")
-    tiny_gpt2(root / "tiny-gpt2")
-    tiny_llama(root / "tiny-llama")
-    return root
+def folder(lm_folder):
+    """tiny-gpt2 and tiny-llama (tests/app/conftest.py)."""
+    return lm_folder
 
 
 @pytest.fixture(scope="module")
-def url(folder, free_port):
-    demo = queue(build_demo(device="cpu", checkpoint="tiny-gpt2", allowed_dirs=[str(folder)]))
-    demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
-                **launch_kwargs())
-    try:
-        yield demo.local_url
-    finally:
-        demo.close()
+def url(lm_app):
+    """The app on tiny-gpt2, the folder allowed."""
+    return lm_app
 
 
 def compared(client, **kwargs) -> dict:
@@ -190,9 +181,13 @@ def test_a_links_model2_sets_the_second_model_and_a_copied_link_carries_it():
                          SimpleNamespace(query_params={"tab": "compare", "model2": "no-such/model-here"}))
     assert "model2" in bad[page.inputs.link_notice] and t.model2 not in bad
     heads = [f"L{la} H{h}" for la in range(2) for h in range(4)]
-    tab_values = ["date-gpt" if k.key == "model2" else None for tab in TABS for k in tab.link_keys]
+    tab_values = {"model2": "date-gpt"}
     for tab, carried in (("compare", True), ("overview", False)):
-        values = [Session("date-translator", "cpu"), "3 May 2024", "", tab, "cross", 0, 0, 1, "weights", heads,
-                  heads, heads, True, True, "none", 0, 2, -1, 10, False, 1.0, 0, 1.0, 0, *tab_values]
-        query = link.link_of_page(*values)[page.inputs.link_query]
+        shown = dict(sentence1="3 May 2024", sentence2="", tab=tab, kind="cross", layer=0, head=0, sentence=1,
+                     measure="weights", encoder_heads_on=heads, decoder_heads_on=heads, cross_heads_on=heads,
+                     padding_mask=True, causal_mask=True, custom_mask="none", blocked_position=0, window=2,
+                     predict_after=-1, continue_tokens=10, sample=False, temperature=1.0, top_k=0, top_p=1.0, seed=0)
+        values = [Session("date-translator", "cpu"), *(shown[name] for name in link.linked),
+                  *(tab_values.get(k.key) for t in TABS for k in t.link_keys)]
+        query = link.copy_link(*values)[page.inputs.link_query]
         assert ("model2=date-gpt" in query) == carried, query

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from gradio.components.plot import PlotData
 
-from explorer.app.forms import RunForm
+from explorer.app.forms import RunForm, form_of
 from explorer.app.page.head_labels import head_labels
 from explorer.app.serving import compute
 from explorer.app.serving.kept import Shown
@@ -120,14 +120,15 @@ def test_a_run_and_its_tabs_are_computed_in_a_forked_worker_and_kept_in_the_serv
 def test_the_other_model_tabs_run_in_a_forked_worker(pages):
     here, there, forked = pages
     session = Session(MODEL, "cpu")
-    compare = CompareForm(session=session, model2="date-gpt", sentence1=DATE1, sentence2=DATE2, padding_mask=True,
-                          causal_mask=True, custom_mask="none", blocked_position=0, window=2, encoder_heads_on=HEADS,
-                          decoder_heads_on=HEADS, cross_heads_on=HEADS[1:], kind="cross", layer=1, head=0, sentence=1,
-                          predict_after=-1, continue_tokens=8, measure="weights", kind2="decoder", layer2=3, head2=1,
-                          encoder_heads_on2=[], decoder_heads_on2=head_labels(4, 4)[2:], cross_heads_on2=[])
+    compare = form_of(CompareForm, session=session, model2="date-gpt", sentence1=DATE1, sentence2=DATE2,
+                      padding_mask=True, causal_mask=True, custom_mask="none", blocked_position=0, window=2,
+                      encoder_heads_on=HEADS, decoder_heads_on=HEADS, cross_heads_on=HEADS[1:], kind="cross", layer=1,
+                      head=0, sentence=1, predict_after=-1, continue_tokens=8, measure="weights", kind2="decoder",
+                      layer2=3, head2=1, encoder_heads_on2=[], decoder_heads_on2=head_labels(4, 4)[2:],
+                      cross_heads_on2=[])
     calls = {
         "importance": lambda ev: ev.tab_events["importance"].ranked(
-            ImportanceForm(session, DATE1, DATE2, True, True, "none", 0, 2, "cross")),
+            form_of(ImportanceForm, session, DATE1, DATE2, True, True, "none", 0, 2, "cross")),
         "positional": lambda ev: ev.tab_events["positions"].shown(PositionalForm(session, 64, 40, 10000)),
         "roles": lambda ev: ev.tab_events["roles"].scored(RolesForm(session, DATE1, "decoder", HEADS, HEADS[2:],
                                                                     HEADS)),
@@ -136,8 +137,8 @@ def test_the_other_model_tabs_run_in_a_forked_worker(pages):
             SwitchOffForm(session, DATE1, "decoder", "self", 2, "probe")),
         "compare_models": lambda ev: ev.tab_events["compare"].compared(compare),
         "head_computation": lambda ev: ev.tab_events["head"].api(
-            HeadForm(session, DATE1, DATE2, True, False, "none", 0, 2, HEADS, HEADS[2:], HEADS, "cross", 1, 2, 2,
-                     query=3)),
+            form_of(HeadForm, session, DATE1, DATE2, True, False, "none", 0, 2, HEADS, HEADS[2:], HEADS, "cross", 1,
+                    2, 2, query=3)),
         "contributions": lambda ev: ev.tab_events["contributions"].attributed(
             ContributionForm(session, DATE1, position=3, steps=4, encoder_heads_on=HEADS, decoder_heads_on=HEADS,
                              cross_heads_on=HEADS[1:])),

@@ -10,7 +10,6 @@ import pytest
 
 pytest.importorskip("gradio_client")
 
-from explorer.app.demo import build_demo, launch_kwargs, queue  # noqa: E402
 from tests.hang import gradio_client  # noqa: E402
 
 PARAMETERS = ["sentence1", "position", "target_token", "minus_token", "method", "steps", "encoder_heads_on",
@@ -19,14 +18,9 @@ HEADS = [f"L{la} H{h}" for la in range(2) for h in range(4)]
 
 
 @pytest.fixture(scope="module")
-def client(free_port):
-    demo = queue(build_demo(device="cpu"))
-    demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
-                **launch_kwargs())
-    try:
-        yield gradio_client(demo.local_url)
-    finally:
-        demo.close()
+def client(default_app):
+    """A client of the app as `python app.py` starts it (the session's, tests/app/conftest.py)."""
+    return gradio_client(default_app)
 
 
 def figure(value) -> dict:

@@ -30,13 +30,17 @@ def run(ev, text, shown, tab="attention"):
     form = RunForm(Session(MODEL, "cpu"), text, "", True, True, "none", 0, 2, enc, dec, cross, "cross", 1, 3, 1,
                    tab=tab)
     list(ev.analyze(form, shown))
-    return [Session(MODEL, "cpu"), text, "", tab, "cross", 1, 3, 1, "weights", enc, dec, cross, True, True, "none",
-            0, 2, -1, 0]
+    return dict(session=Session(MODEL, "cpu"), sentence1=text, sentence2="", tab=tab, kind="cross", layer=1, head=3,
+                sentence=1, measure="weights", encoder_heads_on=enc, decoder_heads_on=dec, cross_heads_on=cross,
+                padding_mask=True, causal_mask=True, custom_mask="none", blocked_position=0, window=2,
+                predict_after=-1, continue_tokens=0)
 
 
-def link_values(d: DownloadEvents, page_values: list) -> list:
-    """The link inputs: the page's, then every tab's own keys at their defaults (None: left out of the link)."""
-    return page_values + [None] * (len(d.link_inputs) - len(page_values))
+def link_values(d: DownloadEvents, page: dict) -> list:
+    """The link inputs (link.opening.LinkEvents.link_inputs): the session, each setting a link carries (by name from
+    `page`), then every tab's own keys at their defaults (None: left out of the link)."""
+    settings = [page.get("session"), *(page.get(name) for name in d.links.linked)]
+    return settings + [None] * (len(d.link_inputs) - len(settings))
 
 
 def test_the_file_escapes_every_text_and_inlines_plotly_once():
@@ -63,8 +67,8 @@ def test_download_draws_the_kept_result_without_running_the_model(page_events, m
     ev, shown = page_events, Shown()
     d = DownloadEvents(ev)
     r = ev.page.results
-    assert ev.status in d.download("attention", shown, Session(MODEL, "cpu"), None, *link_values(d, []))
-    assert NO_RUN in d.download("attention", shown, Session(MODEL, "cpu"), None, *link_values(d, []))[ev.status]
+    assert ev.status in d.download("attention", shown, Session(MODEL, "cpu"), None, *link_values(d, {}))
+    assert NO_RUN in d.download("attention", shown, Session(MODEL, "cpu"), None, *link_values(d, {}))[ev.status]
     values = run(ev, "lundi 3 mars 2025", shown)
     ran = []
     monkeypatch.setattr(ev.compute, "analyze", lambda *a, **k: ran.append(a))

@@ -11,8 +11,6 @@ import pytest
 
 pytest.importorskip("gradio_client")
 
-from explorer.app.demo import build_demo, launch_kwargs, queue  # noqa: E402
-from explorer.interpret.sae import random_sae, save_sae  # noqa: E402
 from tests.app.test_api import run_documented  # noqa: E402
 from tests.hang import gradio_client  # noqa: E402
 
@@ -23,16 +21,9 @@ RETURNS = {"/features": 9, "/switch_latents": 3, "/steer": 3}
 
 
 @pytest.fixture(scope="module")
-def client(free_port, tmp_path_factory):
-    saes = tmp_path_factory.mktemp("saes")
-    save_sae(random_sae(64, 128, "blocks.2.hook_resid_pre", seed=3), saes / "date-gpt-sae", model_name="date-gpt")
-    demo = queue(build_demo(device="cpu", checkpoint="date-gpt", allowed_dirs=[str(saes)]))
-    demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
-                **launch_kwargs())
-    try:
-        yield gradio_client(demo.local_url)
-    finally:
-        demo.close()
+def client(features_app):
+    """A client of the app on date-gpt with the SAE folder holding date-gpt-sae allowed (tests/app/conftest.py)."""
+    return gradio_client(features_app)
 
 
 def test_the_endpoints_are_named_and_documented(client):

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 
+from explorer.app.forms import form_of, replaced
 from explorer.app.page.head_labels import head_labels
 from explorer.app.run.inputs import pad_id_of
 from explorer.app.run.pair import compare
@@ -61,7 +62,7 @@ def form(ev, source, text1, text2, off=None, **over):
                   decoder_heads_on=on["decoder"], cross_heads_on=on["cross"], kind="decoder", layer=1, head=0,
                   sentence=1, continue_tokens=8, measure="weights", query=-1, lines_heads=None)
     values.update(over)
-    return HeadForm(**values)
+    return form_of(HeadForm, **values)
 
 
 def numbers(ev, f):
@@ -178,14 +179,12 @@ def test_a_second_query_of_the_block_runs_no_model(ev, monkeypatch):
     calls = []
     real = ev.compute.call
     monkeypatch.setattr(ev.compute, "call", lambda *a: calls.append(a) or real(*a))
-    from dataclasses import replace
-
-    again = ev.shown_tab(replace(f, query=5, head=3), state)
+    again = ev.shown_tab(replaced(f, query=5, head=3), state)
     assert calls == [] and "query 5" in again[ev.parts.summary] and "L1 H3" in again[ev.parts.summary]
     assert again[ev.parts.lines] == gr.skip()  # the same heads as lines: not drawn again
-    values = ev.shown_tab(replace(f, query=5, measure="values"), state)
+    values = ev.shown_tab(replaced(f, query=5, measure="values"), state)
     assert calls == [] and "|value written|" in values[ev.parts.lines].plot
-    moved = ev.shown_tab(replace(f, layer=0), state)
+    moved = ev.shown_tab(replaced(f, layer=0), state)
     assert len(calls) == 1 and moved[ev.parts.lines] != gr.skip()
 
 
@@ -232,10 +231,10 @@ def page_run(ev, f):
     from explorer.app.run.view import View
     from explorer.app.serving.session import get_model
 
-    block = f.block(get_model(f.session, ev.ctx).config.attention_kinds())
-    view = View(f.kind, f.layer, f.head, f.sentence, -1, f.measure)
+    block, v = f.block(get_model(f.session, ev.ctx).config.attention_kinds()), f.view
+    view = View(v.kind, v.layer, v.head, v.sentence, -1, f.measure)
     shown = Shown()
-    request = RunRequest.of(f.session, f.sentence1, f.sentence2, block.toggles, view, f.continue_tokens)
+    request = RunRequest.of(f.session, v.sentence1, v.sentence2, block.toggles, view, f.continue_tokens)
     for _ in ev.app.run(request, "attention", shown):
         pass
     return shown
@@ -263,7 +262,5 @@ def test_the_first_open_after_a_run_reads_the_block_the_run_captured(ev, monkeyp
     assert data["query_labels"] == read["query_labels"] and data["key_labels"] == read["key_labels"]
     for name in ("baseline", "toggled"):
         same(data[name], read[name])
-    from dataclasses import replace
-
-    ev.draw(replace(f, layer=1 - f.layer), None, shown=shown)  # not the Run's block
+    ev.draw(replaced(f, layer=1 - f.view.layer), None, shown=shown)  # not the Run's block
     assert len(calls) == 2

@@ -4,6 +4,7 @@ the key claim of each lesson is true of the shipped checkpoints (run here)."""
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -46,6 +47,39 @@ def test_every_link_opens_without_a_notice(x):
     state, notices = parse_link(x.query, check_model=lambda name: checked_source(name, allowed_dirs=()), tabs=TABS)
     assert notices == [] and state.model in ("date-translator", "date-gpt", "induction-gpt") and state.tab
     assert state.to_query() == x.query  # the link a page showing the lesson would copy
+
+
+def test_every_link_restores_its_view_on_the_page(page_events):
+    """Each lesson's link opened by the page-load handler (as a browser's request brings it): the model it names
+    loaded, no notice, its tab selected (one the page shows for that model), its sentences restored, and the page's
+    Run on the restored values says no warning. That a link to each tab opens it drawn, pressing its own button where
+    it has one, is shown in Chromium by tests/app/test_browser_link.py (test_a_link_to_any_tab_opens_it_computed); what
+    each lesson's tab shows is checked by the tests below."""
+    from starlette.datastructures import QueryParams
+
+    from explorer.app.forms import RunForm, form_inputs, form_of
+    from explorer.app.link.opening import LinkEvents
+    from explorer.app.serving.session import Session, get_model
+
+    ev = page_events
+    page, link = ev.page, LinkEvents(ev)
+    for x in LESSONS:
+        state, _ = parse_link(x.query, check_model=lambda name: checked_source(name, allowed_dirs=()), tabs=TABS)
+        opened = link.open_page(Session("date-translator", "cpu"), SimpleNamespace(query_params=QueryParams(x.query)))
+
+        def value(component):
+            v = opened.get(component, getattr(component, "value", None))
+            return v.get("value") if isinstance(v, dict) else v
+
+        session = value(page.session)
+        assert session.source == state.model, x.title
+        assert opened[page.inputs.link_notice] == "", (x.title, opened[page.inputs.link_notice])
+        assert opened[page.visible_tab] == state.tab and state.tab in link.shown_tabs(get_model(session, ev.ctx))
+        if "s1" in state.values:
+            assert (value(page.setting("sentence1")), value(page.setting("sentence2")) or "") == (
+                state.values["s1"], state.values.get("s2") or "")
+        out = ev.analyze_at_once(form_of(RunForm, *[value(c) for c in form_inputs(RunForm, page)]))
+        assert "⚠️" not in out[ev.status], (x.title, out[ev.status])
 
 
 def test_positions_sinusoid_fast_then_slow_and_neighbours_similar(models):

@@ -76,18 +76,50 @@ def test_encoder_needs_no_logits_or_generation():
         16 * 4 * t * 1536 + 9 * 4 * t * 384
 
 
-def until(condition, what: str) -> None:
-    """Wait until `condition()` holds; HANG_S is only a hang guard."""
+class Announcing(threading.Condition):
+    """A gate's condition that wakes whoever waits on it (the test) when a thread starts to wait in the gate, so that
+    the test waits for "n requests waiting" as an event instead of polling the count. A thread announces its first
+    wait only: announcing every wait would have the gate's waiters wake one another for ever."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._announced: set[int] = set()
+
+    def wait(self, timeout=None):
+        if threading.get_ident() not in self._announced:
+            self._announced.add(threading.get_ident())
+            self.notify_all()
+        return super().wait(timeout)
+
+
+def watched(budget: int) -> MemoryGate:
+    """A MemoryGate whose waits the test can wait for (`until`)."""
+    gate = MemoryGate(budget)
+    gate._cond = Announcing()
+    return gate
+
+
+def until(gate: MemoryGate, condition, what: str) -> None:
+    """Wait until `condition()` holds, woken by the gate's events (a request starting to wait, one leaving, or
+    `changed(gate)`); HANG_S is only a hang guard."""
     deadline = time.monotonic() + HANG_S
-    while not condition():
-        assert time.monotonic() < deadline, f"stuck waiting for {what}"
-        time.sleep(0.001)
+    with gate._cond:
+        while not condition():
+            left = deadline - time.monotonic()
+            assert left > 0, f"stuck waiting for {what}"
+            threading.Condition.wait(gate._cond, left)  # the plain wait: the test announces nothing
+
+
+def changed(gate: MemoryGate) -> None:
+    """Wake a test waiting in `until` (the state it watches changed outside the gate)."""
+    with gate._cond:
+        gate._cond.notify_all()
 
 
 def test_gate_runs_at_most_what_fits_at_once():
     """Six requests of 4 bytes in a gate of 10: the ones inside stay until released, so the test sees the moment two
     are inside and the four others wait in the gate (not merely not started yet), whatever the machine's speed."""
-    gate = MemoryGate(10)
+    gate = watched(10)
     running, most = [0], [0]
     lock, release = threading.Lock(), threading.Event()
 
@@ -96,6 +128,7 @@ def test_gate_runs_at_most_what_fits_at_once():
             with lock:
                 running[0] += 1
                 most[0] = max(most[0], running[0])
+            changed(gate)
             assert release.wait(HANG_S)
             with lock:
                 running[0] -= 1
@@ -103,7 +136,7 @@ def test_gate_runs_at_most_what_fits_at_once():
     threads = [threading.Thread(target=request, args=(4,)) for _ in range(6)]
     for th in threads:
         th.start()
-    until(lambda: running[0] == 2 and gate.waiting == 4, "two requests inside, four waiting")
+    until(gate, lambda: running[0] == 2 and gate.waiting == 4, "two requests inside, four waiting")
     assert most[0] == 2 and gate.in_use == 8  # 4 + 4 fit in 10, a third does not
     release.set()
     for th in threads:
@@ -113,12 +146,12 @@ def test_gate_runs_at_most_what_fits_at_once():
 
 
 def test_a_request_larger_than_the_budget_runs_alone():
-    gate = MemoryGate(10)
+    gate = watched(10)
     with gate.hold(50) as held:
         assert held == 10 and gate.in_use == 10
         waiter = threading.Thread(target=lambda: gate.hold(1).__enter__())
         waiter.start()
-        until(lambda: gate.waiting == 1, "the small request waiting")  # it waits while the large request runs
+        until(gate, lambda: gate.waiting == 1, "the small request waiting")  # it waits while the large request runs
         assert waiter.is_alive() and gate.in_use == 10
     waiter.join(HANG_S)
     assert not waiter.is_alive() and gate.waiting == 0  # it got its byte once the large request ended

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from explorer.app.forms import RunForm
+from explorer.app.forms import RunForm, form_inputs
 from explorer.app.link.opening import LinkEvents
 from explorer.app.page.head_labels import head_labels
 from explorer.app.run.pair import compare
@@ -172,16 +172,16 @@ def test_a_copied_link_opens_with_the_same_sampled_answer(page_events):
     """Copy link on a sampled Run, open the link in a new page: the page's values come back and its Run draws the same
     answer."""
     ev = page_events
-    page, c, i = ev.page, ev.page.controls, ev.page.inputs
+    page, i, setting = ev.page, ev.page.inputs, ev.page.setting
     link = LinkEvents(ev)
     session = Session(MODEL, "cpu")
     kinds = get_model(session, ev.ctx).config.attention_kinds()
-    shown = {page.session: session, i.text1: TEXT, i.text2: "", c.kind: "decoder",
-             c.heads["decoder"]: head_labels(*kinds["decoder"]), c.heads["encoder"]: [], c.heads["cross"]: [],
-             c.sampling.sample: True, c.sampling.temperature: 2.0, c.sampling.top_k: 6, c.sampling.top_p: 0.9,
-             c.sampling.seed: 3}
+    shown = {page.session: session, setting("sentence1"): TEXT, setting("sentence2"): "", setting("kind"): "decoder",
+             page.heads["decoder"]: head_labels(*kinds["decoder"]), page.heads["encoder"]: [],
+             page.heads["cross"]: [], setting("sample"): True, setting("temperature"): 2.0, setting("top_k"): 6,
+             setting("top_p"): 0.9, setting("seed"): 3}
     values = [shown.get(x, getattr(x, "value", None)) for x in link.link_inputs()]
-    query = link.link_of_page(*values)[i.link_query]
+    query = link.copy_link(*values)[i.link_query]
     assert "sample=1&temperature=2&top_k=6&top_p=0.9&seed=3" in query
     opened = link.open_page(Session("date-translator", "cpu"), SimpleNamespace(query_params=dict(parse_qsl(query))))
     assert not opened[i.link_notice] and set(opened) <= {*ev.model_outputs, *link.restored}  # the event's outputs
@@ -190,11 +190,11 @@ def test_a_copied_link_opens_with_the_same_sampled_answer(page_events):
         v = opened.get(x, shown.get(x, getattr(x, "value", None)))
         return v.get("value") if isinstance(v, dict) else v
 
-    restored = RunForm(*[value(x) for x in RunForm.inputs(page)])
+    restored = RunForm(*[value(x) for x in form_inputs(RunForm, page)])
     assert (restored.sample, restored.temperature, restored.top_k, restored.top_p, restored.seed) == (
         True, 2.0, 6, 0.9, 3)
     out = ev.analyze_at_once(restored)
-    before = ev.analyze_at_once(RunForm(*[shown.get(x, getattr(x, "value", None)) for x in RunForm.inputs(page)]))
+    before = ev.analyze_at_once(RunForm(*[shown.get(x, getattr(x, "value", None)) for x in form_inputs(RunForm, page)]))
     table = page.parts["attention"].output_df
     assert out[table].values.tolist() == before[table].values.tolist()
     assert "sampled: T=2" in out[page.results.state]

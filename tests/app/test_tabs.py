@@ -59,7 +59,7 @@ def test_every_tab_is_wired(page_events, tab):
 @pytest.mark.parametrize("tab", TABS, ids=IDS)
 def test_every_tab_is_linkable_and_documented(tab):
     state, notices = parse_link(f"tab={tab.id}", check_model=str, tabs=TABS)
-    assert state == LinkState(tab=tab.id) and notices == []
+    assert state == LinkState(values={"tab": tab.id}) and notices == []
     for key in tab.link_keys:
         assert f"| `{key.key}` |" in keys_table(TABS)
     assert keys_table(TABS) in (ROOT / "docs" / "link.md").read_text(), "run python scripts/docs_tables.py"

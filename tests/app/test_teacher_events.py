@@ -56,7 +56,7 @@ def test_roles_switch_off_by_effect_picks_the_head_that_matters(page_events, ctx
     assert f": L1 H{best} \\(induction" in effect_md and f"p −{drops[best]:.2f}" in effect_md
     assert drops[3] < drops[best] - 0.1  # the probe's pick matters less
     # the switches the page receives: that head off, every other decoder head on
-    on = by["effect on the output"][ev.page.controls.heads["decoder"]]
+    on = by["effect on the output"][ev.page.heads["decoder"]]
     assert f"L1 H{best}" not in on and len(on) == loaded.config.n_layers * loaded.config.n_heads - 1
 
 
@@ -79,19 +79,20 @@ def test_why_the_month_finds_the_cross_attention_pair(ctx):
 
 def test_a_model_change_keeps_the_sentences_and_resets_the_toggles(page_events, ctx):
     ev = page_events
-    i, c = ev.page.inputs, ev.page.controls
+    text1, text2, setting = ev.page.setting("sentence1"), ev.page.setting("sentence2"), ev.page.setting
     session = Session("induction-gpt", "cpu")
     loaded = get_model(session, ctx)
     shown = Shown()
     shown.request = SimpleNamespace(toggles=Toggles(causal=False))
     out = ev.models.changed_model(session, loaded, "Loaded induction-gpt.",
                                   ("the cat sat on the mat the cat sat on the", ""), shown)
-    assert i.text1 not in out  # the typed sentence stays
-    assert out[i.text2] == loaded.task["examples"][1]  # an empty second sentence: the model's second example
+    assert text1 not in out  # the typed sentence stays
+    assert out[text2] == loaded.task["examples"][1]  # an empty second sentence: the model's second example
     status = out[ev.status]
     assert "read as \\[UNK\\]" in status and "t0 … t299" in status and "examples are in the list" in status
     assert "back to the new model's defaults" in status
-    assert out[c.causal] is True and out[c.padding] is True and out[c.custom] == "none"
+    assert out[setting("causal_mask")] is True and out[setting("padding_mask")] is True
+    assert out[setting("custom_mask")] == "none"
     # The Run that follows keeps what the change said above its own notices (it names the unreadable words itself).
     assert shown.take_model_notice() == ("Loaded induction-gpt.\n\nThe new model's own examples are in the lists "
                                          "under the sentences.\n\n" + RESET)
@@ -102,11 +103,11 @@ def test_a_model_change_keeps_the_sentences_and_resets_the_toggles(page_events, 
     form = RunForm(session, "t1 t2 t3", "", True, True, "none", 0, 2, [], heads, [], "decoder", 0, 0, 1,
                    tab="attention")
     assert not ev.analyze_at_once(form, shown)[ev.status].startswith("Loaded")
-    on = out[c.heads["decoder"]]["value"]
+    on = out[ev.page.heads["decoder"]]["value"]
     assert len(on) == loaded.config.n_layers * loaded.config.n_heads  # every head on
     # An empty first sentence gets the new model's example; a Run with no toggle is not said to be reset.
     plain = ev.models.changed_model(session, loaded, "Loaded.", ("", ""), None)
-    assert plain[i.text1] == loaded.task["examples"][0] and "defaults" not in plain[ev.status]
+    assert plain[text1] == loaded.task["examples"][0] and "defaults" not in plain[ev.status]
 
 
 def test_words_the_model_cannot_read_are_named_after_a_run(app):

@@ -65,7 +65,10 @@ def tiny_encoder_factory():
 
 @pytest.fixture
 def launch(free_port):
-    """launch(**build_demo_kwargs) -> (demo, url): the app on 127.0.0.1, closed after the test."""
+    """launch(**build_demo_kwargs) -> (demo, url): the app on 127.0.0.1, closed after the test. A private app per test,
+    not the session's (tests/app/conftest.serve): these tests set what the app is built with (one torch thread for
+    byte-equal answers, the queue's concurrency, their own folders), count the app's sessions (test_memory: exactly
+    one), or load it with many clients, which a shared app would carry into the next test."""
     from explorer.app.demo import build_demo, launch_kwargs, queue
 
     demos = []

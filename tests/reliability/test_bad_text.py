@@ -6,9 +6,14 @@ characters, lone surrogates that JSON can carry), and mixes of both. Checked: no
 AppError with a message for empty input; over-long input is cut with a notice; results are
 well-formed (finite numbers; attention rows sum to 1 over allowed keys, masked keys exactly 0).
 
-Example budget (about 2,300 inputs, well under a minute on 2 shared cores): the full `analyze` (eight
-Plotly figures, ~0.3 s) runs on a few dozen examples per model; `encode_inputs` + `run_model` (the model
-part of `analyze`, ~3 ms on the tiny encoder) on many more; the Python API on the rest.
+Example budget (715 inputs, ~25 s on 2 shared cores): the full `analyze` (eight Plotly figures, ~0.3 s) runs
+on a few dozen examples per model; `encode_inputs` + `run_model` (the model part of `analyze`; a long input's
+tokenizing and unreadable-word check cost the most, ~20 ms at 20,000 characters) on more; the Python API on the
+rest. The two largest are the smallest that send every fixture: Hypothesis's derandomized draw (the same inputs
+every run) has given the tiny encoder's handlers each of the 29 nasty fixtures (alone or starting a mix) by
+example 278 of 300, and every combination of padding, causal and custom mask by 252; the Python API each of its 23
+(those within API_CHARS, without surrogates) by 126 of 200. (Until issue 39: 1,000 and 1,100 examples, 2,315 in
+all; RELIABILITY_SCALE=3 draws about as many.)
 """
 
 from __future__ import annotations
@@ -271,7 +276,7 @@ def run_handlers(bundle, text1: str, text2: str | None, settings: Toggles, full:
 
 
 # ------------------------------------------------------------------------------------------ the tests
-@settings(max_examples=n(1000), **CI)
+@settings(max_examples=n(300), **CI)
 @given(text1=TEXT, text2=SECOND, s=SETTINGS)
 def test_tiny_encoder_model_run(tiny, text1, text2, s):
     count("tiny encoder: encode_inputs + run_model")
@@ -307,7 +312,7 @@ def python_api(model_root):
     return load(model_root / "bpe-encoder", "cpu")
 
 
-@settings(max_examples=n(1100), **CI)
+@settings(max_examples=n(200), **CI)
 @given(text=texts(API_CHARS).filter(lambda t: SURROGATE.search(t) is None))  # surrogates: see below
 def test_python_api_tokenizer_and_forward(python_api, text):
     count("Python API: encode + forward")

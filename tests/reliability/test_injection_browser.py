@@ -56,73 +56,68 @@ new MutationObserver(records => {
 }).observe(document, {childList: true, subtree: true, attributes: true});"""
 
 
-def test_html_and_script_shown_literally_never_run(model_root, launch, chromium_path, chromium_args):
-    path = chromium_path
-    sync_api = pytest.importorskip("playwright.sync_api")
+def test_html_and_script_shown_literally_never_run(model_root, launch, browser):
     from tests.app.browser import new_page
 
     _demo, url = launch(checkpoint=str(model_root / "html-encoder"), allowed_dirs=[str(model_root)])
     dialogs: list[str] = []
     requested: list[str] = []
-    with sync_api.sync_playwright() as p:
-        browser, page = new_page(p, path, chromium_args, viewport={"width": 1280, "height": 1000})
-        try:
-            page.add_init_script(WATCH_INIT)
-            page.on("request", lambda r: requested.append(r.url))
+    context, page = new_page(browser, viewport={"width": 1280, "height": 1000})
+    with context:
+        page.add_init_script(WATCH_INIT)
+        page.on("request", lambda r: requested.append(r.url))
 
-            def on_dialog(dialog) -> None:
-                dialogs.append(f"{dialog.type}: {dialog.message}")
-                dialog.dismiss()
+        def on_dialog(dialog) -> None:
+            dialogs.append(f"{dialog.type}: {dialog.message}")
+            dialog.dismiss()
 
-            page.on("dialog", on_dialog)
-            page.goto(url)
-            page.wait_for_selector("#head-plot .js-plotly-plot")
+        page.on("dialog", on_dialog)
+        page.goto(url)
+        page.wait_for_selector("#head-plot .js-plotly-plot")
 
-            # Type both strings (the first sentence holds both, the second one is padded) and run.
-            sentence = f"hello {IMG} world {SCRIPT}"
-            page.locator("#text1 textarea").fill(sentence)
-            page.locator("#text2 textarea").fill(f"{SCRIPT} hello")
-            # A toggle (the causal mask; this encoder has none to apply) so the baseline heatmap is drawn too.
-            page.locator("#causal input").uncheck()
-            page.locator("#run").click()
+        # Type both strings (the first sentence holds both, the second one is padded) and run.
+        sentence = f"hello {IMG} world {SCRIPT}"
+        page.locator("#text1 textarea").fill(sentence)
+        page.locator("#text2 textarea").fill(f"{SCRIPT} hello")
+        # A toggle (the causal mask; this encoder has none to apply) so the baseline heatmap is drawn too.
+        page.locator("#causal input").uncheck()
+        page.locator("#run").click()
+        page.wait_for_function(f"""() => {{
+            const t = document.querySelector('#tokens');
+            return t && t.innerText.includes({SCRIPT!r}) && t.innerText.includes({IMG!r}) &&
+                   document.querySelector('#text1 textarea').value === {sentence!r};
+        }}""")
+        for plot_id in ("head-plot", "mask-plot", "baseline-plot"):  # figures redraw after the table
             page.wait_for_function(f"""() => {{
-                const t = document.querySelector('#tokens');
-                return t && t.innerText.includes({SCRIPT!r}) && t.innerText.includes({IMG!r}) &&
-                       document.querySelector('#text1 textarea').value === {sentence!r};
+                const t = Array.from(document.querySelectorAll('#{plot_id} .xtick text')).map(e => e.textContent);
+                return t.includes({short(IMG)!r}) && t.includes({short(SCRIPT)!r});
             }}""")
-            for plot_id in ("head-plot", "mask-plot", "baseline-plot"):  # figures redraw after the table
-                page.wait_for_function(f"""() => {{
-                    const t = Array.from(document.querySelectorAll('#{plot_id} .xtick text')).map(e => e.textContent);
-                    return t.includes({short(IMG)!r}) && t.includes({short(SCRIPT)!r});
-                }}""")
 
-            # Token table: the strings as plain text in cells.
-            tokens = page.evaluate(TEXT, "#tokens")
-            assert IMG in tokens and SCRIPT in tokens, tokens[:500]
-            # Axis labels of the heatmaps: literal text on both axes (cut to a few characters with "…";
-            # the hover below shows the whole token).
-            for plot_id in ("head-plot", "mask-plot", "baseline-plot"):
-                ticks = page.evaluate(TICKS, plot_id)
-                assert ticks.count(short(IMG)) >= 2 and ticks.count(short(SCRIPT)) >= 2, (plot_id, ticks)
-                assert short(IMG).startswith("<img") and short(SCRIPT).startswith("<script")
-            # Hover text: hover the cell where the <img> token attends to itself.
-            head = page.locator("#head-plot .js-plotly-plot")
-            head.scroll_into_view_if_needed()
-            xy = page.evaluate(CELL, ["head-plot", html.escape(IMG, quote=True)])
-            assert xy is not None, "the <img> token is not a category of the head heatmap"
-            page.mouse.move(xy[0] + 1, xy[1] + 1)
-            page.wait_for_function("() => document.querySelector('#head-plot .hoverlayer').textContent.length > 0")
-            hover = page.evaluate("() => document.querySelector('#head-plot .hoverlayer').textContent")
-            assert hover.count(IMG) == 2 and "→" in hover, hover  # "query → key: weight"
-            # The model description (Markdown) carries both strings too: shown as text.
-            info = page.evaluate(TEXT, "#model-info")
-            assert IMG in info and SCRIPT in info, info[:500]
+        # Token table: the strings as plain text in cells.
+        tokens = page.evaluate(TEXT, "#tokens")
+        assert IMG in tokens and SCRIPT in tokens, tokens[:500]
+        # Axis labels of the heatmaps: literal text on both axes (cut to a few characters with "…";
+        # the hover below shows the whole token).
+        for plot_id in ("head-plot", "mask-plot", "baseline-plot"):
+            ticks = page.evaluate(TICKS, plot_id)
+            assert ticks.count(short(IMG)) >= 2 and ticks.count(short(SCRIPT)) >= 2, (plot_id, ticks)
+            assert short(IMG).startswith("<img") and short(SCRIPT).startswith("<script")
+        # Hover text: hover the cell where the <img> token attends to itself.
+        head = page.locator("#head-plot .js-plotly-plot")
+        head.scroll_into_view_if_needed()
+        xy = page.evaluate(CELL, ["head-plot", html.escape(IMG, quote=True)])
+        assert xy is not None, "the <img> token is not a category of the head heatmap"
+        page.mouse.move(xy[0] + 1, xy[1] + 1)
+        page.wait_for_function("() => document.querySelector('#head-plot .hoverlayer').textContent.length > 0")
+        hover = page.evaluate("() => document.querySelector('#head-plot .hoverlayer').textContent")
+        assert hover.count(IMG) == 2 and "→" in hover, hover  # "query → key: weight"
+        # The model description (Markdown) carries both strings too: shown as text.
+        info = page.evaluate(TEXT, "#model-info")
+        assert IMG in info and SCRIPT in info, info[:500]
 
-            # Nothing that could run the typed code is in the page, nor was it ever (an onerror needs such an element,
-            # and an <img src=x> in any document of the page asks the server for /x first): no fixed wait for a late
-            # onerror is needed.
-            assert page.evaluate(INJECTED) == {"img": 0, "script": 0, "attrs": 0, "ever": []}
-            assert not [u for u in requested if u.split("?")[0].endswith("/x")], requested
-        finally:
-            browser.close()
+        # Nothing that could run the typed code is in the page, nor was it ever (an onerror needs such an element,
+        # and an <img src=x> in any document of the page asks the server for /x first): no fixed wait for a late
+        # onerror is needed.
+        assert page.evaluate(INJECTED) == {"img": 0, "script": 0, "attrs": 0, "ever": []}
+        assert not [u for u in requested if u.split("?")[0].endswith("/x")], requested
     assert dialogs == [], f"a dialog opened: {dialogs}"

@@ -19,13 +19,13 @@ def plotly_bundles() -> dict[str, str]:
 
 
 @pytest.fixture(scope="module", params=["gradio", "plotly.py"])
-def page(request, plotly_bundles, chromium_path, chromium_args, tmp_path_factory):
-    """A page with one plotly.js bundle loaded and an empty <div id="g">; page.bundle names it."""
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
-        from tests.app.browser import new_page
+def page(request, plotly_bundles, browser, tmp_path_factory):
+    """A page with one plotly.js bundle loaded and an empty <div id="g">, in a context of the session's Chromium;
+    page.bundle names it."""
+    from tests.app.browser import new_page
 
-        browser, pg = new_page(p, chromium_path, chromium_args, viewport={"width": 1200, "height": 1000})
+    context, pg = new_page(browser, viewport={"width": 1200, "height": 1000})
+    with context:
         pg.bundle = request.param
         pg.dialogs, pg.errors = [], []
         pg.on("dialog", lambda d: (pg.dialogs.append(d.message), d.dismiss()))
@@ -35,4 +35,3 @@ def page(request, plotly_bundles, chromium_path, chromium_args, tmp_path_factory
                         "<body style='margin:0'><div id='g'></div></body></html>", encoding="utf-8")
         pg.goto(path.as_uri())
         yield pg
-        browser.close()

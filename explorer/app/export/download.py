@@ -22,8 +22,9 @@ import gradio as gr
 from gradio.components.plot import PlotData
 
 from ... import viz
+from ..link.length import fit_length
 from ..link.opening import LinkEvents, space_page
-from ..link.state import fit_length, from_page
+from ..link.page_link import LinkForm, from_page
 from ..page.assets import PLOT_CONFIG
 from ..page.head_labels import head_label
 from ..serving.errors import AppError
@@ -110,7 +111,7 @@ class DownloadEvents:
             mine = list(zip(self.own[tab], own[start:start + len(self.own[tab])]))
             figures = [j for c, v in mine if isinstance(c, gr.Plot) and (j := plot_json(v))]
             texts = [str(v) for c, v in mine if isinstance(c, gr.Markdown) and isinstance(v, str)]
-        query = self.links.link_of_page(*link_values).get(self.page.inputs.link_query, "")
+        query = self.links.link_of_page(self.links.link_form(link_values)).get(self.page.inputs.link_query, "")
         view = ViewExport(t.title, figures, settings(shown, analysis, t.title), f"{base_address(request)}?{query}",
                           texts)
         return {self.page.results.download_file: self.written(view, tab, request),
@@ -136,19 +137,22 @@ class DownloadEvents:
                 self.status: "⚠️ " + notice if notice else ""}
 
     def request_query(self, r: Any, tab: str) -> str:
-        """The link query of a Run's request (as Copy link writes the page's)."""
+        """The link query of a Run's request (as Copy link writes the page's): the values the Run was checked to, by
+        setting name (what the request does not hold, such as the measure, is left out)."""
         kinds = get_model(r.session, self.ctx).config.attention_kinds()
         t, v, s = r.toggles, r.view, r.sampling
-        heads = None if t.heads_on is None else {k: [head_label(la, h) for la, h in sorted(on)]
-                                                  for k, on in t.heads_on.items()}
-        state, _ = from_page(source=r.session.source if r.session.build is None else None, text1=r.text1,
-                             text2=r.text2, tab=tab, kind=v.kind or None, layer=v.layer, head=v.head,
-                             sentence=v.sentence, measure=None, heads_on=heads, kinds=kinds, padding=t.padding,
-                             causal=t.causal, mask=t.custom, blocked=t.block_token, window=t.window,
-                             position=v.position, new_tokens=r.new_tokens, check_model=self.links.check_model,
-                             tabs=self.page.registry,
-                             sampling=(True, s.temperature, s.top_k, s.top_p, s.seed) if s is not None else ())
-        return fit_length(state)[0].to_query()
+        heads = {} if t.heads_on is None else {f"{k}_heads_on": [head_label(la, h) for la, h in sorted(on)]
+                                               for k, on in t.heads_on.items()}
+        sampled = {} if s is None else dict(sample=True, temperature=s.temperature, top_k=s.top_k, top_p=s.top_p,
+                                            seed=s.seed)
+        values = dict(sentence1=r.text1, sentence2=r.text2, tab=tab, kind=v.kind or None, layer=v.layer, head=v.head,
+                      sentence=v.sentence, padding_mask=t.padding, causal_mask=t.causal, custom_mask=t.custom,
+                      blocked_position=t.block_token, window=t.window, predict_after=v.position,
+                      continue_tokens=r.new_tokens, **heads, **sampled)
+        form = LinkForm(r.session if r.session.build is None else None, values)
+        state, _ = from_page(form, kinds=kinds, check_model=self.links.check_model, tabs=self.page.registry,
+                             table=self.page.table)
+        return fit_length(state, table=self.page.table)[0].to_query(self.page.table)
 
     def run_figures(self, analysis: Any, tab: str) -> list[str]:
         """A Run-drawn tab's figures as JSON, in the order the tab lays them out (its parts' fields)."""

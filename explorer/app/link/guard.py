@@ -1,7 +1,7 @@
 """A link too long to open gets a page in words, not a bare "Internal Server Error".
 
 Gradio builds the page's root URL with httpx, which refuses a URL over 65,536 characters (measured: a GET of / with a
-66,000-character URL answers 500). A copied link never gets there (link.state.fit_length), but a link made by hand or
+66,000-character URL answers 500). A copied link never gets there (link.length.fit_length), but a link made by hand or
 cut and pasted may: this ASGI middleware answers such a request for the page itself with a short HTML page saying what
 happened and linking to the app. Every other request passes through untouched.
 """

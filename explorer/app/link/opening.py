@@ -3,11 +3,12 @@ query asks for, then the page runs as on any first load; "Copy link" builds the 
 
 Opening: Gradio's page-load event gets the page's query (`gr.Request.query_params`; the page's script sends the
 URL's query with each event). Without link keys the page opens as it always did. With them, the model is loaded
-(the same checks as a typed name), the components are set from the link fitted to that model (each tab sets its own
-keys: `Tab.restore_link`), the notice line names what could not be taken, and after the first Run a tab with its own
-button is computed as if that button had been pressed. Copying: the server turns the components' values into the
-query (the same parser as an opened link; a tab's own keys only while it is the tab shown), cut to a length the
-app can open (`state.fit_length`), and a script in the browser puts the page's address before it and copies it.
+(the same checks as a typed name), the components are set from the link fitted to that model (each page setting by
+its key, link.setting_keys; each tab its own keys: `Tab.restore_link`), the notice line names what could not be
+taken, and after the first Run a tab with its own button is computed as if that button had been pressed. Copying:
+the server turns the components' values (a `page_link.LinkForm`) into the query (the same parser as an opened link;
+a tab's own keys only while it is the tab shown), cut to a length the app can open (`length.fit_length`), and a
+script in the browser puts the page's address before it and copies it.
 """
 
 from __future__ import annotations
@@ -15,20 +16,22 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import gradio as gr
 from gradio.utils import get_space
 
 from ...checkpoints import LoadedModel
-from ..page.head_switches import switch_updates
 from ..page.layout import Page
-from ..run.request import page_heads
 from ..run.view import default_kind
 from ..serving.errors import escape_md, user_message
 from ..serving.handlers import PRIVATE, reporting
 from ..serving.session import Session, checked_source, get_model, load_session
-from .state import LinkState, fit_length, from_page, notice_line, parse_link
+from .length import fit_length
+from .page_link import LinkForm, from_page, linked_names
+from .setting_keys import carried
+from .state import LinkState, notice_line, parse_link
 from .values import show
 
 # Where the copied link points: the page's own address (origin + path: on a Space opened at *.hf.space, that one);
@@ -84,10 +87,11 @@ class LinkEvents:
         self.app, self.page, self.ctx = app, app.page, app.ctx
         self.status = app.status
         page: Page = self.page
-        c, i = page.controls, page.inputs
-        self.restored = [c.padding, c.causal, c.custom, c.block_token, c.window, c.sentence, c.measure,
-                         *c.sampling.values, page.visible_tab, page.tab_strip, i.link_notice,
-                         *(x for t in page.registry for x in t.restored(page.parts[t.id]))]
+        self.linked = linked_names(page.table)  # the settings a link carries
+        # What restoring a link may update besides a model change's outputs: every setting a link carries, the tab
+        # strip, the notice, and each tab's own.
+        self.restored = [*(x for x in map(page.setting, self.linked) if x not in app.model_outputs), page.tab_strip,
+                         page.inputs.link_notice, *(x for t in page.registry for x in t.restored(page.parts[t.id]))]
         self.check_model = functools.partial(checked_source, allowed_dirs=self.ctx.allowed_dirs)
 
     def shown_tabs(self, loaded: LoadedModel | None) -> list[str]:
@@ -102,7 +106,8 @@ class LinkEvents:
         pairs = query_pairs(request)
         if not any(not k.startswith("__") for k, _ in pairs):
             return self.app.model_updates(session, get_model(session, self.ctx, progress), "")
-        state, notices = parse_link(pairs, check_model=self.check_model, tabs=self.page.registry)
+        state, notices = parse_link(pairs, check_model=self.check_model, tabs=self.page.registry,
+                                    table=self.page.table)
         loaded = None
         if state.model is not None:
             try:
@@ -112,7 +117,7 @@ class LinkEvents:
         if loaded is None:
             loaded = get_model(session, self.ctx, progress)
         updates = self.app.model_updates(session, loaded, "")
-        state, misfits = state.fitted(loaded.config.attention_kinds(), self.shown_tabs(loaded))
+        state, misfits = state.fitted(loaded.config.attention_kinds(), self.shown_tabs(loaded), self.page.table)
         notices += misfits
         updates.update(self.restore(state, loaded, updates))
         for t in self.page.registry:
@@ -126,66 +131,63 @@ class LinkEvents:
         return updates
 
     def restore(self, state: LinkState, loaded: LoadedModel, updates: dict) -> dict:
-        """The component updates that set the page to `state` (fitted to `loaded`), on top of a model change's."""
-        page = self.page
-        i, c = page.inputs, page.controls
+        """The component updates that set the page to `state` (fitted to `loaded`), on top of a model change's: each
+        key's settings (link.setting_keys: `restore`), keeping what the model change set of them (choices, labels);
+        the layer and head choices those of the kind shown; the tab strip on the tab."""
+        page, setting = self.page, self.page.setting
         kinds = loaded.config.attention_kinds()
-        kind = state.kind or default_kind(kinds)
+        out: dict = {}
+        for c in carried(page.table):
+            if c.key.key in state.values:
+                for name, value in c.key.restore(state.values[c.key.key], c.names, kinds).items():
+                    component = setting(name)
+                    out[component] = merged(updates[component], value=value) if component in updates else value
+        kind = state.values.get("kind") or default_kind(kinds)
         n_layers, n_heads = kinds[kind]
-        out: dict = {c.kind: merged(updates.get(c.kind), choices=list(kinds), value=kind),
-                     c.layer: gr.update(choices=list(range(n_layers)), value=state.layer or 0),
-                     c.head: gr.update(choices=list(range(n_heads)), value=state.head or 0)}
-        plain = {i.text1: state.text1, i.text2: state.text2, c.sentence: state.sentence, c.measure: state.measure,
-                 c.padding: state.padding, c.causal: state.causal, c.custom: state.mask,
-                 c.block_token: state.blocked, c.window: state.window}
-        out.update({component: value for component, value in plain.items() if value is not None})
-        for component, value in ((c.position, state.position), (c.new_tokens, state.new_tokens)):
-            if value is not None:
-                out[component] = merged(updates.get(component), value=value)
-        sampled = (state.sample, state.temperature, state.top_k, state.top_p, state.seed)
-        out.update({x: value for x, value in zip(c.sampling.values, sampled) if value is not None})
-        on = state.heads_on(kinds)
-        if on is not None:
-            for group, update in switch_updates(c.heads, kinds, on).items():
-                out[group] = merged(updates.get(group), value=update["value"])
+        out[setting("kind")] = merged(updates.get(setting("kind")), choices=list(kinds), value=kind)
+        out[setting("layer")] = gr.update(choices=list(range(n_layers)), value=state.values.get("layer") or 0)
+        out[setting("head")] = gr.update(choices=list(range(n_heads)), value=state.values.get("head") or 0)
         if state.tab is not None:
-            out[page.visible_tab] = state.tab
             out[page.tab_strip] = gr.update(selected=state.tab)
         return out
 
     # ------------------------------------------------------------------ copying a link
     def link_inputs(self) -> list[Any]:
+        """The page's values a link is made of: the session, each setting a link carries (table order), then every
+        tab's own keys' components (in the tabs' order; only the shown tab's go into the link)."""
         page = self.page
-        i, c = page.inputs, page.controls
-        return [page.session, i.text1, i.text2, page.visible_tab, c.kind, c.layer, c.head, c.sentence, c.measure,
-                *c.head_groups, c.padding, c.causal, c.custom, c.block_token, c.window, c.position, c.new_tokens,
-                *c.sampling.values, *(getattr(page.parts[t.id], k.part) for t in page.registry for k in t.link_keys)]
+        return [page.session, *map(page.setting, self.linked),
+                *(getattr(page.parts[t.id], k.part) for t in page.registry for k in t.link_keys)]
+
+    def link_form(self, values: Sequence[Any]) -> LinkForm:
+        """The LinkForm of `link_inputs`' values."""
+        session, rest = values[0], values[1:]
+        named = dict(zip(self.linked, rest))
+        keys = [(t.id, k.key) for t in self.page.registry for k in t.link_keys]
+        tab = named.get("tab")
+        own = {key: value for (tab_id, key), value in zip(keys, rest[len(self.linked):])
+               if tab_id == tab and value is not None}
+        return LinkForm(session, named, own)
 
     @reporting
-    def link_of_page(self, session: Any, text1: Any, text2: Any, tab: Any, kind: Any, layer: Any, head: Any,
-                     sentence: Any, measure: Any, encoder_heads_on: Any, decoder_heads_on: Any, cross_heads_on: Any,
-                     padding: Any, causal: Any, custom: Any, blocked: Any, window: Any, position: Any,
-                     new_tokens: Any, sample: Any, temperature: Any, top_k: Any, top_p: Any, seed: Any,
-                     *tab_values: Any) -> dict:
+    def link_of_page(self, form: LinkForm) -> dict:
         """The query of the page's view (the script puts the address before it), and a notice of what it leaves out."""
+        session = form.session
         loaded = get_model(session, self.ctx) if isinstance(session, Session) else None
         kinds = loaded.config.attention_kinds() if loaded is not None else {}
-        keys = [(t.id, k.key) for t in self.page.registry for k in t.link_keys]
-        own = {key: value for (tab_id, key), value in zip(keys, tab_values) if tab_id == tab and value is not None}
-        state, notices = from_page(
-            source=session.source if isinstance(session, Session) else None, text1=text1, text2=text2, tab=tab,
-            kind=kind, layer=layer, head=head, sentence=sentence, measure=measure,
-            heads_on=page_heads(kinds, encoder_heads_on, decoder_heads_on, cross_heads_on), kinds=kinds,
-            padding=padding, causal=causal, mask=custom, blocked=blocked, window=window, position=position,
-            new_tokens=new_tokens, check_model=self.check_model, tab_values=own, tabs=self.page.registry,
-            sampling=(sample, temperature, top_k, top_p, seed))
+        state, notices = from_page(form, kinds=kinds, check_model=self.check_model, tabs=self.page.registry,
+                                   table=self.page.table)
         if isinstance(session, Session) and session.build is not None:
             notices.append("a built model has no name a link can carry, so the link opens the starting model")
-        state, cuts = fit_length(state)
+        state, cuts = fit_length(state, table=self.page.table)
         line = notice_line(notices + cuts, ending="The rest is in the link.")
         i = self.page.inputs
-        return {i.link_query: state.to_query(), i.link_url: gr.update(visible=True),
+        return {i.link_query: state.to_query(self.page.table), i.link_url: gr.update(visible=True),
                 i.link_notice: "⚠️ " + escape_md(line) if line else ""}
+
+    def copy_link(self, *values: Any) -> dict:
+        """"Copy link": the link of the page's values (`link_inputs`)."""
+        return self.link_of_page(self.link_form(values))
 
     # ------------------------------------------------------------------ wiring
     def wire(self) -> None:
@@ -197,6 +199,6 @@ class LinkEvents:
         ran = app.after_model(opened)
         buttons = {t.id: t.button for t in page.registry if t.button}
         ran.then(None, [page.visible_tab], None, js=run_tab_js(buttons), **PRIVATE)
-        i.copy_link.click(self.link_of_page, self.link_inputs(), [i.link_query, i.link_url, i.link_notice,
-                                                                  self.status], **PRIVATE
+        i.copy_link.click(self.copy_link, self.link_inputs(), [i.link_query, i.link_url, i.link_notice, self.status],
+                          **PRIVATE
                           ).then(None, [i.link_query], [i.link_url], js=copy_link_js(), **PRIVATE)

@@ -1,8 +1,9 @@
 """The page's layout: which components there are and where they sit (no behaviour: explorer.app.events and each tab's
 `wire`): the title row, the sentences and Run (`Inputs`), the model panel (model_panel), the controls column
-(controls), the results bar and the tabs. Every component the events read or write is a field of a typed dataclass
-(`Page`, `ModelPanel`, `Inputs`, `Controls`, and each tab's own parts), so a renamed component fails where it is
-named, not at run time.
+(controls), the results bar and the tabs; the page-wide settings each in its place (page.settings.SETTINGS). Every
+component the events read or write is a field of a typed dataclass (`Page`, `ModelPanel`, `Inputs`, `Controls`, and
+each tab's own parts) or a setting of the table (`page.setting("window")`), so a renamed component fails where it is
+named when the page is built, not when a person clicks.
 
 At 1280 x 800 the sentence boxes, Run and the chosen head's heatmap are on the first screen: the model panel is a
 collapsible sidebar, the view, mask and head controls a narrow column left of the figures. On a phone (narrower than
@@ -24,6 +25,7 @@ from .controls import Controls, controls
 from .lessons import lessons_menu
 from .model_panel import ModelPanel, Start, model_panel
 from .results_bar import Results, results_bar
+from .settings import HEAD_GROUPS, SENTENCE1, SENTENCE2, SETTINGS, TAB_STRIP, Setting, check_table, lay
 
 INTRO = ("Type a sentence and press **Run**, then switch heads off and change masks to see what changes. Other "
          "models: the panel behind **›** at the top left.")
@@ -31,11 +33,9 @@ INTRO = ("Type a sentence and press **Run**, then switch heads off and change ma
 
 @dataclass
 class Inputs:
-    """The sentences, Run, the status line and the link's components."""
+    """The sentences' examples, Run, the status line and the link's components (the sentences are settings)."""
 
-    text1: gr.Textbox
     ex1: gr.Dropdown
-    text2: gr.Textbox
     ex2: gr.Dropdown
     run_btn: gr.Button
     api_run: gr.Button  # /analyze for API clients: the whole result in one answer (the page's Run streams it)
@@ -60,10 +60,30 @@ class Page:
     controls: Controls
     results: Results
     tab_strip: gr.Tabs
-    visible_tab: gr.Textbox  # which tab is shown: an input of /analyze (only that tab's figures are drawn and sent)
     tabs: dict[str, gr.Tab]  # tab id -> its gr.Tab
     parts: dict[str, Any]  # tab id -> its parts (Tab.layout)
     registry: tuple[Any, ...]  # the tabs (tabs.base.Tab), in the page's order (explorer.app.tabs.TABS)
+    settings: dict[str, Any]  # setting name -> its component, in table order
+    table: tuple[Setting, ...]  # the page's settings (page.settings.SETTINGS)
+
+    def setting(self, name: str) -> Any:
+        """The component of the setting `name` (KeyError naming the settings: a handler wired to a setting the page
+        does not have fails when the page is built)."""
+        try:
+            return self.settings[name]
+        except KeyError:
+            raise KeyError(f"the page has no setting {name!r} (page.settings.SETTINGS: "
+                           f"{', '.join(self.settings)})") from None
+
+    @property
+    def visible_tab(self) -> gr.Textbox:
+        """Which tab is shown: the setting `tab`, an input of /analyze (only that tab's figures are drawn and sent)."""
+        return self.setting("tab")
+
+    @property
+    def heads(self) -> dict[str, gr.CheckboxGroup]:
+        """Kind -> its head switches (labels "L0 H1" of the heads on), in the API's order (encoder, decoder, cross)."""
+        return {kind: self.setting(f"{kind}_heads_on") for kind, _, _ in HEAD_GROUPS}
 
     def plots(self) -> dict[str, gr.Plot]:
         """The plot of every Run figure of the page, by figure name."""
@@ -76,18 +96,16 @@ def example_choices(examples: list[str], which: str) -> list[tuple[str, str]]:
     return [(first, ""), *((e, e) for e in examples)]
 
 
-def input_rows(start: Start, copy_link: gr.Button) -> Inputs:
+def input_rows(start: Start, copy_link: gr.Button, table: Sequence[Setting]) -> tuple[Inputs, dict[str, Any]]:
+    """The sentences (the settings placed there), their examples and Run; the status line and the link's boxes."""
     examples = start.info.examples if start.info else []
     with gr.Row(equal_height=False, elem_id="inputs"):
         with gr.Column(scale=5, min_width=200, elem_id="sentence1-col"):
-            text1 = gr.Textbox(examples[0] if examples else "", label="Sentence", lines=1, max_lines=4,
-                               elem_id="text1")
+            made = lay(table, SENTENCE1, start)
             ex1 = gr.Dropdown(example_choices(examples, "sentence 1"), value="", show_label=False, container=False,
                               elem_id="ex1", elem_classes="examples")
         with gr.Column(scale=5, min_width=200, elem_id="sentence2-col"):
-            text2 = gr.Textbox(examples[1] if len(examples) > 1 else "", lines=1, max_lines=4, elem_id="text2",
-                               label="Second sentence (optional)", placeholder="batched with the first: the shorter "
-                               "one is padded, so the padding mask matters")
+            made |= lay(table, SENTENCE2, start)
             ex2 = gr.Dropdown(example_choices(examples, "sentence 2"), value="", show_label=False, container=False,
                               elem_id="ex2", elem_classes="examples")
         run_btn = gr.Button("Run", variant="primary", scale=1, min_width=90, elem_id="run")
@@ -96,12 +114,13 @@ def input_rows(start: Start, copy_link: gr.Button) -> Inputs:
     link_url = gr.Textbox(label="Link to this view", visible=False, max_lines=1, buttons=["copy"], elem_id="link-url")
     link_notice = gr.Markdown(elem_id="link-notice")
     link_query = gr.Textbox(visible=False, elem_id="link-query", label="link query")
-    return Inputs(text1, ex1, text2, ex2, run_btn, api_run, api_tab, status, copy_link, link_url, link_notice,
-                  link_query)
+    return Inputs(ex1, ex2, run_btn, api_run, api_tab, status, copy_link, link_url, link_notice, link_query), made
 
 
-def layout(start: Start, session_value: Any, tabs: Sequence[Any]) -> Page:
-    """The page with `tabs` (tabs.TABS: each lays out its own components inside its gr.Tab)."""
+def layout(start: Start, session_value: Any, tabs: Sequence[Any], table: Sequence[Setting] = SETTINGS) -> Page:
+    """The page with `tabs` (tabs.TABS: each lays out its own components inside its gr.Tab) and the settings of
+    `table` (page.settings.SETTINGS: each in its place)."""
+    check_table(table)
     with gr.Blocks(title="Transformer Explorer", delete_cache=DELETE_CACHE) as demo:
         session = gr.State(session_value)
         # A key to the last Run's result in the app's store of kept results, its request, the tab opened last
@@ -114,9 +133,9 @@ def layout(start: Start, session_value: Any, tabs: Sequence[Any]) -> Page:
             lessons_menu()  # choosing a lesson opens its link (in the browser only)
             copy_link = gr.Button("Copy link", size="sm", scale=0, min_width=90, elem_id="copy-link")
         gr.Markdown(INTRO, elem_classes="intro")
-        inputs = input_rows(start, copy_link)
+        inputs, made = input_rows(start, copy_link, table)
         with gr.Row(equal_height=False, elem_id="workspace"):  # on a phone: figures first (assets.CSS)
-            ctl = controls(start)
+            ctl, in_column = controls(start, table)
             with gr.Column(scale=4, elem_id="views-col"):
                 results = results_bar()
                 with gr.Tabs(elem_id="views", overflow_behavior="wrap") as tab_strip:  # every tab one click away
@@ -126,6 +145,6 @@ def layout(start: Start, session_value: Any, tabs: Sequence[Any]) -> Page:
                             if tab.help:
                                 gr.Markdown(tab.help, elem_classes="tab-text")
                             parts[tab.id] = tab.layout(start)
-                visible_tab = gr.Textbox("attention", visible=False, elem_id="visible-tab", label="tab")
-    return Page(demo, session, kept, headline, model, inputs, ctl, results, tab_strip, visible_tab, shown, parts,
-                tuple(tabs))
+                made |= in_column | lay(table, TAB_STRIP, start)
+    return Page(demo, session, kept, headline, model, inputs, ctl, results, tab_strip, shown, parts, tuple(tabs),
+                {s.name: made[s.name] for s in table}, tuple(table))

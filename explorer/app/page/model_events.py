@@ -22,6 +22,7 @@ from ..serving.session import Session, build_session, load_session
 from .head_switches import switch_updates
 from .layout import example_choices
 from .model_panel import ModelInfo, model_info
+from .settings import KEEP
 
 RESET = "The masks and head switches are back to the new model's defaults (every head on, the model's own masks)."
 EXAMPLES = "The new model's own examples are in the lists under the sentences."
@@ -30,9 +31,9 @@ EXAMPLES = "The new model's own examples are in the lists under the sentences."
 EVERY_KIND = ModelInfo("", "", [], {"encoder": (1, 1), "decoder": (1, 1), "cross": (1, 1)}, True, 1)
 
 
-def mask_defaults(c: Any) -> dict:
-    """The masks as a page opens (what a model change resets them to)."""
-    return {c.padding: True, c.causal: True, c.custom: "none", c.block_token: 0, c.window: 2}
+def mask_defaults(page: Any) -> dict:
+    """The settings a model change sets back (the masks: as a page opens), by their `reset` (page.settings)."""
+    return {page.setting(s.name): s.reset for s in page.table if s.reset is not KEEP}
 
 
 def read_notice(loaded: LoadedModel, text: str, sentence: int) -> str | None:
@@ -51,7 +52,7 @@ class ModelEvents:
     def model_updates(self, session: Session, loaded: LoadedModel, message: str) -> dict:
         """Everything that follows the model: its panel, examples, attention kinds, layers, heads, and each tab."""
         page = self.page
-        i, c = page.inputs, page.controls
+        i, c, setting = page.inputs, page.controls, page.setting
         info = model_info(loaded)
         ex, kinds = info.examples, info.kinds
         kind = default_kind(kinds)
@@ -60,17 +61,17 @@ class ModelEvents:
                    page.headline: info.headline,
                    i.ex1: gr.update(choices=example_choices(ex, "sentence 1"), value=""),
                    i.ex2: gr.update(choices=example_choices(ex, "sentence 2"), value=""),
-                   c.kind: gr.update(choices=list(kinds), value=kind),
-                   c.layer: gr.update(choices=list(range(n_layers)), value=0),
-                   c.head: gr.update(choices=list(range(n_heads)), value=0),
+                   setting("kind"): gr.update(choices=list(kinds), value=kind),
+                   setting("layer"): gr.update(choices=list(range(n_layers)), value=0),
+                   setting("head"): gr.update(choices=list(range(n_heads)), value=0),
                    c.lm_controls: gr.update(visible=info.generates,
                                             label="Language model" if info.language_model else "Generated output"),
-                   c.position: gr.update(visible=info.language_model),
-                   c.new_tokens: gr.update(value=info.answer_length or DEFAULT_CONTINUATION,
-                                           visible=info.answer_length is not None,
-                                           label="Continue (tokens)" if info.language_model else
-                                           "Generate at most (tokens)"),
-                   **switch_updates(c.heads, kinds), **mask_defaults(c)}
+                   setting("predict_after"): gr.update(visible=info.language_model),
+                   setting("continue_tokens"): gr.update(value=info.answer_length or DEFAULT_CONTINUATION,
+                                                         visible=info.answer_length is not None,
+                                                         label="Continue (tokens)" if info.language_model else
+                                                         "Generate at most (tokens)"),
+                   **switch_updates(page.heads, kinds), **mask_defaults(page)}
         for t in page.registry:
             updates.update(t.model_updates(page.parts[t.id], info))
             updates[page.tabs[t.id]] = gr.update(visible=t.shown_for(info))
@@ -81,11 +82,11 @@ class ModelEvents:
         """A model chosen in the page: its updates, the typed sentences kept (or its examples where there were none;
         a sentence it cannot read is named, with its examples offered), and the masks and head switches of the last
         Run named as reset to the new model's defaults."""
-        i = self.page.inputs
+        boxes = (self.page.setting("sentence1"), self.page.setting("sentence2"))
         updates = self.model_updates(session, loaded, said)
         info = model_info(loaded)
         lines = [said]
-        for n, (box, text) in enumerate(zip((i.text1, i.text2), texts), start=1):
+        for n, (box, text) in enumerate(zip(boxes, texts), start=1):
             if not str(text or "").strip():
                 if n == 1 or info.examples[1:2]:
                     updates[box] = info.examples[n - 1] if len(info.examples) >= n else ""
@@ -128,8 +129,9 @@ class ModelEvents:
 
     def wire(self) -> list[Any]:
         """/load_model and /build_model (their events, for what follows a model change), and the presets."""
-        page, m, i = self.page, self.page.model, self.page.inputs
-        texts = [i.text1, i.text2, page.kept]  # kept: the last Run's toggles, named when a model change resets them
+        page, m = self.page, self.page.model
+        # kept: the last Run's toggles, named when a model change resets them
+        texts = [page.setting("sentence1"), page.setting("sentence2"), page.kept]
         loaded = m.load_btn.click(self.load_model, [m.source, m.custom_source, m.device_in, *texts],
                                   self.app.model_outputs, api_name="load_model",
                                   api_description="Load a model into this client's session: a shipped `source`, "

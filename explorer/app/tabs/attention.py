@@ -16,6 +16,7 @@ import gradio as gr
 import pandas as pd
 
 from ... import viz
+from ..page.settings import ATTENTION_TAB
 from ..run.attention_maps import value_name
 from ..run.chosen_head import ATTENTION, AttentionInputs, head_figure
 from ..run.figures import Reduction, RunFigure
@@ -81,7 +82,7 @@ class AttentionParts:
 
 
 class AttentionTab(Tab):
-    id = "attention"
+    id = ATTENTION_TAB  # the tab the page opens on
     title = "Attention & output"
     result = "head-plot"
     help = ("Which words each word looks at as the model reads the sentence. Rows are queries, columns keys; "

@@ -18,11 +18,10 @@ from ... import viz
 from ...batching import pad_rows
 from ...checkpoints import LoadedModel
 from ...interpret.importance import IGNORE, HeadImportance, Probe, head_importance
-from ..forms import endpoint
+from ..forms import PageText, endpoint, form_inputs
 from ..page.assets import plot
 from ..run.inputs import pad_id_of, row_mask
 from ..run.pair import compare
-from ..run.request import toggles_from
 from ..run.toggles import Toggles, custom_mask
 from ..run.view import KIND_TITLES
 from ..serving.handlers import reporting
@@ -87,13 +86,7 @@ class ImportanceForm:
     """/importance: the page's sentences and masks (every head on) and the attention kind ranked."""
 
     session: Any
-    sentence1: Any
-    sentence2: Any
-    padding_mask: Any
-    causal_mask: Any
-    custom_mask: Any
-    blocked_position: Any
-    window: Any
+    text: PageText
     kind: Any
 
 
@@ -122,9 +115,9 @@ class ImportanceEvents(TabEvents):
 
     @reporting
     def ranked(self, form: ImportanceForm) -> dict:
-        toggles = toggles_from(form.padding_mask, form.causal_mask, form.custom_mask, form.blocked_position,
-                               form.window)
-        request = ImportanceRequest(str(form.sentence1 or ""), str(form.sentence2 or ""), toggles, str(form.kind or ""))
+        text = form.text
+        request = ImportanceRequest(str(text.sentence1 or ""), str(text.sentence2 or ""), text.masks(),
+                                    str(form.kind or ""))
         fig, md = self.compute.call(importance, form.session, request)
         return {self.status: "", self.parts.summary: md, self.parts.importance_plot: fig}
 
@@ -145,11 +138,9 @@ class ImportanceTab(Tab):
         return ImportanceParts(rank_btn, summary, importance_plot)
 
     def wire(self, parts: ImportanceParts, app: Any) -> Any:
-        ev, page = ImportanceEvents(app, parts), app.page
-        i, c = page.inputs, page.controls
-        parts.rank_btn.click(endpoint(ImportanceForm, ev.ranked, "importance"),
-                             [page.session, i.text1, i.text2, c.padding, c.causal, c.custom, c.block_token, c.window,
-                              c.kind], [app.status, parts.summary, parts.importance_plot], api_name="importance",
+        ev = ImportanceEvents(app, parts)
+        parts.rank_btn.click(endpoint(ImportanceForm, ev.ranked, "importance"), form_inputs(ImportanceForm, app.page),
+                             [app.status, parts.summary, parts.importance_plot], api_name="importance",
                              api_description="Which heads the output needs most: its change when each head alone "
                                              "is off, and a gradient estimate.")
         return ev

@@ -20,7 +20,7 @@ import torch
 from ... import viz
 from ...checkpoints import LoadedModel
 from ...interpret import LogitLens, logit_lens
-from ..forms import endpoint
+from ..forms import endpoint, form_inputs
 from ..page.assets import plot
 from ..run.inputs import codec_for
 from ..run.readings import read_texts
@@ -120,8 +120,8 @@ class LensTab(Tab):
         return LensParts(lens_btn, summary, lens_plot)
 
     def wire(self, parts: LensParts, app: Any) -> Any:
-        ev, page = LensEvents(app, parts), app.page
-        parts.lens_btn.click(endpoint(LensForm, ev.read, "lens"), [page.session, page.inputs.text1],
+        ev = LensEvents(app, parts)
+        parts.lens_btn.click(endpoint(LensForm, ev.read, "lens"), form_inputs(LensForm, app.page),
                              [app.status, parts.summary, parts.lens_plot], api_name="lens",
                              api_description="Logit lens: the top token after each layer, and the final "
                                              "prediction's rank per layer.")

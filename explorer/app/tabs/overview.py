@@ -114,13 +114,13 @@ class OverviewTab(Tab):
         return OverviewParts(overview, tile_click, large)
 
     def wire(self, parts: OverviewParts, app: Wiring) -> Any:
-        c = app.page.controls
+        layer, head = app.page.setting("layer"), app.page.setting("head")
 
         def choose_tile(message: str) -> dict:
             tile = clicked_tile(message)
-            return {} if tile is None else {c.layer: tile[0], c.head: tile[1]}
+            return {} if tile is None else {layer: tile[0], head: tile[1]}
 
-        app.add_run(app.then_analyze(parts.tile_click.change(choose_tile, [parts.tile_click], [c.layer, c.head],
+        app.add_run(app.then_analyze(parts.tile_click.change(choose_tile, [parts.tile_click], [layer, head],
                                                                  **PRIVATE)))
         return None
 

@@ -22,7 +22,7 @@ import torch
 from ... import viz
 from ...checkpoints import LoadedModel
 from ...interpret.patching import Patching, activation_patching
-from ..forms import endpoint
+from ..forms import endpoint, form_inputs
 from ..page.assets import plot
 from ..run.inputs import codec_for
 from ..run.readings import Reading, read_texts, token_id
@@ -172,11 +172,10 @@ class PatchingTab(Tab):
         return PatchingParts(clean, corrupted, patch_btn, summary, patch_plot)
 
     def wire(self, parts: PatchingParts, app: Any) -> Any:
-        ev, page = PatchingEvents(app, parts), app.page
+        ev = PatchingEvents(app, parts)
         parts.patch_btn.click(endpoint(PatchingForm, ev.patched, "patching"),
-                              [page.session, page.inputs.text1, page.inputs.text2, parts.clean_answer,
-                               parts.corrupted_answer], [app.status, parts.summary, parts.patch_plot],
-                              api_name="patching",
+                              form_inputs(PatchingForm, app.page, own=parts),
+                              [app.status, parts.summary, parts.patch_plot], api_name="patching",
                               api_description="Activation patching: how much of the clean answer each head or "
                                               "position restores when patched into the corrupted run.")
         return ev

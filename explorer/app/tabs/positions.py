@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 
 from ... import positions, viz
 from ...checkpoints import LoadedModel
-from ..forms import endpoint
+from ..forms import endpoint, form_inputs
 from ..link.values import whole
 from ..page.assets import plot
 from ..serving.errors import escape_md
@@ -183,7 +183,7 @@ class PositionsTab(Tab):
         return PositionsParts(d_model, length, base, show_btn, scheme, plots, heat, similarity, curves)
 
     def inputs(self, parts: PositionsParts, app: Any) -> list[Any]:
-        return [app.page.session, parts.d_model, parts.length, parts.base]
+        return form_inputs(PositionalForm, app.page, own={**vars(parts), "positions": parts.length})
 
     def wire(self, parts: PositionsParts, app: Any) -> Any:
         ev = PositionsEvents(app, parts)

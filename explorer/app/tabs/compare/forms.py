@@ -3,10 +3,26 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from ...forms import RunForm
+from ...forms import PageView, RunForm
+
+
+@dataclass(frozen=True)
+class ModelPair:
+    """A suggested pair of models, as its dropdown's value "first|second" (tab.PAIRS)."""
+
+    first: str
+    second: str
+
+    @classmethod
+    def parse(cls, text: Any) -> "ModelPair":
+        """ValueError for a value that is not two names."""
+        first, bar, second = str(text or "").partition("|")
+        if not (bar and first.strip() and second.strip()):
+            raise ValueError(f"not a pair of models: {str(text)[:60]!r}")
+        return cls(first, second)
 
 
 @dataclass(frozen=True)
@@ -19,24 +35,12 @@ class SecondModelForm:
 
 @dataclass(frozen=True)
 class CompareForm:
-    """/compare_models: the page's Run settings for the first model, and the second model's own view and switches."""
+    """/compare_models: the page's Run settings for the first model (its view part, the position, continuation and
+    measure), and the second model's own view and switches."""
 
     session: Any
     model2: Any
-    sentence1: Any
-    sentence2: Any
-    padding_mask: Any
-    causal_mask: Any
-    custom_mask: Any
-    blocked_position: Any
-    window: Any
-    encoder_heads_on: Any
-    decoder_heads_on: Any
-    cross_heads_on: Any
-    kind: Any
-    layer: Any
-    head: Any
-    sentence: Any
+    view: PageView
     predict_after: Any
     continue_tokens: Any
     measure: Any
@@ -49,15 +53,10 @@ class CompareForm:
 
     def side_forms(self) -> tuple[RunForm, RunForm]:
         """The first and the second model's Runs as the page's RunForm: shared sentences, masks, sentence, position,
-        measure and continuation; each its own view and head switches."""
-        shared = dict(sentence1=self.sentence1, sentence2=self.sentence2, padding_mask=self.padding_mask,
-                      causal_mask=self.causal_mask, custom_mask=self.custom_mask,
-                      blocked_position=self.blocked_position, window=self.window, sentence=self.sentence,
-                      predict_after=self.predict_after, continue_tokens=self.continue_tokens, measure=self.measure)
-        first = RunForm(session=self.session, encoder_heads_on=self.encoder_heads_on,
-                        decoder_heads_on=self.decoder_heads_on, cross_heads_on=self.cross_heads_on, kind=self.kind,
-                        layer=self.layer, head=self.head, **shared)
-        second = RunForm(session=None, encoder_heads_on=self.encoder_heads_on2, decoder_heads_on=self.decoder_heads_on2,
-                         cross_heads_on=self.cross_heads_on2, kind=self.kind2, layer=self.layer2, head=self.head2,
-                         **shared)
-        return first, second
+        measure and continuation; each its own view and head switches (greedy: no sampling)."""
+        second = replace(self.view, kind=self.kind2, layer=self.layer2, head=self.head2,
+                         encoder_heads_on=self.encoder_heads_on2, decoder_heads_on=self.decoder_heads_on2,
+                         cross_heads_on=self.cross_heads_on2)
+        shared = dict(predict_after=self.predict_after, continue_tokens=self.continue_tokens, measure=self.measure)
+        return (RunForm(session=self.session, **vars(self.view), **shared),
+                RunForm(session=None, **vars(second), **shared))

@@ -14,20 +14,20 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
-from ...forms import RunForm, endpoint
+from ...forms import endpoint, form_inputs, form_of
 from ...link.values import Invalid
 from ...page.assets import plot
-from ...page.controls import HEAD_GROUPS
 from ...page.head_labels import head_labels
 from ...page.head_switches import switch_updates
 from ...page.model_panel import Start
+from ...page.settings import HEAD_GROUPS
 from ...run.request_memory import analysis_bytes
 from ...run.view import default_kind
 from ...serving.errors import escape_md, user_message
 from ...serving.handlers import PRIVATE, reporting
 from ...serving.session import Session, load_session, models_held, second_session
 from ..base import LinkKey, Tab, TabEvents
-from .forms import CompareForm, SecondModelForm
+from .forms import CompareForm, ModelPair, SecondModelForm
 from .side_by_side import ComparisonRequest, compare_held
 
 SIDE_WIDTH = 560  # px of a side's plots in a 1280 px wide page (half the views column)
@@ -123,11 +123,13 @@ class CompareEvents(TabEvents):
     @reporting
     def load_pair(self, pair: Any, device: Any, text1: Any = None, text2: Any = None, shown: Any = None,
                   progress: Any = gr.Progress(track_tqdm=True)) -> dict:
-        """A suggested pair "first|second": the page loads the first model (as any model change: the typed sentences
+        """A suggested pair (`ModelPair`): the page loads the first model (as any model change: the typed sentences
         stay, one it cannot read is named), the tab takes the second."""
-        if not pair:
+        try:
+            chosen = ModelPair.parse(pair)
+        except ValueError:  # "Suggested pairs …" (no pair) or a value the dropdown does not offer
             return {self.status: gr.skip()}
-        first_name, second_name = str(pair).split("|", 1)
+        first_name, second_name = chosen.first, chosen.second
         session, loaded = load_session(first_name, device, self.ctx, progress)
         said = f"Comparing {escape_md(first_name)} with {escape_md(second_name)}."
         updates = self.app.models.changed_model(session, loaded, said, (text1, text2), shown)
@@ -145,13 +147,13 @@ class CompareEvents(TabEvents):
         """After the second model was chosen: the comparison, unless choosing it failed (said on the status line)."""
         if str(status or "").startswith("⚠️"):
             return {self.status: gr.skip()}
-        return self.compared(CompareForm(*values))
+        return self.compared(form_of(CompareForm, *values))
 
     def compare_if_shown(self, tab: Any, *values: Any) -> dict:
         """After a Run of the page (its model's controls changed): the comparison again when its tab is shown."""
-        if tab != "compare":
+        if tab != CompareTab.id:
             return {self.status: gr.skip()}
-        return self.compared(CompareForm(*values))
+        return self.compared(form_of(CompareForm, *values))
 
 
 def model2_key(text: str, check_model: Any) -> str:
@@ -208,10 +210,8 @@ class CompareTab(Tab):
 
     def inputs(self, parts: CompareParts, app: Any) -> list[Any]:
         """/compare_models's inputs, in CompareForm's order."""
-        page = app.page
-        first = [page.session, parts.model2, *RunForm.inputs(page)[1:-RunForm.SAMPLING]]  # greedy: no sampling
-        del first[-2]  # the page's visible tab: not an input of the comparison
-        return [*first, parts.kind2, parts.layer2, parts.head2, *parts.head_groups2]
+        own = {**vars(parts), **{f"{k}_heads_on2": g for k, g in parts.heads2.items()}}
+        return form_inputs(CompareForm, app.page, own=own)
 
     def outputs(self, parts: CompareParts, app: Any) -> list[Any]:
         return [app.status, parts.summary, *(c for s in parts.sides for c in (s.md, s.head, s.overview, s.output))]
@@ -230,7 +230,7 @@ class CompareTab(Tab):
                                        "and head switches."
                        ).then(ev.compare_if_set, [app.status, *inputs], outputs, **PRIVATE)
         both = list({id(c): c for c in [*app.model_outputs, app.status, *p.second()]}.values())
-        pair_inputs = [p.pair, page.model.device_in, page.inputs.text1, page.inputs.text2, page.kept]
+        pair_inputs = [p.pair, page.model.device_in, page.setting("sentence1"), page.setting("sentence2"), page.kept]
         app.after_model(p.pair.input(ev.load_pair, pair_inputs, both, **PRIVATE)).then(**again)
         for trigger in (p.kind2.input, p.layer2.input, p.head2.input, *(g.input for g in p.head_groups2)):
             trigger(trigger_mode="always_last", **again)

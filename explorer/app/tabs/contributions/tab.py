@@ -14,11 +14,12 @@ import gradio as gr
 import pandas as pd
 
 from ....interpret.attribution import MAX_STEPS
-from ...forms import endpoint
+from ...forms import endpoint, form_inputs
 from ...link.values import choice_key, number_key, text_key, whole_key
 from ...page.assets import click_to_box_js, plot
 from ...page.head_labels import parse_heads
 from ...page.head_switches import switch_updates
+from ...page.settings import ATTENTION_TAB
 from ...run.output_chips import ClickTarget
 from ...run.request import page_heads
 from ...serving.errors import AppError
@@ -29,8 +30,8 @@ from ..base import LinkKey, Tab, TabEvents
 from .forms import ContributionForm
 from .result import DEFAULT_THRESHOLD, Contributions, contributions
 from .token_attribution import DEFAULT_STEPS, METHOD_NAMES
-from .text import (attribution_markdown, attribution_table, contribution_figures, graph_figure, head_table, parse_head,
-                   summary_markdown)
+from .text import (attribution_markdown, attribution_table, contribution_figures, graph_figure, head_table, is_click,
+                   parse_head, summary_markdown)
 from .why_token import WHY_HEADERS, WhyRequest, WhyResult, why, why_markdown
 
 # A head of the map (a cell's customdata "kind|layer|head") or of the graph (an edge midpoint's [kind, layer, head,
@@ -110,7 +111,7 @@ class ContributionEvents(TabEvents):
         on = {k: parse_heads(v) for k, v in page_heads(kinds, *heads_on).items()}
         top = result.top
         on[top.kind] = on[top.kind] - {(top.layer, top.head)}
-        return {self.status: "", **switch_updates(self.page.controls.heads, kinds, on, choices=False)}
+        return {self.status: "", **switch_updates(self.page.heads, kinds, on, choices=False)}
 
     def clicked(self, targets: Any, evt: gr.SelectData) -> dict:
         """A token of the page's output clicked: this tab opened at the position where the model predicts it."""
@@ -155,11 +156,11 @@ class ContributionEvents(TabEvents):
 
     @reporting
     def head(self, choice: Any, result: Any) -> dict:
-        """One head's promoted and suppressed tokens (a clicked cell's "kind|layer|head|stamp" or a picker value)."""
-        if not isinstance(result, Contributions) or (choice or "").startswith("mlp|"):
-            return {}  # nothing attributed yet, or an MLP cell: no head to show
-        if parse_head(result, choice) is None and "|" in (choice or ""):
-            return {}  # a message the page script did not write
+        """One head's promoted and suppressed tokens (a clicked cell's message, `HeadCell`, or a picker value)."""
+        if not isinstance(result, Contributions):
+            return {}  # nothing attributed yet
+        if is_click(choice) and parse_head(result, choice) is None:
+            return {}  # an MLP cell (no head to show), or a message the page script did not write
         name, headers, rows, md = head_table(result, choice)
         p = self.parts
         return {self.status: "", p.head: name, p.head_md: md, p.head_df: pd.DataFrame(rows, columns=headers)}
@@ -173,12 +174,13 @@ class ContributionEvents(TabEvents):
             raise AppError("Attribute first, then choose a head (or click one in the map or the graph) to open it.")
         kind, layer, head = where
         n_layers, n_heads = get_model(session, self.ctx).config.attention_kinds()[kind]
-        c, page = self.page.controls, self.page
+        page, setting = self.page, self.page.setting
         if isinstance(shown, Shown):
-            shown.tab = "attention"  # the tab the chained Run draws (kept.Shown.visible_tab)
-        return {self.status: "", c.kind: kind, c.layer: gr.update(choices=list(range(n_layers)), value=layer),
-                c.head: gr.update(choices=list(range(n_heads)), value=head), page.visible_tab: "attention",
-                page.tab_strip: gr.update(selected="attention")}
+            shown.tab = ATTENTION_TAB  # the tab the chained Run draws (kept.Shown.visible_tab)
+        return {self.status: "", setting("kind"): kind,
+                setting("layer"): gr.update(choices=list(range(n_layers)), value=layer),
+                setting("head"): gr.update(choices=list(range(n_heads)), value=head),
+                page.visible_tab: ATTENTION_TAB, page.tab_strip: gr.update(selected=ATTENTION_TAB)}
 
 
 class ContributionsTab(Tab):
@@ -251,9 +253,8 @@ class ContributionsTab(Tab):
 
     def wire(self, parts: ContributionParts, app: Any) -> Any:
         ev, page, p = ContributionEvents(app, parts), app.page, parts
-        c = page.controls
-        inputs = [page.session, page.inputs.text1, p.position, p.token, p.minus, p.method, p.steps, *c.head_groups,
-                  p.threshold]
+        heads = list(page.heads.values())
+        inputs = form_inputs(ContributionForm, page, own={**vars(p), "target_token": p.token, "minus_token": p.minus})
         attribute = dict(fn=endpoint(ContributionForm, ev.attributed, "contributions", extra=("extend", "asked")),
                          inputs=[*inputs, p.extend, p.asked], outputs=[app.status, *p.outputs()])
         p.run_btn.click(**attribute, api_name="contributions",
@@ -266,13 +267,14 @@ class ContributionsTab(Tab):
         page.results.output.select(ev.clicked, [page.results.targets],
                                    [p.position, p.token, p.minus, p.extend, p.asked, page.visible_tab,
                                     page.tab_strip], **PRIVATE).then(**attribute, **PRIVATE).then(**rank, **PRIVATE)
-        app.then_analyze(p.top_off.click(ev.top_off, [page.session, p.why_result, *c.head_groups],
-                                         [app.status, *c.head_groups], **PRIVATE))
+        app.then_analyze(p.top_off.click(ev.top_off, [page.session, p.why_result, *heads], [app.status, *heads],
+                                         **PRIVATE))
         head_outputs = [app.status, p.head, p.head_md, p.head_df]
         for box, trigger in ((p.click, p.click.change), (p.head, p.head.input)):
             trigger(ev.head, [box, p.result], head_outputs, **PRIVATE)
         app.then_analyze(p.open_btn.click(ev.open_head, [page.session, p.head, p.result, page.kept],
-                                          [app.status, c.kind, c.layer, c.head, page.visible_tab, page.tab_strip],
+                                          [app.status, *map(page.setting, ("kind", "layer", "head")),
+                                           page.visible_tab, page.tab_strip],
                                           **PRIVATE))
         app.follow_runs(lambda run: run.then(ev.after_run, [page.visible_tab, p.result, *inputs, p.extend, p.asked],
                                              [app.status, *p.outputs()], **PRIVATE))

@@ -5,6 +5,7 @@ attribution table. Drawing only: nothing here runs the model.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -12,7 +13,7 @@ import plotly.graph_objects as go
 
 from .... import viz
 from ...page.head_labels import head_label
-from ...run.view import KIND_SHORT
+from ...run.view import KIND_SHORT, KIND_TITLES
 from ...serving.errors import AppError, escape_md
 from .result import RUN_NAMES, Contributions
 from .token_attribution import METHOD_NAMES
@@ -86,16 +87,38 @@ def attribution_markdown(result: Contributions) -> str:
             f"delta **{a.delta:+.4f}** ({100 * a.relative_delta:.1f}% of the change){ok}.")
 
 
+@dataclass(frozen=True)
+class HeadCell:
+    """A head clicked in the map or the graph: the page script writes "kind|layer|head|stamp" (the tab's SCRIPT)."""
+
+    kind: str
+    layer: int
+    head: int
+
+    @classmethod
+    def parse(cls, text: str) -> "HeadCell":
+        """ValueError for anything else (an MLP cell, a message the script does not write)."""
+        parts = text.split("|")
+        if len(parts) not in (3, 4) or parts[0] not in KIND_TITLES or not (parts[1].isdigit() and parts[2].isdigit()):
+            raise ValueError(f"not a clicked head: {text[:40]!r}")
+        return cls(parts[0], int(parts[1]), int(parts[2]))
+
+
+def is_click(choice: str | None) -> bool:
+    """Whether a head choice is a clicked cell's message (`HeadCell`) rather than a head picker value."""
+    return "|" in (choice or "")
+
+
 def parse_head(result: Contributions, choice: str | None) -> tuple[str, int, int] | None:
-    """A head picker value ("L1 H0", "cross L1 H0") or a clicked cell's "kind|layer|head" -> (kind, layer, head);
+    """A head picker value ("L1 H0", "cross L1 H0") or a clicked cell's message (`HeadCell`) -> (kind, layer, head);
     None for anything else (an MLP cell)."""
     text = (choice or "").strip()
-    if "|" in text:
-        parts = text.split("|")
-        if len(parts) >= 3 and parts[0] in result.kinds and parts[1].isdigit() and parts[2].isdigit():
-            kind, layer, head = parts[0], int(parts[1]), int(parts[2])
-        else:
+    if is_click(text):
+        try:
+            cell = HeadCell.parse(text)
+        except ValueError:
             return None
+        kind, layer, head = cell.kind, cell.layer, cell.head
     else:
         kind = "cross" if text.startswith("cross ") else result.kinds[0]
         words = text.removeprefix("cross ").split()

@@ -1,6 +1,7 @@
 """The Features tab's endpoints as typed forms (explorer.app.forms.endpoint): /features, /switch_latents and /steer,
-their parameters the fields below in order; and what its link keys accept (`*_key`: link.values' contract, a value
-refused raises Invalid completing the notice "key 'value' ..."). Pure: no Gradio, no model.
+their parameters the fields below in order; a heatmap cell clicked (`LatentClick`); and what its link keys accept
+(`*_key`: link.values' contract, a value refused raises Invalid completing the notice "key 'value' ..."). Pure: no
+Gradio, no model.
 """
 
 from __future__ import annotations
@@ -33,6 +34,22 @@ def whole_or_none(value: Any, what: str) -> int | None:
     if not number.is_integer():
         raise AppError(f"The {what} must be a whole number, got {str(value)[:20]!r}.")
     return int(number)
+
+
+@dataclass(frozen=True)
+class LatentClick:
+    """A heatmap cell clicked: the page script writes "latent|time" (the time makes a second click a change)."""
+
+    latent: int
+    stamp: str
+
+    @classmethod
+    def parse(cls, text: Any) -> "LatentClick":
+        """ValueError for anything the script does not write."""
+        latent, bar, stamp = str(text or "").partition("|")
+        if not bar or not latent.isdigit():
+            raise ValueError(f"not a clicked latent: {str(text)[:40]!r}")
+        return cls(int(latent), stamp)
 
 
 def sae_source(session: Any, text: Any, allowed_dirs: tuple[str, ...]) -> SAESource | None:

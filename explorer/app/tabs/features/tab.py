@@ -18,7 +18,7 @@ import gradio as gr
 import pandas as pd
 
 from ....interpret.sae import LatentSwitch, LatentSwitches, shipped_saes
-from ...forms import endpoint
+from ...forms import endpoint, form_inputs
 from ...link.values import show
 from ...page.assets import plot
 from ...run.inputs import codec_for, encode_inputs
@@ -28,8 +28,8 @@ from ...serving.limits import MAX_NEW_TOKENS
 from ...serving.session import get_model
 from ..base import LinkKey, Tab, TabEvents
 from .dashboards import cached
-from .forms import (DEFAULT_COEFFICIENT, NO_SAE, FeatureForm, SteerForm, SwitchForm, coefficient_key, latent_key,
-                    layer_key, sae_key, sae_source, switches_key, text_key, whole_or_none)
+from .forms import (DEFAULT_COEFFICIENT, NO_SAE, FeatureForm, LatentClick, SteerForm, SwitchForm, coefficient_key,
+                    latent_key, layer_key, sae_key, sae_source, switches_key, text_key, whole_or_none)
 from .result import FeatureRequest, SwitchRequest, feature_bytes, features, outputs_bytes, steer, switch_latents
 from .sae_store import SAESource, saes_for, shared_sae
 from .text import (TOKEN_HEADERS, latent_figures, latent_markdown, output_markdown, output_table, reading_heatmap,
@@ -99,11 +99,12 @@ class FeatureEvents(TabEvents):
 
     @reporting
     def clicked(self, message: Any, session: Any, text: Any, sae: Any) -> dict:
-        """A heatmap cell clicked ("latent|time"): that latent's dashboard."""
-        latent = str(message or "").split("|")[0]
-        if not latent.isdigit():
+        """A heatmap cell clicked (`LatentClick`): that latent's dashboard."""
+        try:
+            latent = LatentClick.parse(message).latent
+        except ValueError:
             return {self.status: gr.skip()}  # not a message the page script wrote
-        return self._read(FeatureForm(session, text, sae, int(latent)))
+        return self._read(FeatureForm(session, text, sae, latent))
 
     def _read(self, form: FeatureForm) -> dict:
         loaded = get_model(form.session, self.ctx)
@@ -251,10 +252,10 @@ class FeaturesTab(Tab):
 
     def wire(self, parts: FeatureParts, app: Any) -> FeatureEvents:
         ev, page, p = FeatureEvents(app, parts), app.page, parts
-        session, text, tokens = page.session, page.inputs.text1, page.controls.new_tokens
+        session, text = page.session, page.setting("sentence1")
         outputs = [app.status, p.out_md, p.out_df]
-        switch_inputs = [session, text, p.sae, p.switches, tokens]
-        read = p.run_btn.click(endpoint(FeatureForm, ev.read, "features"), [session, text, p.sae, p.latent],
+        switch_inputs = form_inputs(SwitchForm, page, own=p)
+        read = p.run_btn.click(endpoint(FeatureForm, ev.read, "features"), form_inputs(FeatureForm, page, own=p),
                                [app.status, *p.reading()], api_name="features",
                                api_description="Sentence 1 through a sparse autoencoder (SAE): its latents per "
                                                "token and one latent's dashboard.")
@@ -262,8 +263,8 @@ class FeaturesTab(Tab):
                            api_name="switch_latents",
                            api_description="The output with SAE latents switched off, clamped or added, beside the "
                                            "baseline.")
-        p.steer_btn.click(endpoint(SteerForm, ev.steer, "steer"),
-                          [session, text, p.contrast, p.toward, p.layer, p.coefficient, tokens], outputs,
+        # (`layer` is the tab's own: the layer steered at, not the page's)
+        p.steer_btn.click(endpoint(SteerForm, ev.steer, "steer"), form_inputs(SteerForm, page, own=p), outputs,
                           api_name="steer",
                           api_description="The output steered at a layer by sentence 1 (or `toward`) minus a "
                                           "contrast text, beside the baseline.")

@@ -1,6 +1,7 @@
 """The Inside a head tab's endpoint as a typed form (explorer.app.forms.endpoint): /head_computation's parameters, the
-fields of `HeadForm` in order; and what its link keys accept (`*_key`: link.values' contract, a value refused raises
-Invalid completing the notice "key 'value' ..."). Pure: no Gradio, no model.
+fields of `HeadForm` in order (its `view` part: the page's, as /analyze names them); the click that opens the tab on
+a query (`HeadClick`); and what its link keys accept (`*_key`: link.values' contract, a value refused raises Invalid
+completing the notice "key 'value' ..."). Pure: no Gradio, no model.
 """
 
 from __future__ import annotations
@@ -8,43 +9,53 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ...forms import PageView
 from ...link.values import Invalid, whole
-from ...run.request import page_heads, toggles_from, whole_number
+from ...page.settings import default_of
+from ...run.request import whole_number
 from ...serving.limits import DEFAULT_CONTINUATION
 from .computation import LINES_MAX, BlockRequest
 
 
 @dataclass(frozen=True)
 class HeadForm:
-    """/head_computation: the page's view and toggles (named as /analyze names them), the query and the lines' heads."""
+    """/head_computation: the page's view and toggles, how far a language model continues, what the lines measure,
+    the query and the lines' heads (the page's part fixed: a new page setting does not shift these)."""
 
     session: Any
-    sentence1: Any
-    sentence2: Any
-    padding_mask: Any
-    causal_mask: Any
-    custom_mask: Any
-    blocked_position: Any
-    window: Any
-    encoder_heads_on: Any
-    decoder_heads_on: Any
-    cross_heads_on: Any
-    kind: Any
-    layer: Any
-    head: Any
-    sentence: Any
-    continue_tokens: Any = DEFAULT_CONTINUATION
-    measure: Any = "weights"
+    view: PageView
+    continue_tokens: Any = default_of("continue_tokens")
+    measure: Any = default_of("measure")
     query: Any = -1
     lines_heads: Any = None
 
     def block(self, kinds: Any) -> BlockRequest:
-        toggles = toggles_from(self.padding_mask, self.causal_mask, self.custom_mask, self.blocked_position,
-                               self.window, page_heads(kinds, self.encoder_heads_on, self.decoder_heads_on,
-                                                       self.cross_heads_on))
-        return BlockRequest(str(self.sentence1 or ""), str(self.sentence2 or ""), toggles, str(self.kind or ""),
-                            whole_number(self.layer, 0), whole_number(self.sentence, 1),
+        v = self.view
+        return BlockRequest(str(v.sentence1 or ""), str(v.sentence2 or ""), v.toggles(kinds), str(v.kind or ""),
+                            whole_number(v.layer, 0), whole_number(v.sentence, 1),
                             whole_number(self.continue_tokens, DEFAULT_CONTINUATION))
+
+
+@dataclass(frozen=True)
+class HeadClick:
+    """A query clicked (on a row of the Attention tab's heatmap, on a query of the lines view or of the query-key
+    map): the page script writes "kind|layer|head|query|stamp" (kind, layer, head: the page's controls at the
+    click)."""
+
+    kind: str
+    layer: str
+    head: str
+    query: int
+    stamp: str
+
+    @classmethod
+    def parse(cls, text: Any) -> "HeadClick":
+        """ValueError for anything the script does not write."""
+        parts = str(text or "").split("|")
+        if len(parts) != 5 or not parts[3].isdigit():
+            raise ValueError(f"not a clicked query: {str(text)[:40]!r}")
+        kind, layer, head, query, stamp = parts
+        return cls(kind, layer, head, int(query), stamp)
 
 
 def query_key(text: str, check_model: Any) -> int:

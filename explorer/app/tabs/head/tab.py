@@ -15,7 +15,7 @@ Named event (the HTTP API, docs/http-api.md): /head_computation, its parameters 
 from __future__ import annotations
 
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import gradio as gr
@@ -23,7 +23,7 @@ import gradio as gr
 from .... import viz
 from ....viz.head_computation import head_computation_figure
 from ....viz.head_view import FOCUS_ON_CLICK_JS
-from ...forms import endpoint
+from ...forms import endpoint, form_inputs
 from ...page.assets import plot
 from ...run.request import whole_number
 from ...run.view import KIND_SHORT, MEASURES
@@ -34,7 +34,7 @@ from ...serving.session import Session, get_model
 from ..base import LinkKey, Tab, TabEvents
 from .computation import (BlockRead, computation_json, from_shown, key_table, lines_heads, read_block,
                           summary_markdown)
-from .forms import HeadForm, lines_key, query_key
+from .forms import HeadClick, HeadForm, lines_key, query_key
 
 # A click on a row of the Attention tab's heatmap (#head-plot), on a query of the lines view or of the query-key map
 # writes "kind|layer|head|query|stamp" into #head-click (kind, layer, head: the page's controls at the click).
@@ -123,7 +123,7 @@ class HeadEvents(TabEvents):
         numbers as JSON."""
         state = state if isinstance(state, HeadState) else HeadState(secrets.token_hex(16))
         block, state = self.block(form, state, not api, shown)
-        head = block.head(whole_number(form.head, 0))
+        head = block.head(whole_number(form.view.head, 0))
         base, toggled = block.computation(head, whole_number(form.query, -1))
         measure = str(form.measure or "weights")
         if measure not in MEASURES:
@@ -164,22 +164,21 @@ class HeadEvents(TabEvents):
 
     def if_shown(self, form: HeadForm, tab: Any, state: Any, shown: Any = None) -> dict:
         """After a Run of the page: the tab again while it is shown."""
-        return self.shown_tab(form, state, shown) if tab == "head" else {self.status: gr.skip()}
+        return self.shown_tab(form, state, shown) if tab == HeadTab.id else {self.status: gr.skip()}
 
     @reporting
     def clicked(self, form: HeadForm, click: Any, state: Any, shown: Any) -> dict:
-        """A query clicked ("kind|layer|head|query|stamp"): this tab shown on it."""
-        parts = str(click or "").split("|")
-        if len(parts) != 5 or not parts[3].isdigit():
+        """A query clicked (`HeadClick`): this tab shown on it."""
+        try:
+            query = HeadClick.parse(click).query
+        except ValueError:
             return {self.status: gr.skip()}
-        query = int(parts[3])
         if isinstance(shown, Shown):
-            shown.opening("head")  # the next Runs draw this tab (kept.Shown.visible_tab)
-        values = {**vars(form), "query": query}
-        updates = self.draw(HeadForm(**values), state, shown=shown)[0]
+            shown.opening(HeadTab.id)  # the next Runs draw this tab (kept.Shown.visible_tab)
+        updates = self.draw(replace(form, query=query), state, shown=shown)[0]
         page = self.page
-        return {**updates, self.parts.query: query, page.visible_tab: "head",
-                page.tab_strip: gr.update(selected="head")}
+        return {**updates, self.parts.query: query, page.visible_tab: HeadTab.id,
+                page.tab_strip: gr.update(selected=HeadTab.id)}
 
     @reporting
     def api(self, form: HeadForm) -> dict:
@@ -221,16 +220,9 @@ class HeadTab(Tab):
         data = gr.JSON(visible=False, label="the numbers")
         return HeadParts(query, heads, run_btn, summary, computation, table, lines, qk, click, state, api_btn, data)
 
-    def inputs(self, parts: HeadParts, app: Any) -> list[Any]:
-        page = app.page
-        i, c = page.inputs, page.controls
-        return [page.session, i.text1, i.text2, c.padding, c.causal, c.custom, c.block_token, c.window,
-                *c.head_groups, c.kind, c.layer, c.head, c.sentence, c.new_tokens, c.measure, parts.query,
-                parts.lines_heads]
-
     def wire(self, parts: HeadParts, app: Any) -> Any:
         ev, page, p = HeadEvents(app, parts), app.page, parts
-        inputs, outputs = self.inputs(p, app), [app.status, *p.shown()]
+        inputs, outputs = form_inputs(HeadForm, page, own=p), [app.status, *p.shown()]
         p.api_btn.click(endpoint(HeadForm, ev.api, "head_computation"), inputs, [*outputs, p.data],
                         api_name="head_computation",
                         api_description="How one head computes at one query token, step by step, without and with "

@@ -18,7 +18,7 @@ from .... import viz
 from ....checkpoints import LoadedModel
 from ....interpret import ROLES, top_heads
 from ....interpret.head_effects import role_heads_by_effect
-from ...forms import endpoint
+from ...forms import endpoint, form_inputs
 from ...link.values import choice, whole
 from ...page.assets import plot
 from ...page.head_switches import switch_updates
@@ -153,7 +153,7 @@ class RolesEvents(TabEvents):
         n_layers, n_heads = kinds[result.stack]
         on = {result.stack: {(la, h) for la in range(n_layers) for h in range(n_heads)} - set(off)}
         plural = "s" if len(off) > 1 else ""
-        return {**switch_updates(self.page.controls.heads, kinds, on, choices=False), self.status: "",
+        return {**switch_updates(self.page.heads, kinds, on, choices=False), self.status: "",
                 self.parts.off_md: escape_md(f"Switched off the top {len(off)} {role} head{plural} of the "
                                              f"{result.stack}, {how}: {named}.")}
 
@@ -201,16 +201,15 @@ class RolesTab(Tab):
 
     def wire(self, parts: RolesParts, app: Any) -> Any:
         ev, page = RolesEvents(app, parts), app.page
-        i, c = page.inputs, page.controls
-        roles_inputs = [page.session, i.text1, c.kind, *c.head_groups]
+        roles_inputs = form_inputs(RolesForm, page)
         outputs = [app.status, parts.summary, parts.probe_plot, parts.text_plot]
         roles = endpoint(RolesForm, ev.scored, "roles")
         parts.score_btn.click(roles, roles_inputs, outputs, api_name="roles",
                               api_description="Score every head on each role (previous token, induction, ...) on "
                                               "a probe and on sentence 1.")
         switch = endpoint(SwitchOffForm, ev.switched_off, "switch_off_role")
-        switched = parts.off_btn.click(switch, [page.session, i.text1, c.kind, parts.role, parts.k, parts.rank_by],
-                                       [app.status, parts.off_md, *c.head_groups], api_name="switch_off_role",
+        switched = parts.off_btn.click(switch, form_inputs(SwitchOffForm, page, own=parts),
+                                       [app.status, parts.off_md, *page.heads.values()], api_name="switch_off_role",
                                        api_description="The head switches with the top k heads of a role off "
                                                        "(pass them to /analyze or /roles).")
         # The page then runs with those heads off, and the tab shows the probe's loss with them off.
