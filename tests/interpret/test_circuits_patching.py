@@ -101,3 +101,18 @@ def test_patching_every_edge_into_one_receiver_gives_it_the_corrupted_runs_strea
         want = run_logits(model, inputs, False, receivers=receivers)
     assert torch.allclose(out, want, atol=1e-5, rtol=0)
     assert not torch.allclose(out, clean.logits, atol=1e-5)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_small_circuit_patches_alike_alone_and_batched_with_the_clean_model(case):
+    """Alone, a small circuit's receivers are rebuilt from every difference minus the kept edges'; batched with the
+    clean model (nothing patched), from the patched edges' differences: the two ways agree."""
+    model, task, graph, inputs, clean, corrupted = setup(case)
+    g = torch.Generator().manual_seed(3)
+    small = graph.real & (torch.rand(graph.real.shape, generator=g) < 0.1)  # ~10% of the edges kept
+    patched = graph.real & ~small
+    alone = patched_logits(model, graph, inputs, patched[None], corrupted)[0]
+    batched = patched_logits(model, graph, inputs, torch.stack([torch.zeros_like(patched), patched]), corrupted)
+    assert torch.allclose(alone, batched[1], atol=1e-5, rtol=0)
+    assert torch.allclose(batched[0], clean.logits, atol=1e-5, rtol=0)
+    assert not torch.allclose(alone, clean.logits, atol=1e-4) and not torch.allclose(alone, corrupted.logits, atol=1e-4)

@@ -14,7 +14,10 @@ an MLP, the logits) with nothing patched in any variant is not split at all.
     patched_logits(model, graph, inputs, patched (V, U, R) bool, corrupted Snapshot) -> (V, P, vocab)
 
 The variants' difference buffer (V, U_s, P, T, D) per stream is filled node group by node group as the run
-produces them (from its Record); each site's corrections are one batched product (V, R_s, U) @ (V, U, P T D).
+produces them (from its Record). A site's corrections are one batched product over the nodes that have a patched
+edge into it, or (when fewer nodes have a kept edge) the sum of every difference minus that product over the kept
+edges: a small circuit's receivers mostly read the corrupted stream whole, a large one's mostly their own. Receivers
+of a site patched alike (e.g. every edge into every head) read one input and the block is not split.
 
 Shapes: V variants, P pairs, rows V P (variant-major), T length, D width, U nodes (U_s of a stream), R receivers.
 """
@@ -62,6 +65,35 @@ def patched_logits(model: Transformer, graph: CircuitGraph, inputs: Inputs, patc
             filled[stream] += 1
         return buffer
 
+    sums: dict[str, tuple[int, Tensor]] = {}  # stream -> (prefix, sum of its first `prefix` differences)
+
+    def total(stream: str, prefix: int) -> Tensor:
+        """(V, P T D) the sum of the differences of a stream's first `prefix` nodes (prefixes come in order)."""
+        upto, value = sums.get(stream, (0, None))
+        buffer = fill(stream, prefix)
+        if value is None or prefix < upto:  # the first call, or (never in forward order) a shorter prefix
+            upto, value = 0, buffer[:, :0].sum(1).flatten(1)
+        if prefix > upto:
+            value = value + buffer[:, upto:prefix].sum(1).flatten(1)
+        sums[stream] = (prefix, value)
+        return value
+
+    def corrections(stream: str, prefix: int, mask: Tensor, kept: Tensor) -> Tensor:
+        """(V, R_s, P T D) what each receiver adds to the stream: the patched edges' differences, or (fewer nodes
+        to gather) every difference minus the kept edges'. Only the nodes with an edge of that kind are read."""
+        patched_nodes = mask.any(2).any(0).nonzero().flatten()
+        kept_nodes = kept.any(2).any(0).nonzero().flatten()
+        buffer = fill(stream, prefix).flatten(2)  # (V, U_s, P T D)
+        if len(patched_nodes) <= len(kept_nodes):
+            use, nodes, base = mask, patched_nodes, None
+        else:
+            use, nodes, base = kept, kept_nodes, total(stream, prefix)[:, None]
+        part = (torch.bmm(use[:, nodes].transpose(1, 2).to(buffer.dtype), buffer[:, nodes]) if len(nodes)
+                else None)  # (V, R_s, P T D)
+        if base is None:
+            return part
+        return base.expand(-1, use.shape[2], -1) if part is None else base - part
+
     def receivers(site: str, x: Tensor) -> Tensor:
         if site == "encoder.final":
             final["encoder"] = x
@@ -71,16 +103,23 @@ def patched_logits(model: Transformer, graph: CircuitGraph, inputs: Inputs, patc
         mask = patched[:, first:first + s.prefix, s.start:s.start + s.size]  # (V, prefix, R_s)
         if not mask.any():
             return x
-        buffer = fill(s.stream, s.prefix)[:, :s.prefix]  # (V, prefix, P, T, D)
-        T, D = buffer.shape[3], buffer.shape[4]
-        fix = torch.bmm(mask.transpose(1, 2).to(buffer.dtype), buffer.reshape(V, s.prefix, -1))  # (V, R_s, P T D)
-        fix = fix.view(V, s.size, P, T, D).permute(0, 2, 3, 1, 4).reshape(V * P, T, s.size, D)  # (V P, T, R_s, D)
+        # receivers whose edges are patched alike read one input: the block is not split per head
+        shared = bool((mask == mask[:, :, :1]).all())
+        if shared:
+            mask = mask[:, :, :1]
+        kept = ~mask  # every edge of the prefix is real
+        R = mask.shape[2]
+        T, D = corr[s.stream].shape[2:]
+        fix = corrections(s.stream, s.prefix, mask, kept)
+        fix = fix.view(V, R, P, T, D).permute(0, 2, 3, 1, 4).reshape(V * P, T, R, D)  # (V P, T, R, D)
+        if shared:
+            fix = fix[:, :, 0]
         if s.norm == "encoder_final":  # cross k / v: the encoder's last stream, corrected per head, then its norm
-            own = final["encoder"].unsqueeze(2) + fix
+            own = (final["encoder"] if shared else final["encoder"].unsqueeze(2)) + fix
             return own if model.encoder.norm is None else model.encoder.norm(own)
-        if s.role in ("q", "k", "v"):
+        if s.role in ("q", "k", "v") and not shared:
             return x.unsqueeze(2) + fix  # (V P, T, H, D): each head its own input
-        return x + fix[:, :, 0]
+        return x + fix if shared else x + fix[:, :, 0]
 
     logits = run_logits(model, inputs, False, V, receivers=receivers, record=record)
     return logits.float().view(V, P, -1)

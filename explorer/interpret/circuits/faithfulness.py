@@ -61,7 +61,7 @@ def circuit_metrics(model: Transformer, graph: CircuitGraph, prepared: list[Prep
     out = torch.empty(V, n, dtype=torch.float64)
     for batch in prepared:
         inputs, P = batch.inputs, batch.inputs.size
-        per_run = max(1, (rows or rows_per_run(graph, inputs)) // P)
+        per_run = max(1, (rows or rows_per_run(graph, inputs, backward=False)) // P)
         reference = None if batch.clean is None else batch.clean.logits.log_softmax(-1)
         for s in range(0, V, per_run):
             logits = patched_logits(model, graph, inputs, patched[s:s + per_run], batch.corrupted)  # (v, P, vocab)

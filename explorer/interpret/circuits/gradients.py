@@ -51,8 +51,9 @@ def gradient_pass(model: Transformer, graph: CircuitGraph, inputs: Inputs, alpha
     device = inputs.clean.device
     a = torch.tensor(alphas, device=device).repeat_interleave(P)[:, None, None]  # (K P, 1, 1) point-major
     leaves: list[Tensor] = []
-    deltas: dict[str, Tensor] = {}  # stream -> (P, U_s, T, D): corrupted - clean node outputs
-    totals = torch.zeros(K, P, U, R, dtype=torch.float64, device=device)
+    deltas: dict[str, Tensor] = {}  # stream -> (U_s, P T D): corrupted - clean node outputs, one row per node
+    totals = torch.zeros(K, U, R, dtype=torch.float64, device=device)
+    embed = torch.zeros(K, P, dtype=torch.float64, device=device)
     final: dict[str, Tensor] = {}
 
     def interpolate(site: str, x: Tensor) -> Tensor:
@@ -69,10 +70,14 @@ def gradient_pass(model: Transformer, graph: CircuitGraph, inputs: Inputs, alpha
 
     def contract(s: Site, grad: Tensor) -> None:
         g = grad if grad.dim() == 4 else grad.unsqueeze(2)  # (K P, T, R, D)
-        delta = deltas[s.stream][:, :s.prefix]  # (P, prefix, T, D)
+        T, D = g.shape[1], g.shape[3]
+        g = g.reshape(K, P, T, s.size, D).permute(1, 2, 4, 0, 3).reshape(P * T * D, K * s.size)  # (P T D, K R)
+        delta = deltas[s.stream]  # (U_s, P T D)
         first = graph.offsets[s.stream]
-        part = torch.einsum("putd,kptrd->kpur", delta, g.reshape(K, P, *g.shape[1:]))
-        totals[:, :, first:first + s.prefix, s.start:s.start + s.size] += part.double()
+        part = (delta[:s.prefix] @ g).view(s.prefix, K, s.size).transpose(0, 1)  # one product over every pair
+        totals[:, first:first + s.prefix, s.start:s.start + s.size] += part.double()
+        per_pair = torch.einsum("pn,pnk->kp", delta[0].view(P, T * D), g.view(P, T * D, K, s.size).sum(-1))
+        embed.add_(per_pair.double())  # each pair's embeddings' edges (node 0 of the stream), for completeness
 
     def receivers(site: str, x: Tensor) -> Tensor:
         if site == "encoder.final":
@@ -100,8 +105,8 @@ def gradient_pass(model: Transformer, graph: CircuitGraph, inputs: Inputs, alpha
         with torch.no_grad():
             after = snapshot if snapshot is not None else clean
             for stream in graph.streams:
-                deltas[stream] = (corrupted.outputs(model, graph, stream) - after.outputs(model, graph, stream)).float()
+                change = corrupted.outputs(model, graph, stream) - after.outputs(model, graph, stream)  # (P, U, T, D)
+                deltas[stream] = change.float().transpose(0, 1).reshape(change.shape[1], -1)  # (U_s, P T D)
         torch.autograd.grad(values.sum(), leaves, allow_unused=True)  # the hooks contract each receiver's gradient as it comes
-    embed = totals[:, :, graph.embed_nodes()].sum((2, 3))  # (K, P)
-    return Pass(totals.sum(1), embed, values.detach().double().view(K, P), snapshot)
+    return Pass(totals, embed, values.detach().double().view(K, P), snapshot)
 

@@ -25,7 +25,7 @@ from .graph import CircuitGraph
 from .batches import Inputs
 
 RECORDED = ("embed", "z", "mlp")  # the Record sites the node outputs come from
-BUDGET = 256 * 2**20  # bytes of per-row tensors a run may hold at once (node outputs, split inputs)
+BUDGET = 2**30  # bytes of per-row tensors a run may hold at once (node differences, split inputs, saved activations)
 
 
 def attention_module(model: Transformer, kind: str, layer: int) -> nn.Module:
@@ -94,14 +94,18 @@ def plain_run(model: Transformer, inputs: Inputs, corrupted: bool) -> Snapshot:
     return Snapshot(logits.float(), dict(record.tensors))
 
 
-def row_bytes(graph: CircuitGraph, inputs: Inputs) -> int:
-    """What one row (a pair in one variant) holds at once, about: every node's output of its longest stream, and the
-    layers' split inputs and saved activations."""
+def row_bytes(graph: CircuitGraph, inputs: Inputs, backward: bool) -> int:
+    """What one row (a pair in one variant or at one point) holds at once, about (measured on GPT-2-small's shape):
+    a patched run, every node's difference for its longest stream twice over and a layer's split inputs; a backward
+    pass, every node's difference and each layer's saved activations with its split q / k / v copies."""
     config = graph.config
     T = max(inputs.clean.shape[1], 0 if inputs.src_clean is None else inputs.src_clean.shape[1])
     layers = config.encoder_layers + config.decoder_layers
-    return 4 * T * config.d_model * (max(graph.stream_sizes.values()) + 12 * layers * (config.n_heads + 2))
+    U, H = max(graph.stream_sizes.values()), config.n_heads
+    width = U + layers * (8 * H + 16) if backward else 2 * U + 6 * H
+    return 4 * T * config.d_model * width
 
 
-def rows_per_run(graph: CircuitGraph, inputs: Inputs, budget: int = BUDGET) -> int:
-    return max(1, budget // row_bytes(graph, inputs))
+def rows_per_run(graph: CircuitGraph, inputs: Inputs, backward: bool = True, budget: int = BUDGET) -> int:
+    """Rows one run may hold within `budget` bytes (at least 1)."""
+    return max(1, budget // row_bytes(graph, inputs, backward))

@@ -75,7 +75,8 @@ def prepare(model: Transformer, graph: CircuitGraph, pairs: list[Pair], metric: 
     """The pairs in batches, each with its corrupted run; answers default to the clean run's top token (a clean run
     is made then), wrong answers to the corrupted run's top token (second where that is the answer)."""
     check_pairs(model, pairs)
-    size = rows or rows_per_run(graph, batches(model, pairs[:1], 1)[0])
+    longest = max(pairs, key=lambda p: max(len(p.clean), len(p.tgt or ())))
+    size = rows or rows_per_run(graph, batches(model, [longest], 1)[0])
     prepared = []
     for inputs in batches(model, pairs, max(1, size)):
         corrupted = plain_run(model, inputs, True)
