@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import explorer
-from explorer.interpret.circuits import generated_task, make_task, parse_pairs
+from explorer.interpret.circuits import generated_task, make_task, parse_pairs, task_from_text
 
 
 def encode(text):  # a character "tokenizer": [BOS]=1, then one id per letter
@@ -64,6 +64,26 @@ def test_bad_rows_are_named_by_line_in_one_message():
         parse_pairs("a | b\nc | d\n", encode, max_pairs=1)
 
 
+def test_a_request_takes_so_many_characters_pairs_and_tokens_and_says_which_it_passed():
+    text = "abc | abd\n" * 3  # 3 pairs of 4 tokens (with [BOS]): 12 tokens, 30 characters
+    assert len(parse_pairs(text, encode, max_chars=30, max_pairs=3, max_tokens=12)) == 3
+    with pytest.raises(ValueError, match=r"^the pairs' text has 30 characters, more than this request reads \(29\)"):
+        parse_pairs(text, encode, max_chars=29)
+    with pytest.raises(ValueError, match=r"^3 pairs is more than this request takes \(2\): use fewer pairs"):
+        parse_pairs(text, encode, max_pairs=2)
+    with pytest.raises(ValueError, match=r"^the 3 pairs hold 12 tokens, more than this request takes \(11\)"):
+        parse_pairs(text, encode, max_tokens=11)
+    with pytest.raises(ValueError, match="characters"):  # the default bound: a quarter of a million characters
+        parse_pairs("a | b\n" * 50_000, encode)
+
+
+def test_a_decoder_only_answer_may_continue_the_prompt():
+    task = parse_pairs("mars | juin | 2025-03 | 2025-06\n", encode, encode_answer=letter, continues=True)
+    pair = task.pairs[0]
+    assert pair.clean == (*encode("mars"), *letter("2025-0")) and pair.corrupted[-6:] == tuple(letter("2025-0"))
+    assert pair.answer == letter("3")[0] and pair.wrong == letter("6")[0] and pair.tgt is None
+
+
 def test_lengths_that_differ_are_dropped_from_text_with_their_lines():
     task = parse_pairs("abc | abd\nab | abc\nxy | xz\n", encode)
     assert len(task) == 2 and task.dropped == (2,) and "(line 2)" in task.notice
@@ -75,7 +95,7 @@ def test_an_encoder_decoder_answer_is_the_target_so_far():
     assert pair.tgt == (2, *letter("2025-0")) and pair.answer == letter("3")[0] and pair.wrong == letter("6")[0]
     with pytest.raises(ValueError, match="line 1: the wrong answer must be the same target with another last token"):
         parse_pairs("mars | juin | 2025-03 | 2026-06\n", letter, decoder_start=2)
-    with pytest.raises(ValueError, match="line 1: an encoder-decoder pair needs its answer"):
+    with pytest.raises(ValueError, match="line 1: this model's pair needs its answer"):
         parse_pairs("mars | juin\n", letter, decoder_start=2)
 
 
@@ -112,3 +132,28 @@ def test_the_induction_task_repeats_or_refreshes():
             assert not set(fresh) & set(p.clean)
     with pytest.raises(ValueError, match="half must be one of second, first"):
         generated_task(loaded, 5, half="middle")
+
+
+def test_a_loaded_models_task_from_text_reads_as_the_model_does(date_translator):
+    """date-translator: its characters, the ISO date so far as the decoder input; the generated task's pair typed as
+    text gives the same ids. induction-gpt: its tokenizer, "#id" and "␣" answers; date-gpt continues its prompt."""
+    generated = generated_task(date_translator, 1, seed=3).pairs[0]
+    tok = date_translator.tokenizer
+    clean, corrupted = tok.decode(generated.clean), tok.decode(generated.corrupted)
+    target = tok.decode(generated.tgt[1:])
+    line = f"{clean} | {corrupted} | {target}{tok.decode([generated.answer])} | {target}{tok.decode([generated.wrong])}"
+    typed = task_from_text(date_translator, line).pairs[0]
+    assert (typed.clean, typed.corrupted, typed.answer, typed.wrong, typed.tgt) == (
+        generated.clean, generated.corrupted, generated.answer, generated.wrong, generated.tgt)
+    with pytest.raises(ValueError, match=r"line 2: the prompt is 6\d characters .* more than this model reads \(48\)"):
+        task_from_text(date_translator, f"{line}\n{'lundi ' * 10} | {'mardi ' * 10} | 2025-03")
+    induction = explorer.load("induction-gpt", "cpu")
+    task = task_from_text(induction, "t1 t2 t3 t1 | t1 t2 t3 t9 | t2 | #3\nt5 t6 t5 | t5 t6 t7 | ␣t6", max_pairs=2)
+    bos, t = induction.tokenizer.bos_id, induction.tokenizer.token_to_id
+    assert task.pairs[0].clean == (bos, t("t1"), t("t2"), t("t3"), t("t1")) and task.pairs[0].wrong == 3
+    assert task.pairs[0].answer == t("t2") and task.pairs[1].answer == t("t6")
+    with pytest.raises(ValueError, match=r"the 2 pairs hold 10 tokens, more than this request takes \(9\)"):
+        task_from_text(induction, "t1 t2 t3 t1 | t1 t2 t3 t9\nt5 t6 t5 t6 | t5 t6 t7 t6", max_tokens=9)
+    gpt = explorer.load("date-gpt", "cpu")
+    pair = task_from_text(gpt, "lundi 3 mars 2025 | lundi 3 juin 2025 | 2025-03 | 2025-06").pairs[0]
+    assert gpt.tokenizer.decode(pair.clean[-7:]) .endswith("2025-0") and pair.answer != pair.wrong

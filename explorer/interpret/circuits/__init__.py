@@ -2,6 +2,7 @@
 and its faithfulness measured with every other edge patched from the corrupted run (docs/circuits.md).
 
     pairs         a task = prompt pairs; made from ids, or read from text (one pair a line, CSV, JSONL)
+    reading       a loaded model's task from text, encoded as that model reads it, within a request's budget
     generated     tasks made for the shipped models (induction-gpt: repeated sequences; the date models: months)
     graph         nodes, receivers and edges of a model (names, parallel residual, GQA, cross-attention, norms)
     batches       pairs as padded batches
@@ -20,6 +21,8 @@ from .generated import generated_task
 from .graph import CircuitGraph
 from .scores import EdgeScores, edge_scores
 from .pairs import Pair, Task, make_task, parse_pairs
+from .reading import task_from_text
 
 __all__ = ["Circuit", "CircuitGraph", "Curve", "Edge", "EdgeScores", "ExactCheck", "Faithfulness", "Pair", "Task",
-           "circuit_faithfulness", "edge_scores", "find_circuit", "generated_task", "make_task", "parse_pairs"]
+           "circuit_faithfulness", "edge_scores", "find_circuit", "generated_task", "make_task", "parse_pairs",
+           "task_from_text"]

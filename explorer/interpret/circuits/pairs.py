@@ -17,8 +17,13 @@ token. Pairs whose clean and corrupted prompts differ in length are dropped, and
 An answer is one token (`encode_answer`, default `encode`, must give exactly one id). For an encoder-decoder
 (`decoder_start` given: the decoder's start token) the answer is the target written up to and including the answer:
 its last token is the answer, the tokens before it follow `decoder_start` as the decoder's input; a wrong answer must
-share that beginning. Without an answer, a decoder-only pair's answer is the clean run's top token (found_circuit
+share that beginning. `continues=True` reads a decoder-only model's answer the same way (date-gpt: the ISO date so
+far), the tokens before the answer appended to both prompts. Without an answer, a decoder-only pair's answer is the clean run's top token (found_circuit
 fills it in). Every bad row is named by its line in one ValueError; text fields (lines, CSV) are stripped.
+
+Bounds (a request's budget, ValueError in words, the text untouched): at most `max_chars` characters of text (checked
+before anything is read), `max_pairs` pairs and `max_tokens` tokens over every pair (its clean prompt and decoder
+input: what one run of the task reads).
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ Encode = Callable[[str], Sequence[int]]
 FORMATS = ("auto", "lines", "csv", "jsonl")
 FIELDS = ("clean", "corrupted", "answer", "wrong")
 MAX_BAD_SHOWN = 10  # bad rows named in one message
+MAX_TEXT_CHARS = 256 * 1024  # characters of pair text read at most (a typed box or an uploaded file)
 
 
 @dataclass(frozen=True)
@@ -196,13 +202,18 @@ def detect_format(text: str) -> str:
 
 
 def parse_pairs(text: str, encode: Encode, *, encode_answer: Encode | None = None, decoder_start: int | None = None,
-                format: str = "auto", max_pairs: int | None = None, name: str = "typed pairs") -> Task:
+                format: str = "auto", max_pairs: int | None = None, name: str = "typed pairs",
+                max_chars: int | None = MAX_TEXT_CHARS, max_tokens: int | None = None, continues: bool = False
+                ) -> Task:
     """A Task from text (see the module docstring). `encode` gives a prompt's ids as the model reads them (special
     tokens included); `encode_answer` an answer's (no special tokens). ValueError naming every bad line."""
     if format not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {format!r}")
     if not isinstance(text, str):
         raise ValueError(f"the pairs must be text, got {type(text).__name__}")
+    if max_chars is not None and len(text) > max_chars:
+        raise ValueError(f"the pairs' text has {len(text):,} characters, more than this request reads "
+                         f"({max_chars:,}): use fewer or shorter pairs")
     fmt = detect_format(text) if format == "auto" else format
     encode_answer = encode_answer or encode
     rows, bad = [], []
@@ -220,7 +231,7 @@ def parse_pairs(text: str, encode: Encode, *, encode_answer: Encode | None = Non
                 break
         if why is None:
             try:
-                rows.append((number, *_encode_row(cells, encode, encode_answer, decoder_start)))
+                rows.append((number, *_encode_row(cells, encode, encode_answer, decoder_start, continues)))
                 continue
             except ValueError as e:
                 why = str(e)
@@ -233,6 +244,10 @@ def parse_pairs(text: str, encode: Encode, *, encode_answer: Encode | None = Non
         raise ValueError("no pairs: write one pair a line, clean | corrupted [| answer | wrong]")
     if max_pairs is not None and len(rows) > max_pairs:
         raise ValueError(f"{len(rows)} pairs is more than this request takes ({max_pairs}): use fewer pairs")
+    tokens = sum(len(r[1]) + len(r[5] or ()) for r in rows)  # clean prompt and decoder input of each pair
+    if max_tokens is not None and tokens > max_tokens:
+        raise ValueError(f"the {len(rows)} pairs hold {tokens:,} tokens, more than this request takes "
+                         f"({max_tokens:,}): use fewer or shorter pairs")
     numbers, clean, corrupted, answers, wrongs, tgt = (list(col) for col in zip(*rows))
     return make_task(clean, corrupted, answers, wrongs, tgt if decoder_start is not None else None, name=name,
                      lines=numbers)
@@ -244,14 +259,16 @@ def _single(ids: Sequence[int], what: str) -> int:
     return int(ids[0])
 
 
-def _encode_row(cells: list[str | None], encode: Encode, encode_answer: Encode, start: int | None):
+def _encode_row(cells: list[str | None], encode: Encode, encode_answer: Encode, start: int | None,
+                continues: bool = False):
     clean, corrupted, answer, wrong = cells
     clean_ids, corrupted_ids = list(encode(clean)), list(encode(corrupted))
-    if start is None:  # decoder-only: each answer one token
+    if start is None and not continues:  # decoder-only: each answer one token
         return (clean_ids, corrupted_ids, None if not answer else _single(encode_answer(answer), "answer"),
                 None if not wrong else _single(encode_answer(wrong), "wrong answer"), None)
     if not answer:
-        raise ValueError("an encoder-decoder pair needs its answer: the target up to and including the answer token")
+        raise ValueError("this model's pair needs its answer: the output written up to and including the answer "
+                         "token")
     target = list(encode_answer(answer))
     if not target:
         raise ValueError("the answer gives no token")
@@ -261,4 +278,6 @@ def _encode_row(cells: list[str | None], encode: Encode, encode_answer: Encode, 
         if len(other) != len(target) or other[:-1] != target[:-1]:
             raise ValueError("the wrong answer must be the same target with another last token")
         wrong_id = other[-1]
+    if start is None:  # a decoder-only model continues both prompts with the target so far
+        return clean_ids + target[:-1], corrupted_ids + target[:-1], target[-1], wrong_id, None
     return clean_ids, corrupted_ids, target[-1], wrong_id, [start, *target[:-1]]
