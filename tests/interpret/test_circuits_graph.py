@@ -41,12 +41,17 @@ def test_a_parallel_residual_mlp_does_not_read_its_own_layers_heads():
     assert not reaches(g, "decoder.L1.H1", "decoder.L1.mlp.in")
     assert reaches(g, "decoder.L0.H1", "decoder.L1.mlp.in") and reaches(g, "embed", "decoder.L1.mlp.in")
     assert g.n_edges == graph().n_edges - 2 * 4
+    assert g.notes == ["Parallel residual (GPT-NeoX): a layer's MLP reads the layer's input, as its attention does, "
+                       "so no edge runs from a layer's heads to its own MLP."]
 
 
 def test_grouped_query_attention_gives_each_query_head_its_key_and_value_receivers():
     g = graph(n_kv_heads=2)
     assert g.n_receivers == graph().n_receivers
     assert "decoder.L1.H3.k" in g.receiver_index and "decoder.L1.H3.v" in g.receiver_index
+    (note,) = g.notes
+    assert note.startswith("Grouped-query attention (2 key/value heads for 4 query heads): each query head has its own")
+    assert graph().notes == []  # a sequential multi-head decoder: nothing to say
 
 
 def test_cross_attention_keys_read_the_encoder_and_its_query_the_decoder():
@@ -57,6 +62,9 @@ def test_cross_attention_keys_read_the_encoder_and_its_query_the_decoder():
     assert reaches(g, "decoder.L0.H3", "cross.L0.H1.q") and not reaches(g, "encoder.embed", "cross.L0.H1.q")
     assert not reaches(g, "encoder.L1.mlp", "logits") and reaches(g, "cross.L1.H0", "logits")
     assert reaches(g, "cross.L0.H0", "decoder.L0.mlp.in")
+    (note,) = g.notes
+    assert note.startswith("Cross-attention: a head's query reads the decoder's stream; its keys and values read the "
+                           "encoder's") and "cross.L{l}.H{h}.k / .v" in note
 
 
 def test_post_norm_and_encoder_only_models_are_refused_in_words():

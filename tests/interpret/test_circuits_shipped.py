@@ -70,6 +70,7 @@ def test_the_month_circuit_of_the_date_translator(date_translator):
     assert ("decoder.L1.mlp", "logits") in names and ("cross.L1.H1", "logits") in names
     assert any(d.startswith("cross.L1.H1.") and u.startswith("encoder.") for u, d in names)  # it reads the month
     assert c.scores.clean.mean() > 10 and c.scores.corrupted.mean() < -10  # answer vs wrong digit, both ways
+    assert c.notes and c.notes[0].startswith("Cross-attention: ")  # the graph's family, said
 
 
 def test_the_api_from_ids_and_the_faithfulness_of_given_edges(induction):

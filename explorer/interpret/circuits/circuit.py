@@ -77,7 +77,8 @@ class Circuit:
     select: str  # "top" or "greedy"
     n_edges: int  # edges of the whole graph
     notice: str | None = None  # pairs dropped (lengths differ), in words
-    notes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # the graph's family traits (parallel residual, GQA, cross
+    # attention), and the scores' message when EAP-IG's points stopped above the 2% target
 
     def head_mask(self) -> dict[str, Tensor]:
         """The head switches that keep only the circuit's heads: {kind: (L, H) float}, 1 = on."""
@@ -148,7 +149,7 @@ def find_circuit(model: Transformer, clean_ids: Any, corrupted_ids: Any = None, 
         estimates = [float(scored.scores[u, r]) for u, r in top]
         exact = ExactCheck([Edge(graph.nodes[u].name, graph.receivers[r], s) for (u, r), s in zip(top, estimates)],
                            effects.tolist(), _spearman(estimates, effects.tolist()))
-    notes = [] if scored.message is None else [scored.message]
+    notes = graph.notes + ([] if scored.message is None else [scored.message])
     return Circuit(_edges(graph, scored.scores, circuit), faith.value, faith.per_pair, _edges(graph, scored.scores),
                    tuple(graph.nodes[i].name for i in torch.nonzero(nodes).flatten().tolist()), off_heads(graph, nodes),
                    scored, curve, exact, held, select, graph.n_edges, task.notice, notes)

@@ -180,6 +180,24 @@ class CircuitGraph:
         """(R,) long: the node each receiver feeds (its index in `nodes`), -1 for logits."""
         return torch.tensor([self.node_index.get(n, -1) for n in self.feeds])
 
+    @property
+    def notes(self) -> list[str]:
+        """What this model's graph does differently, in words (one sentence per family trait present)."""
+        config, notes = self.config, []
+        if config.parallel_residual:
+            notes.append("Parallel residual (GPT-NeoX): a layer's MLP reads the layer's input, as its attention does, "
+                         "so no edge runs from a layer's heads to its own MLP.")
+        kv = config.resolved_kv_heads
+        if kv != config.n_heads:
+            notes.append(f"Grouped-query attention ({kv} key/value heads for {config.n_heads} query heads): each query "
+                         f"head has its own key and value inputs, projected with its group's weights, so an edge into "
+                         f"H{{h}}.k changes the keys that head reads, not those of its group.")
+        if config.arch == "encoder-decoder":
+            notes.append("Cross-attention: a head's query reads the decoder's stream; its keys and values read the "
+                         "encoder's (every encoder node, through the encoder's final norm), so edges run from encoder "
+                         "heads and MLPs into cross.L{l}.H{h}.k / .v.")
+        return notes
+
     def embed_nodes(self) -> list[int]:
         """The embeddings' node indices (one per stream)."""
         return [self.offsets[s] for s in self.streams]
