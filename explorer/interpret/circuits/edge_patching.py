@@ -88,8 +88,11 @@ def patched_logits(model: Transformer, graph: CircuitGraph, inputs: Inputs, patc
             use, nodes, base = mask, patched_nodes, None
         else:
             use, nodes, base = kept, kept_nodes, total(stream, prefix)[:, None]
-        part = (torch.bmm(use[:, nodes].transpose(1, 2).to(buffer.dtype), buffer[:, nodes]) if len(nodes)
-                else None)  # (V, R_s, P T D)
+        part = None
+        if 2 * len(nodes) > prefix:  # most of the prefix: a view of it reads less than a gather copies
+            part = torch.bmm(use.transpose(1, 2).to(buffer.dtype), buffer[:, :prefix])  # (V, R_s, P T D)
+        elif len(nodes):
+            part = torch.bmm(use[:, nodes].transpose(1, 2).to(buffer.dtype), buffer[:, nodes])
         if base is None:
             return part
         return base.expand(-1, use.shape[2], -1) if part is None else base - part

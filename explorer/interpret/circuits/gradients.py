@@ -20,6 +20,7 @@ Shapes: K integration points, P pairs, rows K P (point-major), T length, D width
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 import torch
@@ -38,11 +39,24 @@ class Pass:
     embed: Tensor  # (K, P) float64: per pair, the sum of the scores of the embeddings' edges
     metric: Tensor  # (K, P) float64
     clean: Snapshot | None  # the clean run, when this pass was it (alpha 1, no clean snapshot given)
+    deltas: dict[str, Tensor]  # stream -> (U_s, P T D) corrupted - clean node outputs: the next pass may reuse them
+
+
+def stream_deltas(model: Transformer, graph: CircuitGraph, corrupted: Snapshot, clean: Snapshot) -> dict[str, Tensor]:
+    """stream -> (U_s, P T D) float: each node's corrupted - clean output, one row per node (the same at every
+    point of the path: computed once per batch)."""
+    deltas = {}
+    for stream in graph.streams:
+        change = corrupted.outputs(model, graph, stream) - clean.outputs(model, graph, stream)  # (P, U_s, T, D)
+        deltas[stream] = change.float().transpose(0, 1).reshape(change.shape[1], -1)
+    return deltas
 
 
 def gradient_pass(model: Transformer, graph: CircuitGraph, inputs: Inputs, alphas: list[float], corrupted: Snapshot,
-                  clean: Snapshot | None, metric: str, clean_logprobs: Tensor | None = None) -> Pass:
-    """See the module docstring. `clean` None: alphas must be [1.0], and the pass records the clean run."""
+                  clean: Snapshot | None, metric: str, clean_logprobs: Tensor | None = None,
+                  deltas: dict[str, Tensor] | None = None) -> Pass:
+    """See the module docstring. `clean` None: alphas must be [1.0], and the pass records the clean run. `deltas`:
+    the batch's stream_deltas from an earlier pass."""
     if clean is None and list(alphas) != [1.0]:
         raise ValueError("the clean run is the first pass (alpha 1) when no clean snapshot is given")
     K, P = len(alphas), inputs.size
@@ -51,7 +65,7 @@ def gradient_pass(model: Transformer, graph: CircuitGraph, inputs: Inputs, alpha
     device = inputs.clean.device
     a = torch.tensor(alphas, device=device).repeat_interleave(P)[:, None, None]  # (K P, 1, 1) point-major
     leaves: list[Tensor] = []
-    deltas: dict[str, Tensor] = {}  # stream -> (U_s, P T D): corrupted - clean node outputs, one row per node
+    deltas = dict(deltas or {})  # stream -> (U_s, P T D): corrupted - clean node outputs, one row per node
     totals = torch.zeros(K, U, R, dtype=torch.float64, device=device)
     embed = torch.zeros(K, P, dtype=torch.float64, device=device)
     final: dict[str, Tensor] = {}
@@ -68,16 +82,31 @@ def gradient_pass(model: Transformer, graph: CircuitGraph, inputs: Inputs, alpha
         leaves.append(leaf)
         return leaf
 
+    # sites reading the same prefix of a stream (a layer's q, k, v) are contracted together: one read of the deltas
+    group_sizes = Counter((s.stream, s.prefix) for s in graph.sites)
+    pending: dict[tuple[str, int], list[tuple[Site, Tensor]]] = {}
+
+    def flush(key: tuple[str, int]) -> None:
+        items = pending.pop(key)
+        stream, prefix = key
+        first = graph.offsets[stream]
+        columns = torch.cat([g for _, g in items], 1) if len(items) > 1 else items[0][1]  # (P T D, K sum R_s)
+        product = deltas[stream][:prefix] @ columns  # (prefix, K sum R_s): one product over every pair
+        for (s, _), part in zip(items, product.split([K * s.size for s, _ in items], 1)):
+            part = part.view(prefix, K, s.size).transpose(0, 1)
+            totals[:, first:first + prefix, s.start:s.start + s.size] += part.double()
+
     def contract(s: Site, grad: Tensor) -> None:
         g = grad if grad.dim() == 4 else grad.unsqueeze(2)  # (K P, T, R, D)
         T, D = g.shape[1], g.shape[3]
         g = g.reshape(K, P, T, s.size, D).permute(1, 2, 4, 0, 3).reshape(P * T * D, K * s.size)  # (P T D, K R)
         delta = deltas[s.stream]  # (U_s, P T D)
-        first = graph.offsets[s.stream]
-        part = (delta[:s.prefix] @ g).view(s.prefix, K, s.size).transpose(0, 1)  # one product over every pair
-        totals[:, first:first + s.prefix, s.start:s.start + s.size] += part.double()
         per_pair = torch.einsum("pn,pnk->kp", delta[0].view(P, T * D), g.view(P, T * D, K, s.size).sum(-1))
         embed.add_(per_pair.double())  # each pair's embeddings' edges (node 0 of the stream), for completeness
+        key = (s.stream, s.prefix)
+        pending.setdefault(key, []).append((s, g))
+        if len(pending[key]) == group_sizes[key]:
+            flush(key)
 
     def receivers(site: str, x: Tensor) -> Tensor:
         if site == "encoder.final":
@@ -102,11 +131,11 @@ def gradient_pass(model: Transformer, graph: CircuitGraph, inputs: Inputs, alpha
                 clean_logprobs = snapshot.logits.log_softmax(-1)
         reference = None if clean_logprobs is None else clean_logprobs.repeat(K, 1)
         values = metric_values(metric, logits.float(), inputs.answers.repeat(K), inputs.wrongs.repeat(K), reference)
-        with torch.no_grad():
-            after = snapshot if snapshot is not None else clean
-            for stream in graph.streams:
-                change = corrupted.outputs(model, graph, stream) - after.outputs(model, graph, stream)  # (P, U, T, D)
-                deltas[stream] = change.float().transpose(0, 1).reshape(change.shape[1], -1)  # (U_s, P T D)
-        torch.autograd.grad(values.sum(), leaves, allow_unused=True)  # the hooks contract each receiver's gradient as it comes
-    return Pass(totals, embed, values.detach().double().view(K, P), snapshot)
+        if not deltas:
+            with torch.no_grad():
+                deltas.update(stream_deltas(model, graph, corrupted, snapshot if snapshot is not None else clean))
+        torch.autograd.grad(values.sum(), leaves, allow_unused=True)  # the hooks contract the gradients as they come
+        for key in list(pending):  # groups some of whose receivers got no gradient (they change no metric)
+            flush(key)
+    return Pass(totals, embed, values.detach().double().view(K, P), snapshot, deltas)
 

@@ -132,13 +132,14 @@ def edge_scores(model: Transformer, graph: CircuitGraph, pairs: list[Pair], meth
         embeds, metrics = [], []
         for batch in prepared:
             per_run = max(1, (rows or rows_per_run(graph, batch.inputs)) // batch.inputs.size)
-            parts = []
+            parts, deltas = [], None  # the batch's node differences, shared by its passes at this level
             for s in range(0, len(alphas), per_run):
                 chunk = alphas[s:s + per_run]
                 done = gradient_pass(model, graph, batch.inputs, chunk, batch.corrupted, batch.clean, metric,
-                                     None if batch.clean is None else batch.clean.logits.log_softmax(-1))
+                                     None if batch.clean is None else batch.clean.logits.log_softmax(-1), deltas)
                 if done.clean is not None:
                     batch.clean = done.clean
+                deltas = done.deltas
                 parts.append(done)
             sums += torch.cat([p.scores for p in parts]).cpu()
             embeds.append(torch.cat([p.embed for p in parts], 0))  # (K, P)
