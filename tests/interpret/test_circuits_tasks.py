@@ -42,6 +42,8 @@ def test_lines_csv_and_jsonl_give_the_same_task():
         return [(p.clean, p.corrupted, p.answer, p.wrong) for p in task.pairs]
 
     assert fields(tasks[0]) == fields(tasks[1]) == fields(tasks[2])
+    spreadsheet = "\ufeff" + csv.replace("\n", "\r\n")  # a byte-order mark and Windows line ends
+    assert fields(parse_pairs(spreadsheet, encode, encode_answer=letter)) == fields(tasks[0])
     first = tasks[0].pairs[0]
     assert first.clean == (1, 7, 8, 9) and first.answer == 11 and first.wrong == 12 and first.line == 2
     assert tasks[0].pairs[1].answer is None and tasks[0].pairs[1].line == 4
