@@ -154,6 +154,8 @@ def test_a_loaded_models_task_from_text_reads_as_the_model_does(date_translator)
     bos, t = induction.tokenizer.bos_id, induction.tokenizer.token_to_id
     assert task.pairs[0].clean == (bos, t("t1"), t("t2"), t("t3"), t("t1")) and task.pairs[0].wrong == 3
     assert task.pairs[0].answer == t("t2") and task.pairs[1].answer == t("t6")
+    with pytest.raises(ValueError, match=r"^line 2: the answer 99999 is outside the vocabulary \(0\.\.\d+\)$"):
+        task_from_text(induction, "t1 t2 t1 | t1 t2 t3\nt5 t6 t5 | t5 t6 t7 | #99999")
     with pytest.raises(ValueError, match=r"the 2 pairs hold 10 tokens, more than this request takes \(9\)"):
         task_from_text(induction, "t1 t2 t3 t1 | t1 t2 t3 t9\nt5 t6 t5 t6 | t5 t6 t7 t6", max_tokens=9)
     gpt = explorer.load("date-gpt", "cpu")
