@@ -262,7 +262,8 @@ def test_download_view_writes_the_last_analyze_as_a_file(client):
     fresh = gradio_client(client.src)
     status = fresh.predict("attention", api_name="/download_view")[1]
     assert status.startswith("⚠️ Call /analyze first"), status
-    fresh.predict(sentence1="<b>3 May 2024</b>", sentence2="", cross_heads_on=["L0 H0"], api_name="/analyze")
+    fresh.predict(sentence1="<b>3 May 2024</b>", sentence2="", cross_heads_on=["L0 H0"], measure="values",
+                  api_name="/analyze")
     path, status = fresh.predict("overview", api_name="/download_view")
     assert status == "", status
     text = Path(path).read_text(encoding="utf-8")
@@ -270,5 +271,6 @@ def test_download_view_writes_the_last_analyze_as_a_file(client):
     assert "&lt;b&gt;3 May 2024&lt;/b&gt;" in text and "<b>3 May" not in text  # the sentence as text
     assert "Toggles: " in text  # the state line: the switches of the Run in words
     assert "tab=overview" in text and "off=cross" in text  # the link carries the Run's switches
+    assert "measure=values" in text  # and what its maps measure
     status = fresh.predict("roles", api_name="/download_view")[1]
     assert "⚠️" in status and "exports a tab the Run draws" in status, status

@@ -138,7 +138,7 @@ class DownloadEvents:
 
     def request_query(self, r: Any, tab: str) -> str:
         """The link query of a Run's request (as Copy link writes the page's): the values the Run was checked to, by
-        setting name (what the request does not hold, such as the measure, is left out)."""
+        setting name (the Run's view, measure and sampling included)."""
         kinds = get_model(r.session, self.ctx).config.attention_kinds()
         t, v, s = r.toggles, r.view, r.sampling
         heads = {} if t.heads_on is None else {f"{k}_heads_on": [head_label(la, h) for la, h in sorted(on)]
@@ -146,8 +146,8 @@ class DownloadEvents:
         sampled = {} if s is None else dict(sample=True, temperature=s.temperature, top_k=s.top_k, top_p=s.top_p,
                                             seed=s.seed)
         values = dict(sentence1=r.text1, sentence2=r.text2, tab=tab, kind=v.kind or None, layer=v.layer, head=v.head,
-                      sentence=v.sentence, padding_mask=t.padding, causal_mask=t.causal, custom_mask=t.custom,
-                      blocked_position=t.block_token, window=t.window, predict_after=v.position,
+                      sentence=v.sentence, measure=v.measure, padding_mask=t.padding, causal_mask=t.causal,
+                      custom_mask=t.custom, blocked_position=t.block_token, window=t.window, predict_after=v.position,
                       continue_tokens=r.new_tokens, **heads, **sampled)
         form = LinkForm(r.session if r.session.build is None else None, values)
         state, _ = from_page(form, kinds=kinds, check_model=self.links.check_model, tabs=self.page.registry,
