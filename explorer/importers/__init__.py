@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 
 from ..checkpoints import (CONFIG_FILE, DEFAULT_MAX_PARAMETERS, CheckpointError, LoadedModel, build_empty,
-                           check_parameter_limit, check_tokenizer_vocab, describe, load_state, read_json)
+                           check_parameter_limit, check_tokenizer_vocab, describe, load_state)
 from ..file_reads import read_card
 from ..device import pick_device
 from ..model import TransformerConfig

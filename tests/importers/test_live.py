@@ -19,16 +19,24 @@ pytest.importorskip("sentencepiece")  # Marian's tokenizer
 
 import explorer
 from explorer.checkpoints import CheckpointError
-
 from tests.importers.harness import TEXTS, TOLERANCE, VOCAB, byte_level_tokenizer, check_family, perturb
-from tests.importers.seq2seq_harness import (SOURCES, check_seq2seq, make_seq2seq_case, save_marian_tokenizer,
-                                             set_logits_bias)
-from tests.importers.test_bart import bart_case, out_proj as bart_out_proj
+from tests.importers.seq2seq_harness import (
+    SOURCES,
+    check_seq2seq,
+    make_seq2seq_case,
+    roberta_tokenizer,
+    save_marian_tokenizer,
+    set_logits_bias,
+    wordpiece_tokenizer,
+)
+from tests.importers.test_bart import bart_case
+from tests.importers.test_bart import out_proj as bart_out_proj
 from tests.importers.test_gpt2 import gpt2_case
 from tests.importers.test_gpt_neox import neox_case
 from tests.importers.test_llama import llama_case, mistral_case, qwen2_case
-from tests.importers.test_masked_lm import DISTIL, SHAPE, case as mlm_case, compare as mlm_compare
-from tests.importers.seq2seq_harness import roberta_tokenizer, wordpiece_tokenizer
+from tests.importers.test_masked_lm import DISTIL, SHAPE
+from tests.importers.test_masked_lm import case as mlm_case
+from tests.importers.test_masked_lm import compare as mlm_compare
 from tests.importers.test_t5 import t5_case
 
 
@@ -104,7 +112,7 @@ def test_outputs_equal_transformers(family):
 
 
 def test_same_as_load_of_the_saved_folder(family):
-    name, case, live = family
+    _, case, live = family
     saved = case.loaded
     assert type(live) is type(saved) and type(live.model) is type(saved.model)
     assert live.config.to_dict() == saved.config.to_dict()
