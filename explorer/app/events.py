@@ -65,7 +65,7 @@ class PageEvents:
             self.model_outputs += [x for x in t.model_updates(page.parts[t.id], EVERY_KIND) if x not in
                                    self.model_outputs]
         self.model_outputs += [setting("predict_after"), setting("continue_tokens"), *page.tabs.values(),
-                               *mask_defaults(page)]
+                               *mask_defaults(page), m.source]
         plots = page.plots()
         # /analyze returns its figures in the order it always has (RunFigure.api_order), then the results bar, then
         # newer figures (no api_order) in the page's order; /show_tab the ordered ones in the page's order, then those.

@@ -120,6 +120,8 @@ class LinkEvents:
         state, misfits = state.fitted(loaded.config.attention_kinds(), self.shown_tabs(loaded), self.page.table)
         notices += misfits
         updates.update(self.restore(state, loaded, updates))
+        if state.model is not None:
+            updates.update(self.own_examples(state, loaded))
         for t in self.page.registry:
             own = {k.key: state.tab_values[k.key] for k in t.link_keys if k.key in state.tab_values}
             if own:
@@ -149,6 +151,16 @@ class LinkEvents:
         out[setting("head")] = gr.update(choices=list(range(n_heads)), value=state.values.get("head") or 0)
         if state.tab is not None:
             out[page.tab_strip] = gr.update(selected=state.tab)
+        return out
+
+    def own_examples(self, state: LinkState, loaded: LoadedModel) -> dict:
+        """A link that names a model but not a sentence: that sentence is the model's own example, as the page opens
+        on that model (the page's sentence was the starting model's: "t23 t23 …" from induction-gpt on a date)."""
+        examples = self.app.info_of(loaded).examples
+        out = {}
+        for n, key in ((1, "s1"), (2, "s2")):
+            if key not in state.values:
+                out[self.page.setting(f"sentence{n}")] = examples[n - 1] if len(examples) >= n else ""
         return out
 
     # ------------------------------------------------------------------ copying a link
