@@ -192,7 +192,7 @@ class FeaturesTab(Tab):
             "latents at every token and how well the SAE rebuilds this sentence; click a cell for that latent's "
             "dashboard (its activation here, its top examples and histogram over the model's own examples, the "
             "tokens it promotes and suppresses). Switch latents off, clamp or add them like heads, or steer from a "
-            "contrast (no SAE needed): baseline vs changed output below.")
+            "contrast (no SAE needed): baseline vs changed output below. Positions count from 0.")
     button = "features-run"
     script = SCRIPT
     link_keys = (LinkKey("sae", "sae", sae_key, "the SAE: a shipped SAE's name, an allowed folder or a Hub repo's "
