@@ -102,11 +102,13 @@ def input_rows(start: Start, copy_link: gr.Button, table: Sequence[Setting]) -> 
     with gr.Row(equal_height=False, elem_id="inputs"):
         with gr.Column(scale=5, min_width=200, elem_id="sentence1-col"):
             made = lay(table, SENTENCE1, start)
-            ex1 = gr.Dropdown(example_choices(examples, "sentence 1"), value="", show_label=False, container=False,
+            ex1 = gr.Dropdown(example_choices(examples, "sentence 1"), value="", label="Examples for sentence 1",
+                              show_label=False, container=False,
                               elem_id="ex1", elem_classes="examples")
         with gr.Column(scale=5, min_width=200, elem_id="sentence2-col"):
             made |= lay(table, SENTENCE2, start)
-            ex2 = gr.Dropdown(example_choices(examples, "sentence 2"), value="", show_label=False, container=False,
+            ex2 = gr.Dropdown(example_choices(examples, "sentence 2"), value="", label="Examples for sentence 2",
+                              show_label=False, container=False,
                               elem_id="ex2", elem_classes="examples")
         run_btn = gr.Button("Run", variant="primary", scale=1, min_width=90, elem_id="run")
         api_run, api_tab = gr.Button(visible=False), gr.Button(visible=False)
