@@ -45,6 +45,7 @@ class Inputs:
     link_url: gr.Textbox  # the link, shown once made (the clipboard may be unavailable)
     link_notice: gr.Markdown  # what an opened (or copied) link could not take
     link_query: gr.Textbox  # the query the server built from the page
+    address: gr.Textbox  # the query of the view after each Run, for the address bar (link.opening)
 
 
 @dataclass
@@ -116,7 +117,9 @@ def input_rows(start: Start, copy_link: gr.Button, table: Sequence[Setting]) -> 
     link_url = gr.Textbox(label="Link to this view", visible=False, max_lines=1, buttons=["copy"], elem_id="link-url")
     link_notice = gr.Markdown(elem_id="link-notice")
     link_query = gr.Textbox(visible=False, elem_id="link-query", label="link query")
-    return Inputs(ex1, ex2, run_btn, api_run, api_tab, status, copy_link, link_url, link_notice, link_query), made
+    address = gr.Textbox(visible=False, elem_id="address-query", label="address query")
+    return Inputs(ex1, ex2, run_btn, api_run, api_tab, status, copy_link, link_url, link_notice, link_query,
+                  address), made
 
 
 def layout(start: Start, session_value: Any, tabs: Sequence[Any], table: Sequence[Setting] = SETTINGS) -> Page:
