@@ -54,7 +54,7 @@ def test_a_teachers_path(app_url, browser, monkeypatch):
                                ".innerText.trim() === 'Contributions'")
         page.wait_for_function(f"() => ({TEXT})('contrib-summary').includes('token 6 of the answer')")
         assert page.locator("#contrib-position input").input_value() == "6"
-        assert page.locator("#contrib-token textarea").input_value() == "3"  # the token's text, not its id
+        assert page.locator("#contrib-token input").input_value() == "3"  # the token's text, not its id
         # Rank heads by their effect, searching pairs: the pair that turns March into May.
         page.locator("#contrib-pairs input").check()
         page.locator("#contrib-why").click()
