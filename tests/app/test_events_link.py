@@ -48,8 +48,12 @@ def test_a_link_naming_a_model_alone_opens_its_own_example_and_names_it_in_the_p
     assert value(page.setting("sentence1")) == examples[0] and examples[0].startswith("t")
     assert value(page.setting("sentence2")) == (examples[1] if len(examples) > 1 else "")
     assert value(page.model.source) == "induction-gpt"
-    value = opened("model=induction-gpt&s1=t1%20t2&s2=")  # sentences in the link stand
+    value = opened("model=induction-gpt&s1=t1%20t2&s2=t3")  # sentences in the link stand
+    assert (value(page.setting("sentence1")), value(page.setting("sentence2"))) == ("t1 t2", "t3")
+    value = opened("model=induction-gpt&s1=t1%20t2")  # one sentence: no second one (not the starting model's)
     assert (value(page.setting("sentence1")), value(page.setting("sentence2"))) == ("t1 t2", "")
+    value = opened("model=induction-gpt&s2=t3")
+    assert (value(page.setting("sentence1")), value(page.setting("sentence2"))) == (examples[0], "t3")
     value = opened("layer=1")  # no model: the page's own sentences stay
     assert value(page.setting("sentence1")) is None
 

@@ -165,14 +165,14 @@ class LinkEvents:
         return out
 
     def own_examples(self, state: LinkState, loaded: LoadedModel) -> dict:
-        """A link that names a model but not a sentence: that sentence is the model's own example, as the page opens
-        on that model (the page's sentence was the starting model's: "t23 t23 …" from induction-gpt on a date)."""
-        examples = self.app.info_of(loaded).examples
-        out = {}
-        for n, key in ((1, "s1"), (2, "s2")):
-            if key not in state.values:
-                out[self.page.setting(f"sentence{n}")] = examples[n - 1] if len(examples) >= n else ""
-        return out
+        """A link that names a model: the sentences it leaves out are not the starting model's ("t23 t23 …" from
+        induction-gpt on a date). With no sentence, the model's own examples, as the page opens on that model; with
+        only sentence 1, no second one; with only sentence 2, the model's first example before it."""
+        examples = [*self.app.info_of(loaded).examples[:2], "", ""]
+        given = [key in state.values for key in ("s1", "s2")]
+        fill = {(False, False): examples[:2], (True, False): [None, ""], (False, True): [examples[0], None]}
+        return {self.page.setting(f"sentence{n}"): text for n, text in enumerate(fill.get(tuple(given), ()), 1)
+                if text is not None}
 
     # ------------------------------------------------------------------ copying a link
     def link_inputs(self) -> list[Any]:
