@@ -21,6 +21,7 @@ from ...page.head_labels import parse_heads
 from ...page.head_switches import switch_updates
 from ...page.settings import ATTENTION_TAB
 from ...run.output_chips import ClickTarget
+from ...run.readings import token_text
 from ...run.request import page_heads
 from ...serving.errors import AppError
 from ...serving.handlers import PRIVATE, reporting
@@ -113,14 +114,16 @@ class ContributionEvents(TabEvents):
         on[top.kind] = on[top.kind] - {(top.layer, top.head)}
         return {self.status: "", **switch_updates(self.page.heads, kinds, on, choices=False)}
 
-    def clicked(self, targets: Any, evt: gr.SelectData) -> dict:
-        """A token of the page's output clicked: this tab opened at the position where the model predicts it."""
+    def clicked(self, session: Any, targets: Any, evt: gr.SelectData) -> dict:
+        """A token of the page's output clicked: this tab opened at the position where the model predicts it, the
+        token named by its text (its id only when its text reads back as another token)."""
         index = evt.index if isinstance(evt.index, int) else -1
         target = targets[index] if isinstance(targets, list) and 0 <= index < len(targets) else None
         if not isinstance(target, ClickTarget):
             return {self.parts.asked: gr.skip()}
         p, page = self.parts, self.page
-        return {p.position: target.position, p.token: f"#{target.token}", p.minus: "", p.extend: target.extend,
+        token = token_text(get_model(session, self.ctx), target.token, target.label)
+        return {p.position: target.position, p.token: token, p.minus: "", p.extend: target.extend,
                 p.asked: f"“{target.label}”, {target.what}", page.visible_tab: TAB.id,
                 page.tab_strip: gr.update(selected=TAB.id)}
 
@@ -188,7 +191,7 @@ class ContributionsTab(Tab):
     title = "Contributions"
     result = "contrib-summary"
     help = ("Why the model chose a token: which of its parts pushed it up or down, and which words of the "
-            "sentence mattered (click a token of the output above to ask). Where one prediction comes from, on sentence"
+            "sentence mattered (click a token of the output above to ask; positions count from 0). Where one prediction comes from, on sentence"
             " 1: each head's and MLP's direct share of the logit (red "
             "raises it, blue lowers it; the parts add up to the logit), without and with the head switches; click a "
             "head for the tokens it promotes and suppresses. Below: each input token's attribution (integrated "
@@ -264,7 +267,7 @@ class ContributionsTab(Tab):
                     inputs=[*inputs, p.extend, p.pairs], outputs=[app.status, p.why_md, p.why_df, p.why_result])
         p.why_btn.click(**rank, **PRIVATE)
         # A token of the page's output clicked: this tab at its position, computed, the heads ranked by effect.
-        page.results.output.select(ev.clicked, [page.results.targets],
+        page.results.output.select(ev.clicked, [page.session, page.results.targets],
                                    [p.position, p.token, p.minus, p.extend, p.asked, page.visible_tab,
                                     page.tab_strip], **PRIVATE).then(**attribute, **PRIVATE).then(**rank, **PRIVATE)
         app.then_analyze(p.top_off.click(ev.top_off, [page.session, p.why_result, *heads], [app.status, *heads],
