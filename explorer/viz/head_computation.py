@@ -38,10 +38,10 @@ def shown_keys(comp: Any, toggled: Any | None = None, top: int = TOP) -> np.ndar
     return np.sort(np.argsort(-w, kind="stable")[:min(top, len(w))])
 
 
-def scale_text(z: np.ndarray) -> str:
-    """The colour scale of a strip of vectors, in words: its range about 0."""
-    top = float(np.abs(z).max()) if z.size else 0.0
-    return f"blue −{top or 1.0:.2g} · 0 · red +{top or 1.0:.2g}"
+def scale_text(z: np.ndarray, short: bool = False) -> str:
+    """The colour scale of a strip of vectors, in words: its range about 0 (`short`: "±top")."""
+    top = (float(np.abs(z).max()) if z.size else 0.0) or 1.0
+    return f"±{top:.2g}" if short else f"blue −{top:.2g} · 0 · red +{top:.2g}"
 
 
 def _vectors(z: np.ndarray, names: Sequence[str], ax: int, hover: str) -> dict[str, Any]:
@@ -122,7 +122,7 @@ def head_computation_figure(comp: Any, key_labels: Sequence[Any], query_label: A
             traces.append(_vectors(vec[None], [label], kb, label))
             layout[c.axis_key("x", kb)] = dict(domain=[lo, hi], anchor=c.axis_ref("y", kb), visible=False)
             layout[c.axis_key("y", kb)] = dict(domain=list(q_row), anchor=c.axis_ref("x", kb), visible=False)
-            annotations.append(dict(text=f"{label}  <span style='font-size:10px'>{scale_text(vec)}</span>", x=lo,
+            annotations.append(dict(text=f"{label}  <span style='font-size:10px'>{scale_text(vec, short=True)}</span>", x=lo,
                                     xanchor="left", y=q_row[1],
                                     yanchor="bottom", xref="paper", yref="paper", showarrow=False,
                                     font=dict(size=11, color="#333")))

@@ -65,7 +65,7 @@ def test_the_figure_draws_the_computations_numbers(pair):
     # every strip carries its scale: the k_j panel's range is the largest |k| drawn, q's its own
     k_title = fig.layout[c.axis_key("x", first)].title.text
     assert f"+{float(np.abs(tog.keys[idx]).max()):.2g}" in k_title
-    assert any(f"+{float(np.abs(tog.q).max()):.2g}" in a.text for a in fig.layout.annotations if a.text.startswith("q"))
+    assert any(f"±{float(np.abs(tog.q).max()):.2g}" in a.text for a in fig.layout.annotations if a.text.startswith("q"))
 
 
 def test_bad_input(pair):

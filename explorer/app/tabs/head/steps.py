@@ -110,7 +110,7 @@ def steps_html(ex: WorkedExample, comp: Any, key_labels: Sequence[str], query_la
                     f"key/value head {comp.kv_head})" if comp.n_kv_heads != comp.n_heads else "") + ".")
     head(f"Where q, k and v come from (token {q_tok}, position {ex.query}).", made)
     out.append(strip(ex.x, _top(ex.x), "x (the token)"))
-    if ex.q_unrotated is not None:
+    if ex.q_unrotated is not None and not plain:
         out.append(strip(ex.q_unrotated, _top(ex.q_unrotated, ex.q), "q before rotary"))
     out.append(strip(ex.q, _top(ex.q), "q (query)"))
     k_top = _top(*(comp.keys[k.key] for k in ex.keys))
