@@ -50,8 +50,12 @@ def num(value: float | None, digits: int = 3) -> str:
     return text.replace("-", "−")
 
 
+# The diverging scale sampled once (a colour per cell looked up, not interpolated: a strip is hundreds of cells)
+_LUT = pc.sample_colorscale(DIVERGING_SCALE, [i / 254 for i in range(255)])
+
+
 def _colour(t: float) -> str:
-    return pc.sample_colorscale(DIVERGING_SCALE, [min(1.0, max(0.0, t))])[0]
+    return _LUT[round(min(1.0, max(0.0, t)) * 254)]
 
 
 def strip(values: np.ndarray, top: float, name: str) -> str:
