@@ -62,3 +62,16 @@ def test_every_tabs_help_with_jargon_is_shown_glossed(page):
     shown = {b.value for b in page.demo.blocks.values() if "tab-text" in (getattr(b, "elem_classes", None) or [])}
     for tab in jargon:
         assert glossed(tab.help) in shown, tab.id
+
+
+def test_the_page_script_glosses_what_a_run_writes():
+    """The page's script carries the glossary's (its terms and glosses from GLOSSARY: one list for both)."""
+    import json
+
+    from explorer.app.page.assets import page_js
+    from explorer.app.page.glossary import GLOSS_JS
+    from explorer.app.tabs import TABS
+
+    assert GLOSS_JS.strip() in page_js(TABS)
+    terms = json.loads(GLOSS_JS.split("const terms = ", 1)[1].split(";\n", 1)[0])
+    assert terms == [[pattern, gloss] for _, pattern, gloss in GLOSSARY]

@@ -6,11 +6,14 @@ dotted underline says there is one), in plain-text places (a label, an info line
     glossed(markdown)        every jargon word of a Markdown / HTML text wrapped in its <abbr>
     with_gloss(term)         "term (gloss)" for plain text
     unglossed(text)          the jargon words of a text that carry no gloss: [(term, the text around it)]
+    GLOSS_JS                 page JavaScript: the same <abbr> around each jargon word of the texts a Run writes
+                             (every Markdown and HTML output, as it changes), so that no tab has to gloss its own
 """
 
 from __future__ import annotations
 
 import html
+import json
 import re
 
 # The words of the page a secondary-school student may not know, each with its gloss (one line, plain words).
@@ -87,3 +90,54 @@ def unglossed(text: str) -> list[tuple[str, str]]:
             continue
         found.append((_term(m)[0], text[max(0, m.start() - 40):m.end() + 40]))
     return found
+
+
+# Text nodes inside these elements of a Markdown / HTML output are glossed; never the output's own top level (Gradio's
+# renderer owns those nodes), code, an <abbr> already there, a form field or a figure.
+GLOSS_JS = """
+const terms = TERMS;
+const pattern = new RegExp(terms.map((t) => '(' + t[0] + ')').join('|'), 'gi');
+const inside = new Set(['P', 'LI', 'TD', 'TH', 'EM', 'STRONG', 'B', 'I', 'SPAN', 'A', 'H1', 'H2', 'H3', 'H4']);
+const glossText = (node) => {
+  const text = node.nodeValue;
+  pattern.lastIndex = 0;
+  if (!pattern.test(text)) return;
+  pattern.lastIndex = 0;
+  const out = document.createDocumentFragment();
+  let last = 0, m;
+  while ((m = pattern.exec(text)) !== null) {
+    const i = m.slice(1).findIndex((g) => g !== undefined);
+    out.append(text.slice(last, m.index));
+    const abbr = document.createElement('abbr');
+    abbr.title = terms[i][1];
+    abbr.textContent = m[0];
+    out.append(abbr);
+    last = m.index + m[0].length;
+  }
+  out.append(text.slice(last));
+  node.replaceWith(out);
+};
+const glossIn = (root) => {
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+  const found = [];
+  while (walker.nextNode()) {
+    const node = walker.currentNode, parent = node.parentElement;
+    if (parent && parent !== root && inside.has(parent.tagName) &&
+        !parent.closest('abbr, code, pre, textarea, svg, .js-plotly-plot')) found.push(node);
+  }
+  found.forEach(glossText);
+};
+const glossed = new Set();
+let queued = false;
+const flush = () => { queued = false; glossed.forEach(glossIn); glossed.clear(); };
+new MutationObserver((records) => {
+  for (const r of records) {
+    const el = r.target.nodeType === 1 ? r.target : r.target.parentElement;
+    if (!el || el.closest('.js-plotly-plot')) continue;
+    const prose = el.closest('.prose');
+    if (prose) glossed.add(prose); else el.querySelectorAll('.prose').forEach((p) => glossed.add(p));
+  }
+  if (glossed.size && !queued) { queued = true; requestAnimationFrame(flush); }
+}).observe(document.body, {childList: true, subtree: true, characterData: true});
+document.querySelectorAll('.prose').forEach(glossIn);
+""".replace("TERMS", json.dumps([[pattern, gloss] for _, pattern, gloss in GLOSSARY], ensure_ascii=False))
