@@ -133,3 +133,13 @@ def test_bad_picks_are_a_message(ev, over, message):
     f = form(ev, "date-translator", DATE1, DATE2, **over)
     status = str(ev.api(f)[ev.status])
     assert status.startswith("⚠️") and message in status.replace("\\", ""), status
+
+
+def test_keys_picked_on_a_longer_sentence_are_left_out_and_said(ev):
+    """The page's picks outlive a new sentence: a key past the new one's keys is left out (the steps drawn with the
+    rest) and the status says so; an API client's is refused (above)."""
+    f = form(ev, "date-translator", DATE1, DATE2, kind="decoder", layer=1, head=2, query=-1, words="plain",
+             keys=[1, 40])
+    out = ev.shown_tab(f)
+    assert "key 40 is not one of the 12 keys here" in str(out[ev.status]).replace("\\", "")
+    assert "k of 1 " in out[ev.parts.steps] and "k of 40" not in out[ev.parts.steps]

@@ -130,8 +130,8 @@ def steps_html(ex: WorkedExample, comp: Any, key_labels: Sequence[str], query_la
     if ex.shift:
         out.append(f"<p>(The scores are large, so every score has {num(ex.shift)} taken off before e^…: the "
                    f"weights are the same, the numbers stay readable.)</p>")
-    cells = ["key", "token", "q·k", scale.split(" (")[0] + (" + position" if comp.position is not None else "")
-             + " = score", "mask", "e^score" + (f" (score − {num(ex.shift)})" if ex.shift else ""),
+    cells = ["key", "token", "q·k", ("score = q·k" if ex.scale == 1.0 else scale.split(" (")[0] + " = score")
+             + (" + position bonus" if comp.position is not None else ""), "mask", "e^score" + (f" (score − {num(ex.shift)})" if ex.shift else ""),
              f"÷ {num(ex.exp_sum)} (the sum) = weight"]
     rows = ["<tr>" + "".join(f"<th {TABLE[1]}>{html.escape(c)}</th>" for c in cells) + "</tr>"]
     for k in ex.keys:
@@ -183,7 +183,7 @@ def steps_html(ex: WorkedExample, comp: Any, key_labels: Sequence[str], query_la
 def plain_summary(read: Any, comp: Any, label: str) -> str:
     """The tab's summary in plain words (Markdown: the caller escapes nothing else)."""
     where = f"{KIND_SHORT[comp.kind]} L{comp.layer} H{comp.head}"
-    looks = ("the tokens of the first sentence (the source)" if comp.kind == "cross"
+    looks = ("the tokens of the source sentence (what the encoder read)" if comp.kind == "cross"
              else "the tokens of its own sentence" + (" up to itself" if "causal" in "".join(comp.blocked_by) else ""))
     shares = (f" It shares its keys and values with {comp.n_heads // comp.n_kv_heads - 1} other heads (it reads "
               f"key/value head {comp.kv_head})." if comp.n_kv_heads != comp.n_heads else "")

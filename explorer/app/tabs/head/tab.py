@@ -143,12 +143,19 @@ class HeadEvents(TabEvents):
         keys = unique_labels(block.key_labels)  # the figures' labels: "0·2" for the second "0", in every part
         label = unique_labels(block.query_labels)[base.query]
         shown_comp = toggled if toggled is not None else base  # the steps: the model as switched
+        picked, left_out = form.keys, []
+        if not api and isinstance(picked, list):  # picks of another sentence or block: left out, and said
+            n = len(keys)
+            left_out = [k for k in picked if str(k).strip().isdigit() and int(k) >= n]
+            picked = [k for k in picked if k not in left_out]
         try:
-            example = worked_example(shown_comp, form.keys)
+            example = worked_example(shown_comp, picked)
         except ValueError as err:
             raise AppError(str(err)) from None
         p, plain = self.parts, form.plain
-        updates: dict = {self.status: "⚠️ " + escape_md(" ".join(block.notices)) if block.notices else "",
+        notices = block.notices + ([f"key {', '.join(map(str, left_out))} is not one of the {len(keys)} keys here: "
+                                    "left out of the steps."] if left_out else [])
+        updates: dict = {self.status: "⚠️ " + escape_md(" ".join(notices)) if notices else "",
                          p.summary: plain_summary(block, shown_comp, label) if plain else
                          glossed(summary_markdown(block, base, toggled, label)),
                          p.steps: steps_html(example, shown_comp, keys, label, plain),
