@@ -83,3 +83,16 @@ def test_the_tab_opens_by_link_and_a_heatmap_row_opens_it_on_that_query(app_url,
     finally:
         context.close()
     assert errors == [], errors
+
+
+def test_a_link_opens_the_keys_and_all_details(app_url, browser):
+    context, page = new_page(browser, viewport={"width": 1280, "height": 900})
+    try:
+        page.goto(f"{app_url}?tab=head&kind=decoder&layer=1&head=2&keys=0,4&words=details")
+        page.wait_for_function(f"() => ({TEXT})('head-steps').includes('k of 4 ')")
+        page.wait_for_function(f"() => ({DRAWN})('head-comp-plot')")
+        page.wait_for_function(IDLE_JS)
+        keys = [line for line in page.evaluate(TEXT, "head-steps").split("\n") if line.startswith("k of ")]
+        assert [k.split()[2] for k in keys] == ["0", "4"], keys
+    finally:
+        context.close()

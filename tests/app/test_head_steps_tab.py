@@ -143,3 +143,18 @@ def test_keys_picked_on_a_longer_sentence_are_left_out_and_said(ev):
     out = ev.shown_tab(f)
     assert "key 40 is not one of the 12 keys here" in str(out[ev.status]).replace("\\", "")
     assert "k of 1 " in out[ev.parts.steps] and "k of 40" not in out[ev.parts.steps]
+
+
+def test_a_link_names_the_keys_and_the_words(ev):
+    from explorer.app.link.values import Invalid
+    from explorer.app.tabs.head.forms import keys_key, words_key
+    from explorer.app.tabs.head.tab import TAB
+
+    assert keys_key("0,4,7", None) == [0, 4, 7] and keys_key("[0, 4]", None) == [0, 4]
+    assert words_key("details", None) == "details"
+    for parse, text in ((keys_key, "1,2,3,4,5,6,7,8,9"), (keys_key, "x"), (words_key, "fancy")):
+        with pytest.raises(Invalid):
+            parse(text, None)
+    updates, notices = TAB.restore_link(ev.parts, ev, {"keys": [0, 4], "words": "details"})
+    assert notices == [] and updates[ev.parts.words] == "details"
+    assert updates[ev.parts.keys]["value"] == [0, 4] and updates[ev.parts.keys]["choices"] == [("0", 0), ("4", 4)]

@@ -15,6 +15,7 @@ from ...page.settings import default_of
 from ...run.request import whole_number
 from ...serving.errors import AppError
 from ...serving.limits import DEFAULT_CONTINUATION
+from ....interpret.head_steps import MAX_KEYS
 from .computation import LINES_MAX, BlockRequest
 
 
@@ -80,3 +81,18 @@ def lines_key(text: str, check_model: Any) -> list[int]:
     if len(heads) > LINES_MAX:
         raise Invalid(f"names more than {LINES_MAX} heads")
     return heads
+
+
+def keys_key(text: str, check_model: Any) -> list[int]:
+    """"0,4,7" (or the page's "[0, 4, 7]") -> the key positions worked through, at most MAX_KEYS."""
+    keys = [whole(k, 0, 10**6) for k in text.strip("[] ").replace(",", " ").split()]
+    if len(keys) > MAX_KEYS:
+        raise Invalid(f"names more than {MAX_KEYS} keys")
+    return keys
+
+
+def words_key(text: str, check_model: Any) -> str:
+    """"plain" or "details"."""
+    if text not in ("plain", "details"):
+        raise Invalid("is not 'plain' or 'details'")
+    return text

@@ -24,7 +24,6 @@ from .... import viz
 from ....interpret.head_steps import MAX_KEYS, example_json, worked_example
 from ....labels import unique_labels
 from ....viz.head_computation import head_computation_figure
-from ....viz.head_view import FOCUS_ON_CLICK_JS
 from ...forms import endpoint, form_inputs
 from ...page.assets import plot
 from ...page.glossary import glossed
@@ -35,42 +34,10 @@ from ...serving.handlers import PRIVATE, reporting
 from ...serving.kept import Shown
 from ...serving.session import Session, get_model
 from ..base import LinkKey, Tab, TabEvents
-from .computation import (BlockRead, computation_json, from_shown, key_table, lines_heads, read_block,
-                          summary_markdown)
-from .forms import HeadClick, HeadForm, lines_key, query_key
+from .computation import BlockRead, computation_json, from_shown, key_table, lines_heads, read_block, summary_markdown
+from .forms import HeadClick, HeadForm, keys_key, lines_key, query_key, words_key
+from .script import SCRIPT
 from .steps import key_choices, plain_summary, steps_html
-
-# A click on a row of the Attention tab's heatmap (#head-plot), on a query of the lines view or of the query-key map
-# writes "kind|layer|head|query|stamp" into #head-click (kind, layer, head: the page's controls at the click).
-SCRIPT = """
-const headControl = (id) => { const el = document.querySelector('#' + id + ' input'); return el ? el.value : ''; };
-const sendQuery = (query) => {
-  const box = document.querySelector('#head-click textarea, #head-click input');
-  if (!box || !(query >= 0)) return;
-  box.value = [headControl('kind'), headControl('layer'), headControl('head'), query, Date.now()].join('|');
-  box.dispatchEvent(new Event('input', {bubbles: true}));
-};
-const bindQueries = (selector, queryOf, also) => {
-  const plot = document.querySelector(selector + ' .js-plotly-plot');
-  if (!plot || !plot.on || plot.__explorerQueryClick) return;
-  plot.__explorerQueryClick = true;
-  if (also) also(plot);
-  plot.on('plotly_click', (event) => {
-    const point = event && event.points && event.points[0];
-    if (point) sendQuery(queryOf(point, plot));
-  });
-};
-const bindHeadPlots = () => {
-  bindQueries('#head-plot', (point, plot) => {  // the Attention tab's heatmap: the row's position
-    const main = (plot.data || []).find((t) => t.name === 'weights');
-    return main && main.y ? Array.prototype.indexOf.call(main.y, point.y) : -1;
-  });
-  bindQueries('#head-lines-plot', (point) => point.data.name === 'queries' ? point.customdata : -1, FOCUS);
-  bindQueries('#head-qk-plot', (point) => point.data.name === 'queries' && point.customdata ? point.customdata[1] : -1);
-};
-new MutationObserver(bindHeadPlots).observe(document.body, {childList: true, subtree: true});
-bindHeadPlots();
-""".replace("FOCUS", FOCUS_ON_CLICK_JS.strip())
 
 
 @dataclass
@@ -231,7 +198,9 @@ class HeadTab(Tab):
     button = "head-run"
     script = SCRIPT
     link_keys = (LinkKey("query", "query", query_key, "the query position of the Inside a head tab (−1: the last)"),
-                 LinkKey("lines", "lines_heads", lines_key, "the heads drawn as lines, e.g. `0,2,5` (at most 8)"))
+                 LinkKey("lines", "lines_heads", lines_key, "the heads drawn as lines, e.g. `0,2,5` (at most 8)"),
+                 LinkKey("keys", "keys", keys_key, "the keys Inside a head works through, e.g. `0,4,7` (at most 8)"),
+                 LinkKey("words", "words", words_key, "`details`: Inside a head with all details (else plain words)"))
 
     def layout(self, start: Any) -> HeadParts:
         n_heads = next(iter(start.kinds.values()), (1, 1))[1]
@@ -285,6 +254,13 @@ class HeadTab(Tab):
         p.click.change(clicked, [*inputs, p.click, p.state, page.kept],
                        [*outputs, p.query, page.visible_tab, page.tab_strip], **PRIVATE)
         return ev
+
+    def restore_link(self, parts: HeadParts, app: Any, values: dict[str, Any]) -> tuple[dict, list[str]]:
+        """A link's keys: the picker given its own positions as choices (the tab's draw names them)."""
+        updates, notices = super().restore_link(parts, app, values)
+        if "keys" in values:
+            updates[parts.keys] = gr.update(choices=[(str(k), k) for k in values["keys"]], value=values["keys"])
+        return updates, notices
 
     def model_updates(self, parts: HeadParts, info: Any) -> dict:
         n_heads = next(iter(info.kinds.values()), (1, 1))[1]
