@@ -64,6 +64,8 @@ def test_plain_steps_are_the_runs_numbers_with_a_masked_key(ev):
     assert not JARGON.search(updates[ev.parts.summary] + html)
     shown_tab = ev.shown_tab(f)
     assert shown_tab[ev.parts.details]["visible"] is False and shown_tab[ev.parts.steps] == html
+    table = numbers(ev, replace(f, words="details"))[0][ev.parts.table].set_index("key")  # the masked key: no score
+    assert table.loc[4, "q·k"] == table.loc[4, "score"] == "—" and table.loc[4, "blocked"] == "causal"
 
 
 def test_picked_keys_with_toggles_on_cross_attention(ev):

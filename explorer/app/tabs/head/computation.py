@@ -278,11 +278,11 @@ def summary_markdown(read: BlockRead, base: Any, toggled: Any, label: str) -> st
 
 def key_table(read: BlockRead, base: Any, toggled: Any, labels: Any = None) -> pd.DataFrame:
     """The strongest keys: position, token (`labels`: the figures' unique labels, "0·2" for a second "0"), why
-    blocked, q·k, score, weight (and with the toggles), |v W_O|; a blocked key has no q·k or score (blank)."""
+    blocked, q·k, score, weight (and with the toggles), |v W_O|; a blocked key has no q·k or score ("—")."""
     labels = read.key_labels if labels is None else labels
 
     def shown(r: Any, values: Any, j: int) -> Any:
-        return None if r.blocked_by[j] else round(float(values[j]), 4)
+        return "—" if r.blocked_by[j] else round(float(values[j]), 4)  # no score: the softmax reads −∞
 
     rows = []
     for j in sorted(shown_keys(base, toggled, TOP_ROWS).tolist(), key=lambda j: -base.weights[j]):
