@@ -22,6 +22,7 @@ import gradio as gr
 from ..serving.kept import Shown
 from ..serving.limits import DELETE_CACHE
 from .controls import Controls, controls
+from .glossary import glossed
 from .lessons import lessons_menu
 from .model_panel import ModelPanel, Start, model_panel
 from .results_bar import Results, results_bar
@@ -148,7 +149,7 @@ def layout(start: Start, session_value: Any, tabs: Sequence[Any], table: Sequenc
                     for tab in tabs:
                         with gr.Tab(tab.title, id=tab.id, visible=tab.shown_for(start.info)) as shown[tab.id]:
                             if tab.help:
-                                gr.Markdown(tab.help, elem_classes="tab-text")
+                                gr.Markdown(glossed(tab.help), elem_classes="tab-text")  # jargon explained
                             parts[tab.id] = tab.layout(start)
                 made |= in_column | lay(table, TAB_STRIP, start)
     return Page(demo, session, kept, headline, model, inputs, ctl, results, tab_strip, shown, parts, tuple(tabs),

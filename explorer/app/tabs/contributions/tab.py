@@ -215,7 +215,7 @@ class ContributionsTab(Tab):
                                  info="−1 = last (masked LM: its mask)")
             token = gr.Textbox(label="Target token", max_lines=1, placeholder="blank: the top token (or #id)",
                                elem_id="contrib-token", min_width=120)
-            minus = gr.Textbox(label="Minus token (optional)", max_lines=1, placeholder="logit difference with it",
+            minus = gr.Textbox(label="Minus token (optional)", max_lines=1, placeholder="logit (raw score) difference with it",
                                elem_id="contrib-minus", min_width=120)
             method = gr.Radio([(name, key) for key, name in METHOD_NAMES.items()], value="integrated_gradients",
                               label="Token attribution", elem_id="contrib-method", min_width=170)
