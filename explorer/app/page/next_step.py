@@ -29,6 +29,7 @@ from ..serving.session import get_model
 from .head_labels import parse_heads
 from .head_switches import switch_updates
 
+
 @dataclass(frozen=True)
 class PairRequest:
     text: str  # sentence 1

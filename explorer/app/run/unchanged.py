@@ -199,8 +199,9 @@ def sampling_line(cmp: Comparison) -> str | None:
         return None
     labels = base.labels if isinstance(base, GeneratedText) else base.continuation.labels  # type: ignore[union-attr]
     return (f"Sampling ({sampling_words(sampling).removeprefix('sampled: ')}) gave the greedy answer: the most "
-            f"probable token kept p ≥ {sure(probs[k])} at every step (the lowest: the {ordinal(k)} token, “{labels[k]}”), so each draw picks "
-            "it almost always. A higher temperature or a smaller top-p spreads the choice; another seed draws again.")
+            f"probable token kept p ≥ {sure(probs[k])} at every step (the lowest: the {ordinal(k)} token, "
+            f"“{labels[k]}”), so each draw picks it almost always. A higher temperature or a smaller top-p spreads the "
+            "choice; another seed draws again.")
 
 
 def why_unchanged(cmp: Comparison, view: View, changed: bool, decoder_only: bool) -> WhySame | None:
