@@ -140,3 +140,19 @@ def test_the_page_shows_the_words_and_its_button_switches_the_heads(translator, 
     assert len(off) == 2 and switched[r.said].startswith("Switched off ")
     after = steps.shown(shown, switched[r.said])  # the next Run's line starts with what was switched off
     assert after[r.why].startswith("Switched off ") and after[r.said] == ""
+
+
+def test_a_sampled_run_shows_the_greedy_answer_beside_it(app):
+    """induction-gpt at T = 2: the draws leave the repeated pattern; the greedy answer (the Run without Sample) is
+    shown beside it, in the table and the summary, with the token where they part."""
+    induction = app.load("induction-gpt")[1]
+    text = "t1 t2 t3 t4 t5 t6 t1 t2 t3 t4"
+    a, cmp = analysis(induction, Toggles(), text=text, sampling=Sampling(temperature=2.0, seed=3))
+    greedy = compare(induction, text, None, Toggles(), 64).baseline.outputs[0]
+    sampled = cmp.baseline.outputs[0]
+    assert cmp.greedy[0].ids == greedy.ids and cmp.greedy[0].probs == pytest.approx(greedy.probs)
+    first = next(n for n, (s, g) in enumerate(zip(sampled.ids, greedy.ids)) if s != g)
+    assert (f"sampled: “{sampled.text}” · greedy (Sample off): “{greedy.text}” (the draws differ from token {first} on)"
+            in a.output.summary)
+    assert a.output.rows[-1][1:3] == ["greedy (Sample off)", greedy.text]
+    assert analysis(induction, Toggles(), text=text)[1].greedy is None  # greedy Run: nothing beside it
