@@ -99,8 +99,6 @@ def compare_in_steps(loaded: LoadedModel, text1: str | None, text2: str | None, 
         captured[1] = capture(loaded, toggled, inputs, toggles, hm, fitted)
         cmp = Comparison(inputs, toggles, hm, baseline, toggled, codec, sampling=sampling)
     cmp.block = run_block(loaded, cmp, fitted, *captured)
-    if sampling is not None:  # shown beside the sampled answer
-        cmp.greedy = greedy_answers(loaded, codec, inputs, new_tokens)
     if not cmp.complete:
         try:
             yield cmp  # the caller may start_outputs() before it hands its first look over
@@ -111,6 +109,8 @@ def compare_in_steps(loaded: LoadedModel, text1: str | None, text2: str | None, 
         cmp.start_outputs()
         cmp.outputs.wait()
         cmp.outputs = None
+    if sampling is not None:  # shown beside the sampled answer; after a language model's first look
+        cmp.greedy = greedy_answers(loaded, codec, inputs, new_tokens)
     yield cmp
 
 
