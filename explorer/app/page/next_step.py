@@ -109,8 +109,9 @@ class NextStepEvents:
 
     def wire(self) -> None:
         page, r = self.page, self.page.results
-        self.app.follow_runs(lambda run: run.then(self.shown, [page.kept, r.said],
-                                                  [r.why, r.said, r.step, r.step_target], **PRIVATE))
+        outputs = [r.why, r.said, r.step, r.step_target]
+        self.app.follow_runs(lambda run: run.then(self.shown, [page.kept, r.said], outputs, show_progress="hidden",
+                                                  **PRIVATE))
         inputs = [page.session, r.step_target, page.setting("sentence1"), *page.heads.values()]
         click = r.step.click(self.switch_pair, inputs, [self.app.status, r.said, *page.heads.values()], **PRIVATE)
         self.app.add_run(self.app.then_analyze(click))
