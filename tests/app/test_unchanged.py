@@ -16,7 +16,7 @@ from explorer.app.run.figures import RunFigures
 from explorer.app.run.pair import compare
 from explorer.app.run.result import Analysis
 from explorer.app.run.toggles import Toggles
-from explorer.app.run.unchanged import SURE, padding_reason, sure, two_numbers
+from explorer.app.run.unchanged import SURE, padding_reason, plain, sure, two_numbers
 from explorer.app.run.view import View
 from explorer.app.serving.kept import Shown
 from explorer.app.serving.session import Session
@@ -41,6 +41,7 @@ def test_numbers_keep_the_decimals_that_tell_them_apart():
     assert two_numbers(1.0, 0.98) == ("1.00", "0.98")
     assert two_numbers(0.99998, 0.99997) == ("0.99998", "0.99997")
     assert sure(0.97) == "0.97" and sure(0.99962) == "0.9996"
+    assert plain(1.3e-05) == "0.000013" and plain(0.0712) == "0.071" and plain(0.0) == "0"
 
 
 def test_a_cross_head_off_that_changes_nothing_says_what_fell_and_offers_two_heads(translator):
@@ -77,7 +78,7 @@ def test_causal_off_on_the_translator_is_explained_and_checked_on_the_model(tran
     change = max(abs(b - t) for b, t in zip(base.probs, tog.probs))
     assert 0 < change < 1e-3  # the earlier tokens, run again, see later ones: a trace of a change
     words = a.why.text
-    assert "there is no later token yet" in words and f"by at most {change:.2g}" in words
+    assert "there is no later token yet" in words and f"by at most {plain(change)}" in words
     # The heatmaps (one pass over the whole answer) do attend ahead without the mask, and not with it.
     best = (0.0, 0, 0)
     for layer, (w_off, w_on) in enumerate(zip(cmp.toggled.attentions["decoder"], cmp.baseline.attentions["decoder"])):

@@ -90,7 +90,7 @@ class NextStepEvents:
         lines = [escape_md(said)] if isinstance(said, str) and said else []
         step = why.step if why is not None else None
         lines += [escape_md(line) for line in (why.lines if why is not None else ())]
-        return {r.why: "\n\n".join(lines), r.said: "", r.step_target: step,
+        return {r.why: "\n\n".join(lines), r.said: "", r.step_target: step, r.why_row: gr.update(visible=bool(lines)),
                 r.step: gr.update(visible=True, value=step.label) if step else gr.update(visible=False)}
 
     @reporting
@@ -109,7 +109,7 @@ class NextStepEvents:
 
     def wire(self) -> None:
         page, r = self.page, self.page.results
-        outputs = [r.why, r.said, r.step, r.step_target]
+        outputs = [r.why, r.said, r.step, r.step_target, r.why_row]
         self.app.follow_runs(lambda run: run.then(self.shown, [page.kept, r.said], outputs, show_progress="hidden",
                                                   **PRIVATE))
         inputs = [page.session, r.step_target, page.setting("sentence1"), *page.heads.values()]

@@ -25,6 +25,8 @@ class Results:
     step: gr.Button  # the next step it offers (switch off the two heads that matter most), shown when there is one
     step_target: gr.State  # its run.unchanged.NextStep (None: no step)
     said: gr.State  # what the step switched off, said above the next Run's words (then emptied)
+    why_row: gr.Row  # `why` and `step`: shown only when there is something to say (an empty row would push the
+    #                  first screen's heatmap down by a gap)
 
 
 # Colours of the output chips' categories (run.output_chips): a changed token stands out from the rest.
@@ -39,8 +41,9 @@ def results_bar() -> Results:
                                     show_inline_category=False, color_map=CHIP_COLOURS, container=False)
         download = gr.Button("⤓ Download", size="sm", scale=0, min_width=90, elem_id="download-view")
         download_file = gr.DownloadButton(visible="hidden", elem_id="download-file")
-    with gr.Row(elem_id="why-same-row", equal_height=True):
+    with gr.Row(elem_id="why-same-row", equal_height=False, visible=False) as why_row:
         why = gr.Markdown(elem_id="why-same")
         step = gr.Button("Switch off the 2 heads that matter most", size="sm", scale=0, min_width=160, visible=False,
                          elem_id="why-step")
-    return Results(state, output, gr.State([]), download, download_file, why, step, gr.State(None), gr.State(""))
+    return Results(state, output, gr.State([]), download, download_file, why, step, gr.State(None), gr.State(""),
+                   why_row)

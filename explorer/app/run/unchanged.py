@@ -64,6 +64,11 @@ def sure(p: float) -> str:
     return f"{p:.6f}"
 
 
+def plain(x: float) -> str:
+    """A small number as a class reads it, two significant digits, no exponent: 0.000013, 0.07."""
+    return f"{float(f'{x:.2g}'):.10f}".rstrip("0").rstrip(".") if x else "0"
+
+
 def moved(name: str, before: float, after: float) -> str:
     """“p(“3”) fell from 1.00 to 0.98” (or rose, or stayed)."""
     a, b = two_numbers(before, after)
@@ -156,10 +161,10 @@ def causal_reason(cmp: Comparison, change: float) -> str:
         first = ("Why the causal mask changes no token: the answer is generated one token at a time, each from the "
                  "tokens before it. When a token is made there is no later token yet, so the mask has nothing to "
                  "hide from it. Without the mask only the earlier tokens, run again at each step, see the ones after "
-                 f"them: that moved each token's probability by at most {change:.2g}.")
+                 f"them: that moved each token's probability by at most {plain(change)}.")
     else:
         first = ("Causal mask off: every token now also sees the tokens after it, and the prediction measured above "
-                 f"moved by {change:.2g}.")
+                 f"moved by {plain(change)}.")
     return first + (f" The heatmaps do change: they are one pass over the whole sequence, where decoder L{layer} "
                     f"H{head} puts up to {weight:.2f} of a query's weight on later tokens." if weight > 0.005 else "")
 
