@@ -40,7 +40,7 @@ def analysis(loaded, toggles, text=TEXT, text2=None, sampling=None) -> tuple[Ana
 def test_numbers_keep_the_decimals_that_tell_them_apart():
     assert two_numbers(1.0, 0.98) == ("1.00", "0.98")
     assert two_numbers(0.99998, 0.99997) == ("0.99998", "0.99997")
-    assert sure(0.97) == "0.97" and sure(0.99962) == "0.9996"
+    assert sure(0.97) == "0.97" and sure(0.99962) == "0.9996" and sure(1.0) == "1.00"
     assert plain(1.3e-05) == "0.000013" and plain(0.0712) == "0.071" and plain(0.0) == "0"
 
 

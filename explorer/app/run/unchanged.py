@@ -61,7 +61,7 @@ def sure(p: float) -> str:
     for digits in range(2, 7):
         if f"{p:.{digits}f}" != f"{1:.{digits}f}":
             return f"{p:.{digits}f}"
-    return f"{p:.6f}"
+    return "1.00"  # 1 to six decimals
 
 
 def plain(x: float) -> str:
