@@ -157,3 +157,22 @@ def test_a_sampled_run_shows_the_greedy_answer_beside_it(app):
             in a.output.summary)
     assert a.output.rows[-1][1:3] == ["greedy (Sample off)", greedy.text]
     assert analysis(induction, Toggles(), text=text)[1].greedy is None  # greedy Run: nothing beside it
+
+
+def test_a_language_models_unchanged_favourite_is_measured(lm_folder):
+    """tiny-gpt2 (a causal LM) with the causal mask off: its top next token stays, and the line says how its
+    probability moved, as the output table's numbers have it."""
+    from explorer.app.serving.registry import ModelRegistry
+    from explorer.app.serving.session import AppContext, load_session
+
+    ctx = AppContext(ModelRegistry(), allowed_dirs=(str(lm_folder),))
+    gpt = load_session(str(lm_folder / "tiny-gpt2"), "cpu", ctx)[1]
+    a, cmp = analysis(gpt, Toggles(causal=False), text="The cat sat on the mat")
+    base, tog = cmp.baseline.outputs[0], cmp.toggled.outputs[0]
+    p = len(cmp.inputs.rows[0]) - 1
+    assert int(base.top_ids[p, 0]) == int(tog.top_ids[p, 0]) and not a.output.changed
+    before, after = two_numbers(float(base.top_probs[p, 0]), float(tog.favourite_probs[p]))
+    name = cmp.codec.labels([int(base.top_ids[p, 0])])[0]
+    assert f"p(“{name}”) {'fell' if after < before else 'rose'} from {before} to {after}" in a.why.text
+    assert "every token now also sees the tokens after it" in a.why.text
+    assert a.why.step is None  # no head off

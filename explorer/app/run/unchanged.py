@@ -177,14 +177,15 @@ def padding_reason(cmp: Comparison) -> str | None:
 
 
 def heads_reason(cmp: Comparison, step: bool) -> str:
+    """Heads off that changed nothing: the others carry it; the next steps (`step`: there is a token to search for)."""
     off = sum(int((m == 0).sum()) for m in (cmp.head_mask or {}).values())
     if not off:
         return ""
+    nexts = ("switch off the two heads that matter most for this token (the button), or click the token in the output "
+             "and tick “search pairs too” on the Contributions tab, or try another sentence" if step else
+             "switch off more heads, or try another sentence")
     return (f"With {off} head{'' if off == 1 else 's'} off, the other heads carry the same information: the model "
-            "still makes the same choice. Next: "
-            + ("switch off the two heads that matter most for this token (the button), or " if step else "")
-            + "click the token in the output and tick “search pairs too” on the Contributions tab, or try another "
-              "sentence.")
+            f"still makes the same choice. Next: {nexts}.")
 
 
 def sampling_line(cmp: Comparison) -> str | None:
