@@ -135,7 +135,8 @@ def test_the_page_shows_the_words_and_its_button_switches_the_heads(translator, 
     out = steps.shown(shown, "")
     r = page.results
     assert "fell from" in out[r.why] and out[r.step]["visible"] is True and out[r.step_target] is not None
-    switched = steps.switch_pair(Session("date-translator", "cpu"), out[r.step_target], TEXT, *heads)
+    assert out[r.step_target].text == TEXT  # the Run's sentence, whatever the box says by the click
+    switched = steps.switch_pair(Session("date-translator", "cpu"), out[r.step_target], *heads)
     off = set(head_labels(*kinds["decoder"])) - set(switched[page.heads["decoder"]])
     off |= set(cross) - set(switched[page.heads["cross"]])
     assert len(off) == 2 and switched[r.said].startswith("Switched off ")

@@ -94,13 +94,14 @@ class NextStepEvents:
                 r.step: gr.update(visible=True, value=step.label) if step else gr.update(visible=False)}
 
     @reporting
-    def switch_pair(self, session: Any, step: Any, text: Any, *heads: Any) -> dict:
-        """The page's head switches with the two heads that matter most for the step's token off too."""
+    def switch_pair(self, session: Any, step: Any, *heads: Any) -> dict:
+        """The page's head switches with the two heads that matter most for the step's token off too (read on the
+        sentence of the Run that offered the step)."""
         if not isinstance(step, NextStep):
             raise AppError("Run the page first: the next step follows a Run whose toggles changed nothing.")
         kinds = get_model(session, self.ctx).config.attention_kinds()
         on = {k: parse_heads(v) for k, v in page_heads(kinds, *heads).items()}
-        found = self.app.compute.call(pair_to_switch, session, PairRequest(str(text or ""), step, on))
+        found = self.app.compute.call(pair_to_switch, session, PairRequest(step.text, step, on))
         for h in found.heads:
             on[h.kind] = on[h.kind] - {(h.layer, h.head)}
         said = f"Switched off {found.words}."
@@ -112,6 +113,6 @@ class NextStepEvents:
         outputs = [r.why, r.said, r.step, r.step_target, r.why_row]
         self.app.follow_runs(lambda run: run.then(self.shown, [page.kept, r.said], outputs, show_progress="hidden",
                                                   **PRIVATE))
-        inputs = [page.session, r.step_target, page.setting("sentence1"), *page.heads.values()]
+        inputs = [page.session, r.step_target, *page.heads.values()]
         click = r.step.click(self.switch_pair, inputs, [self.app.status, r.said, *page.heads.values()], **PRIVATE)
         self.app.add_run(self.app.then_analyze(click))

@@ -33,6 +33,7 @@ class NextStep:
 
     label: str  # the button's words
     target: ClickTarget  # the token (and where the model predicts it) whose pair is searched
+    text: str = ""  # sentence 1 as the Run read it (the box may have changed since)
 
 
 @dataclass(frozen=True)
@@ -226,7 +227,8 @@ def why_unchanged(cmp: Comparison, view: View, changed: bool, decoder_only: bool
             lines.append(reason)
         if cmp.head_mask is not None:
             if m is not None and m.target is not None:
-                step = NextStep(f"Switch off the 2 heads that matter most for “{m.target.label}”", m.target)
+                step = NextStep(f"Switch off the 2 heads that matter most for “{m.target.label}”", m.target,
+                                cmp.inputs.texts[0])
             lines.append(heads_reason(cmp, step is not None))
     if (line := sampling_line(cmp)) is not None:
         lines.append(line)
