@@ -7,6 +7,7 @@
     measures.png   Contributions, the month's “3”: what the map and the switch-off ranking each measure
     latent.png     date-gpt's Features tab, a latent that never fires switched off
     steer.png      date-gpt's Features tab, a steering vector of norm 0
+    generation.png induction-gpt sampled at T = 2: the Generation tab's drawn answer beside the greedy one
 
     python scripts/screenshots/render_why.py [--out docs/screenshots/why]
 """
@@ -119,13 +120,33 @@ def shoot_features(url: str, out: Path) -> list[Path]:
     return paths
 
 
+def shoot_generation(url: str, out: Path) -> list[Path]:
+    from playwright.sync_api import sync_playwright
+
+    query = {"s1": "t1 t2 t3 t4 t5 t6 t1 t2 t3 t4", "s2": "", "sample": "1", "temperature": "2", "seed": "3",
+             "tab": "generation"}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        page.goto(f"{url}?{urlencode(query)}")
+        page.wait_for_function("() => !!document.querySelector('#gen-self .js-plotly-plot .heatmaplayer')",
+                               timeout=120_000)
+        wait_idle(page)
+        page.locator("#gen-self").scroll_into_view_if_needed()
+        page.screenshot(path=str(out / "generation.png"))
+        shrink(out / "generation.png")
+        browser.close()
+    return [out / "generation.png"]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=str(ROOT / "docs" / "screenshots" / "why"))
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    for checkpoint, shoot in (("date-translator", shoot_translator), ("date-gpt", shoot_features)):
+    for checkpoint, shoot in (("date-translator", shoot_translator), ("date-gpt", shoot_features),
+                              ("induction-gpt", shoot_generation)):
         demo = served(checkpoint)
         try:
             for path in shoot(demo.local_url, out):

@@ -158,6 +158,12 @@ def test_a_sampled_run_shows_the_greedy_answer_beside_it(app):
             in a.output.summary)
     assert a.output.rows[-1][1:3] == ["greedy (Sample off)", greedy.text]
     assert analysis(induction, Toggles(), text=text)[1].greedy is None  # greedy Run: nothing beside it
+    # The Generation tab's figure says both above its rows.
+    from explorer.app.tabs.generation import generation_inputs, self_figure
+
+    inp = generation_inputs(cmp, View())
+    assert f"“{sampled.text}” · greedy (Sample off, every head on): “{greedy.text}”" in inp.greedy
+    assert inp.greedy.startswith("drawn (T=2, ") and inp.greedy in self_figure(inp).layout.title.text
 
 
 def test_a_language_models_unchanged_favourite_is_measured(lm_folder):
