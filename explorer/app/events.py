@@ -24,7 +24,8 @@ from .page.head_switches import switch_updates
 from .page.layout import Page
 from .page.model_events import EVERY_KIND, ModelEvents, mask_defaults
 from .page.model_panel import ModelInfo, model_info
-from .page.settings import ATTENTION_TAB
+from .page.next_step import NextStepEvents
+from .page.settings import ATTENTION_TAB, BLUR_ON_ENTER
 from .run.figures import RunFigures
 from .run.pair import drawn_with
 from .run.request import RunRequest
@@ -269,6 +270,7 @@ class PageEvents:
             self.after_model(event)
         LinkEvents(self).wire()  # page load: the link's view restored, then the first Run
         DownloadEvents(self).wire()  # the shown tab as an HTML file
+        NextStepEvents(self).wire()  # toggles that changed nothing: what the Run measured, and a next step
         # Run, and each setting's `rerun` event. A click while a Run is under way (say after its attention is shown,
         # before its predictions) runs again once it ends, with what is on the page then; Gradio's default for clicks
         # would drop it.
@@ -276,6 +278,9 @@ class PageEvents:
         for trigger in (i.run_btn.click, *triggers):
             self.add_run(trigger(self.page_run, run_inputs, self.analysis_outputs, trigger_mode="always_last",
                                  **self.run_progress, **PRIVATE))
+        for s in page.table:  # Enter in a field that reruns on leaving it: it leaves it (settings.BLUR_ON_ENTER)
+            if s.rerun == "blur":
+                page.setting(s.name).submit(None, js=BLUR_ON_ENTER, **PRIVATE)
         sample = page.setting("sample")  # its numbers shown while it is ticked (by a click or by a link: `change`)
         sample.change(lambda on: gr.update(visible=bool(on)), [sample], [c.sampling], **PRIVATE)
         for box, text in ((i.ex1, page.setting("sentence1")), (i.ex2, page.setting("sentence2"))):

@@ -33,6 +33,7 @@ from .result import DEFAULT_THRESHOLD, Contributions, contributions
 from .token_attribution import DEFAULT_STEPS, METHOD_NAMES
 from .text import (attribution_markdown, attribution_table, contribution_figures, graph_figure, head_table, is_click,
                    parse_head, summary_markdown)
+from .two_measures import two_measures
 from .why_token import WHY_HEADERS, WhyRequest, WhyResult, why, why_markdown
 
 # A head of the map (a cell's customdata "kind|layer|head") or of the graph (an edge midpoint's [kind, layer, head,
@@ -93,14 +94,16 @@ class ContributionEvents(TabEvents):
         return {self.status: "", **self.shown(result), self.parts.stale: ""}
 
     @reporting
-    def ranked(self, form: ContributionForm, extend: Any = (), search_pairs: Any = False) -> dict:
-        """Every head by its exact effect on the token asked about (why_token), the best pair when none moves it."""
+    def ranked(self, form: ContributionForm, extend: Any = (), search_pairs: Any = False, shown: Any = None) -> dict:
+        """Every head by its exact effect on the token asked about (why_token), the best pair when none moves it, and
+        what it measures against the shown direct shares (`shown`: the tab's result; two_measures)."""
         loaded = get_model(form.session, self.ctx)
         r = form.request(loaded.config.attention_kinds(), extend)
         result = self.compute.call(why, form.session, WhyRequest(r.text, r.position, r.token, r.extend, r.heads_on,
                                                                  bool(search_pairs)))
         p = self.parts
-        return {self.status: "", p.why_md: why_markdown(result), p.why_result: result,
+        words = "\n\n".join(filter(None, [why_markdown(result), two_measures(result, shown)]))
+        return {self.status: "", p.why_md: words, p.why_result: result,
                 p.why_df: pd.DataFrame(result.rows, columns=WHY_HEADERS)}
 
     @reporting
@@ -263,8 +266,9 @@ class ContributionsTab(Tab):
         p.run_btn.click(**attribute, api_name="contributions",
                         api_description="Where a prediction comes from: each head's and MLP's share of its logit, "
                                         "and each input token's.")
-        rank = dict(fn=endpoint(ContributionForm, ev.ranked, "rank_heads", extra=("extend", "search_pairs")),
-                    inputs=[*inputs, p.extend, p.pairs], outputs=[app.status, p.why_md, p.why_df, p.why_result])
+        rank = dict(fn=endpoint(ContributionForm, ev.ranked, "rank_heads", extra=("extend", "search_pairs", "shown")),
+                    inputs=[*inputs, p.extend, p.pairs, p.result],
+                    outputs=[app.status, p.why_md, p.why_df, p.why_result])
         p.why_btn.click(**rank, **PRIVATE)
         # A token of the page's output clicked: this tab at its position, computed, the heads ranked by effect.
         page.results.output.select(ev.clicked, [page.session, page.results.targets],
