@@ -110,7 +110,7 @@ def test_sampling_that_cannot_change_the_answer_says_its_lowest_probability(tran
     probs = gen.sampled_probs[row, :len(answer.ids)].tolist()
     assert min(probs) > SURE
     k = probs.index(min(probs))
-    assert (f"the most probable token kept p ≥ {sure(probs[k])} at every step (the lowest: the "
+    assert (f"the most probable token kept p ≥ {sure(probs[k])} at every step (the lowest: token {k}, "
             in a.why.text and f"“{answer.labels[k]}”" in a.why.text and "T=1.5" in a.why.text)
     # induction-gpt at T = 1.5 is not sure of every token: nothing is claimed.
     induction = app.load("induction-gpt")[1]

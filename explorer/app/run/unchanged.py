@@ -2,7 +2,7 @@
 
 When the page's toggles (head switches, masks) leave sentence 1's output unchanged, a class sees nothing happen. This
 module reads the two runs of the Run (`pair.Comparison`) and says what did move: the probability of the output
-token that fell most ("p(“3”), the 7th token of the answer, fell from 1.00 to 0.98"), why the toggle could not
+token that fell most ("p(“3”), token 6 of the answer, fell from 1.00 to 0.98"), why the toggle could not
 matter where that is so (the causal mask in greedy decoding, a padding mask with nothing padded), and offers a next
 step: switching off the two heads that matter most for that token (a click, `NextStep`: explorer.app.page.next_step).
 A sampled Run whose draws could not differ from greedy decoding (the top token above 0.5 at every step) is said
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import torch
 
 from ...outputs.sampling import Sampling
-from .output_chips import ClickTarget, ordinal
+from .output_chips import ClickTarget
 from .pair import Comparison
 from .sampled import sampling_words
 from .sentence_outputs import ClassProbabilities, GeneratedText, MaskFillers, NextTokens
@@ -91,7 +91,7 @@ def answer_measured(base: GeneratedText, tog: GeneratedText, start: int) -> Meas
     drops = [b - t for b, t in zip(base.probs, tog.probs)]
     k = max(range(len(drops)), key=lambda i: abs(drops[i]))
     name = f"“{base.labels[k]}”"
-    what = f"the {ordinal(k)} token of the answer"
+    what = f"token {k} of the answer"  # counted from 0, as everywhere on the page
     words = (f"{moved(name, base.probs[k], tog.probs[k])}, {what} (the largest change of the {len(drops)} tokens)"
              if drops[k] else f"every token of the answer has the same probability as before (p({name}): "
                               f"{base.probs[k]:.2f})")
@@ -206,7 +206,7 @@ def sampling_line(cmp: Comparison) -> str | None:
         return None
     labels = base.labels if isinstance(base, GeneratedText) else base.continuation.labels  # type: ignore[union-attr]
     return (f"Sampling ({sampling_words(sampling).removeprefix('sampled: ')}) gave the greedy answer: the most "
-            f"probable token kept p ≥ {sure(probs[k])} at every step (the lowest: the {ordinal(k)} token, "
+            f"probable token kept p ≥ {sure(probs[k])} at every step (the lowest: token {k}, "
             f"“{labels[k]}”), so each draw picks it almost always. A higher temperature or a smaller top-p spreads the "
             "choice; another seed draws again.")
 
