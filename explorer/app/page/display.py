@@ -47,10 +47,10 @@ def size_choice(start: Start) -> gr.Dropdown:
                        label="Size of text and figures")
 
 
-def mode_box(start: Start) -> gr.Textbox:
+def mode_box(start: Start) -> gr.Radio:
     # Written by the More / Class view buttons (in the browser) and by a link; "hidden": in the page, so its change
-    # event runs.
-    return gr.Textbox(PLAIN_MODE, visible="hidden", elem_id="page-mode", label="layout")
+    # event runs. A Radio: the HTTP API names its two values and refuses any other.
+    return gr.Radio(list(MODES), value=PLAIN_MODE, visible="hidden", elem_id="page-mode", label="layout")
 
 
 def class_view_button() -> gr.Button:

@@ -4,7 +4,8 @@ start at the root element (the page's own CSS, assets.CSS, is prefixed by Gradio
 outweighs that prefix where both set a property."""
 
 # What a class's view hides: the second sentence, the other tabs (their strip), the controls other than the layer /
-# head picker, the causal mask and the head switches, and the Attention tab's figures and tables below its heatmap.
+# head picker, the causal mask and the head switches, and the Attention tab's figures and tables below its heatmap
+# (the mask figure only while the causal mask is on).
 CLASS_HIDDEN = (".intro", "#sentence2-col", "#class-view", "#download-view", "#views .tab-wrapper",
                 "#kind", "#measure", "#sentence", "#lm-controls", "#padding", "#custom-mask", "#blocked", "#window",
                 "#mask-plot", "#surprisal-plot", "#output-summary", "#output-table", "#sampling-plot",
@@ -23,6 +24,8 @@ def _class_css() -> str:
     hidden = ",\n".join(f'html:root[data-mode="class"] {s}' for s in CLASS_HIDDEN)
     return (f"{hidden} {{display: none !important}}\n"
             'html:root:not([data-mode="class"]) #more {display: none !important}\n'
+            # the mask figure comes back once the one mask shown is switched off (a lesson on masks needs it)
+            'html:root[data-mode="class"]:has(#causal input:not(:checked)) #mask-plot {display: block !important}\n'
             '#more {align-self: flex-start; width: auto !important}\n')
 
 
