@@ -163,7 +163,7 @@ CSS = """
    ".gradio-container .contain ".) */
 @media (max-width: 640px) {
   /* the page's column (its padding, 32 px a side, is Gradio's, outside what this CSS can reach) takes 24 px more */
-  .column:has(> #inputs) {margin: 0 -24px !important}
+  .column:has(> #inputs) {margin: 0 -24px !important; gap: 8px !important}  /* its items, flattened below */
   #title {flex-wrap: wrap !important; gap: 2px !important}
   #title-text, #headline {flex: 1 1 100% !important}
   #title-text h2 {font-size: 20px !important; margin-left: 32px !important}
@@ -177,7 +177,7 @@ CSS = """
   #text1 {order: 1}
   #run {order: 2}
   #status, #link-notice, #link-url {order: 3}
-  #results-bar {order: 4; margin: 0 -8px; padding: 2px 8px !important; box-shadow: 0 2px 4px rgba(0, 0, 0, 0.08)}
+  #results-bar {order: 4; box-shadow: 0 3px 3px -2px rgba(0, 0, 0, 0.12)}
   #more, #views .tab-wrapper, #views > .tabitem > .column > * {order: 5}
   #heads-group {order: 6}
   #masks-group {order: 7}
@@ -195,8 +195,9 @@ CSS = """
   #state-line p {font-size: 12px}
   /* the title row's menus and buttons in one row (a projector's size is of no use on a phone) */
   #page-size {display: none !important}
-  #lessons {flex: 1 1 120px !important; min-width: 0 !important}
-  #class-view, #copy-link {min-width: 0 !important; padding: 0 8px !important}
+  #lessons {flex: 1 1 0 !important; min-width: 0 !important}
+  #class-view, #copy-link {flex: none !important; min-width: 0 !important; padding: 0 8px !important;
+                           white-space: nowrap}
   /* the Lessons menu (lessons.py) no taller than Copy link beside it */
   #lessons .wrap {min-height: 0 !important}
   #lessons .wrap-inner {padding: 1px 8px !important}

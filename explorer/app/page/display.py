@@ -70,7 +70,7 @@ const explorerScale = (gd) => {
   const want = document.documentElement.dataset.size === 'projector' ? FONT : 1;
   const have = (gd.layout.meta && gd.layout.meta.explorerScale) || 1;
   if (want === have) return;
-  const r = want / have, heightR = (want === 1 ? 1 / HEIGHT : HEIGHT) ;
+  const r = want / have, heightR = want === 1 ? 1 / HEIGHT : HEIGHT;
   const update = {'meta.explorerScale': want, 'font.size': Math.round((gd._fullLayout.font.size || 12) * r)};
   const walk = (obj, path) => {
     if (!obj || typeof obj !== 'object') return;
@@ -82,7 +82,8 @@ const explorerScale = (gd) => {
     }
   };
   walk(gd.layout, '');
-  if (typeof gd.layout.height === 'number') update.height = Math.round(gd.layout.height * heightR);
+  const height = typeof gd.layout.height === 'number' ? gd.layout.height : gd._fullLayout.height;
+  if (height) update.height = Math.round(height * heightR);
   window.Plotly.relayout(gd, update);
 };
 const explorerScaleAll = () => document.querySelectorAll('.js-plotly-plot').forEach(explorerScale);
