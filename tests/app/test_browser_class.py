@@ -46,7 +46,8 @@ def test_a_class_view_shows_one_head_and_the_switches_and_more_shows_the_rest(op
 
         page.locator("#more").click()
         page.wait_for_function("() => document.documentElement.dataset.mode === 'full'")
-        assert all(shown(page, ("#text2", "#views [role=tab]", "#mask-plot", "#tokens", "#kind", "#class-view")).values())
+        full = ("#text2", "#views [role=tab]", "#mask-plot", "#tokens", "#kind", "#class-view")
+        assert all(shown(page, full).values()), shown(page, full)
         assert not page.evaluate(SHOWN, "#more")
         page.locator("#class-view").click()
         page.wait_for_function("() => document.documentElement.dataset.mode === 'class'")

@@ -17,6 +17,7 @@ PROJECTOR_TEXT = {"--text-xxs": 14, "--text-xs": 16, "--text-sm": 19, "--text-md
                   "--text-xl": 32, "--text-xxl": 40}
 PROJECTOR_FIXED = {"#title-text h2": 34, "#headline p": 18, ".intro p": 19, "#state-line p": 22,
                    "#state-line p + p": 18, "#output-tokens .token": 24, ".tab-text p": 20, ".heads label": 17,
+                   ".heads label span": 17,
                    "#download-view": 17}
 
 
@@ -38,7 +39,11 @@ def _projector_css() -> str:
                       for s, px in PROJECTOR_FIXED.items())
     return (f"{PROJECTOR} {{{root}}}\n{fixed}\n"
             f"{PROJECTOR} .gradio-container {{max-width: none !important}}\n"
-            f"{PROJECTOR} .heads .wrap {{grid-template-columns: repeat(auto-fill, minmax(96px, 1fr)) !important}}\n"
+            # a wider controls column: four switches of 17 px text a row, as many as a layer of the shipped models
+            f"{PROJECTOR} #controls {{min-width: 420px !important}}\n"
+            f"{PROJECTOR} .heads .wrap {{grid-template-columns: repeat(auto-fill, minmax(88px, 1fr)) !important}}\n"
+            f"{PROJECTOR} #page-size {{min-width: 220px !important}}\n"
+            f"{PROJECTOR} #title button {{white-space: nowrap}}\n"
             f"{PROJECTOR} .heads label input {{width: 18px !important; height: 18px !important}}\n")
 
 
