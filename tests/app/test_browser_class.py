@@ -56,9 +56,10 @@ def test_a_class_view_shows_one_head_and_the_switches_and_more_shows_the_rest(op
 
 
 def test_a_class_view_on_a_phone_keeps_its_order(open_view):
+    """The sentence, Run, the output, the layer / head picker right above its heatmap, then the switches."""
     with open_view("mode=class", viewport=PHONE, phone=True) as (page, errors):
         box = lambda s: page.evaluate(BOX, s)  # noqa: E731
-        order = [box(s) for s in ("#text1", "#run", "#results-bar", "#head-plot", "#heads-group")]
+        order = [box(s) for s in ("#text1", "#run", "#results-bar", "#view-group", "#head-plot", "#heads-group")]
         assert all(a["bottom"] <= b["y"] + 1 for a, b in zip(order, order[1:])), order
         assert order[-1]["y"] < 2 * PHONE[1] and page.evaluate("() => document.documentElement.scrollWidth") <= PHONE[0]
         assert not any(shown(page, CLASS_HIDDEN).values())

@@ -27,7 +27,9 @@ def _class_css() -> str:
             'html:root:not([data-mode="class"]) #more {display: none !important}\n'
             # the mask figure comes back once the one mask shown is switched off (a lesson on masks needs it)
             'html:root[data-mode="class"]:has(#causal input:not(:checked)) #mask-plot {display: block !important}\n'
-            '#more {align-self: flex-start; width: auto !important}\n')
+            '#more {align-self: flex-start; width: auto !important}\n'
+            # on a phone the picker comes right above its heatmap (assets.CSS orders the flattened page)
+            '@media (max-width: 640px) {html:root[data-mode="class"] #view-group {order: 5 !important}}\n')
 
 
 PROJECTOR = 'html:root[data-size="projector"]'
