@@ -73,7 +73,7 @@ def sentence_box(n: int) -> Callable[[Start], Component]:
         if n == 1:
             return gr.Textbox(text, label="Sentence", lines=1, max_lines=4, elem_id="text1")
         return gr.Textbox(text, lines=1, max_lines=4, elem_id="text2", label="Second sentence (optional)",
-                          placeholder="batched with the first: the shorter one is padded, so the padding mask matters")
+                          placeholder="batched with the first; the shorter one is padded")  # one line, as it opens
     return make
 
 
