@@ -247,6 +247,7 @@ class PageEvents:
     def wire(self) -> None:
         from .export.download import DownloadEvents
         from .link.opening import LinkEvents
+        from .page.display import wire_display
 
         page, m, i, c = self.page, self.page.model, self.page.inputs, self.page.controls
         # Named (API) events first: an unnamed event takes its handler's name, and a later explicit
@@ -268,6 +269,7 @@ class PageEvents:
             self.tab_events[t.id] = t.wire(page.parts[t.id], self)
         for event in changes:
             self.after_model(event)
+        wire_display(page.setting("size"), page.setting("mode"), page.display)  # in the browser only
         LinkEvents(self).wire()  # page load: the link's view restored, then the first Run
         DownloadEvents(self).wire()  # the shown tab as an HTML file
         NextStepEvents(self).wire()  # toggles that changed nothing: what the Run measured, and a next step

@@ -73,8 +73,10 @@ def head_heatmap(
         title = f"{title} (switched off)"
         shapes.append(dict(type="rect", xref="paper", yref="paper", x0=0, x1=1, y0=0, y1=1,
                            line=dict(color=c.OFF_COLOR, width=3, dash="dash")))
-        annotations.append(c.caption("head switched off: faded weights are what it would attend to",
-                                     x=1.0, xanchor="right"))
+        # From the plot's left edge, on a line of its own above the mask's note: anchored right, a narrow (phone)
+        # figure cut its start ("ead switched off").
+        note = c.caption("head switched off: faded = what it would attend to")
+        annotations.append({**note, "yshift": 16} if annotations else note)
     return c.figure(traces, ax.layout(title, annotations=annotations, shapes=shapes))
 
 

@@ -1,4 +1,5 @@
-"""Category axes of token x token heatmaps: unique escaped names, thinned ticks, pooled blocks.
+"""Category axes of token x token heatmaps: unique escaped names, ticks (every token up to 64 a side, thinned
+beyond), pooled blocks.
 
 Shapes: a view of Tq query tokens x Tk key tokens, drawn as (rows x columns) cells. A cell is one
 token, or, when a side has more tokens than cells, a block of neighbouring tokens
@@ -74,10 +75,12 @@ class TokenAxes:
         q_ticks = [self.q_tok[lo] for lo in self.q_edges[:-1]]
         return dict(
             **c.base_layout(title, self.height, self.width, l=self.left, b=self.bottom, t=self.top, r=self.right),
-            xaxis=dict(title=dict(text=self.x_title), tickangle=-45 if n_k > 6 else 0, showgrid=False,
-                       **c.category_ticks(self.k_names, k_ticks, plot_w)),
+            # every token labelled up to EVERY_TICK_UP_TO a side; standing upright when slanted ones would touch
+            xaxis=dict(title=dict(text=self.x_title), showgrid=False,
+                       tickangle=0 if n_k <= 6 else -45 if plot_w / n_k >= 1.5 * c.TICK_SPACING_PX else -90,
+                       **c.category_ticks(self.k_names, k_ticks, plot_w, c.EVERY_TICK_UP_TO)),
             yaxis=dict(title=dict(text=self.y_title), autorange="reversed", showgrid=False,
-                       **c.category_ticks(self.q_names, q_ticks, plot_h)),
+                       **c.category_ticks(self.q_names, q_ticks, plot_h, c.EVERY_TICK_UP_TO)),
             **extra,
         )
 

@@ -123,20 +123,31 @@ def tick_step(n: int, room_px: float, spacing_px: float = TICK_SPACING_PX) -> in
     return max(1, math.ceil(n / fits))
 
 
-def category_ticks(names: Sequence[str], tokens: Sequence[str], room_px: float) -> dict[str, Any]:
+EVERY_TICK_UP_TO = 64  # a token heatmap labels every token of a side this long or shorter (axes.TokenAxes)
+MIN_TICK_FONT_SIZE = 7  # how small a tick label may get so that every one of them fits
+
+
+def category_ticks(names: Sequence[str], tokens: Sequence[str], room_px: float, every_up_to: int = 0
+                   ) -> dict[str, Any]:
     """Axis settings for a category axis whose categories are `names` (unique, escaped).
 
     `tokens` are the unescaped unique labels used for the (possibly cut) tick text. With many
-    tokens only every k-th one gets a tick; the hover still names every cell.
+    tokens only every k-th one gets a tick; the hover still names every cell. Up to `every_up_to`
+    names every one gets its tick, the font made smaller (to MIN_TICK_FONT_SIZE) where they are close.
     """
-    step = tick_step(len(names), room_px)
+    every = 0 < len(names) <= every_up_to
+    step = 1 if every else tick_step(len(names), room_px)
     idx = list(range(0, len(names), step))
+    size = TICK_FONT_SIZE
+    if every:  # each label gets room_px / n: below TICK_SPACING_PX the font shrinks with it
+        size = max(MIN_TICK_FONT_SIZE, min(TICK_FONT_SIZE, int(room_px / len(names) * TICK_FONT_SIZE
+                                                             / TICK_SPACING_PX)))
     return dict(
         type="category",  # tokens such as "1" or "2024" must not turn the axis numeric
         tickmode="array",
         tickvals=[names[i] for i in idx],
         ticktext=[escape(short(tokens[i])) for i in idx],
-        tickfont=dict(size=TICK_FONT_SIZE),
+        tickfont=dict(size=size),
         automargin=True,
     )
 

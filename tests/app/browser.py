@@ -28,6 +28,15 @@ FIRST_RUN_JS = f"""() => {{ const el = document.querySelector('#output-summary')
   return !!el && el.innerText.trim() !== '' && ({IDLE_JS})(); }}"""
 
 
+# Page coordinates (the page is not scrolled) of the element a selector names, or null.
+BOX = """s => { const e = document.querySelector(s); if (!e) return null; const r = e.getBoundingClientRect();
+  return {x: r.x + window.scrollX, y: r.y + window.scrollY, right: r.right + window.scrollX,
+          bottom: r.bottom + window.scrollY, width: r.width, height: r.height}; }"""
+# Whether the element a selector names is drawn (in the layout, with a size: not hidden by the page's CSS).
+SHOWN = """s => { const e = document.querySelector(s); if (!e) return false; const r = e.getBoundingClientRect();
+  return r.width > 0 && r.height > 0 && getComputedStyle(e).visibility !== 'hidden'; }"""
+
+
 @contextmanager
 def served(demo: Any, port: int) -> Iterator[str]:
     """The demo queued and launched on 127.0.0.1:port (non-blocking) -> its URL; closed afterwards."""

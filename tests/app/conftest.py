@@ -103,6 +103,21 @@ def default_app(serve) -> str:
     return serve()
 
 
+@pytest.fixture
+def open_view(default_app, browser):
+    """open_view(query="", viewport=(1280, 800), phone=False) -> a context manager giving (page, errors): the default
+    app opened at `?query` in a fresh Chromium context of that size (a phone's: touch, mobile), once its first heatmap
+    is drawn and its first Run has ended (tests.app.browser.opened). The layout tests of the phone, the projector and
+    a class's view share it."""
+    from tests.app.browser import opened
+
+    def open_it(query: str = "", viewport: tuple[int, int] = (1280, 800), phone: bool = False):
+        extra = dict(is_mobile=True, has_touch=True) if phone else {}
+        return opened(f"{default_app}?{query}" if query else default_app, browser, viewport=viewport, **extra)
+
+    return open_it
+
+
 @pytest.fixture(scope="session")
 def lm_folder(tmp_path_factory):
     """tiny-gpt2 (2 layers x 6 heads, byte-level BPE) and tiny-llama (2 x 2, sentencepiece): tests/app/tiny_models."""

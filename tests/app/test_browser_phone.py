@@ -1,6 +1,8 @@
-"""A link opened on a phone: at 390 x 844 (portrait) the chosen head's heatmap comes right after the sentence and
-Run, the controls after the figures; nothing is wider than the screen and no two tick labels overlap. At 1280 x 800
-the desktop layout (controls left of the figures) is kept.
+"""A link opened on a phone: at 390 x 844 (portrait) the output and the chosen head's heatmap come right after the
+sentence and Run, then the head switches and masks (within the first two screens), then the long tables; the output
+stays in view while a switch is toggled; nothing is wider than the screen and no two tick labels overlap. At
+1280 x 800 the desktop layout (controls left of the figures) is kept, every token is labelled on the heatmap's axes and
+the output stays in view as the page scrolls, beside the switches, never over them.
 
 EXPLORER_SCREENSHOTS=1 writes the phone's first screen to docs/screenshots/phone.png (else to a temporary folder)."""
 
@@ -11,17 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.app.browser import opened
+from tests.app.browser import BOX
 
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[2]
 PHONE = (390, 844)
 HEATMAP_DRAWN = "#head-plot .js-plotly-plot .heatmaplayer image, #head-plot .js-plotly-plot .heatmaplayer .hm"
-# Page coordinates (the page is not scrolled) of an element, or null.
-BOX = """s => { const e = document.querySelector(s); if (!e) return null; const r = e.getBoundingClientRect();
-  return {x: r.x + window.scrollX, y: r.y + window.scrollY, right: r.right + window.scrollX,
-          bottom: r.bottom + window.scrollY, width: r.width, height: r.height}; }"""
+# Where an element is in the window now (the page may be scrolled), or null.
+IN_WINDOW = """s => { const e = document.querySelector(s); if (!e) return null; const r = e.getBoundingClientRect();
+  return {x: r.x, y: r.y, right: r.right, bottom: r.bottom, height: r.height, inner: window.innerHeight}; }"""
 # The tick labels shown (not hidden) on each axis of a plot: [[axis, [box, ...]], ...].
 TICK_BOXES = """id => [...document.querySelectorAll('#' + id + ' .xaxislayer-above, #' + id + ' .yaxislayer-above')]
   .map(axis => [axis.getAttribute('class'), [...axis.querySelectorAll('text')]
@@ -36,28 +37,27 @@ OVERFLOWING = """() => [...document.querySelectorAll('body *')].filter(e => {
     return true; }).map(e => e.tagName + '#' + e.id + '.' + e.getAttribute('class'))"""
 
 
-@pytest.fixture(scope="module")
-def app_url(default_app):
-    return default_app
-
-
 def overlapping(boxes: list[list[float]]) -> list[tuple[list[float], list[float]]]:
     """Pairs of boxes (left, top, right, bottom) that overlap by more than half a pixel."""
     return [(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:]
             if min(a[2], b[2]) - max(a[0], b[0]) > 0.5 and min(a[3], b[3]) - max(a[1], b[1]) > 0.5]
 
 
-def test_phone_shows_the_heatmap_after_the_sentence_and_run(app_url, browser, tmp_path):
-    with opened(app_url, browser, viewport=PHONE, is_mobile=True, has_touch=True) as (page, errors):
+def test_phone_shows_the_heatmap_after_the_sentence_and_run(open_view, tmp_path):
+    with open_view(viewport=PHONE, phone=True) as (page, errors):
         page.wait_for_selector(HEATMAP_DRAWN)
         assert page.evaluate("() => window.scrollY") == 0
         box = lambda selector: page.evaluate(BOX, selector)  # noqa: E731
         cells = box("#head-plot .nsewdrag")  # the heatmap's cells
         assert cells["y"] <= PHONE[1] - 150 and cells["height"] > 100, cells  # 150 px of it on the first screen
-        text1, run, controls, plot = box("#text1 textarea"), box("#run"), box("#controls"), box("#head-plot")
-        assert 0 <= text1["y"] < run["y"] and run["bottom"] <= plot["y"], (text1, run, plot)
-        assert controls["y"] >= box("#mask-plot")["bottom"], controls  # the controls after the figures
-        assert box("#text2")["y"] > plot["bottom"]  # the optional second sentence too
+        text1, run, output, plot = box("#text1 textarea"), box("#run"), box("#results-bar"), box("#head-plot")
+        assert 0 <= text1["y"] < run["y"] < output["y"] and output["bottom"] <= plot["y"], (text1, run, output, plot)
+        # the head switches, then the masks, right after the figures and before the long tables, on screen 1 or 2
+        heads, masks = box("#heads-group"), box("#masks-group")
+        assert box("#mask-plot")["bottom"] <= heads["y"] < 2 * PHONE[1], heads
+        assert heads["bottom"] <= masks["y"] <= box("#view-group")["y"] <= box("#output-table")["y"], masks
+        assert box("#output-table")["bottom"] <= box("#tokens")["y"]
+        assert box("#text2")["y"] > box("#tokens")["bottom"]  # the optional second sentence last
 
         # Nothing wider than the screen: the page does not scroll sideways, every figure fits.
         assert page.evaluate("() => document.documentElement.scrollWidth") <= PHONE[0]
@@ -77,10 +77,27 @@ def test_phone_shows_the_heatmap_after_the_sentence_and_run(app_url, browser, tm
     assert errors == [], errors
 
 
-def test_desktop_keeps_the_controls_left_of_the_figures(app_url, browser):
+def test_phone_keeps_the_output_in_view_while_a_switch_is_toggled(open_view):
+    """Scrolled down to the switches (4,000 px below the output before), a switch toggled: the output bar is pinned at
+    the top of the window, showing the new state, and the switch itself is not under it."""
+    with open_view(viewport=PHONE, phone=True) as (page, errors):
+        switch = page.locator("#cross-heads label").filter(has_text="L1 H3")
+        switch.scroll_into_view_if_needed()
+        assert page.evaluate("() => window.scrollY") > PHONE[1]  # the page scrolled past the first screen
+        switch.locator("input").uncheck()  # Playwright clicks only what receives the click: nothing covers it
+        page.wait_for_function("() => document.querySelector('#state-line').innerText.includes('cross L1 H3 off')")
+        bar, tokens = page.evaluate(IN_WINDOW, "#results-bar"), page.evaluate(IN_WINDOW, "#output-tokens")
+        assert bar["y"] == 0 and 0 < tokens["y"] and tokens["bottom"] <= bar["bottom"] < 120, (bar, tokens)
+        label = page.evaluate(IN_WINDOW, "#cross-heads")
+        assert label["y"] >= bar["bottom"] and label["bottom"] <= label["inner"], (label, bar)
+    assert errors == [], errors
+
+
+def test_desktop_keeps_the_controls_left_of_the_figures(open_view):
     """The phone's CSS leaves 1280 x 800 alone: sentences and Run in one row, controls in a column left of the
-    figures, the two heatmaps side by side, every tick label shown as drawn."""
-    with opened(app_url, browser, viewport=(1280, 800)) as (page, errors):
+    figures, the two heatmaps side by side, every token labelled on the heatmap's axes (tick labels shown as drawn);
+    scrolled down, the output stays at the top of the window, right of the switches."""
+    with open_view(viewport=(1280, 800)) as (page, errors):
         page.wait_for_selector(HEATMAP_DRAWN)
         box = lambda selector: page.evaluate(BOX, selector)  # noqa: E731
         text1, text2, run = box("#text1"), box("#text2"), box("#run")
@@ -92,4 +109,13 @@ def test_desktop_keeps_the_controls_left_of_the_figures(app_url, browser):
         hidden = page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot .xtick text, "
                                ".js-plotly-plot .ytick text')].filter(t => t.style.visibility === 'hidden').length")
         assert hidden == 0
+        # one tick label per token on each axis: the keys (the 23 characters and more) and the answer's tokens
+        labels = page.evaluate("""() => { const gd = document.querySelector('#head-plot .js-plotly-plot');
+          const n = (a) => gd.querySelectorAll('.' + a + 'tick text').length;
+          return [n('x'), gd.data[0].x.length, n('y'), gd.data[0].y.length]; }""")
+        assert labels[0] == labels[1] >= 23 and labels[2] == labels[3] >= 10, labels
+        page.evaluate("() => window.scrollTo(0, document.querySelector('#tokens').getBoundingClientRect().top)")
+        assert page.evaluate("() => window.scrollY") > 800
+        bar = page.evaluate(IN_WINDOW, "#results-bar")
+        assert bar["y"] == 0 and bar["height"] < 120 and bar["x"] >= box("#controls")["right"], bar
     assert errors == [], errors

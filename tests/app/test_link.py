@@ -49,7 +49,7 @@ FULL = S(model="date-translator", s1="samedi 21 novembre 2026", s2="3 May 2024",
          layer=1, head=3, sentence=2, measure="values",
          off={"decoder": frozenset({(1, 2), (1, 3)}), "cross": frozenset({(0, 0)})}, padding=False, causal=True,
          mask="block token", blocked=4, window=5, position=-2, continue_=12, sample=True, temperature=0.8, top_k=40,
-         top_p=0.9, seed=2147483647,
+         top_p=0.9, seed=2147483647, size="projector", mode="class",
          tab_values={"role": "previous", "k": 2, "rank": "typed text", "at": -3, "token": "t4",
                      "method": "input_x_gradient", "steps": 16, "threshold": 0.1, "pe_d": 32, "pe_len": 50,
                      "model2": "owner/other"})
@@ -57,7 +57,7 @@ FULL = S(model="date-translator", s1="samedi 21 novembre 2026", s2="3 May 2024",
 
 def test_every_key_is_written_in_canonical_order_and_read_back():
     query = FULL.to_query()
-    assert link_keys()[:5] == ["model", "s1", "s2", "tab", "kind"] and link_keys()[-1] == "seed"
+    assert link_keys()[:5] == ["model", "s1", "s2", "tab", "kind"] and link_keys()[-3:] == ["seed", "size", "mode"]
     assert [k for k, _ in parse_qsl(query)] == [*link_keys(), *FULL.tab_values]
     assert "off=decoder:L1H2,L1H3;cross:L0H0" in query  # readable
     assert "tab=positions" in query and "continue=12" in query and "mask=block%20token" in query
@@ -77,7 +77,8 @@ def test_each_key_alone():
              "off=encoder:L0H1": dict(off={"encoder": frozenset({(0, 1)})}),
              "off=decoder:L1%20H2": dict(off={"decoder": frozenset({(1, 2)})}),  # the page's label form
              "padding=0": dict(padding=False), "causal=true": dict(causal=True),
-             "mask=no%20self": dict(mask="no self"), "blocked=0": dict(blocked=0), "window=16": dict(window=16),
+             "mask=no%20self": dict(mask="no self"), "size=projector": dict(size="projector"),
+             "mode=class": dict(mode="class"), "blocked=0": dict(blocked=0), "window=16": dict(window=16),
              "position=-1": dict(position=-1), "continue=0": dict(continue_=0),
              f"continue={MAX_NEW_TOKENS}": dict(continue_=MAX_NEW_TOKENS)}
     for query, fields in cases.items():
@@ -233,6 +234,24 @@ def test_the_link_of_the_page_round_trips():
     # a built model has no name: the link leaves the model out
     state, _ = from_page(page_form("", **{**page, "tab": "api"}), kinds=kinds, check_model=accept_any, tabs=TABS)
     assert state.model is None and state.tab == "api"
+
+
+def test_the_display_rides_in_a_link_only_when_it_is_not_how_the_page_opens():
+    """size and mode (page.display): a copied link leaves out the page's plain size and full view, and carries a
+    projector's size and a class's view, which read back."""
+    page = dict(sentence1="lundi 3 mars 2025", sentence2="", tab="attention", kind="cross", layer=0, head=0,
+                sentence=1, measure="weights", padding_mask=True, causal_mask=True, custom_mask="none",
+                blocked_position=0, window=2, predict_after=-1, continue_tokens=8)
+    kinds = {"encoder": (2, 2), "decoder": (2, 2), "cross": (2, 2)}
+    plain, _ = from_page(page_form("date-translator", **page, size="normal", mode="full"), kinds=kinds,
+                         check_model=accept_any, tabs=TABS)
+    assert "size" not in plain.values and "mode" not in plain.values
+    shown, notices = from_page(page_form("date-translator", **page, size="projector", mode="class"), kinds=kinds,
+                               check_model=accept_any, tabs=TABS)
+    query = shown.to_query()
+    assert notices == [] and query.endswith("&size=projector&mode=class")
+    assert parse(query) == (shown, [])
+    assert parse("mode=classroom")[1] == ["mode 'classroom' is not one of full, class"]
 
 
 def test_the_shown_tabs_own_keys_go_into_the_link():

@@ -174,3 +174,24 @@ def test_a_1024_token_head_is_full_resolution_where_it_has_the_pixels():
     plot_w = 820 - narrow.layout.margin.l - narrow.layout.margin.r - 70
     assert z.shape == (t, plot_w) and (z[:, 0] == 50).all()
     assert narrow.data[0].x[:2] == ("token 0: w0", "tokens 1–2: w1 … w2") and narrow.data[0].y[5] == "w5"
+
+
+@pytest.mark.parametrize("n", [23, 40, 64])
+def test_every_token_is_labelled_up_to_64_a_side(n):
+    """Up to 64 tokens each one has its tick on both axes (the font smaller where they are close); beyond, thinned."""
+    toks = [f"w{i}" for i in range(n)]
+    fig = head_heatmap(rows(n), toks, toks)
+    for axis in (fig.layout.xaxis, fig.layout.yaxis):
+        assert list(axis.ticktext) == toks and list(axis.tickvals) == list(fig.data[0].x)
+        assert 7 <= axis.tickfont.size <= 11
+    more = [f"w{i}" for i in range(65)]
+    assert len(head_heatmap(rows(65), more, more).layout.xaxis.tickvals) < 65
+
+
+def test_a_switched_off_heads_note_starts_at_the_plots_left_edge():
+    """Anchored right, a narrow (phone) figure cut its start ("ead switched off"); it sits above the mask's note."""
+    mask = np.tril(np.ones((4, 4), bool))
+    fig = head_heatmap(rows(4), TOKS, TOKS, mask=mask, head_off=True)
+    notes = {a.text: a for a in fig.layout.annotations}
+    off = next(a for t, a in notes.items() if t.startswith("head switched off"))
+    assert off.x == 0 and off.xanchor == "left" and off.yshift == 16

@@ -2,13 +2,14 @@
 query asks for, then the page runs as on any first load; "Copy link" builds the link of what the page shows.
 
 Opening: Gradio's page-load event gets the page's query (`gr.Request.query_params`; the page's script sends the
-URL's query with each event). Without link keys the page opens as it always did. With them, the model is loaded
-(the same checks as a typed name), the components are set from the link fitted to that model (each page setting by
-its key, link.setting_keys; each tab its own keys: `Tab.restore_link`), the notice line names what could not be
-taken, and after the first Run a tab with its own button is computed as if that button had been pressed. Copying:
-the server turns the components' values (a `page_link.LinkForm`) into the query (the same parser as an opened link;
-a tab's own keys only while it is the tab shown), cut to a length the app can open (`length.fit_length`), and a
-script in the browser puts the page's address before it and copies it.
+URL's query with each event). Without link keys the page opens on its model with one sentence. With them, the model
+is loaded (the same checks as a typed name), the components are set from the link fitted to that model (each page
+setting by its key, link.setting_keys; each tab its own keys: `Tab.restore_link`), the notice line names what could
+not be taken (a link without `s2` opens on one sentence too), and after the first Run a tab with its own button is
+computed as if that button had been pressed. Copying: the server turns the components' values (a
+`page_link.LinkForm`) into the query (the same parser as an opened link; a tab's own keys only while it is the tab
+shown), cut to a length the app can open (`length.fit_length`), and a script in the browser puts the page's address
+before it and copies it.
 """
 
 from __future__ import annotations
@@ -116,7 +117,7 @@ class LinkEvents:
         """Page load: describe the session's model; with a link in the page's address, restore its view first."""
         pairs = query_pairs(request)
         if not any(not k.startswith("__") for k, _ in pairs):
-            return self.app.model_updates(session, get_model(session, self.ctx, progress), "")
+            return self.one_sentence(self.app.model_updates(session, get_model(session, self.ctx, progress), ""))
         state, notices = parse_link(pairs, check_model=self.check_model, tabs=self.page.registry,
                                     table=self.page.table)
         loaded = None
@@ -141,7 +142,12 @@ class LinkEvents:
                 notices += tab_notices
         line = notice_line(notices)
         updates[self.page.inputs.link_notice] = "⚠️ " + escape_md(line) if line else ""
-        return updates
+        return updates if "s2" in state.values else self.one_sentence(updates)
+
+    def one_sentence(self, updates: dict) -> dict:
+        """The page opens on one sentence (the simplest view) unless its link names a second: the second box, which
+        holds the model's second example for API callers (/analyze's default), is emptied."""
+        return {**updates, self.page.setting("sentence2"): ""}
 
     def restore(self, state: LinkState, loaded: LoadedModel, updates: dict) -> dict:
         """The component updates that set the page to `state` (fitted to `loaded`), on top of a model change's: each

@@ -168,6 +168,17 @@ def heads_off(doc: str, where: str) -> HeadsOff:
     return HeadsOff("off", lambda text, reading: parse_off(text), doc, where)
 
 
+@dataclass(frozen=True)
+class PlainKey(Key):
+    """A key whose page value `plain` (the page as it opens) is left out of a copied link (the display's size and
+    layout: a link names them only when they differ)."""
+
+    plain: str = ""
+
+    def page_text(self, values: Mapping[str, Any], names: Sequence[str], kinds: Kinds) -> str | None:
+        return None if values.get(names[0]) in (None, self.plain) else super().page_text(values, names, kinds)
+
+
 def choice_of(options: Collection[str]) -> Callable[[str, Reading], str]:
     return lambda text, reading: choice(text, options)
 

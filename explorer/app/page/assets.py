@@ -1,10 +1,11 @@
-"""What the page carries besides components: its CSS (with the phone layout), the Plotly toolbar settings, and its
-script (on a phone, tick labels that would overlap are hidden; a saved PNG names what it shows; each tab adds its
-own, `Tab.script`)."""
+"""What the page carries besides components: its CSS (with the phone layout and the results bar pinned in view), the
+Plotly toolbar settings, and its script (on a phone, tick labels that would overlap are hidden; a saved PNG names what
+it shows; the display's size and class view, page.display; each tab adds its own, `Tab.script`)."""
 
 from collections.abc import Iterable
 from typing import Any
 
+from .display import display_js
 from .glossary import GLOSS_JS
 
 PLOT_CONFIG = {  # Plotly modebar: the camera button saves a PNG of the figure
@@ -113,9 +114,11 @@ def click_to_box_js(plot: str, box: str, message: str) -> str:
 
 
 def page_js(tabs: Iterable[Any]) -> str:
-    """The page's one script (Gradio takes one function): the tick thinning, the glossary's (`glossary.GLOSS_JS`: the
-    jargon of every output glossed) and each tab's own (`Tab.script`), each in its own scope."""
-    parts = [f"({TICKS_JS.strip()})();", SAVE_TITLE_JS.strip(), f"{{ {GLOSS_JS.strip()} }}",
+    """The page's one script (Gradio takes one function): the tick thinning, the display's size and view
+    (`display.display_js`), the glossary's (`glossary.GLOSS_JS`: the jargon of every output glossed) and each tab's
+    own (`Tab.script`), each in its own scope."""
+    parts = [f"({TICKS_JS.strip()})();", SAVE_TITLE_JS.strip(), f"{{ {display_js().strip()} }}",
+             f"{{ {GLOSS_JS.strip()} }}",
              *(f"{{ {t.script.strip()} }}" for t in tabs if t.script)]
     return "() => {\n" + "\n".join(parts) + "\n}"
 
@@ -139,8 +142,11 @@ CSS = """
               margin: 0 !important; white-space: nowrap; overflow: visible}
 .heads label input {width: 12px !important; height: 12px !important; margin: 0 !important; flex: none}
 .tab-text p {margin: 0 0 4px 0; font-size: 13px; color: #444}
-/* the results bar (results_bar.py): the state line and the output tokens in two short lines above the tabs */
+/* the results bar (results_bar.py): the state line and the output tokens in two short lines above the tabs, pinned
+   at the top of the window as the page scrolls (the switches it reacts to are left of it, or below it on a phone) */
 #views-col {gap: 4px !important}
+#results-bar {position: sticky; top: 0; z-index: 1100; background: var(--body-background-fill); gap: 2px !important;
+              padding: 2px 0 !important}
 #state-line {padding: 0 !important}
 #state-line p {margin: 0; font-size: 13px; font-weight: 600}
 #state-line p + p {font-weight: normal; font-size: 12px; color: #555}  /* the "2·2" note */
@@ -160,20 +166,28 @@ CSS = """
    ".gradio-container .contain ".) */
 @media (max-width: 640px) {
   /* the page's column (its padding, 32 px a side, is Gradio's, outside what this CSS can reach) takes 24 px more */
-  .column:has(> #inputs) {margin: 0 -24px !important}
+  .column:has(> #inputs) {margin: 0 -24px !important; gap: 8px !important}  /* its items, flattened below */
   #title {flex-wrap: wrap !important; gap: 2px !important}
   #title-text, #headline {flex: 1 1 100% !important}
   #title-text h2 {font-size: 20px !important; margin-left: 32px !important}
   #headline p {font-size: 11px; line-height: 1.3; text-align: left; margin-left: 32px}
   .intro p {font-size: 12px}
-  #inputs, #workspace, #sentence1-col {display: contents !important}
+  /* ... and so do the figures' column, the tabs, the shown tab and the controls: the output (pinned), the tab strip
+     and the tab's first figures, then the head switches and masks, then the view's pickers, then the Attention tab's
+     long tables (after its first row of figures), the examples, the second sentence */
+  #inputs, #workspace, #sentence1-col, #views-col, #controls, #views,
+  #views > .tabitem:not([style*="none"]), #views > .tabitem > .column {display: contents !important}
   #text1 {order: 1}
   #run {order: 2}
   #status, #link-notice, #link-url {order: 3}
-  #views-col {order: 4}
-  #ex1 {order: 5}
-  #sentence2-col {order: 6}
-  #controls {order: 7}
+  #results-bar {order: 4; box-shadow: 0 3px 3px -2px rgba(0, 0, 0, 0.12)}
+  #more, #views .tab-wrapper, #views > .tabitem > .column > * {order: 5}
+  #heads-group {order: 6}
+  #masks-group {order: 7}
+  #view-group, #lm-controls {order: 8}
+  #views > .tabitem > .column > .row:has(#head-plot) ~ * {order: 9}
+  #ex1 {order: 10}
+  #sentence2-col {order: 11}
   /* figures side by side on a desktop: one under the other */
   #views .row {flex-wrap: wrap !important}
   #views .row > .block {min-width: 100% !important}
@@ -182,6 +196,11 @@ CSS = """
   #views .tab-container button[role="tab"] {flex: none}
   .tab-text p {font-size: 12px}
   #state-line p {font-size: 12px}
+  /* the title row's menus and buttons in one row (a projector's size is of no use on a phone) */
+  #page-size {display: none !important}
+  #lessons {flex: 1 1 0 !important; min-width: 0 !important}
+  #class-view, #copy-link {flex: none !important; min-width: 0 !important; padding: 0 8px !important;
+                           white-space: nowrap}
   /* the Lessons menu (lessons.py) no taller than Copy link beside it */
   #lessons .wrap {min-height: 0 !important}
   #lessons .wrap-inner {padding: 1px 8px !important}

@@ -28,7 +28,8 @@ class Controls:
 def controls(start: Start, table: Sequence[Setting]) -> tuple[Controls, dict[str, Any]]:
     """The column, and the components of the settings placed in it (setting name -> component)."""
     with gr.Column(scale=1, min_width=270, elem_id="controls"):
-        made = lay(table, VIEW, start)
+        with gr.Column(elem_id="view-group"):  # the layer / head picker: beside the heatmap, in a class's view too
+            made = lay(table, VIEW, start)
         language = start.info is not None and start.info.language_model
         generates = start.info is not None and start.info.generates
         with gr.Accordion("Language model" if language or not generates else "Generated output", open=True,
@@ -36,9 +37,9 @@ def controls(start: Start, table: Sequence[Setting]) -> tuple[Controls, dict[str
             made |= lay(table, LANGUAGE_MODEL, start)
             with gr.Column(visible=False, elem_id="sampling-settings") as sampling:
                 made |= lay(table, SAMPLING, start)
-        with gr.Accordion("Masks", open=True):
+        with gr.Accordion("Masks", open=True, elem_id="masks-group"):
             made |= lay(table, MASKS, start)
-        with gr.Accordion("Heads (checked = on)", open=True):
+        with gr.Accordion("Heads (checked = on)", open=True, elem_id="heads-group"):
             with gr.Row():
                 all_on = gr.Button("All on", size="sm", min_width=60)
                 only_this = gr.Button("Only this head", size="sm", min_width=60)

@@ -7,8 +7,10 @@ named when the page is built, not when a person clicks.
 
 At 1280 x 800 the sentence boxes, Run and the chosen head's heatmap are on the first screen: the model panel is a
 collapsible sidebar, the view, mask and head controls a narrow column left of the figures. On a phone (narrower than
-640 px) the page's CSS (assets.CSS) puts the figures right after the first sentence and Run, then the second
-sentence and the controls; the layout here is the same for both.
+640 px) the page's CSS (assets.CSS) puts the output (pinned at the top as the page scrolls), the chosen head's
+heatmap, then the head switches and masks right after the first sentence and Run, the long tables after them; the
+layout here is the same for both. How the page is drawn (its size, a class's view with the rest behind "More") is
+page.display's.
 """
 
 from __future__ import annotations
@@ -22,11 +24,12 @@ import gradio as gr
 from ..serving.kept import Shown
 from ..serving.limits import DELETE_CACHE
 from .controls import Controls, controls
+from .display import Display, class_view_button, more_button
 from .glossary import glossed
 from .lessons import lessons_menu
 from .model_panel import ModelPanel, Start, model_panel
 from .results_bar import Results, results_bar
-from .settings import HEAD_GROUPS, SENTENCE1, SENTENCE2, SETTINGS, TAB_STRIP, Setting, check_table, lay
+from .settings import DISPLAY, HEAD_GROUPS, SENTENCE1, SENTENCE2, SETTINGS, TAB_STRIP, Setting, check_table, lay
 
 INTRO = ("Type a sentence and press **Run**, then switch heads off and change masks to see what changes. Other "
          "models: the panel behind **›** at the top left.")
@@ -67,6 +70,7 @@ class Page:
     registry: tuple[Any, ...]  # the tabs (tabs.base.Tab), in the page's order (explorer.app.tabs.TABS)
     settings: dict[str, Any]  # setting name -> its component, in table order
     table: tuple[Setting, ...]  # the page's settings (page.settings.SETTINGS)
+    display: Display  # the buttons that switch a class's view (page.display)
 
     def setting(self, name: str) -> Any:
         """The component of the setting `name` (KeyError naming the settings: a handler wired to a setting the page
@@ -92,10 +96,20 @@ class Page:
         return {name: plot for tab in self.registry for name, plot in tab.plots(self.parts[tab.id]).items()}
 
 
+EXAMPLE_LABEL_CHARS = 40  # an example's label in its menu, cut with "…" (the sentence it sets is whole)
+
+
+def example_label(example: str, limit: int = EXAMPLE_LABEL_CHARS) -> str:
+    """An example as its menu names it: at most `limit` characters, so a long one (induction-gpt's 113-character
+    repeated sequence) fits the dropdown beside its sentence, on a phone too."""
+    return example if len(example) <= limit else example[:limit - 1].rstrip() + "…"
+
+
 def example_choices(examples: list[str], which: str) -> list[tuple[str, str]]:
-    """Dropdown choices whose first entry says what the list is (so it never looks empty)."""
+    """Dropdown choices whose first entry says what the list is (so it never looks empty); each example named by
+    its cut label, its value the whole sentence."""
     first = f"{len(examples)} examples for {which} …" if examples else "no examples"
-    return [(first, ""), *((e, e) for e in examples)]
+    return [(first, ""), *((example_label(e), e) for e in examples)]
 
 
 def input_rows(start: Start, copy_link: gr.Button, table: Sequence[Setting]) -> tuple[Inputs, dict[str, Any]]:
@@ -137,6 +151,8 @@ def layout(start: Start, session_value: Any, tabs: Sequence[Any], table: Sequenc
             gr.Markdown("## Transformer Explorer", elem_id="title-text")
             headline = gr.Markdown(start.info.headline if start.info else "", elem_id="headline")
             lessons_menu()  # choosing a lesson opens its link (in the browser only)
+            shown_as = lay(table, DISPLAY, start)
+            class_view = class_view_button()
             copy_link = gr.Button("Copy link", size="sm", scale=0, min_width=90, elem_id="copy-link")
         gr.Markdown(INTRO, elem_classes="intro")
         inputs, made = input_rows(start, copy_link, table)
@@ -144,6 +160,7 @@ def layout(start: Start, session_value: Any, tabs: Sequence[Any], table: Sequenc
             ctl, in_column = controls(start, table)
             with gr.Column(scale=4, elem_id="views-col"):
                 results = results_bar()
+                more = more_button()  # in a class's view only: the tabs and controls it hides
                 with gr.Tabs(elem_id="views", overflow_behavior="wrap") as tab_strip:  # every tab one click away
                     shown, parts = {}, {}
                     for tab in tabs:
@@ -151,6 +168,6 @@ def layout(start: Start, session_value: Any, tabs: Sequence[Any], table: Sequenc
                             if tab.help:
                                 gr.Markdown(glossed(tab.help), elem_classes="tab-text")  # jargon explained
                             parts[tab.id] = tab.layout(start)
-                made |= in_column | lay(table, TAB_STRIP, start)
+                made |= in_column | lay(table, TAB_STRIP, start) | shown_as
     return Page(demo, session, kept, headline, model, inputs, ctl, results, tab_strip, shown, parts, tuple(tabs),
-                {s.name: made[s.name] for s in table}, tuple(table))
+                {s.name: made[s.name] for s in table}, tuple(table), Display(more, class_view))

@@ -13,6 +13,8 @@ from urllib.parse import quote
 
 import gradio as gr
 
+from ..link.state import link_keys
+
 
 @dataclass(frozen=True)
 class Lesson:
@@ -22,7 +24,11 @@ class Lesson:
 
 
 def q(**keys: str | int) -> str:
-    """A link query of `keys` in the given order, each value URL-encoded as a copied link writes it."""
+    """A link query of `keys` in the given order, each value URL-encoded as a copied link writes it; a lesson opens a
+    class's view (`mode=class`, page.display: the rest of the page behind "More")."""
+    page_keys = set(link_keys())  # the tab's own keys come after the page's, as a copied link writes them
+    keys = {**{k: v for k, v in keys.items() if k in page_keys}, "mode": "class",
+            **{k: v for k, v in keys.items() if k not in page_keys}}
     return "&".join(f"{k}={quote(str(v), safe=':,;/@')}" for k, v in keys.items())
 
 

@@ -1,5 +1,6 @@
 """The bar above the tabs: the state every figure was made with, and sentence 1's output as clickable tokens with the
-Download button beside them (explorer.app.export.download).
+Download button beside them (explorer.app.export.download). It stays in view while the page scrolls (`#results-bar`
+is sticky, assets.CSS), so the output is seen change as switches below it are toggled.
 
 Laid out by page.layout; filled by events.PageEvents from run.result.Analysis (.state, .chips); under them, when the
 toggles changed no output, what the Run measured and a next step (run.unchanged, filled by page.next_step).
@@ -34,13 +35,15 @@ CHIP_COLOURS = {"output": "#dbeafe", "candidate": "#e0e7ff", "same": "#dbeafe", 
 
 
 def results_bar() -> Results:
-    state = gr.Markdown(elem_id="state-line")
-    with gr.Row(elem_id="results-head", equal_height=True):
-        output = gr.HighlightedText(label="Output: click a token to ask why the model chose it", show_label=False,
-                                    elem_id="output-tokens", combine_adjacent=False, show_legend=False,
-                                    show_inline_category=False, color_map=CHIP_COLOURS, container=False)
-        download = gr.Button("⤓ Download", size="sm", scale=0, min_width=90, elem_id="download-view")
-        download_file = gr.DownloadButton(visible="hidden", elem_id="download-file")
+    with gr.Column(elem_id="results-bar"):  # one box, pinned at the top of the window as the page scrolls
+        state = gr.Markdown(elem_id="state-line")
+        with gr.Row(elem_id="results-head", equal_height=True):
+            output = gr.HighlightedText(label="Output: click a token to ask why the model chose it", show_label=False,
+                                        elem_id="output-tokens", combine_adjacent=False, show_legend=False,
+                                        show_inline_category=False, color_map=CHIP_COLOURS, container=False)
+            download = gr.Button("⤓ Download", size="sm", scale=0, min_width=90, elem_id="download-view")
+            download_file = gr.DownloadButton(visible="hidden", elem_id="download-file")
+    # below the pinned box, so the bar stays one line high while switches are toggled
     with gr.Row(elem_id="why-same-row", equal_height=False, visible=False) as why_row:
         why = gr.Markdown(elem_id="why-same")
         step = gr.Button("Switch off the 2 heads that matter most", size="sm", scale=0, min_width=160, visible=False,

@@ -21,11 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 import gradio as gr
 
-from ..link.setting_keys import IndexKey, Key, KindKey, TabKey, choice_of, heads_off, tab_id
+from ..link.setting_keys import IndexKey, Key, KindKey, PlainKey, TabKey, choice_of, heads_off, tab_id
 from ..link.values import KINDS, flag, sampling_value, sentence_text, whole
 from ..run.toggles import CUSTOM_MASKS
 from ..run.view import MEASURES, default_kind
 from ..serving.limits import DEFAULT_CONTINUATION, MAX_NEW_TOKENS
+from .display import MODES, PLAIN_MODE, PLAIN_SIZE, SIZES, mode_box, size_choice
 from .head_labels import head_labels
 from .head_switches import heads_classes
 
@@ -42,7 +43,8 @@ LANGUAGE_MODEL = "language model"  # the Language model / Generated output group
 SAMPLING = "sampling"  # inside it, shown while Sample is ticked
 MASKS, HEADS = "masks", "heads"  # the Masks group; the Heads group, under its All on / Only this head buttons
 TAB_STRIP = "tab strip"  # hidden, under the tabs
-PLACES = (SENTENCE1, SENTENCE2, VIEW, LANGUAGE_MODEL, SAMPLING, MASKS, HEADS, TAB_STRIP)
+DISPLAY = "display"  # the title row: how the page is drawn (page.display)
+PLACES = (SENTENCE1, SENTENCE2, VIEW, LANGUAGE_MODEL, SAMPLING, MASKS, HEADS, TAB_STRIP, DISPLAY)
 
 ATTENTION_TAB = "attention"  # the tab the page opens on: the Attention tab (tabs/attention.py)
 WINDOW = (0, 16)  # the "Window k" slider
@@ -75,7 +77,7 @@ def sentence_box(n: int) -> Callable[[Start], Component]:
         if n == 1:
             return gr.Textbox(text, label="Sentence", lines=1, max_lines=4, elem_id="text1")
         return gr.Textbox(text, lines=1, max_lines=4, elem_id="text2", label="Second sentence (optional)",
-                          placeholder="batched with the first: the shorter one is padded, so the padding mask matters")
+                          placeholder="batched with the first; the shorter one is padded")  # one line, as it opens
     return make
 
 
@@ -146,10 +148,12 @@ SETTINGS: tuple[Setting, ...] = (
                                               elem_id="custom-mask"), MASKS, rerun="input", reset="none",
             link=Key("mask", choice_of(CUSTOM_MASKS), "`none`, `block token`, `local window`, `no self` (a space is "
                      "`%20`)", "Custom mask")),
-    Setting("blocked_position", lambda s: gr.Number(0, label="Blocked position", precision=0, minimum=0, min_width=80),
+    Setting("blocked_position", lambda s: gr.Number(0, label="Blocked position", precision=0, minimum=0, min_width=80,
+                                                    elem_id="blocked"),
             MASKS, row="mask numbers", rerun="submit", reset=0,
             link=Key("blocked", whole_in(0, BIG), "a whole number from 0", "Blocked position")),
-    Setting("window", lambda s: gr.Slider(*WINDOW, value=2, step=1, label="Window k", min_width=80), MASKS,
+    Setting("window", lambda s: gr.Slider(*WINDOW, value=2, step=1, label="Window k", min_width=80, elem_id="window"),
+            MASKS,
             row="mask numbers", rerun="release", reset=2,
             link=Key("window", whole_in(*WINDOW), "0 to 16", "Window k")),
     *(Setting(f"{kind}_heads_on", head_group(kind, label, elem_id), HEADS, rerun="input", link=HEADS_OFF)
@@ -196,6 +200,13 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("seed", lambda s: gr.Number(0, label="Seed", precision=0, minimum=0, min_width=60, elem_id="seed"),
             SAMPLING, row="first", default=0, rerun="blur",
             link=sampling_key("seed", "a whole number from 0 to 2147483647", "Seed")),
+    # How the browser draws the page (page.display): nothing a Run computes changes with these two.
+    Setting("size", size_choice, DISPLAY, default=PLAIN_SIZE,
+            link=PlainKey("size", choice_of(SIZES), "`normal` or `projector` (text and figures about 1.5 times as "
+                          "large)", "Size of text and figures", plain=PLAIN_SIZE)),
+    Setting("mode", mode_box, DISPLAY, default=PLAIN_MODE,
+            link=PlainKey("mode", choice_of(MODES), "`full` or `class` (the sentence, Run, the output, one head and "
+                          "the switches; the rest behind More)", "Class view, More", plain=PLAIN_MODE)),
 )
 
 

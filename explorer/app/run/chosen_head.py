@@ -31,10 +31,15 @@ def attention_inputs(cmp: Comparison, view: View) -> AttentionInputs:
     return AttentionInputs(view, shown, None if cmp.no_toggle else head_view(cmp.baseline, view, shown.mask), on)
 
 
+def head_title(inp: AttentionInputs) -> str:
+    """"With toggles: …" only when a toggle is in force (the baseline beside it then differs); else "Attention: …"."""
+    return f"{'Attention' if inp.baseline is None else 'With toggles'}: {inp.view.where()}"
+
+
 def head_figure(inp: AttentionInputs) -> Any:
     tog = inp.toggled
     return viz.head_heatmap(tog.weights, tog.queries, tog.keys, mask=tog.mask, head_off=not inp.head_on,
-                            title=f"With toggles: {inp.view.where()}", value_name=value_name(inp.view))
+                            title=head_title(inp), value_name=value_name(inp.view))
 
 
 ATTENTION = Reduction("attention", attention_inputs)
