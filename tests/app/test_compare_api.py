@@ -183,10 +183,11 @@ def test_a_links_model2_sets_the_second_model_and_a_copied_link_carries_it():
     heads = [f"L{la} H{h}" for la in range(2) for h in range(4)]
     tab_values = {"model2": "date-gpt"}
     for tab, carried in (("compare", True), ("overview", False)):
-        shown = dict(sentence1="3 May 2024", sentence2="", tab=tab, kind="cross", layer=0, head=0, sentence=1,
-                     measure="weights", encoder_heads_on=heads, decoder_heads_on=heads, cross_heads_on=heads,
-                     padding_mask=True, causal_mask=True, custom_mask="none", blocked_position=0, window=2,
-                     predict_after=-1, continue_tokens=10, sample=False, temperature=1.0, top_k=0, top_p=1.0, seed=0)
+        shown = {s.name: s.default for s in page.table}  # a setting added later keeps its default
+        shown |= dict(sentence1="3 May 2024", sentence2="", tab=tab, kind="cross", layer=0, head=0, sentence=1,
+                      measure="weights", encoder_heads_on=heads, decoder_heads_on=heads, cross_heads_on=heads,
+                      padding_mask=True, causal_mask=True, custom_mask="none", blocked_position=0, window=2,
+                      predict_after=-1, continue_tokens=10, sample=False, temperature=1.0, top_k=0, top_p=1.0, seed=0)
         values = [Session("date-translator", "cpu"), *(shown[name] for name in link.linked),
                   *(tab_values.get(k.key) for t in TABS for k in t.link_keys)]
         query = link.copy_link(*values)[page.inputs.link_query]

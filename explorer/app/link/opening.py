@@ -172,8 +172,9 @@ class LinkEvents:
 
     def own_examples(self, state: LinkState, loaded: LoadedModel) -> dict:
         """A link that names a model: the sentences it leaves out are not the starting model's ("t23 t23 …" from
-        induction-gpt on a date). With no sentence, the model's own examples, as the page opens on that model; with
-        only sentence 1, no second one; with only sentence 2, the model's first example before it."""
+        induction-gpt on a date). With no sentence, the model's own examples, as the page opens on that model (the second
+        emptied by `one_sentence` then); with only sentence 1, no second one; with only sentence 2, the model's first
+        example before it."""
         examples = [*self.app.info_of(loaded).examples[:2], "", ""]
         given = [key in state.values for key in ("s1", "s2")]
         fill = {(False, False): examples[:2], (True, False): [None, ""], (False, True): [examples[0], None]}
