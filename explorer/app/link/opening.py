@@ -106,6 +106,8 @@ class LinkEvents:
         pairs = query_pairs(request)
         if not any(not k.startswith("__") for k, _ in pairs):
             return self.app.model_updates(session, get_model(session, self.ctx, progress), "")
+        if self.page.lesson is not None:  # `lesson=N`: the lesson's view, under the link's own keys
+            pairs = self.page.lesson.catalogue.opened(pairs)
         state, notices = parse_link(pairs, check_model=self.check_model, tabs=self.page.registry,
                                     table=self.page.table)
         loaded = None

@@ -5,6 +5,8 @@ own, `Tab.script`)."""
 from collections.abc import Iterable
 from typing import Any
 
+from .lesson_panel import LESSON_CSS
+
 PLOT_CONFIG = {  # Plotly modebar: the camera button saves a PNG of the figure
     "displaylogo": False,
     "displayModeBar": True,
@@ -180,10 +182,6 @@ CSS = """
   #views .tab-container button[role="tab"] {flex: none}
   .tab-text p {font-size: 12px}
   #state-line p {font-size: 12px}
-  /* the Lessons menu (lessons.py) no taller than Copy link beside it */
-  #lessons .wrap {min-height: 0 !important}
-  #lessons .wrap-inner {padding: 1px 8px !important}
-  #lessons input {font-size: 12px !important; margin: 0 !important}
   #output-tokens .token {font-size: 12px}
   /* an empty status line takes no room on a phone (it shows again for a message or a Run's timer) */
   #status:not(:has(p)):not(:has([data-testid="status-tracker"].wrap:not(.hide))) {display: none !important}
@@ -223,3 +221,4 @@ CSS = """
   .js-plotly-plot .gtitle {font-size: 12px !important}
 }
 """
+CSS += LESSON_CSS  # the lesson panel and the Lessons menu (page.lesson_panel)

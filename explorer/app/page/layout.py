@@ -22,7 +22,8 @@ import gradio as gr
 from ..serving.kept import Shown
 from ..serving.limits import DELETE_CACHE
 from .controls import Controls, controls
-from .lessons import lessons_menu
+from .lesson_files import Catalogue
+from .lesson_panel import LessonPanel, lesson_panel, lessons_menu
 from .model_panel import ModelPanel, Start, model_panel
 from .results_bar import Results, results_bar
 from .settings import HEAD_GROUPS, SENTENCE1, SENTENCE2, SETTINGS, TAB_STRIP, Setting, check_table, lay
@@ -65,6 +66,7 @@ class Page:
     registry: tuple[Any, ...]  # the tabs (tabs.base.Tab), in the page's order (explorer.app.tabs.TABS)
     settings: dict[str, Any]  # setting name -> its component, in table order
     table: tuple[Setting, ...]  # the page's settings (page.settings.SETTINGS)
+    lesson: LessonPanel | None = None  # the lesson panel and the Lessons menu (page.lesson_panel)
 
     def setting(self, name: str) -> Any:
         """The component of the setting `name` (KeyError naming the settings: a handler wired to a setting the page
@@ -117,9 +119,10 @@ def input_rows(start: Start, copy_link: gr.Button, table: Sequence[Setting]) -> 
     return Inputs(ex1, ex2, run_btn, api_run, api_tab, status, copy_link, link_url, link_notice, link_query), made
 
 
-def layout(start: Start, session_value: Any, tabs: Sequence[Any], table: Sequence[Setting] = SETTINGS) -> Page:
-    """The page with `tabs` (tabs.TABS: each lays out its own components inside its gr.Tab) and the settings of
-    `table` (page.settings.SETTINGS: each in its place)."""
+def layout(start: Start, session_value: Any, tabs: Sequence[Any], table: Sequence[Setting] = SETTINGS,
+           lessons: Catalogue = Catalogue()) -> Page:
+    """The page with `tabs` (tabs.TABS: each lays out its own components inside its gr.Tab), the settings of
+    `table` (page.settings.SETTINGS: each in its place) and the lessons of `lessons` (page.lesson_files)."""
     check_table(table)
     with gr.Blocks(title="Transformer Explorer", delete_cache=DELETE_CACHE) as demo:
         session = gr.State(session_value)
@@ -130,7 +133,7 @@ def layout(start: Start, session_value: Any, tabs: Sequence[Any], table: Sequenc
         with gr.Row(elem_id="title", equal_height=True):
             gr.Markdown("## Transformer Explorer", elem_id="title-text")
             headline = gr.Markdown(start.info.headline if start.info else "", elem_id="headline")
-            lessons_menu()  # choosing a lesson opens its link (in the browser only)
+            menu = lessons_menu(lessons)  # choosing a lesson opens its link (in the browser only)
             copy_link = gr.Button("Copy link", size="sm", scale=0, min_width=90, elem_id="copy-link")
         gr.Markdown(INTRO, elem_classes="intro")
         inputs, made = input_rows(start, copy_link, table)
@@ -146,5 +149,6 @@ def layout(start: Start, session_value: Any, tabs: Sequence[Any], table: Sequenc
                                 gr.Markdown(tab.help, elem_classes="tab-text")
                             parts[tab.id] = tab.layout(start)
                 made |= in_column | lay(table, TAB_STRIP, start)
+        lesson = lesson_panel(lessons, menu)  # last: docked to the window's bottom while a lesson runs
     return Page(demo, session, kept, headline, model, inputs, ctl, results, tab_strip, shown, parts, tuple(tabs),
-                {s.name: made[s.name] for s in table}, tuple(table))
+                {s.name: made[s.name] for s in table}, tuple(table), lesson)
