@@ -21,13 +21,12 @@ from render_app import CHROMIUM_ARGS, chromium_path, save  # noqa: E402
 
 SIZES = {"desktop": (1280, 800), "phone": (390, 844)}
 IDLE = "() => !document.querySelector('#status [data-testid=\"status-tracker\"].wrap:not(.hide)')"
-CHECKED = """() => { const t = document.querySelector('#lesson-text');
-  return !!t && /✓|✗|Nothing to check|last step/.test(t.innerText); }"""
+PASSED = """() => { const t = document.querySelector('#lesson-text'); return !!t && t.innerText.includes('✓'); }"""
 
 
 def settle(page) -> None:
     page.wait_for_function(IDLE, timeout=120_000)
-    page.wait_for_function(CHECKED, timeout=120_000)
+    page.wait_for_function(PASSED, timeout=120_000)  # each lesson's first check holds as it opens, once it has run
     page.wait_for_timeout(2000)  # a screenshot only: let the figures and the panel paint
 
 
@@ -51,12 +50,12 @@ def shoot(url: str, out: Path) -> list[Path]:
                 save(page, out / f"{size}-{n}-{lesson.id or n}.png", paths)
             page.goto(f"{url.rstrip('/')}/?lesson=month-heads&step=3")
             page.wait_for_selector("#lesson-panel", timeout=120_000)
-            settle(page)
+            page.wait_for_function("() => document.querySelector('#lesson-text').innerText.includes('✗')",
+                                   timeout=120_000)
+            page.wait_for_function(IDLE, timeout=120_000)
             for head in ("L1 H3", "L0 H1"):
                 page.locator("#cross-heads").get_by_label(head).uncheck()
                 page.wait_for_function(IDLE, timeout=120_000)
-            page.wait_for_function("() => document.querySelector('#lesson-text').innerText.includes('✓')",
-                                   timeout=120_000)
             settle(page)
             save(page, out / f"{size}-3-month-heads-step3-done.png", paths)
             context.close()

@@ -180,8 +180,8 @@ def test_the_panel_follows_the_lesson_and_the_last_run(page_events):
     form = replaced(form_of(RunForm, *[value(c) for c in form_inputs(RunForm, ev.page)]),
                     cross_heads_on=off("L0 H1", "L1 H3"))
     ev.analyze_at_once(form, shown)
-    shown_text = events.show("month-heads", 3, "attention", shown)[p.text]
-    assert "✓ the month changed to 05" in shown_text and "Notice:" in shown_text and "Goal:" in shown_text
+    out = events.show("month-heads", 3, "attention", shown)
+    assert "✓ the month changed to 05" in out[p.text] and "Notice:" in out[p.about] and "Goal:" in out[p.about]
     assert "✗ not yet" in events.show("month-heads", 2, "attention", shown)[p.text]  # step 2: one head off
     assert "No lesson" in events.show("nope", 1, "attention", shown)[p.text]
     assert (events.moved(1, "month-heads", 4), events.moved(-1, "3", 1), events.moved(1, "3", 2)) == (4, 1, 3)

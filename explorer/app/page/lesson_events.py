@@ -53,24 +53,25 @@ class LessonEvents:
         page = app.page
         self.lesson, self.step = page.setting("lesson"), page.setting("lesson_step")
         self.inputs = [self.lesson, self.step, page.visible_tab, page.kept]
-        self.outputs = [panel.box, panel.text, self.step, panel.menu, self.status]
+        self.outputs = [panel.box, panel.text, panel.about, self.step, panel.menu, self.status]
 
     @reporting
     def show(self, key: Any, step: Any, tab: Any, shown: Any) -> dict:
         """The panel for lesson `key` at `step`, its check on the last Run; hidden when no lesson runs."""
         p = self.panel
         if not str(key or "").strip():
-            return {p.box: gr.update(visible=False), p.text: "", p.menu: ""}
+            return {p.box: gr.update(visible=False), p.text: "", p.about: "", p.menu: ""}
         found = self.catalogue.find(str(key))
         if found is None:
-            return {p.box: gr.update(visible=True), p.text: unknown_text(str(key), self.catalogue),
+            return {p.box: gr.update(visible=True), p.text: unknown_text(str(key), self.catalogue), p.about: "",
                     self.step: gr.skip()}
         n, lesson = found
         k = step_number(step, len(lesson.shown_steps))
         check = lesson.shown_steps[k - 1].check
         verdict = None if check is None else check.verdict(run_facts(shown, str(tab or ""), self.app))[1]
-        return {p.box: gr.update(visible=True), p.text: panel_text(n, lesson, len(self.catalogue.lessons), k, verdict),
-                self.step: k if k != step else gr.skip(), p.menu: self.catalogue.key_of(n)}
+        text, about = panel_text(n, lesson, len(self.catalogue.lessons), k, verdict)
+        return {p.box: gr.update(visible=True), p.text: text, p.about: about, self.step: k if k != step else gr.skip(),
+                p.menu: self.catalogue.key_of(n)}
 
     def moved(self, by: int, key: Any, step: Any) -> Any:
         """Previous (-1) or next (+1): the step setting moved within the lesson."""
@@ -82,14 +83,15 @@ class LessonEvents:
     def wire(self) -> None:
         """The settings' changes, the buttons, and a check after every Run and every tab opened."""
         app, p = self.app, self.panel
+        quiet = dict(show_progress="hidden", **PRIVATE)  # the panel never greys out while its check is computed
         for setting in (self.lesson, self.step):
-            setting.change(self.show, self.inputs, self.outputs, **PRIVATE)
+            setting.change(self.show, self.inputs, self.outputs, **quiet)
         p.previous.click(lambda key, step: self.moved(-1, key, step), [self.lesson, self.step], [self.step], **PRIVATE)
         p.next.click(lambda key, step: self.moved(1, key, step), [self.lesson, self.step], [self.step], **PRIVATE)
         p.leave.click(lambda: ("", 1), None, [self.lesson, self.step], **PRIVATE)
-        app.follow_runs(lambda ran: ran.then(self.show, self.inputs, self.outputs, **PRIVATE))
+        app.follow_runs(lambda ran: ran.then(self.show, self.inputs, self.outputs, **quiet))
         for opened in app.selected.values():
-            opened.then(self.show, self.inputs, self.outputs, **PRIVATE)
+            opened.then(self.show, self.inputs, self.outputs, **quiet)
 
 
 def lesson_catalogue(allowed_dirs: Any, tabs: Any) -> Catalogue:

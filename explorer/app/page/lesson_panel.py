@@ -22,23 +22,27 @@ from .lesson_format import Lesson
 LESSON_CSS = """
   /* Gradio's container hides its overflow (a scroll box: no sticky inside it); clip clips the same without one */
   .gradio-container:has(#lesson-panel) {overflow: clip !important}
-  #lesson-panel {position: sticky; bottom: 0; z-index: 30; max-height: 34vh; overflow-y: auto;
+  #lesson-panel {position: sticky; bottom: 0; z-index: 55;  /* above the blocks' labels (Gradio's --layer-5: 50) */
+                 max-height: 34vh; overflow-y: auto;
                  background: var(--background-fill-primary); border: 2px solid #4f46e5; border-radius: 10px;
-                 box-shadow: 0 -4px 14px rgba(0, 0, 0, 0.15); padding: 6px 12px !important; gap: 4px !important}
-  #lesson-panel #lesson-text {font-size: 14px}
-  #lesson-panel #lesson-text p {margin: 2px 0}
-  #lesson-panel #lesson-text h3 {margin: 0 0 2px 0; font-size: 15px}
-  #lesson-nav {gap: 6px !important; flex-wrap: nowrap}
-  #lesson-nav button {min-width: 0 !important; white-space: nowrap; flex: none}
+                 box-shadow: 0 -4px 14px rgba(0, 0, 0, 0.15); padding: 4px 10px !important}
+  #lesson-row {gap: 12px !important; align-items: flex-start}
+  #lesson-text, #lesson-about {font-size: 14px}
+  #lesson-about {font-size: 13px}
+  #lesson-text p, #lesson-about p {margin: 2px 0}
+  #lesson-text h3 {margin: 0 0 2px 0; font-size: 15px}
+  #lesson-nav {gap: 4px !important; flex: 0 0 auto !important}
+  #lesson-nav button {min-width: 0 !important; white-space: nowrap}
   #lessons .wrap {min-height: 0 !important}
   #lessons .wrap-inner {padding: 1px 8px !important}
   #lessons input {font-size: 12px !important; margin: 0 !important}
   @media (max-width: 640px) {
     #lesson-panel {order: 99; max-height: 32vh; padding: 4px 8px !important}  /* after the page's other parts */
-    #lesson-row {flex-wrap: wrap !important}
-    #lesson-row > .block {min-width: 100% !important}
-    #lesson-nav {order: -1; justify-content: flex-end}  /* the buttons first: the text scrolls under them */
-    #lesson-panel #lesson-text {font-size: 13px}
+    #lesson-row {flex-wrap: wrap !important; gap: 4px !important}
+    #lesson-row > div {min-width: 100% !important}
+    #lesson-nav {order: -1; flex-direction: row !important; flex-wrap: nowrap !important}  /* one row, first */
+    #lesson-nav button {flex: 1 1 0 !important; width: auto !important}
+    #lesson-text {font-size: 13px}
   }
 """
 
@@ -50,7 +54,8 @@ class LessonPanel:
     catalogue: Catalogue
     menu: gr.Dropdown  # the Lessons menu (title row): its value the lesson running
     box: gr.Column  # hidden while no lesson runs
-    text: gr.Markdown  # title, goal, the step, the check's verdict, what to notice
+    text: gr.Markdown  # the title, the step and its check's verdict
+    about: gr.Markdown  # the goal and what to notice (beside the step on a screen, under it on a phone)
     previous: gr.Button
     next: gr.Button
     leave: gr.Button
@@ -77,29 +82,30 @@ def lessons_menu(catalogue: Catalogue) -> gr.Dropdown:
 def lesson_panel(catalogue: Catalogue, menu: gr.Dropdown) -> LessonPanel:
     """The panel, laid out where this is called (the page's end: it docks to the window's bottom)."""
     with gr.Column(visible=False, elem_id="lesson-panel") as box:
-        with gr.Row(equal_height=True, elem_id="lesson-row"):
-            text = gr.Markdown(elem_id="lesson-text")
-            with gr.Row(elem_id="lesson-nav", scale=0):
+        with gr.Row(elem_id="lesson-row"):
+            with gr.Column(scale=3, min_width=240):
+                text = gr.Markdown(elem_id="lesson-text")
+            with gr.Column(scale=2, min_width=200):
+                about = gr.Markdown(elem_id="lesson-about")
+            with gr.Column(scale=0, min_width=100, elem_id="lesson-nav"):
                 previous = gr.Button("◀ Previous", size="sm", elem_id="lesson-prev")
                 nxt = gr.Button("Next ▶", size="sm", elem_id="lesson-next")
                 leave = gr.Button("✕ Leave", size="sm", elem_id="lesson-leave")
-    return LessonPanel(catalogue, menu, box, text, previous, nxt, leave)
+    return LessonPanel(catalogue, menu, box, text, about, previous, nxt, leave)
 
 
-def panel_text(n: int, lesson: Lesson, total: int, step: int, verdict: str | None) -> str:
-    """The panel's Markdown for step `step` (from 1) of lesson `n` of `total`; `verdict`: its check's line (None: the
-    step has no check)."""
+def panel_text(n: int, lesson: Lesson, total: int, step: int, verdict: str | None) -> tuple[str, str]:
+    """The panel's Markdown for step `step` (from 1) of lesson `n` of `total`: the title, the step and its check's
+    line (`verdict`; None: the step has no check), then the goal and what to notice."""
     steps = lesson.shown_steps
     s = steps[step - 1]
     where = f" · from {lesson.source}" if lesson.source else ""
-    lines = [f"### Lesson {n} of {total}: {lesson.title}{where}",  # the step and its check first: in view on a phone
-             f"**Step {step} of {len(steps)}.** {s.do}",
-             verdict if verdict is not None else ("Nothing to check here: read it, then **Next ▶**."
-                                                  if step < len(steps) else "The last step: **✕ Leave** ends it."),
-             f"**Goal:** {lesson.shown_goal}"]
-    if lesson.notice:
-        lines.append(f"**Notice:** {lesson.notice}")
-    return "\n\n".join(lines)
+    main = [f"### Lesson {n} of {total}: {lesson.title}{where}",
+            f"**Step {step} of {len(steps)}.** {s.do}",
+            verdict if verdict is not None else ("Nothing to check here: read it, then **Next ▶**."
+                                                 if step < len(steps) else "The last step: **✕ Leave** ends it.")]
+    about = [f"**Goal:** {lesson.shown_goal}"] + ([f"**Notice:** {lesson.notice}"] if lesson.notice else [])
+    return "\n\n".join(main), "\n\n".join(about)
 
 
 def unknown_text(key: str, catalogue: Catalogue) -> str:
