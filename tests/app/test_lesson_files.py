@@ -153,3 +153,16 @@ def test_a_lesson_written_in_code_is_checked_too():
     # the old format still works: title, view, paragraph (the panel shows one step)
     old = Lesson("The month's circuit", "model=date-translator&tab=attention", "A paragraph.")
     assert old.shown_goal == "A paragraph." and len(old.shown_steps) == 1 and old.shown_steps[0].check is None
+
+
+def test_the_app_started_with_an_allowed_folder_lists_its_lessons(tmp_path):
+    """build_demo(allowed_dirs=...) reads the folder's lessons/ once: the Lessons menu lists them after the
+    built-in ones, by their ids."""
+    from explorer.app.demo import build_demo
+
+    allowed = folder(tmp_path, {"month-my-way.toml": GOOD, "broken.toml": "title = 'x'\n"})
+    demo = build_demo(allowed_dirs=[str(allowed)], device="cpu")
+    menu = next(b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "lessons")
+    assert menu.label == "Lessons" and menu.choices[0] == ("Lessons …", "")
+    assert menu.choices[-1] == (f"{len(LESSONS) + 1}. The month, my way", "month-my-way")
+    assert len(menu.choices) == len(LESSONS) + 2  # the broken file is left out (named in the log)
