@@ -239,7 +239,7 @@ def test_head_computation_example_runs_as_written(client):
     analyze = client.view_api(print_info=False, return_format="dict")["named_endpoints"]["/analyze"]["parameters"]
     names = [p["parameter_name"] for p in info["parameters"]]
     assert names[:14] == [p["parameter_name"] for p in analyze][:14]
-    assert names[14:] == ["continue_tokens", "measure", "query", "lines_heads"]
+    assert names[14:] == ["continue_tokens", "measure", "query", "lines_heads", "keys", "words"]
     scope = run_documented(client, "docs/http-api.md", 'api_name="/head_computation"')
     numbers, base, toggled = scope["numbers"], scope["base"], scope["toggled"]
     assert scope["status"] == "" and numbers["changes"] == ["causal mask off", "decoder L0 H1 off"]
@@ -249,6 +249,9 @@ def test_head_computation_example_runs_as_written(client):
     assert [t["type"] for t in figure(scope["figure"])["data"]][:2] == ["heatmap", "heatmap"]
     assert figure(scope["lines"])["layout"]["sliders"] and figure(scope["query_key"])["data"]
     assert scope["table"]["headers"][:3] == ["key", "token", "blocked"]
+    steps = numbers["steps"]  # the worked example (plain words by default): the toggled run's, key 4 seen
+    assert abs(steps["weight_total"] - 1) < 1e-5 and "(the sum) = weight" in scope["steps"]
+    assert all(abs(k["weight"] - toggled["weights"][k["key"]]) < 1e-6 for k in steps["keys"])
     heads, fresh = scope["heads"], gradio_client(client.src)  # a session on the starting model
     for query, head, message in ((40, 2, "query position 40 is outside"), (3, 9, "head 9 is outside the 4 heads")):
         out = fresh.predict(DATE1, "", True, True, "none", 0, 2, heads, heads, heads, "decoder", 1, head, 1, 8,
@@ -262,7 +265,8 @@ def test_download_view_writes_the_last_analyze_as_a_file(client):
     fresh = gradio_client(client.src)
     status = fresh.predict("attention", api_name="/download_view")[1]
     assert status.startswith("⚠️ Call /analyze first"), status
-    fresh.predict(sentence1="<b>3 May 2024</b>", sentence2="", cross_heads_on=["L0 H0"], api_name="/analyze")
+    fresh.predict(sentence1="<b>3 May 2024</b>", sentence2="", cross_heads_on=["L0 H0"], measure="values",
+                  api_name="/analyze")
     path, status = fresh.predict("overview", api_name="/download_view")
     assert status == "", status
     text = Path(path).read_text(encoding="utf-8")
@@ -270,5 +274,6 @@ def test_download_view_writes_the_last_analyze_as_a_file(client):
     assert "&lt;b&gt;3 May 2024&lt;/b&gt;" in text and "<b>3 May" not in text  # the sentence as text
     assert "Toggles: " in text  # the state line: the switches of the Run in words
     assert "tab=overview" in text and "off=cross" in text  # the link carries the Run's switches
+    assert "measure=values" in text  # and what its maps measure
     status = fresh.predict("roles", api_name="/download_view")[1]
     assert "⚠️" in status and "exports a tab the Run draws" in status, status
