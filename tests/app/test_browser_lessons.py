@@ -75,7 +75,8 @@ def test_walk_every_lesson_with_its_checks(app_url, chromium, lesson):
             panel_says(page, where, "✓ " + step.check.passed)
         else:
             panel_says(page, where, "✗ not yet: ")  # before the learner acts: computed, not written in advance
-            for action in actions:
+            for action in actions:  # one at a time, as a learner does: each change's Run ends before the next
+                page.wait_for_function(IDLE_JS)
                 act(page, action)
             panel_says(page, where, "✓ " + step.check.passed)
         page.wait_for_function(IDLE_JS)
@@ -89,6 +90,7 @@ def test_walk_every_lesson_with_its_checks(app_url, chromium, lesson):
 
 def test_the_menu_opens_a_lesson_copy_link_keeps_it_and_leave_closes_it(app_url, chromium):
     page = chromium.open(app_url)
+    page.wait_for_url(lambda url: "s1=" in url)  # the address followed the first Run: no event left to cut short
     menu = page.get_by_role("combobox", name="Lessons")  # its accessible name, not "Dropdown"
     menu.click()
     lesson = next(x for x in LESSONS if x.id == "month-heads")
@@ -103,16 +105,19 @@ def test_the_menu_opens_a_lesson_copy_link_keeps_it_and_leave_closes_it(app_url,
     panel_says(page, "Step 1 of 4.", "✓")
     page.locator("#lesson-next").click()
     panel_says(page, "Step 2 of 4.", "✗")
+    page.wait_for_url(lambda url: url.endswith("&lesson=month-heads&step=2"))  # the address follows the step
     page.wait_for_function(IDLE_JS)
     page.locator("#copy-link").click()
     url = page.wait_for_function(f"() => ({LINK_URL})() || null").json_value()
     assert url.endswith("&lesson=month-heads&step=2") and "s1=lundi%203%20mars%202025" in url, url
     copied = chromium.open(url, first_run=False)
-    panel_says(copied, "Step 2 of 4.", "✗ not yet")
+    panel_says(copied, "Step 2 of 4.", "✗ not yet: .*your Run's output")  # checked on its own first Run
+    copied.wait_for_function(IDLE_JS)
     page.locator("#lesson-leave").click()
     page.wait_for_function("() => !document.querySelector('#lesson-panel')"
                            " || document.querySelector('#lesson-panel').getBoundingClientRect().height === 0")
     assert page.get_by_role("combobox", name="Lessons").input_value() == "Lessons …"
+    page.wait_for_url(lambda url: "lesson=" not in url)  # and the address leaves the lesson too
 
 
 def test_on_a_phone_the_panel_is_in_view_and_leaves_the_output_uncovered(app_url, browser):

@@ -246,6 +246,9 @@ class LinkEvents:
         app.follow_every_run(follow)
         for event in app.selected.values():
             follow(event)
+        if page.lesson is not None:  # the lesson and its step (the panel's buttons, Leave) in the address too
+            for name in ("lesson", "lesson_step"):
+                follow(page.setting(name).change(None, None, None, js="() => {}", **PRIVATE))
         i.copy_link.click(self.copy_link, self.link_inputs(), [i.link_query, i.link_url, i.link_notice, self.status],
                           **PRIVATE
                           ).then(None, [i.link_query], [i.link_url], js=copy_link_js(), **PRIVATE)
