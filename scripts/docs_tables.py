@@ -1,6 +1,6 @@
 """Write the tables the docs take from the page's tabs (explorer.app.tabs.TABS): docs/app.md's table of tabs and
 docs/link.md's table of link keys; docs/http-api.md's table of every endpoint, from the built page's wired events
-(explorer.app.tabs.api.endpoints); and docs/lessons.md from explorer.app.page.lessons.LESSONS. Run after changing a
+(explorer.app.tabs.api.endpoints); and docs/lessons.md from explorer.app.page.lessons.LESSONS (page.lesson_docs). Run after changing a
 tab or an endpoint: `python scripts/docs_tables.py` (tests check them)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ sys.path.insert(0, str(ROOT))
 
 from explorer.app.demo import build_demo  # noqa: E402
 from explorer.app.link.docs import keys_table  # noqa: E402
-from explorer.app.page.lessons import lessons_markdown  # noqa: E402
+from explorer.app.page.lesson_docs import lessons_markdown  # noqa: E402
 from explorer.app.tabs import TABS, tabs_table  # noqa: E402
 from explorer.app.tabs.api.endpoints import endpoints, endpoints_table  # noqa: E402
 

@@ -22,6 +22,7 @@ from .page.assets import CSS, page_js
 from .page.gradio_fixes import STATUS_WORDS, keep_one_entry_per_component
 from .page.idle_timers import page_middleware
 from .page.layout import layout
+from .page.lesson_events import lesson_catalogue
 from .page.model_panel import Start, model_info
 from .run.request_memory import MemoryGate
 from .serving.catalog import model_choices
@@ -84,7 +85,8 @@ def build_demo(*, allowed_dirs: Sequence[str] = (), device: str = "auto", checkp
                      MemoryGate(request_memory), CoreShare(server_torch_threads(threads), shared=threads is None),
                      KeptResults(kept_memory), download_disk)
     source = checkpoint or default_source()
-    page = layout(starting_point(ctx, source, device), Session(source, device), TABS)
+    lessons = lesson_catalogue(ctx.allowed_dirs, TABS)  # built in, and the allowed folders' lessons/*.toml
+    page = layout(starting_point(ctx, source, device), Session(source, device), TABS, lessons=lessons)
     with page.demo:
         PageEvents(page, ctx).wire()
     return page.demo

@@ -246,6 +246,7 @@ class PageEvents:
 
     def wire(self) -> None:
         from .export.download import DownloadEvents
+        from .page.lesson_events import LessonEvents
         from .link.opening import LinkEvents
         from .page.display import wire_display
 
@@ -295,5 +296,7 @@ class PageEvents:
         for reflow in (m.sidebar.expand, m.sidebar.collapse):
             reflow(None, js=REFLOW_JS)
         progress_on_text(page.demo, self.status)  # the page's loading statuses on small text only (gradio_fixes)
+        if page.lesson is not None:  # the lesson panel: its check after every Run and every tab opened
+            LessonEvents(self, page.lesson).wire()
         for t in page.registry:  # every event is wired: what a tab reads of them (the API tab: its endpoints)
             t.page_wired(page.parts[t.id], page.demo)

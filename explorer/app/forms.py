@@ -199,9 +199,9 @@ class RunFields:
 
 @functools.cache
 def run_form(table: Sequence[Setting] = SETTINGS) -> type:
-    """/analyze's form for a table of settings: `session`, then each setting (its default the API's)."""
+    """/analyze's form for a table of settings: `session`, then each setting a Run reads (its default the API's)."""
     specs: list[Any] = [("session", Any)]
-    for s in table:
+    for s in (s for s in table if s.in_run):  # the page's own (the lesson shown) are no Run's
         default = dataclasses.field() if s.default is REQUIRED else dataclasses.field(default=s.default)
         specs.append((s.name, Any, default))
     form = dataclasses.make_dataclass("RunForm", specs, bases=(RunFields,), frozen=True)

@@ -1,25 +1,19 @@
-"""The lessons and the Download button in headless Chromium: the Lessons menu navigates to a lesson's link, which opens
-the view it names (its tab selected and computed, no warning); the downloaded file, opened from disk with the network
-blocked, draws its figures and shows the settings.
+"""The lessons and the Download button in headless Chromium: every lesson opened by its link (`?lesson=<id>`) shows
+its panel docked in view, and walking its steps by hand (a tab opened, a mask or head switched, a sentence typed) turns
+each step's check from "✗ not yet" to "✓" on the learner's own Run; the Lessons menu (named "Lessons" for a screen
+reader) opens a lesson, Copy link keeps it and its step, Leave closes it; on a phone the panel does not cover the
+output. The downloaded file, opened from disk with the network blocked, draws its figures and shows the settings.
 
-Every lesson's link is checked without a browser (tests/app/test_lessons.py: parsed without a notice, opened by the
-page-load handler on its model and tab, its Run without a warning), and a link to each tab opens it computed in
-Chromium (tests/app/test_browser_link.py::test_a_link_to_any_tab_opens_it_computed)."""
+The checks themselves, on real Runs both ways, without a browser: tests/app/test_lessons.py."""
 
 from __future__ import annotations
 
-from urllib.parse import parse_qsl, urlsplit
-
 import pytest
 
-from explorer.app.link.state import parse_link
 from explorer.app.page.lessons import LESSONS
-from explorer.app.serving.session import checked_source
-from explorer.app.tabs import TABS
-from explorer.app.tabs import tab as tab_of
 from tests.app import test_browser_link as link_tests
 from tests.app.browser import IDLE_JS
-from tests.app.test_browser_link import RESULT, TEXT
+from tests.app.test_browser_link import LINK_URL, TEXT
 
 pytestmark = pytest.mark.browser
 chromium = link_tests.chromium  # the link tests' page fixture: pages with their console errors checked
@@ -30,30 +24,125 @@ def app_url(default_app):
     return default_app
 
 
-def lesson_tab(query: str):
-    state, _ = parse_link(query, check_model=lambda name: checked_source(name, allowed_dirs=()), tabs=TABS)
-    return tab_of(state.tab)
+def untick(group: str, *heads: str):
+    return [("untick", f"#{group}", h) for h in heads]
 
 
-def shows(page, tab) -> None:
-    """`tab` is selected and its result drawn, with no warning on the status line nor a link notice."""
-    page.wait_for_function(f"() => ({RESULT})('{tab.result}')")
-    page.wait_for_function(IDLE_JS)
-    assert page.locator("#views [role=tab][aria-selected=true]").inner_text() == tab.title
-    status = page.evaluate(TEXT, "status")
-    assert "⚠️" not in status and page.evaluate(TEXT, "link-notice") == "", (tab.id, status)
+# What a learner does for each step, by hand on the page (None: the step's check holds as the lesson opens, or it
+# has no check): open a tab, (un)tick a mask or a head, type sentence 1 and press Run.
+WALK = {
+    "positions": [None, None, [("type", "mars lundi 2025 3", None)]],
+    "causal-mask": [None, [("untick", "#causal", None)], [("tick", "#causal", None)]],
+    "month-heads": [None, untick("cross-heads", "L1 H3"), untick("cross-heads", "L0 H1"),
+                    [("tick", "#cross-heads", "L1 H3")]],
+    "induction": [None, None, untick("dec-heads", "L1 H0", "L1 H1", "L1 H2", "L1 H3")],
+    "contributions": [None, None, untick("cross-heads", "L1 H3")],
+    "compare": [None, None, [("type", "1 gennaio 2000", None)]],
+}
+PANEL = "() => {{ const t = document.querySelector('#lesson-text'); return !!t && t.innerText.includes({!r}) && " \
+        "/{}/.test(t.innerText); }}"
 
 
-def test_the_lessons_menu_opens_a_lesson(app_url, chromium):
+def panel_says(page, step: str, mark: str) -> None:
+    """The panel shows `step` ("Step 2 of 4") with a verdict starting with `mark` (✓, ✗, or any line)."""
+    page.wait_for_function(PANEL.format(step, mark))
+
+
+def act(page, action) -> None:
+    what, where, label = action
+    if what == "type":
+        page.locator("#text1 textarea").fill(where)
+        page.locator("#run").click()
+    else:
+        box = page.locator(where).get_by_label(label) if label else page.locator(f"{where} input")
+        box.uncheck() if what == "untick" else box.check()
+
+
+def in_view(page, selector: str) -> bool:
+    return page.evaluate("""s => { const r = document.querySelector(s).getBoundingClientRect();
+      return r.height > 0 && r.top >= 0 && r.bottom <= window.innerHeight + 1; }""", selector)
+
+
+WALKED = [x for x in LESSONS if x.id in WALK]  # a lesson of one unchecked step (old format) has nothing to walk
+
+
+def test_every_checked_lesson_is_walked():
+    assert {x.id for x in LESSONS if any(s.check for s in x.steps)} <= set(WALK)
+
+
+@pytest.mark.parametrize("lesson", WALKED, ids=[x.id for x in WALKED])
+def test_walk_every_lesson_with_its_checks(app_url, chromium, lesson):
+    page = chromium.open(f"{app_url}?lesson={lesson.id}", first_run=False)
+    n = len(lesson.steps)
+    for k, (step, actions) in enumerate(zip(lesson.steps, WALK[lesson.id]), 1):
+        where = f"Step {k} of {n}."
+        if step.check is None:
+            panel_says(page, where, "Nothing to check|last step")
+        elif actions is None:
+            panel_says(page, where, "✓ " + step.check.passed)
+        else:
+            panel_says(page, where, "✗ not yet: ")  # before the learner acts: computed, not written in advance
+            for action in actions:  # one at a time, as a learner does: each change's Run ends before the next
+                page.wait_for_function(IDLE_JS)
+                act(page, action)
+            panel_says(page, where, "✓ " + step.check.passed)
+        page.wait_for_function(IDLE_JS)
+        assert in_view(page, "#lesson-panel"), (lesson.id, k)
+        if k < n:
+            page.locator("#lesson-next").click()
+    page.evaluate("() => window.scrollTo(0, document.body.scrollHeight / 2)")  # docked while the page scrolls
+    assert in_view(page, "#lesson-panel")
+    assert page.evaluate(TEXT, "link-notice") == ""
+
+
+def test_the_menu_opens_a_lesson_copy_link_keeps_it_and_leave_closes_it(app_url, chromium):
     page = chromium.open(app_url)
-    lesson = next(x for x in LESSONS if "month" in x.title)
-    page.locator("#lessons input").click()
+    page.wait_for_url(lambda url: "s1=" in url)  # the address followed the first Run: no event left to cut short
+    menu = page.get_by_role("combobox", name="Lessons")  # its accessible name, not "Dropdown"
+    menu.click()
+    lesson = next(x for x in LESSONS if x.id == "month-heads")
     page.get_by_role("option", name=f"3. {lesson.title}", exact=True).click()
-    asked = parse_qsl(lesson.query, keep_blank_values=True)  # the lesson's keys; once run, the address holds the
-    page.wait_for_url(lambda url: set(asked) <= set(parse_qsl(urlsplit(url).query, keep_blank_values=True)))  # rest
-    shows(page, lesson_tab(lesson.query))
+    page.wait_for_url(lambda url: "lesson=month-heads" in url)  # then the address follows the view
+    panel_says(page, "Step 1 of 4.", "✓ the model answers 2025-03-03")
     assert page.locator("#text1 textarea").input_value() == "lundi 3 mars 2025"
-    page.wait_for_function("() => document.querySelector('#output-tokens').innerText.includes('with the toggles')")
+    assert page.get_by_role("combobox", name="Lessons").input_value() == f"3. {lesson.title}"
+    page.locator("#lesson-next").click()
+    panel_says(page, "Step 2 of 4.", "✗ not yet")
+    page.locator("#lesson-prev").click()
+    panel_says(page, "Step 1 of 4.", "✓")
+    page.locator("#lesson-next").click()
+    panel_says(page, "Step 2 of 4.", "✗")
+    page.wait_for_url(lambda url: url.endswith("&lesson=month-heads&step=2"))  # the address follows the step
+    page.wait_for_function(IDLE_JS)
+    page.locator("#copy-link").click()
+    url = page.wait_for_function(f"() => ({LINK_URL})() || null").json_value()
+    assert url.endswith("&lesson=month-heads&step=2") and "s1=lundi%203%20mars%202025" in url, url
+    copied = chromium.open(url, first_run=False)
+    panel_says(copied, "Step 2 of 4.", "✗ not yet: .*your Run's output")  # checked on its own first Run
+    copied.wait_for_function(IDLE_JS)
+    page.locator("#lesson-leave").click()
+    page.wait_for_function("() => !document.querySelector('#lesson-panel')"
+                           " || document.querySelector('#lesson-panel').getBoundingClientRect().height === 0")
+    assert page.get_by_role("combobox", name="Lessons").input_value() == "Lessons …"
+    page.wait_for_url(lambda url: "lesson=" not in url)  # and the address leaves the lesson too
+
+
+def test_on_a_phone_the_panel_is_in_view_and_leaves_the_output_uncovered(app_url, browser):
+    from tests.app.browser import new_page
+
+    context, page = new_page(browser, viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    try:
+        page.goto(f"{app_url}?lesson=month-heads")
+        panel_says(page, "Step 1 of 4.", "✓")
+        page.wait_for_function(IDLE_JS)
+        page.evaluate("() => window.scrollTo(0, 0)")
+        assert in_view(page, "#lesson-panel") and in_view(page, "#output-tokens")
+        panel, output = (page.evaluate("s => document.querySelector(s).getBoundingClientRect().toJSON()", s)
+                         for s in ("#lesson-panel", "#output-tokens"))
+        assert panel["top"] >= output["bottom"]  # under the output, not over it
+        assert panel["height"] <= 0.4 * 844
+    finally:
+        context.close()
 
 
 def test_the_downloaded_view_opens_offline(app_url, chromium, tmp_path):

@@ -1,85 +1,202 @@
-"""The lessons (explorer.app.page.lessons): docs/lessons.md is written from them, every link opens without a notice, and
-the key claim of each lesson is true of the shipped checkpoints (run here)."""
+"""The lessons (explorer.app.page.lessons) and their panel: docs/lessons.md is written from them, every lesson opens
+by its link (`lesson=N` or its id) without a notice and Copy link keeps it, and every step's check, evaluated by the
+server on a real Run of the shipped checkpoints, passes when the learner did the step and says "not yet" when not.
+The claims of the lessons' notes that no check covers (positions, roles, contributions) are run here too."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from starlette.datastructures import QueryParams
 
+from explorer.app.forms import RunForm, form_inputs, form_of, replaced
+from explorer.app.link.opening import LinkEvents
+from explorer.app.link.page_link import LinkForm
 from explorer.app.link.state import parse_link
-from explorer.app.page.lessons import LESSONS, lessons_markdown
-from explorer.app.run.toggles import Toggles
-from explorer.app.serving.session import checked_source
-from explorer.app.tabs import TABS, analyze
+from explorer.app.page.head_labels import head_labels
+from explorer.app.page.lesson_docs import lessons_markdown
+from explorer.app.page.lesson_events import LessonEvents, run_facts
+from explorer.app.page.lesson_files import Catalogue
+from explorer.app.page.lessons import LESSONS
+from explorer.app.serving.errors import escape_md
+from explorer.app.serving.kept import Shown
+from explorer.app.serving.session import Session, checked_source
+from explorer.app.tabs import TABS
 
 ROOT = Path(__file__).resolve().parents[2]
-CROSS = {(layer, head) for layer in range(2) for head in range(4)}
+ALL = head_labels(2, 4)  # every shipped model here: 2 layers of 4 heads
 
 
-def lesson(word: str):
-    return next(x for x in LESSONS if word in x.title)
+def check_model(name: str) -> str:
+    return checked_source(name, allowed_dirs=())
 
 
-def answer(a) -> str:
-    """Sentence 1's answer as the output bar shows it: baseline, then the toggled one where it differs."""
-    text = "".join(t for t, _ in a.chips.items if t not in ("Output:", "[EOS]"))
-    base, _, toggled = text.partition("→ with the toggles:")
-    return base if not toggled else f"{base} -> {toggled}"
+def off(*labels: str) -> list[str]:
+    """The head switches of a 2 x 4 kind with `labels` off."""
+    return [x for x in ALL if x not in labels]
 
 
-@pytest.fixture(scope="module")
-def models():
-    import explorer
+# (lesson id, step) -> (what the learner did: settings changed on the lesson's view, passes?) for both verdicts.
+DONE, NOT_YET = True, False
+SCENARIOS = {
+    ("positions", 1): [(dict(tab="positions"), DONE), (dict(tab="attention"), NOT_YET)],
+    ("positions", 3): [(dict(sentence1="mars lundi 2025 3"), DONE), ({}, NOT_YET)],
+    ("causal-mask", 1): [({}, DONE), (dict(causal_mask=False), NOT_YET)],
+    ("causal-mask", 2): [(dict(causal_mask=False), DONE), ({}, NOT_YET)],
+    ("causal-mask", 3): [({}, DONE), (dict(causal_mask=False), NOT_YET)],
+    ("month-heads", 1): [({}, DONE), (dict(cross_heads_on=off("L0 H1", "L1 H3")), NOT_YET)],
+    ("month-heads", 2): [(dict(cross_heads_on=off("L1 H3")), DONE), ({}, NOT_YET)],
+    ("month-heads", 3): [(dict(cross_heads_on=off("L0 H1", "L1 H3")), DONE), (dict(cross_heads_on=off("L1 H3")),
+                                                                              NOT_YET)],
+    ("month-heads", 4): [(dict(cross_heads_on=off("L0 H1")), DONE), (dict(cross_heads_on=off("L0 H1", "L1 H3")),
+                                                                     NOT_YET)],
+    ("induction", 1): [({}, DONE), (dict(decoder_heads_on=off("L1 H0", "L1 H1", "L1 H2", "L1 H3")), NOT_YET)],
+    ("induction", 2): [(dict(tab="roles"), DONE), (dict(tab="attention"), NOT_YET)],
+    ("induction", 3): [(dict(decoder_heads_on=off("L1 H0", "L1 H1", "L1 H2", "L1 H3")), DONE), ({}, NOT_YET)],
+    ("contributions", 1): [(dict(tab="contributions"), DONE), (dict(tab="attention"), NOT_YET)],
+    ("contributions", 3): [(dict(cross_heads_on=off("L1 H3")), DONE), ({}, NOT_YET)],
+    ("compare", 1): [({}, DONE), (dict(sentence1="1 gennaio 2000"), NOT_YET)],
+    ("compare", 3): [(dict(sentence1="1 gennaio 2000"), DONE), ({}, NOT_YET)],
+}
 
-    return {name: explorer.load(name, "cpu") for name in ("date-translator", "date-gpt", "induction-gpt")}
+
+def lesson(lesson_id: str):
+    return next(x for x in LESSONS if x.id == lesson_id)
+
+
+def opened_page(ev, query: str) -> tuple[dict, object]:
+    """The page-load handler on `query` (as a browser's request brings it): its updates, and a value reader."""
+    opened = LinkEvents(ev).open_page(Session("date-translator", "cpu"),
+                                      SimpleNamespace(query_params=QueryParams(query)))
+
+    def value(component):
+        v = opened.get(component, getattr(component, "value", None))
+        return v.get("value") if isinstance(v, dict) else v
+
+    return opened, value
 
 
 def test_the_doc_is_written_from_the_lessons():
     assert (ROOT / "docs" / "lessons.md").read_text() == lessons_markdown(), "run python scripts/docs_tables.py"
-    assert len(LESSONS) == 6 and len({x.title for x in LESSONS}) == 6
+    assert len(LESSONS) >= 6 and len({x.title for x in LESSONS}) == len(LESSONS)
+    ids = [x.id for x in LESSONS if x.id]
+    assert len(set(ids)) == len(ids)
+    six = [x for x in LESSONS if x.id in {"positions", "causal-mask", "month-heads", "induction", "contributions",
+                                          "compare"}]
+    assert len(six) == 6  # a lesson added as Lesson(title, query, text) is shown with one step and no check
+    for x in six:  # each rewritten for the panel: a goal, 3 to 5 steps, what to notice, checks
+        assert x.goal and 3 <= len(x.steps) <= 5 and x.notice and any(s.check for s in x.steps), x.id
 
 
-@pytest.mark.parametrize("x", LESSONS, ids=[x.title.split(":")[0] for x in LESSONS])
-def test_every_link_opens_without_a_notice(x):
-    state, notices = parse_link(x.query, check_model=lambda name: checked_source(name, allowed_dirs=()), tabs=TABS)
+def test_every_check_step_has_a_scenario_run_below():
+    steps = {(x.id, k) for x in LESSONS for k, s in enumerate(x.steps, 1) if s.check is not None}
+    assert steps == set(SCENARIOS)
+
+
+@pytest.mark.parametrize("x", LESSONS, ids=[x.id or str(n) for n, x in enumerate(LESSONS, 1)])
+def test_every_view_and_lesson_link_opens_without_a_notice(x):
+    state, notices = parse_link(x.query, check_model=check_model, tabs=TABS)
     assert notices == [] and state.model in ("date-translator", "date-gpt", "induction-gpt") and state.tab
-    assert state.to_query() == x.query  # the link a page showing the lesson would copy
+    assert state.to_query() == x.query  # the link a page showing the view would copy
+    n = LESSONS.index(x) + 1
+    for key in filter(None, (str(n), x.id)):  # a lesson without an id is linked by its number
+        pairs = Catalogue().opened([("lesson", key)])
+        state, notices = parse_link(pairs, check_model=check_model, tabs=TABS)
+        view = parse_link(x.query, check_model=check_model, tabs=TABS)[0]
+        assert notices == [] and state.values["lesson"] == (x.id or str(n))
+        assert replace(state, values={k: v for k, v in state.values.items() if k != "lesson"}) == view
+        again, _ = parse_link(state.to_query(), check_model=check_model, tabs=TABS)
+        assert again == state and f"lesson={x.id or n}" in state.to_query()  # the round trip: the view and lesson
 
 
-def test_every_link_restores_its_view_on_the_page(page_events):
-    """Each lesson's link opened by the page-load handler (as a browser's request brings it): the model it names
-    loaded, no notice, its tab selected (one the page shows for that model), its sentences restored, and the page's
-    Run on the restored values says no warning. That a link to each tab opens it drawn, pressing its own button where
-    it has one, is shown in Chromium by tests/app/test_browser_link.py (test_a_link_to_any_tab_opens_it_computed); what
-    each lesson's tab shows is checked by the tests below."""
-    from starlette.datastructures import QueryParams
-
-    from explorer.app.forms import RunForm, form_inputs, form_of
-    from explorer.app.link.opening import LinkEvents
-    from explorer.app.serving.session import Session, get_model
-
+def test_a_lesson_link_restores_its_view_and_copy_link_keeps_it(page_events):
+    """`?lesson=3&step=2` opened by the page-load handler: the lesson's model, sentence, view and tab, the lesson by
+    its id at step 2, no notice; Copy link of that page writes the lesson and its step back; the link's own keys win
+    over the lesson's view."""
     ev = page_events
-    page, link = ev.page, LinkEvents(ev)
-    for x in LESSONS:
-        state, _ = parse_link(x.query, check_model=lambda name: checked_source(name, allowed_dirs=()), tabs=TABS)
-        opened = link.open_page(Session("date-translator", "cpu"), SimpleNamespace(query_params=QueryParams(x.query)))
+    page = ev.page
+    opened, value = opened_page(ev, "lesson=3&step=2")
+    assert opened[page.inputs.link_notice] == ""
+    assert value(page.session).source == "date-translator" and value(page.setting("sentence1")) == "lundi 3 mars 2025"
+    assert opened[page.visible_tab] == "attention" and value(page.setting("kind")) == "cross"
+    assert (value(page.setting("lesson")), value(page.setting("lesson_step"))) == ("month-heads", 2)
+    link = LinkEvents(ev)
+    form = link.link_form([value(c) for c in link.link_inputs()])
+    assert isinstance(form, LinkForm)
+    query = link.link_of_page(form)[page.inputs.link_query]
+    assert query.endswith("&lesson=month-heads&step=2") and "s1=lundi%203%20mars%202025" in query
+    opened, value = opened_page(ev, "lesson=month-heads&s1=mardi%204%20mars%202025")
+    assert value(page.setting("sentence1")) == "mardi 4 mars 2025" and opened[page.inputs.link_notice] == ""
+    opened, value = opened_page(ev, "lesson=nope")  # an unknown lesson: kept for the panel to say so
+    assert value(page.setting("lesson")) == "nope"
+    opened, value = opened_page(ev, "lesson=..%2Fetc")
+    assert "lesson" in opened[page.inputs.link_notice] and not value(page.setting("lesson"))
 
-        def value(component):
-            v = opened.get(component, getattr(component, "value", None))
-            return v.get("value") if isinstance(v, dict) else v
 
-        session = value(page.session)
-        assert session.source == state.model, x.title
-        assert opened[page.inputs.link_notice] == "", (x.title, opened[page.inputs.link_notice])
-        assert opened[page.visible_tab] == state.tab and state.tab in link.shown_tabs(get_model(session, ev.ctx))
-        if "s1" in state.values:
-            assert (value(page.setting("sentence1")), value(page.setting("sentence2")) or "") == (
-                state.values["s1"], state.values.get("s2") or "")
-        out = ev.analyze_at_once(form_of(RunForm, *[value(c) for c in form_inputs(RunForm, page)]))
-        assert "⚠️" not in out[ev.status], (x.title, out[ev.status])
+def lesson_run(ev, lesson_id: str, changes: dict):
+    """The lesson's view opened, the learner's changes made, the page's Run: its facts as the panel reads them."""
+    page = ev.page
+    tab = changes.pop("tab", None)
+    _, value = opened_page(ev, f"lesson={lesson_id}")
+    form = form_of(RunForm, *[value(c) for c in form_inputs(RunForm, page)])
+    form = replaced(form, **changes)
+    shown = Shown()
+    ev.analyze_at_once(form, shown)
+    return run_facts(shown, tab or form.tab, ev)
+
+
+@pytest.mark.parametrize("step", sorted(SCENARIOS), ids=[f"{a}-{b}" for a, b in sorted(SCENARIOS)])
+def test_every_check_on_the_learners_own_run(page_events, step):
+    lesson_id, k = step
+    check = lesson(lesson_id).steps[k - 1].check
+    for changes, passes in SCENARIOS[step]:
+        facts = lesson_run(page_events, lesson_id, dict(changes))
+        ok, line = check.verdict(facts)
+        assert ok == passes, (step, changes, line)
+        assert line.startswith("✓ " if passes else "✗ not yet: ") and facts.measured() in line
+        assert f"“{escape_md(facts.baseline)}”" in line or not facts.baseline  # the words carry the Run's own output
+
+
+def test_the_month_check_names_the_runs_output(page_events):
+    facts = lesson_run(page_events, "month-heads", dict(cross_heads_on=off("L0 H1", "L1 H3")))
+    assert (facts.baseline, facts.toggled, dict(facts.heads_off)) == ("2025-03-03", "2025-05-03", {"cross": 2})
+    ok, line = lesson("month-heads").steps[2].check.verdict(facts)
+    assert ok and line == (f"✓ the month changed to 05 (your Run's output: “{escape_md('2025-03-03')}” → with your "
+                           f"toggles: “{escape_md('2025-05-03')}”; 2 heads off)")
+
+
+def test_the_panel_follows_the_lesson_and_the_last_run(page_events):
+    """The panel's handler: hidden without a lesson; the lesson's step with its verdict on the session's last Run;
+    before any Run, "not yet: press Run"; an unknown lesson named; previous / next stay within the steps."""
+    ev = page_events
+    events = LessonEvents(ev, ev.page.lesson)
+    p = ev.page.lesson
+    assert events.show("", 1, "attention", Shown())[p.box] == {"visible": False, "__type__": "update"}
+    first = events.show("month-heads", 3, "attention", Shown())[p.text]
+    assert "Lesson 3 of" in first and "Step 3 of 4" in first and "✗ not yet" in first and "press **Run** first" in first
+    shown = Shown()
+    _, value = opened_page(ev, "lesson=month-heads")
+    form = replaced(form_of(RunForm, *[value(c) for c in form_inputs(RunForm, ev.page)]),
+                    cross_heads_on=off("L0 H1", "L1 H3"))
+    ev.analyze_at_once(form, shown)
+    out = events.show("month-heads", 3, "attention", shown)
+    assert "✓ the month changed to 05" in out[p.text] and "Notice:" in out[p.about] and "Goal:" in out[p.about]
+    assert "✗ not yet" in events.show("month-heads", 2, "attention", shown)[p.text]  # step 2: one head off
+    assert "No lesson" in events.show("nope", 1, "attention", shown)[p.text]
+    assert (events.moved(1, "month-heads", 4), events.moved(-1, "3", 1), events.moved(1, "3", 2)) == (4, 1, 3)
+    assert events.show("3", 99, "attention", shown)[events.step] == 4  # a step past the last: the last
+
+
+# The lessons' notes that no Run check covers, on the shipped checkpoints.
+@pytest.fixture(scope="module")
+def models():
+    import explorer
+
+    return {name: explorer.load(name, "cpu") for name in ("date-translator", "induction-gpt")}
 
 
 def test_positions_sinusoid_fast_then_slow_and_neighbours_similar(models):
@@ -90,25 +207,10 @@ def test_positions_sinusoid_fast_then_slow_and_neighbours_similar(models):
     table = positions.position_tables(loaded.model, 48)["encoder"]  # (T, D)
     swing = np.abs(np.diff(table, axis=0)).mean(0)  # (D,) change from one position to the next
     assert swing[:4].mean() > 10 * swing[-4:].mean()
-    pe = viz.sinusoidal_table(48, 64, 10000.0)
-    sim = pe @ pe.T
-    assert (sim.argmax(1) == np.arange(48)).all()  # brightest on the diagonal
-    assert (np.diag(sim, 1)[:38] > np.diag(sim, 10)).all()  # neighbours more alike than positions 10 apart
-
-
-def test_masks_generation_breaks_without_the_causal_mask(models):
-    assert "2026-11-21 becomes 20-019-09" in lesson("Masks").text
-    a = analyze(models["date-gpt"], "samedi 21 novembre 2026", None, Toggles(causal=False))
-    assert answer(a) == "2026-11-21 -> 20-019-09"
-
-
-def test_two_cross_heads_read_the_month(models):
-    assert "2025-05-03 instead of 2025-03-03" in lesson("month").text
-    loaded, s = models["date-translator"], "lundi 3 mars 2025"
-    both = analyze(loaded, s, None, Toggles(heads_on={"cross": frozenset(CROSS - {(0, 1), (1, 3)})}))
-    assert answer(both) == "2025-03-03 -> 2025-05-03"
-    for one in ((0, 1), (1, 3)):  # "either one alone is enough for the right month"
-        assert answer(analyze(loaded, s, None, Toggles(heads_on={"cross": frozenset(CROSS - {one})}))) == "2025-03-03"
+    for d in (64, 16):  # the lesson's d_model and the one its step asks for
+        pe = viz.sinusoidal_table(48, d, 10000.0)
+        sim = pe @ pe.T
+        assert (sim.argmax(1) == np.arange(48)).all()  # brightest on the diagonal
 
 
 def test_induction_heads_in_layer_one(models):
@@ -118,8 +220,6 @@ def test_induction_heads_in_layer_one(models):
     induction, previous = np.asarray(r.probe["induction"]), np.asarray(r.probe["previous"])
     assert (induction[1] > 0.8).all() and (induction[0] < 0.1).all()
     assert previous[0, 1] == previous.max() and round(float(previous[0, 1]), 2) == 0.90
-    base, _ = r.losses
-    assert base.first > 5.5 and base.repeated < 0.1
 
 
 def test_the_month_digit_is_pushed_up_most_by_cross_l1_h3(models):
@@ -132,8 +232,3 @@ def test_the_month_digit_is_pushed_up_most_by_cross_l1_h3(models):
     best = max(((float(v[la, h]), kind, la, h) for kind, v in heads.items()
                 for la in range(v.shape[0]) for h in range(v.shape[1])))
     assert best[1:] == ("cross", 1, 3)
-
-
-def test_both_models_answer_the_same_date(models):
-    for name in ("date-translator", "date-gpt"):
-        assert answer(analyze(models[name], "31 dicembre 1999", None, Toggles())) == "1999-12-31"

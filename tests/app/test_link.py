@@ -49,7 +49,7 @@ FULL = S(model="date-translator", s1="samedi 21 novembre 2026", s2="3 May 2024",
          layer=1, head=3, sentence=2, measure="values",
          off={"decoder": frozenset({(1, 2), (1, 3)}), "cross": frozenset({(0, 0)})}, padding=False, causal=True,
          mask="block token", blocked=4, window=5, position=-2, continue_=12, sample=True, temperature=0.8, top_k=40,
-         top_p=0.9, seed=2147483647, size="projector", mode="class",
+         top_p=0.9, seed=2147483647, size="projector", mode="class", lesson="month-heads", step=2,
          tab_values={"role": "previous", "k": 2, "rank": "typed text", "at": -3, "token": "t4",
                      "method": "input_x_gradient", "steps": 16, "threshold": 0.1, "pe_d": 32, "pe_len": 50,
                      "model2": "owner/other"})
@@ -57,7 +57,8 @@ FULL = S(model="date-translator", s1="samedi 21 novembre 2026", s2="3 May 2024",
 
 def test_every_key_is_written_in_canonical_order_and_read_back():
     query = FULL.to_query()
-    assert link_keys()[:5] == ["model", "s1", "s2", "tab", "kind"] and link_keys()[-3:] == ["seed", "size", "mode"]
+    assert link_keys()[:5] == ["model", "s1", "s2", "tab", "kind"]
+    assert link_keys()[-5:] == ["seed", "size", "mode", "lesson", "step"]
     assert [k for k, _ in parse_qsl(query)] == [*link_keys(), *FULL.tab_values]
     assert "off=decoder:L1H2,L1H3;cross:L0H0" in query  # readable
     assert "tab=positions" in query and "continue=12" in query and "mask=block%20token" in query
@@ -72,6 +73,7 @@ def test_each_key_alone():
              "tab=contributions": dict(tab="contributions"), "tab=api": dict(tab="api"),
              "at=6": dict(tab_values={"at": 6}), "token=%233": dict(tab_values={"token": "#3"}),
              "role=induction&k=2": dict(tab_values={"role": "induction", "k": 2}),
+             "lesson=3&step=2": dict(lesson="3", step=2), "lesson=Month-Heads": dict(lesson="month-heads"),
              "kind=cross": dict(kind="cross"), "layer=0": dict(layer=0), "head=7": dict(head=7),
              "sentence=2": dict(sentence=2), "measure=weights": dict(measure="weights"),
              "off=encoder:L0H1": dict(off={"encoder": frozenset({(0, 1)})}),

@@ -50,8 +50,10 @@ def with_setting(ctx, example):
 
 
 def test_the_real_table_is_analyzes_parameters_and_the_shared_part_its_start():
-    names = [s.name for s in SETTINGS]
+    names = [s.name for s in SETTINGS if s.in_run]
     assert [f for f in RunForm.__dataclass_fields__] == ["session", *names]
+    # the page's own (the lesson shown and its step) are no Run's: not /analyze parameters, but linked and laid out
+    assert [s.name for s in SETTINGS if not s.in_run] == ["lesson", "lesson_step"]
     assert list(PageView.__dataclass_fields__) == names[:len(PageView.__dataclass_fields__)]
     check_table(SETTINGS)
 

@@ -118,6 +118,8 @@ class LinkEvents:
         pairs = query_pairs(request)
         if not any(not k.startswith("__") for k, _ in pairs):
             return self.one_sentence(self.app.model_updates(session, get_model(session, self.ctx, progress), ""))
+        if self.page.lesson is not None:  # `lesson=N`: the lesson's view, under the link's own keys
+            pairs = self.page.lesson.catalogue.opened(pairs)
         state, notices = parse_link(pairs, check_model=self.check_model, tabs=self.page.registry,
                                     table=self.page.table)
         loaded = None
@@ -251,6 +253,9 @@ class LinkEvents:
         app.follow_every_run(follow)
         for event in app.selected.values():
             follow(event)
+        if page.lesson is not None:  # the lesson and its step (the panel's buttons, Leave) in the address too
+            for name in ("lesson", "lesson_step"):
+                follow(page.setting(name).change(None, None, None, js="() => {}", **PRIVATE))
         i.copy_link.click(self.copy_link, self.link_inputs(), [i.link_query, i.link_url, i.link_notice, self.status],
                           **PRIVATE
                           ).then(None, [i.link_query], [i.link_url], js=copy_link_js(), **PRIVATE)

@@ -10,6 +10,7 @@ link's state holds it by key); a page value is the component's. Pure: no Gradio,
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,6 +18,8 @@ from typing import Any
 from ..page.head_labels import head_label, parse_heads
 from ..run.toggles import Head
 from .values import KINDS, Invalid, choice, format_off, number_text, parse_off
+
+LESSON_KEY = re.compile(r"[a-z0-9][a-z0-9-]{0,39}")  # a lesson's number or id (page.lesson_format.LESSON_ID)
 
 CheckModel = Callable[[str], str]  # a typed model name -> the name to load, or an exception naming the problem
 Kinds = Mapping[str, tuple[int, int]]  # attention kind -> (layers, heads)
@@ -112,6 +115,23 @@ class TabKey(Key):
         if value in model.tabs:
             return value, []
         return None, [f"{self.key} {value!r} is not shown for this model"]
+
+
+@dataclass(frozen=True)
+class LessonKey(Key):
+    """The lesson running (page.lesson_panel), by number or id: left out of a link while none runs. Which lessons the
+    page has is the panel's to say (a teacher's come from the allowed folders)."""
+
+    def page_text(self, values: Mapping[str, Any], names: Sequence[str], kinds: Kinds) -> str | None:
+        return str(values.get(names[0]) or "").strip() or None
+
+
+def lesson_id(text: str, reading: Reading) -> str:
+    """The `lesson` key: a lesson's number or id, as written (lowercase letters, digits, '-')."""
+    key = text.strip().lower()
+    if not LESSON_KEY.fullmatch(key):
+        raise Invalid("is not a lesson's number or name (lowercase letters, digits and '-')")
+    return key
 
 
 def tab_id(text: str, reading: Reading) -> str:

@@ -7,6 +7,7 @@ from typing import Any
 
 from .display import display_js
 from .glossary import GLOSS_JS
+from .lesson_panel import LESSON_CSS
 
 PLOT_CONFIG = {  # Plotly modebar: the camera button saves a PNG of the figure
     "displaylogo": False,
@@ -201,10 +202,6 @@ CSS = """
   #lessons {flex: 1 1 0 !important; min-width: 0 !important}
   #class-view, #copy-link {flex: none !important; min-width: 0 !important; padding: 0 8px !important;
                            white-space: nowrap}
-  /* the Lessons menu (lessons.py) no taller than Copy link beside it */
-  #lessons .wrap {min-height: 0 !important}
-  #lessons .wrap-inner {padding: 1px 8px !important}
-  #lessons input {font-size: 12px !important; margin: 0 !important}
   #output-tokens .token {font-size: 12px}
   /* an empty status line takes no room on a phone (it shows again for a message or a Run's timer) */
   #status:not(:has(p)):not(:has([data-testid="status-tracker"].wrap:not(.hide))) {display: none !important}
@@ -244,3 +241,4 @@ CSS = """
   .js-plotly-plot .gtitle {font-size: 12px !important}
 }
 """
+CSS += LESSON_CSS  # the lesson panel and the Lessons menu (page.lesson_panel)

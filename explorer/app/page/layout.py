@@ -26,7 +26,8 @@ from ..serving.limits import DELETE_CACHE
 from .controls import Controls, controls
 from .display import Display, class_view_button, more_button
 from .glossary import glossed
-from .lessons import lessons_menu
+from .lesson_files import Catalogue
+from .lesson_panel import LessonPanel, lesson_panel, lessons_menu
 from .model_panel import ModelPanel, Start, model_panel
 from .results_bar import Results, results_bar
 from .settings import DISPLAY, HEAD_GROUPS, SENTENCE1, SENTENCE2, SETTINGS, TAB_STRIP, Setting, check_table, lay
@@ -71,6 +72,7 @@ class Page:
     settings: dict[str, Any]  # setting name -> its component, in table order
     table: tuple[Setting, ...]  # the page's settings (page.settings.SETTINGS)
     display: Display  # the buttons that switch a class's view (page.display)
+    lesson: LessonPanel | None = None  # the lesson panel and the Lessons menu (page.lesson_panel)
 
     def setting(self, name: str) -> Any:
         """The component of the setting `name` (KeyError naming the settings: a handler wired to a setting the page
@@ -137,9 +139,10 @@ def input_rows(start: Start, copy_link: gr.Button, table: Sequence[Setting]) -> 
                   address), made
 
 
-def layout(start: Start, session_value: Any, tabs: Sequence[Any], table: Sequence[Setting] = SETTINGS) -> Page:
-    """The page with `tabs` (tabs.TABS: each lays out its own components inside its gr.Tab) and the settings of
-    `table` (page.settings.SETTINGS: each in its place)."""
+def layout(start: Start, session_value: Any, tabs: Sequence[Any], table: Sequence[Setting] = SETTINGS,
+           lessons: Catalogue = Catalogue()) -> Page:
+    """The page with `tabs` (tabs.TABS: each lays out its own components inside its gr.Tab), the settings of
+    `table` (page.settings.SETTINGS: each in its place) and the lessons of `lessons` (page.lesson_files)."""
     check_table(table)
     with gr.Blocks(title="Transformer Explorer", delete_cache=DELETE_CACHE) as demo:
         session = gr.State(session_value)
@@ -150,7 +153,7 @@ def layout(start: Start, session_value: Any, tabs: Sequence[Any], table: Sequenc
         with gr.Row(elem_id="title", equal_height=True):
             gr.Markdown("## Transformer Explorer", elem_id="title-text")
             headline = gr.Markdown(start.info.headline if start.info else "", elem_id="headline")
-            lessons_menu()  # choosing a lesson opens its link (in the browser only)
+            menu = lessons_menu(lessons)  # choosing a lesson opens its link (in the browser only)
             shown_as = lay(table, DISPLAY, start)
             class_view = class_view_button()
             copy_link = gr.Button("Copy link", size="sm", scale=0, min_width=90, elem_id="copy-link")
@@ -169,5 +172,6 @@ def layout(start: Start, session_value: Any, tabs: Sequence[Any], table: Sequenc
                                 gr.Markdown(glossed(tab.help), elem_classes="tab-text")  # jargon explained
                             parts[tab.id] = tab.layout(start)
                 made |= in_column | lay(table, TAB_STRIP, start) | shown_as
+        lesson = lesson_panel(lessons, menu)  # last: docked to the window's bottom while a lesson runs
     return Page(demo, session, kept, headline, model, inputs, ctl, results, tab_strip, shown, parts, tuple(tabs),
-                {s.name: made[s.name] for s in table}, tuple(table), Display(more, class_view))
+                {s.name: made[s.name] for s in table}, tuple(table), Display(more, class_view), lesson)

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import gradio as gr
 
-from ..link.setting_keys import IndexKey, Key, KindKey, PlainKey, TabKey, choice_of, heads_off, tab_id
+from ..link.setting_keys import (IndexKey, Key, KindKey, LessonKey, PlainKey, TabKey, choice_of, heads_off, lesson_id,
+                                tab_id)
 from ..link.values import KINDS, flag, sampling_value, sentence_text, whole
 from ..run.toggles import CUSTOM_MASKS
 from ..run.view import MEASURES, default_kind
@@ -68,6 +69,7 @@ class Setting:
     #                           a number typed digit by digit runs once it is left, or Enter is pressed: BLUR_ON_ENTER)
     link: Key | None = None  # how a link carries it; None: not in a link
     reset: Any = KEEP  # the value a model change sets it back to
+    in_run: bool = True  # an /analyze parameter (False: the page's and its links' only, such as the lesson shown)
 
 
 def sentence_box(n: int) -> Callable[[Start], Component]:
@@ -207,6 +209,15 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("mode", mode_box, DISPLAY, default=PLAIN_MODE,
             link=PlainKey("mode", choice_of(MODES), "`full` or `class` (the sentence, Run, the output, one head and "
                           "the switches; the rest behind More)", "Class view, More", plain=PLAIN_MODE)),
+    # The lesson in the lesson panel and its step (page.lesson_panel): not a Run's, so not /analyze parameters.
+    Setting("lesson", lambda s: gr.Textbox("", visible=False, elem_id="lesson-id", label="lesson"), TAB_STRIP,
+            default="", in_run=False,
+            link=LessonKey("lesson", lesson_id, "a lesson's number (from 1) or name (docs/lessons.md): its panel and "
+                           "view (the link's other keys win)", "the lesson panel")),
+    Setting("lesson_step", lambda s: gr.Number(1, visible=False, precision=0, elem_id="lesson-step",
+                                               label="lesson step"), TAB_STRIP, default=1, in_run=False,
+            link=Key("step", whole_in(1, 8), "1 to 8: the lesson's step (with `lesson`)", "the lesson panel",
+                     when="lesson")),
 )
 
 
@@ -247,6 +258,6 @@ def check_table(table: Sequence[Setting]) -> None:
     for s in table:
         if s.place not in PLACES:
             raise ValueError(f"setting {s.name!r}: its place {s.place!r} is not one of {', '.join(PLACES)}")
-    defaults = [s.default is not REQUIRED for s in table]
+    defaults = [s.default is not REQUIRED for s in table if s.in_run]
     if True in defaults and not all(defaults[defaults.index(True):]):
         raise ValueError("a setting without a default follows one with a default: give it a default")

@@ -22,6 +22,7 @@ from ...labels import occurrence_note, unique_labels
 from ...outputs.sampling import Sampling
 from ..serving.errors import escape_md
 from ..serving.limits import MAX_TOKENS
+from .answers import answers
 from .figures import ALL, Reduction, RunFigure, RunFigures, draw
 from .inputs import token_table
 from .output_chips import output_chips
@@ -102,6 +103,7 @@ class Analysis:
         self.note = next(filter(None, (occurrence_note(unique_labels(labels[view.row])) for _, labels in sequences)),
                          None)
         self.chips = output_chips(cmp, view, decoder_only="cross" not in kinds)  # sentence 1's output, clickable
+        self.answers = answers(cmp)  # sentence 1's output as text, baseline and toggled (the lessons' checks)
         # Toggles that changed no output: what moved, why, the next step (run.unchanged); None: nothing to say
         self.why = why_unchanged(cmp, view, self.output.changed, decoder_only="cross" not in kinds)
         self.block = cmp.block  # the view's block as the runs computed it (captures.RunBlock), for Inside a head

@@ -1,0 +1,114 @@
+"""The lesson panel and the Lessons menu: what a class sees of a lesson while it runs (its title, goal, the step to
+do, the check of the learner's own Run, what to notice, previous / next / leave), docked at the bottom of the screen
+so it stays in view while the page scrolls (LESSON_CSS), and the menu that opens a lesson by its link (`?lesson=<id>`).
+
+The lesson shown and its step are page-wide settings (page.settings: `lesson`, `lesson_step`), so a link carries them
+and Copy link writes them; what the panel says is made here (`panel_text`), the check's verdict from the page's last
+Run on the server (page.lesson_events). Layout only: the events are page.lesson_events.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import gradio as gr
+
+from ..serving.errors import escape_md
+from .lesson_files import Catalogue
+from .lesson_format import Lesson
+
+# Docked to the bottom of the window (sticky: in the page's flow at its end, so it never covers the page's last
+# lines); at most a third of the screen, scrolled inside, so on a phone the output above stays in view.
+LESSON_CSS = """
+  /* Gradio's container hides its overflow (a scroll box: no sticky inside it); clip clips the same without one */
+  .gradio-container:has(#lesson-panel) {overflow: clip !important}
+  #lesson-panel {position: sticky; bottom: 0; z-index: 55;  /* above the blocks' labels (Gradio's --layer-5: 50) */
+                 max-height: 34vh; overflow-y: auto;
+                 background: var(--background-fill-primary); border: 2px solid #4f46e5; border-radius: 10px;
+                 box-shadow: 0 -4px 14px rgba(0, 0, 0, 0.15); padding: 4px 10px !important}
+  #lesson-row {gap: 12px !important; align-items: flex-start}
+  #lesson-text, #lesson-about {font-size: 14px}
+  #lesson-about {font-size: 13px}
+  #lesson-text p, #lesson-about p {margin: 2px 0}
+  #lesson-text h3 {margin: 0 0 2px 0; font-size: 15px}
+  #lesson-nav {gap: 4px !important; flex: 0 0 auto !important}
+  #lesson-nav button {min-width: 0 !important; white-space: nowrap}
+  #lessons .wrap {min-height: 0 !important}
+  #lessons .wrap-inner {padding: 1px 8px !important}
+  #lessons input {font-size: 12px !important; margin: 0 !important}
+  @media (max-width: 640px) {
+    #lesson-panel {order: 99; max-height: 32vh; padding: 4px 8px !important}  /* after the page's other parts */
+    #lesson-row {flex-wrap: wrap !important; gap: 4px !important}
+    #lesson-row > div {min-width: 100% !important}
+    #lesson-nav {order: -1; flex-direction: row !important; flex-wrap: nowrap !important}  /* one row, first */
+    #lesson-nav button {flex: 1 1 0 !important; width: auto !important}
+    #lesson-text {font-size: 13px}
+  }
+"""
+
+
+@dataclass
+class LessonPanel:
+    """The panel's components and the page's lessons."""
+
+    catalogue: Catalogue
+    menu: gr.Dropdown  # the Lessons menu (title row): its value the lesson running
+    box: gr.Column  # hidden while no lesson runs
+    text: gr.Markdown  # the title, the step and its check's verdict
+    about: gr.Markdown  # the goal and what to notice (beside the step on a screen, under it on a phone)
+    previous: gr.Button
+    next: gr.Button
+    leave: gr.Button
+
+
+def menu_js() -> str:
+    """Choosing a lesson opens its link: the page reloads on `?lesson=<id>` and the link machinery restores its view."""
+    return """(key) => {
+  if (key) window.location.search = '?lesson=' + encodeURIComponent(key);
+  return key;
+}"""
+
+
+def lessons_menu(catalogue: Catalogue) -> gr.Dropdown:
+    """The page's compact "Lessons" dropdown (its accessible name "Lessons"); its value is the lesson running."""
+    choices = [("Lessons …", "")] + [(f"{n}. {x.title}", catalogue.key_of(n))
+                                     for n, x in enumerate(catalogue.lessons, 1)]
+    menu = gr.Dropdown(choices, value="", label="Lessons", show_label=False, container=False, scale=0, min_width=180,
+                       elem_id="lessons", interactive=True)
+    menu.input(None, [menu], [menu], js=menu_js(), queue=False, api_visibility="private")
+    return menu
+
+
+def lesson_panel(catalogue: Catalogue, menu: gr.Dropdown) -> LessonPanel:
+    """The panel, laid out where this is called (the page's end: it docks to the window's bottom)."""
+    with gr.Column(visible=False, elem_id="lesson-panel") as box:
+        with gr.Row(elem_id="lesson-row"):
+            with gr.Column(scale=3, min_width=240):
+                text = gr.Markdown(elem_id="lesson-text")
+            with gr.Column(scale=2, min_width=200):
+                about = gr.Markdown(elem_id="lesson-about")
+            with gr.Column(scale=0, min_width=100, elem_id="lesson-nav"):
+                previous = gr.Button("◀ Previous", size="sm", elem_id="lesson-prev")
+                nxt = gr.Button("Next ▶", size="sm", elem_id="lesson-next")
+                leave = gr.Button("✕ Leave", size="sm", elem_id="lesson-leave")
+    return LessonPanel(catalogue, menu, box, text, about, previous, nxt, leave)
+
+
+def panel_text(n: int, lesson: Lesson, total: int, step: int, verdict: str | None) -> tuple[str, str]:
+    """The panel's Markdown for step `step` (from 1) of lesson `n` of `total`: the title, the step and its check's
+    line (`verdict`; None: the step has no check), then the goal and what to notice."""
+    steps = lesson.shown_steps
+    s = steps[step - 1]
+    where = f" · from {lesson.source}" if lesson.source else ""
+    main = [f"### Lesson {n} of {total}: {lesson.title}{where}",
+            f"**Step {step} of {len(steps)}.** {s.do}",
+            verdict if verdict is not None else ("Nothing to check here: read it, then **Next ▶**."
+                                                 if step < len(steps) else "The last step: **✕ Leave** ends it.")]
+    about = [f"**Goal:** {lesson.shown_goal}"] + ([f"**Notice:** {lesson.notice}"] if lesson.notice else [])
+    return "\n\n".join(main), "\n\n".join(about)
+
+
+def unknown_text(key: str, catalogue: Catalogue) -> str:
+    ids = ", ".join(catalogue.key_of(n) for n in range(1, len(catalogue.lessons) + 1))
+    return (f"### No lesson “{escape_md(str(key)[:40])}” on this page\n\nThe lessons: 1 to "
+            f"{len(catalogue.lessons)}, or by name: {ids}. **✕ Leave** closes this.")
