@@ -17,13 +17,13 @@ from .positional import Embeddings, position_ids
 from .record import Record, RecordSlot
 from .relative import RelativePositionBias, relative_buckets
 from .rotary import RotaryTables, apply_rotary, rotary_tables
-from .stacks import (RESID_POINTS, Decoder, Encoder, EncoderDecoderStacks, ResidHook, StackAttentions, StackHeadHook,
-                     StackOutput)
+from .stacks import (RESID_POINTS, Decoder, Encoder, EncoderDecoderStacks, Receivers, ResidHook, StackAttentions,
+                     StackHeadHook, StackOutput)
 
 __all__ = [
     "AttentionMasks", "Attentions", "ClassifierHead", "Decoder", "DecoderLayer", "DecoderResult", "Embeddings", "Encoder",
     "EncoderDecoderStacks", "EncoderLayer", "EncoderResult", "FeedForward", "Generator", "HiddenStates", "MaskedLMHead", "RelativePositionBias",
-    "MultiHeadAttention", "PRESETS", "RESID_POINTS", "Record", "RecordSlot", "ResidHook",
+    "MultiHeadAttention", "PRESETS", "RESID_POINTS", "Receivers", "Record", "RecordSlot", "ResidHook",
     "StackAttentions", "StackHeadHook", "StackOutput", "SublayerConnection", "Transformer",
     "TransformerConfig", "TransformerOutput", "block_keys_mask", "causal_mask", "combine_masks",
     "local_window_mask", "no_self_mask", "padding_mask", "sinusoidal_table", "sliding_window_mask", "position_ids",

@@ -16,6 +16,12 @@ Dh head width, G = H / Hkv query heads per key/value head.
     record      RecordSlot of this call or None: receives "v" (B, Hkv, S, Dh) and "z" (B, H, T, Dh), the head
                 outputs as W_o reads them (after head_hook and the head mask); the same on both paths. Asked for
                 by name, also what the block reads: "x" (its input), "q", "k" (after rotary), "mask", "bias"
+    kv_inputs   per-call (keys' input, values' input) or None: what the key and value projections read instead of
+                x (self-attention) or memory (cross-attention), each (B, S, D) shared by every head or (B, S, H, D)
+                one row per query head; x may then be (B, T, H, D) too, one query input per head. Each query head h
+                projects its own row with its rows of W_q, and its own key / value rows with those of its K/V head
+                h // G (grouped-query attention ungrouped: k and v then have H heads, equal while the rows are). The
+                circuits' per-receiver inputs (explorer.interpret.circuits); no cache with them
     returns     output (B, T, D), weights (B, H, T, S) or None on the fast path
 
 Query head h reads key/value head h // G. Weights and head toggles are per query head: a key/value
@@ -83,9 +89,29 @@ class MultiHeadAttention(nn.Module):
         q = F.linear(x, self.in_proj.weight[: H * Dh], None if bias is None else bias[: H * Dh])
         return q.view(B, T, H, Dh).transpose(1, 2)
 
+    def project_inputs(self, xq: Tensor, xk: Tensor, xv: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """Separate inputs, each (B, ., D) shared by every head or (B, ., H, D) one per query head -> q (B, H, T, Dh),
+        k and v (B, Hkv or H, S, Dh): H as soon as either is given per query head (the other is repeated to match)."""
+        H, Hkv, Dh = self.n_heads, self.n_kv_heads, self.head_dim
+        weight, bias = self.in_proj.weight, self.in_proj.bias
+        starts = (0, H * Dh, (H + Hkv) * Dh, (H + 2 * Hkv) * Dh)  # rows of W_q, W_k, W_v in the packed projection
+        q, k, v = (head_projection(x, weight[a:b], None if bias is None else bias[a:b], n, H, Dh)
+                   for x, a, b, n in zip((xq, xk, xv), starts, starts[1:], (H, Hkv, Hkv)))
+        if k.shape[1] != v.shape[1]:  # one given per query head, the other shared: both per query head
+            k, v = (t if t.shape[1] == H else t.repeat_interleave(H // Hkv, dim=1) for t in (k, v))
+        return q, k, v
+
     def keys_and_query(self, x: Tensor, memory: Tensor | None, rotary: RotaryTables | None,
-                       cache: KVSlot | None) -> tuple[Tensor, Tensor, Tensor]:
+                       cache: KVSlot | None, kv_inputs: tuple[Tensor, Tensor] | None = None
+                       ) -> tuple[Tensor, Tensor, Tensor]:
         """q (B, H, T, Dh), and k, v (B, Hkv, S, Dh) over every key this call may see (cached ones included)."""
+        if kv_inputs is not None:
+            if cache is not None:
+                raise ValueError("per-receiver inputs (kv_inputs) do not decode with a cache")
+            q, k, v = self.project_inputs(x, *kv_inputs)
+            if rotary is not None:
+                q, k = apply_rotary(q, rotary), apply_rotary(k, rotary)
+            return q, k, v
         if memory is not None and cache is not None and cache.filled:
             return self.project_query(x), cache.keys, cache.values
         q, k, v = self.project(x, memory)
@@ -103,11 +129,13 @@ class MultiHeadAttention(nn.Module):
                 need_weights: bool = True, bias: Tensor | None = None,
                 head_hook: HeadHook | None = None, cache: KVSlot | None = None,
                 weights_dtype: torch.dtype | None = None,
-                record: RecordSlot | None = None, plans: dict | None = None) -> tuple[Tensor, Tensor | None]:
+                record: RecordSlot | None = None, plans: dict | None = None,
+                kv_inputs: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, Tensor | None]:
         """`plans`: one run's block plans of its masks, shared by its layers (see attend_with_weights)."""
-        q, k, v = self.keys_and_query(x, memory, rotary, cache)
+        q, k, v = self.keys_and_query(x, memory, rotary, cache, kv_inputs)
         if record is not None:  # what the block reads, before either path (x, q, k, mask, bias: when asked for)
-            record["x"], record["q"], record["k"], record["v"] = x, q, k, v
+            record["x"] = x if kv_inputs is None else None  # separate inputs: no one x to keep
+            record["q"], record["k"], record["v"] = q, k, v
             record["mask"], record["bias"] = mask, bias
         dropout = self.dropout if self.training else 0.0
         if need_weights:
@@ -126,6 +154,21 @@ class MultiHeadAttention(nn.Module):
         B, H, T, Dh = heads.shape
         merged = heads.transpose(1, 2).reshape(B, T, H * Dh)  # (B, T, H*Dh) concatenated heads
         return self.out_proj(merged), weights
+
+
+def head_projection(x: Tensor, weight: Tensor, bias: Tensor | None, n: int, H: int, Dh: int) -> Tensor:
+    """One projection of n heads (weight (n Dh, D)) -> (B, n, T, Dh) from x (B, T, D), or -> (B, H, T, Dh) from x
+    (B, T, H, D), one input row per query head (a K/V head's weights serve each of its H / n query heads)."""
+    if x.dim() == 3:
+        B, T, _ = x.shape
+        return F.linear(x, weight, bias).view(B, T, n, Dh).transpose(1, 2)  # (B, T, n Dh) -> (B, n, T, Dh)
+    if x.dim() != 4 or x.shape[2] != H:
+        raise ValueError(f"a per-head input must be (B, T, H={H}, D), got {tuple(x.shape)}")
+    per_head = weight.view(n, Dh, -1).repeat_interleave(H // n, dim=0)  # (H, Dh, D)
+    out = torch.einsum("bthd,hed->bhte", x, per_head)  # (B, H, T, Dh)
+    if bias is not None:
+        out = out + bias.view(n, 1, Dh).repeat_interleave(H // n, dim=0)  # (H, 1, Dh)
+    return out
 
 
 def head_gate(head_mask: Tensor, heads: Tensor) -> Tensor:

@@ -15,6 +15,12 @@ Shapes: B batch, H heads, T target length, S source length, D model width, F = d
     resid_hook: this call's (point, x (B, T, D)) -> x of the layer, or None: reads or replaces the residual stream
     where TransformerLens's blocks have hook_resid_mid, hook_resid_mid_cross and hook_resid_post (see
     SublayerConnection: the sum before a post-norm sublayer's norm); "resid_mid" only in sequential layers.
+    receivers / cross_receivers: this call's (role, x) -> input of the self-attention and feed-forward block / of the
+    cross-attention, or None: each receiver's own input (see stacks.py). Roles "q", "k", "v": x is the stream the
+    block reads before its norm (B, T, D) (cross "k", "v": the memory (B, S, D), which the block reads as it is);
+    the result (B, ., D) or one row per query head (B, ., H, D) is normed by the block (cross k, v: not) and
+    projected. Role "mlp.in": the stream the feed-forward block reads before its norm -> (B, T, D). With them the
+    attention sublayer's norm divisor ("scale") is not recorded.
 
     sequential (default): x = x + attn(norm1 x); x = x + ff(norm2 x)       (pre-norm; post-norm likewise)
     parallel_residual:    x = x + attn(norm1 x) + ff(norm2 x)              (GPT-NeoX)
@@ -40,6 +46,7 @@ from .record import RecordSlot
 from .rotary import RotaryTables
 
 LayerResidHook = Callable[[str, Tensor], Tensor]  # (point, x (B, T, D)) -> x: one layer's residual-stream hook
+LayerReceivers = Callable[[str, Tensor], Tensor]  # (role, x) -> that receiver's input: one block's receivers
 
 
 def at_point(hook: LayerResidHook | None, point: str) -> Callable[[Tensor], Tensor] | None:
@@ -113,6 +120,35 @@ class SublayerConnection(nn.Module):
         return self.norm(y)
 
 
+def receiver_inputs(receivers: LayerReceivers, sublayer: SublayerConnection | None, x: Tensor,
+                    memory: Tensor | None = None) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+    """An attention block's three inputs from its receivers: the query's from x, the keys' and values' from x
+    (self-attention) or the memory (cross-attention: taken as it is). `sublayer` normalises what it would have
+    normalised (pre-norm); each result (B, ., D) or (B, ., H, D)."""
+    def one(role: str, source: Tensor, norm: bool) -> Tensor:
+        out = receivers(role, source)
+        if not isinstance(out, Tensor) or out.shape[:2] != source.shape[:2] or out.shape[-1] != source.shape[-1] \
+                or out.dim() not in (3, 4):
+            got = tuple(out.shape) if isinstance(out, Tensor) else type(out).__name__
+            raise ValueError(f"receivers must return the {role} input shaped {tuple(source.shape)} or (B, T, H, D) "
+                             f"per query head, got {got}")
+        return sublayer.enter(out) if norm else out
+
+    kv_source = x if memory is None else memory
+    return one("q", x, True), (one("k", kv_source, memory is None), one("v", kv_source, memory is None))
+
+
+def mlp_input(receivers: LayerReceivers | None, x: Tensor) -> Tensor:
+    """What the feed-forward block reads before its norm: x, or its receiver's own input."""
+    if receivers is None:
+        return x
+    out = receivers("mlp.in", x)
+    if not isinstance(out, Tensor) or out.shape != x.shape:
+        got = tuple(out.shape) if isinstance(out, Tensor) else type(out).__name__
+        raise ValueError(f"receivers must return the mlp.in input shaped {tuple(x.shape)}, got {got}")
+    return out
+
+
 def make_attention(config: TransformerConfig) -> MultiHeadAttention:
     c = config
     return MultiHeadAttention(c.d_model, c.n_heads, c.resolved_head_dim, c.resolved_attention_dropout,
@@ -143,16 +179,19 @@ class EncoderLayer(nn.Module):
                 score_bias: Tensor | None = None, head_hook: HeadHook | None = None,
                 weights_dtype: torch.dtype | None = None,
                 record: RecordSlot | None = None, plans: dict | None = None,
-                resid_hook: LayerResidHook | None = None) -> tuple[Tensor, Tensor | None]:
-        attn_out, weights = self.self_attn(self.attn_sublayer.enter(x, record), mask=mask, head_mask=head_mask,
+                resid_hook: LayerResidHook | None = None,
+                receivers: LayerReceivers | None = None) -> tuple[Tensor, Tensor | None]:
+        q_in, kv_in = ((self.attn_sublayer.enter(x, record), None) if receivers is None
+                       else receiver_inputs(receivers, self.attn_sublayer, x))
+        attn_out, weights = self.self_attn(q_in, mask=mask, head_mask=head_mask,
                                            rotary=rotary, need_weights=need_weights, bias=score_bias,
                                            head_hook=head_hook, weights_dtype=weights_dtype, record=record,
-                                           plans=plans)
+                                           plans=plans, kv_inputs=kv_in)
         # parallel: x + attn is no point of the residual stream (TransformerLens has no hook_resid_mid there)
         y = self.attn_sublayer.exit(x, attn_out, record,
                                     hook=None if self.parallel_residual else at_point(resid_hook, "resid_mid"))
         ff_in = x if self.parallel_residual else y  # parallel: both sublayers read the layer's input
-        ff_out = self.feed_forward(self.ff_sublayer.enter(ff_in, record, "mlp.scale"))
+        ff_out = self.feed_forward(self.ff_sublayer.enter(mlp_input(receivers, ff_in), record, "mlp.scale"))
         if record is not None:
             record["mlp"] = ff_out
         return self.ff_sublayer.exit(y, ff_out, record, "mlp.scale", at_point(resid_hook, "resid_post")), weights
@@ -180,25 +219,31 @@ class DecoderLayer(nn.Module):
                 cross_cache: KVSlot | None = None,
                 weights_dtype: torch.dtype | None = None, record: RecordSlot | None = None,
                 cross_record: RecordSlot | None = None, plans: dict | None = None,
-                resid_hook: LayerResidHook | None = None) -> tuple[Tensor, Tensor | None, Tensor | None]:
-        attn_out, self_weights = self.self_attn(self.self_sublayer.enter(x, record), mask=self_mask,
+                resid_hook: LayerResidHook | None = None, receivers: LayerReceivers | None = None,
+                cross_receivers: LayerReceivers | None = None) -> tuple[Tensor, Tensor | None, Tensor | None]:
+        q_in, kv_in = ((self.self_sublayer.enter(x, record), None) if receivers is None
+                       else receiver_inputs(receivers, self.self_sublayer, x))
+        attn_out, self_weights = self.self_attn(q_in, mask=self_mask,
                                                 head_mask=head_mask, rotary=rotary, need_weights=need_weights,
                                                 bias=score_bias, head_hook=head_hook, cache=self_cache,
-                                                weights_dtype=weights_dtype, record=record, plans=plans)
+                                                weights_dtype=weights_dtype, record=record, plans=plans,
+                                                kv_inputs=kv_in)
         y = self.self_sublayer.exit(x, attn_out, record,
                                     hook=None if self.parallel_residual else at_point(resid_hook, "resid_mid"))
         cross_weights = None
         if self.cross_attn is not None:
             if memory is None:
                 raise ValueError("this decoder layer has cross-attention and needs the encoder memory")
-            cross_out, cross_weights = self.cross_attn(self.cross_sublayer.enter(y, cross_record), memory,
+            q_in, kv_in = ((self.cross_sublayer.enter(y, cross_record), None) if cross_receivers is None
+                           else receiver_inputs(cross_receivers, self.cross_sublayer, y, memory))
+            cross_out, cross_weights = self.cross_attn(q_in, memory,
                                                        mask=memory_mask, head_mask=cross_head_mask,
                                                        need_weights=need_weights, head_hook=cross_head_hook,
                                                        cache=cross_cache, weights_dtype=weights_dtype,
-                                                       record=cross_record, plans=plans)
+                                                       record=cross_record, plans=plans, kv_inputs=kv_in)
             y = self.cross_sublayer.exit(y, cross_out, cross_record, hook=at_point(resid_hook, "resid_mid_cross"))
         ff_in = x if self.parallel_residual else y
-        ff_out = self.feed_forward(self.ff_sublayer.enter(ff_in, record, "mlp.scale"))
+        ff_out = self.feed_forward(self.ff_sublayer.enter(mlp_input(receivers, ff_in), record, "mlp.scale"))
         if record is not None:
             record["mlp"] = ff_out
         return (self.ff_sublayer.exit(y, ff_out, record, "mlp.scale", at_point(resid_hook, "resid_post")),

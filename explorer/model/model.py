@@ -27,6 +27,10 @@ with every layer's head outputs, values, feed-forward outputs and norm divisors 
 reads it). `resid_hook`, per call too, is a callable (site, x) -> x called with the residual stream x (B, T, D) at
 every site "{stack}.{layer}.{point}" of TransformerLens's hook_resid_pre / _mid / _mid_cross / _post (see
 stacks.py): it may read x or return a replacement (an SAE splice, a steering vector: explorer.interpret.sae).
+`receivers`, per call too, is a callable (site, x) -> input called at every reader of the residual stream (each
+attention block's query, key and value input, per query head if it likes, each feed-forward block's input, each
+stack's last stream before its final norm; see stacks.py): it gives each reader its own input, the residual stream
+plus whatever it adds (edge patching and edge attribution, explorer.interpret.circuits).
 `encode` and `decode` take `token_embeds` (B, T, D), also per call: the token embeddings to use instead of
 looking the ids up (before the x sqrt(D) scale and positions), so gradients with respect to the tokens need no
 hook on a shared module (explorer.interpret.attribution). Token positions count from each row's first real token
@@ -47,7 +51,7 @@ from .masks import causal_mask, combine_masks, normalize_mask
 from .returns import AttentionMasks, Attentions, DecoderResult, EncoderResult, HiddenStates, TransformerOutput
 from .positional import Embeddings, position_ids
 from .record import Record
-from .stacks import Decoder, Encoder, ResidHook, StackHeadHook
+from .stacks import Decoder, Encoder, Receivers, ResidHook, StackHeadHook
 
 HEAD_MASK_KINDS = ("encoder", "decoder", "cross")
 
@@ -134,7 +138,7 @@ class Transformer(nn.Module):
                need_weights: bool = True, key_mask: Tensor | None = None,
                weights_dtype: torch.dtype | None = None, head_hook: StackHeadHook | None = None,
                record: Record | None = None, token_embeds: Tensor | None = None,
-               resid_hook: ResidHook | None = None) -> EncoderResult:
+               resid_hook: ResidHook | None = None, receivers: Receivers | None = None) -> EncoderResult:
         """src (B, S) -> memory (B, S, D) and the encoder's attention.
 
         token_embeds (B, S, D), per call like head_hook: the token embeddings of src (what `src_embed.token`
@@ -148,7 +152,7 @@ class Transformer(nn.Module):
                            token_embeds=token_embeds)
         run = self.encoder.run(x, key_mask=key_mask, attn_mask=attn_mask, head_mask=head_mask,
                                need_weights=need_weights, positions=positions, weights_dtype=weights_dtype,
-                               head_hook=head_hook, record=record, resid_hook=resid_hook)
+                               head_hook=head_hook, record=record, resid_hook=resid_hook, receivers=receivers)
         return EncoderResult(run.output, key_mask, run.attentions.self_attn, run.hidden_states, run.self_mask)
 
     def decode(self, tgt: Tensor, memory: Tensor | None = None, memory_key_mask: Tensor | None = None, *,
@@ -157,7 +161,8 @@ class Transformer(nn.Module):
                need_weights: bool = True, key_mask: Tensor | None = None,
                weights_dtype: torch.dtype | None = None, head_hook: StackHeadHook | None = None,
                cache: DecoderCache | None = None, record: Record | None = None,
-               token_embeds: Tensor | None = None, resid_hook: ResidHook | None = None) -> DecoderResult:
+               token_embeds: Tensor | None = None, resid_hook: ResidHook | None = None,
+               receivers: Receivers | None = None) -> DecoderResult:
         """tgt (B, T) (+ memory (B, S, D)) -> decoder output (B, T, D) and its attention.
 
         With a `cache` holding the first K tokens' keys and values, only tgt[:, K:] is run: the masks are those
@@ -186,7 +191,8 @@ class Transformer(nn.Module):
         run = self.decoder.run(x, memory, key_mask=key_mask, memory_key_mask=memory_key_mask,
                                attn_mask=self_mask, head_mask=head_mask, cross_head_mask=cross_head_mask,
                                need_weights=need_weights, positions=positions, weights_dtype=weights_dtype,
-                               head_hook=head_hook, cache=cache, record=record, resid_hook=resid_hook)
+                               head_hook=head_hook, cache=cache, record=record, resid_hook=resid_hook,
+                               receivers=receivers)
         return DecoderResult(run.output, run.attentions.self_attn, run.attentions.cross, run.hidden_states,
                              run.self_mask, run.memory_mask)
 
@@ -197,13 +203,13 @@ class Transformer(nn.Module):
                 key_mask: Tensor | None = None, tgt_key_mask: Tensor | None = None,
                 weights_dtype: torch.dtype | None = None, head_hook: StackHeadHook | None = None,
                 cache: DecoderCache | None = None, record: Record | None = None,
-                resid_hook: ResidHook | None = None) -> TransformerOutput:
+                resid_hook: ResidHook | None = None, receivers: Receivers | None = None) -> TransformerOutput:
         """See the module docstring; weights_dtype: the returned attention in this dtype, cast layer by layer
         (float16 halves what a long input keeps; None = the compute dtype). cache (decoder-only, causal): an empty
         DecoderCache the run fills with every token's keys and values, so a continuation need not run them again."""
         masks = self.head_masks(head_mask)
         weights = dict(need_weights=need_weights, weights_dtype=weights_dtype, head_hook=head_hook, record=record,
-                       resid_hook=resid_hook)
+                       resid_hook=resid_hook, receivers=receivers)
         arch = self.config.arch
         if cache is not None and (arch != "decoder" or not causal or cache.length):
             raise ValueError("forward fills an empty cache, for a causal decoder-only model only")

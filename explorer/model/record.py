@@ -23,6 +23,8 @@ layer (from 0). The sites, every one a tensor of the call (no copy unless said):
                                         input (pre-norm) or of input + attention output (post-norm)
     {kind}.{l}.v         (B, Hkv, S, Dh) values, as every query head of the group reads them (query head h
                                         reads K/V head h // (H / Hkv)); cross: the memory's, cached ones included
+                                        (B, H, S, Dh), one per query head, when the call gives the keys or values
+                                        an input per query head (`receivers`, see stacks.py)
     {kind}.{l}.z         (B, H, T, Dh)  each query head's output as W_o reads it: after head_hook and the head
                                         mask (a head switched off is exactly 0). Head h writes
                                         z[:, h] @ W_o[:, h*Dh:(h+1)*Dh].T into the residual stream (plus

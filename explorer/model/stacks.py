@@ -29,6 +29,18 @@ Shapes: B batch, H heads, L layers, T length of x, S memory length, D model widt
                                        its last norm, as TransformerLens's BERT block hooks it
                     With a cache, x holds only the T new tokens. hidden_states hold what the layers read and
                     wrote after the hook
+          receivers (site, x) -> that receiver's input, per call: each reader of the residual stream gets its own
+                    input (edge patching and edge attribution: explorer.interpret.circuits), sites:
+                      "{kind}.{layer}.q" / ".k" / ".v"  an attention block's query / key / value input (kind
+                                       "encoder", "decoder", "cross"): x the stream the block reads before its norm
+                                       (B, T, D) -> (B, T, D) or one row per query head (B, T, H, D), which the block
+                                       normalises as it normalises x. Cross-attention's ".k" / ".v": x is the memory
+                                       (B, S, D) as the projections read it (the encoder's output after its final
+                                       norm), the result is read as it is (no norm)
+                      "{kind}.{layer}.mlp.in"  the feed-forward block's input before its norm, (B, T, D)
+                      "{kind}.final"   the stack's last stream before its final norm, (B, T, D): what the LM head
+                                       reads (decoder), what becomes the memory (encoder)
+                    Returning x (or x per head) changes nothing; no cache with it
       -> StackOutput(output (B, T, D), attentions=StackAttentions(self_attn, cross))
          with one (B, H, T, T) / (B, H, T, S) tensor per layer ( () where there is none).
 
@@ -64,6 +76,7 @@ from .rotary import RotaryTables, rotary_tables
 
 StackHeadHook = Callable[[str, int, Tensor], Tensor]  # (kind, layer, z (B, H, T, Dh)) -> z
 ResidHook = Callable[[str, Tensor], Tensor]  # (site "{kind}.{layer}.{point}", x (B, T, D)) -> x
+Receivers = Callable[[str, Tensor], Tensor]  # (site "{kind}.{layer}.{role}" or "{kind}.final", x) -> the input
 RESID_POINTS = ("resid_pre", "resid_mid", "resid_mid_cross", "resid_post")
 
 
@@ -91,6 +104,7 @@ class LayerInputs(NamedTuple):
     record: Record | None = None  # per-call record of the layers' activations (record.py)
     plans: dict | None = None  # the masks' block plans, made by the first layer for all (attention.block_plan)
     resid_hook: ResidHook | None = None  # per-call reader / replacer of the residual stream
+    receivers: Receivers | None = None  # per-call input of each reader of the residual stream
 
 
 def bind_hook(hook: StackHeadHook | None, kind: str, layer: int):
@@ -98,12 +112,17 @@ def bind_hook(hook: StackHeadHook | None, kind: str, layer: int):
     return None if hook is None else (lambda z: hook(kind, layer, z))
 
 
-def call_resid_hook(hook: ResidHook, site: str, x: Tensor) -> Tensor:
+def call_resid_hook(hook: ResidHook, site: str, x: Tensor, name: str = "resid_hook") -> Tensor:
     hooked = hook(site, x)
     if not isinstance(hooked, Tensor) or hooked.shape != x.shape:
         got = tuple(hooked.shape) if isinstance(hooked, Tensor) else type(hooked).__name__
-        raise ValueError(f"resid_hook must return x shaped {tuple(x.shape)} at {site}, got {got}")
+        raise ValueError(f"{name} must return x shaped {tuple(x.shape)} at {site}, got {got}")
     return hooked
+
+
+def bind_receivers(receivers: Receivers | None, kind: str, layer: int):
+    """The stack-wide receivers as one block's (role, x) -> input (None stays None)."""
+    return None if receivers is None else (lambda role, x: receivers(f"{kind}.{layer}.{role}", x))
 
 
 def bind_resid_hook(hook: ResidHook | None, kind: str, layer: int):
@@ -158,16 +177,19 @@ class Stack(nn.Module):
             need_weights: bool = True, first_layer: int = 0, positions: Tensor | None = None,
             weights_dtype: torch.dtype | None = None,
             head_hook: StackHeadHook | None = None, cache: DecoderCache | None = None,
-            record: Record | None = None, resid_hook: ResidHook | None = None) -> StackRun:
+            record: Record | None = None, resid_hook: ResidHook | None = None,
+            receivers: Receivers | None = None) -> StackRun:
         """Run layers[first_layer:]; the head-importance sweep restarts above an unchanged prefix.
         weights_dtype: each layer's returned weights are made in it, block by block (float16 halves what a long
         input keeps); None keeps the compute dtype. cache: see the module docstring."""
         if cache is not None and (first_layer or not isinstance(self, Decoder)):
             raise ValueError("only a decoder stack run from its first layer decodes with a cache")
+        if cache is not None and receivers is not None:
+            raise ValueError("per-receiver inputs (receivers) do not decode with a cache")
         past = 0 if cache is None else cache.length
         inputs = self.layer_inputs(x, key_mask, memory_key_mask, attn_mask, positions, need_weights, past)
         inputs = inputs._replace(head_hook=head_hook, cache=cache, weights_dtype=weights_dtype, record=record,
-                                 plans={}, resid_hook=resid_hook)
+                                 plans={}, resid_hook=resid_hook, receivers=receivers)
         L = len(self.layers)
         self_weights, cross_weights, hidden = [], [], [x]
         for i in range(first_layer, L):
@@ -182,6 +204,8 @@ class Stack(nn.Module):
                 cross_weights.append(cw)
         if cache is not None:
             cache.length = past + x.shape[1]
+        if receivers is not None:
+            x = call_resid_hook(receivers, f"{self.kind}.final", x, "receivers")
         if self.norm is not None:
             if record is not None:
                 record.at(f"{self.kind}.final").put_scale("scale", self.norm, x)
@@ -225,7 +249,8 @@ class Encoder(Stack):
                                     inputs.score_bias, bind_hook(inputs.head_hook, "encoder", i),
                                     weights_dtype=inputs.weights_dtype,
                                     record=None if inputs.record is None else inputs.record.at(f"encoder.{i}"),
-                                    plans=inputs.plans, resid_hook=bind_resid_hook(inputs.resid_hook, "encoder", i))
+                                    plans=inputs.plans, resid_hook=bind_resid_hook(inputs.resid_hook, "encoder", i),
+                                    receivers=bind_receivers(inputs.receivers, "encoder", i))
         return x, weights, None
 
     @classmethod
@@ -255,7 +280,9 @@ class Decoder(Stack):
                               weights_dtype=inputs.weights_dtype,
                               record=None if record is None else record.at(f"decoder.{i}"),
                               cross_record=None if record is None else record.at(f"cross.{i}"), plans=inputs.plans,
-                              resid_hook=bind_resid_hook(inputs.resid_hook, "decoder", i))
+                              resid_hook=bind_resid_hook(inputs.resid_hook, "decoder", i),
+                              receivers=bind_receivers(inputs.receivers, "decoder", i),
+                              cross_receivers=bind_receivers(inputs.receivers, "cross", i))
 
     @classmethod
     def from_torch(cls, module: nn.TransformerDecoder) -> "Decoder":

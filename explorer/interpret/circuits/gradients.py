@@ -1,0 +1,141 @@
+"""One backward pass that scores every edge at once: the model run on the clean ids with its embeddings set on the
+path from the corrupted run's to the clean run's (alpha = 0: the corrupted run, 1: the clean run), every receiver
+reading its own copy of the stream (explorer.model receivers), and each receiver's gradient contracted with the
+upstream nodes' (corrupted - clean) outputs as it arrives:
+
+    score[u, r] += sum over positions and width of (a_u(corrupted) - a_u(clean)) . d metric / d input_r
+
+A head's q / k / v receivers are its rows of a per-head copy of the stream (B, T, H, D) before the block's norm; an
+MLP's and the logits' receiver is a view of the stream; cross-attention's k / v rebuild the encoder's last stream per
+head before the encoder's final norm (that norm is theirs). The gradient is taken with torch.autograd.grad with
+respect to the interpolated embeddings only: no parameter's .grad is touched, nothing is registered on a module (the
+hooks sit on this call's own tensors).
+
+    gradient_pass(model, graph, inputs, alphas (K,), corrupted, clean | None, metric, clean_logprobs)
+        -> Pass(scores (K, U, R) summed over the pairs, embed (K, P) each pair's sum over the embeddings' edges,
+                metric (K, P), clean Snapshot when the pass made it (alpha 1 first, clean None))
+
+Shapes: K integration points, P pairs, rows K P (point-major), T length, D width, U nodes, R receivers.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from ...model import Record, Transformer
+from .graph import CircuitGraph, Site
+from .batches import Inputs
+from .metrics import metric_values
+from .runner import RECORDED, Snapshot, run_logits
+
+
+@dataclass
+class Pass:
+    scores: Tensor  # (K, U, R) float64, summed over pairs
+    embed: Tensor  # (K, P) float64: per pair, the sum of the scores of the embeddings' edges
+    metric: Tensor  # (K, P) float64
+    clean: Snapshot | None  # the clean run, when this pass was it (alpha 1, no clean snapshot given)
+    deltas: dict[str, Tensor]  # stream -> (U_s, P T D) corrupted - clean node outputs: the next pass may reuse them
+
+
+def stream_deltas(model: Transformer, graph: CircuitGraph, corrupted: Snapshot, clean: Snapshot) -> dict[str, Tensor]:
+    """stream -> (U_s, P T D) float: each node's corrupted - clean output, one row per node (the same at every
+    point of the path: computed once per batch)."""
+    deltas = {}
+    for stream in graph.streams:
+        change = corrupted.outputs(model, graph, stream) - clean.outputs(model, graph, stream)  # (P, U_s, T, D)
+        deltas[stream] = change.float().transpose(0, 1).reshape(change.shape[1], -1)
+    return deltas
+
+
+def gradient_pass(model: Transformer, graph: CircuitGraph, inputs: Inputs, alphas: list[float], corrupted: Snapshot,
+                  clean: Snapshot | None, metric: str, clean_logprobs: Tensor | None = None,
+                  deltas: dict[str, Tensor] | None = None) -> Pass:
+    """See the module docstring. `clean` None: alphas must be [1.0], and the pass records the clean run. `deltas`:
+    the batch's stream_deltas from an earlier pass."""
+    if clean is None and list(alphas) != [1.0]:
+        raise ValueError("the clean run is the first pass (alpha 1) when no clean snapshot is given")
+    K, P = len(alphas), inputs.size
+    U, R = graph.n_nodes, graph.n_receivers
+    H = graph.config.n_heads
+    device = inputs.clean.device
+    a = torch.tensor(alphas, device=device).repeat_interleave(P)[:, None, None]  # (K P, 1, 1) point-major
+    leaves: list[Tensor] = []
+    deltas = dict(deltas or {})  # stream -> (U_s, P T D): corrupted - clean node outputs, one row per node
+    totals = torch.zeros(K, U, R, dtype=torch.float64, device=device)
+    embed = torch.zeros(K, P, dtype=torch.float64, device=device)
+    final: dict[str, Tensor] = {}
+
+    def interpolate(site: str, x: Tensor) -> Tensor:
+        stream = site.split(".")[0]
+        if site != f"{stream}.0.resid_pre":
+            return x
+        base = x.detach()  # the clean ids' embeddings
+        if clean is not None:
+            corr = corrupted.embed(stream).repeat(K, 1, 1)
+            base = corr + a.to(corr.dtype) * (base - corr)
+        leaf = base.requires_grad_()
+        leaves.append(leaf)
+        return leaf
+
+    # sites reading the same prefix of a stream (a layer's q, k, v) are contracted together: one read of the deltas
+    group_sizes = Counter((s.stream, s.prefix) for s in graph.sites)
+    pending: dict[tuple[str, int], list[tuple[Site, Tensor]]] = {}
+
+    def flush(key: tuple[str, int]) -> None:
+        items = pending.pop(key)
+        stream, prefix = key
+        first = graph.offsets[stream]
+        columns = torch.cat([g for _, g in items], 1) if len(items) > 1 else items[0][1]  # (P T D, K sum R_s)
+        product = deltas[stream][:prefix] @ columns  # (prefix, K sum R_s): one product over every pair
+        for (s, _), part in zip(items, product.split([K * s.size for s, _ in items], 1)):
+            part = part.view(prefix, K, s.size).transpose(0, 1)
+            totals[:, first:first + prefix, s.start:s.start + s.size] += part.double()
+
+    def contract(s: Site, grad: Tensor) -> None:
+        g = grad if grad.dim() == 4 else grad.unsqueeze(2)  # (K P, T, R, D)
+        T, D = g.shape[1], g.shape[3]
+        g = g.reshape(K, P, T, s.size, D).permute(1, 2, 4, 0, 3).reshape(P * T * D, K * s.size)  # (P T D, K R)
+        delta = deltas[s.stream]  # (U_s, P T D)
+        per_pair = torch.einsum("pn,pnk->kp", delta[0].view(P, T * D), g.view(P, T * D, K, s.size).sum(-1))
+        embed.add_(per_pair.double())  # each pair's embeddings' edges (node 0 of the stream), for completeness
+        key = (s.stream, s.prefix)
+        pending.setdefault(key, []).append((s, g))
+        if len(pending[key]) == group_sizes[key]:
+            flush(key)
+
+    def receivers(site: str, x: Tensor) -> Tensor:
+        if site == "encoder.final":
+            final["encoder"] = x
+            return x
+        s = graph.site_of[site]
+        if s.norm == "encoder_final":  # cross k / v: each head rebuilds the encoder's stream, then its final norm
+            copy = final["encoder"].unsqueeze(2).expand(-1, -1, H, -1)  # (B, S, H, D)
+            copy.register_hook(lambda g, s=s: contract(s, g))
+            return copy if model.encoder.norm is None else model.encoder.norm(copy)
+        copy = x.unsqueeze(2).expand(-1, -1, H, -1) if s.role in ("q", "k", "v") else x.view(x.shape)
+        copy.register_hook(lambda g, s=s: contract(s, g))
+        return copy
+
+    record = Record(only=RECORDED) if clean is None else None
+    with torch.inference_mode(False), torch.enable_grad():
+        logits = run_logits(model, inputs, False, K, receivers=receivers, record=record, resid_hook=interpolate)
+        snapshot = None
+        if clean is None:
+            snapshot = Snapshot(logits.detach().float(), {k: v.detach() for k, v in record.tensors.items()})
+            if clean_logprobs is None:
+                clean_logprobs = snapshot.logits.log_softmax(-1)
+        reference = None if clean_logprobs is None else clean_logprobs.repeat(K, 1)
+        values = metric_values(metric, logits.float(), inputs.answers.repeat(K), inputs.wrongs.repeat(K), reference)
+        if not deltas:
+            with torch.no_grad():
+                deltas.update(stream_deltas(model, graph, corrupted, snapshot if snapshot is not None else clean))
+        torch.autograd.grad(values.sum(), leaves, allow_unused=True)  # the hooks contract the gradients as they come
+        for key in list(pending):  # groups some of whose receivers got no gradient (they change no metric)
+            flush(key)
+    return Pass(totals, embed, values.detach().double().view(K, P), snapshot, deltas)
+

@@ -1,0 +1,118 @@
+"""Runs with edges patched from the corrupted run, on tiny models built here (from-scratch decoder, GPT-NeoX-like
+parallel residual, grouped-query attention, encoder-decoder): a circuit of every edge is the clean model and a
+circuit of no edge the corrupted one (logits within 1e-5), for every metric; patching every edge out of one head is
+activation patching of that head (its z from the corrupted run, through the model's own head_hook); patching the
+edges into one receiver changes that receiver's input only."""
+
+import pytest
+import torch
+
+from tests.interpret.circuit_cases import CASES, tiny_model, tiny_task
+from explorer.interpret.circuits import CircuitGraph, circuit_faithfulness
+from explorer.interpret.circuits.batches import make_inputs
+from explorer.interpret.circuits.metrics import METRICS
+from explorer.interpret.circuits.edge_patching import patched_logits
+from explorer.interpret.circuits.runner import plain_run, run_logits
+
+
+def setup(case):
+    model = tiny_model(case)
+    task = tiny_task(model)
+    graph = CircuitGraph(model.config)
+    inputs = make_inputs(model, list(task.pairs))
+    return model, task, graph, inputs, plain_run(model, inputs, False), plain_run(model, inputs, True)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_every_edge_is_the_clean_model_and_none_the_corrupted_one(case):
+    model, task, graph, inputs, clean, corrupted = setup(case)
+    assert not torch.allclose(clean.logits, corrupted.logits, atol=1e-3)  # the pairs differ
+    keep_all, keep_none = torch.zeros_like(graph.real), graph.real.clone()  # what is patched
+    out = patched_logits(model, graph, inputs, torch.stack([keep_all, keep_none]), corrupted)
+    assert torch.allclose(out[0], clean.logits, atol=1e-5, rtol=0)
+    assert torch.allclose(out[1], corrupted.logits, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("metric", METRICS)
+@pytest.mark.parametrize("case", ["decoder", "encoder-decoder"])
+def test_faithfulness_of_every_edge_is_1_and_of_none_0_for_every_metric(case, metric):
+    model = tiny_model(case)
+    task = tiny_task(model)
+    graph = CircuitGraph(model.config)
+    every = [(graph.nodes[u].name, graph.receivers[r]) for u, r in torch.nonzero(graph.real).tolist()]
+    whole = circuit_faithfulness(model, task, every, metric=metric)
+    assert torch.allclose(whole.circuit, whole.clean, atol=1e-5, rtol=0) and whole.edges == graph.n_edges
+    assert abs(whole.value - 1) < 1e-3
+    none = circuit_faithfulness(model, task, [], metric=metric)
+    assert torch.allclose(none.circuit, none.corrupted, atol=1e-5, rtol=0) and abs(none.value) < 1e-3
+    if metric == "kl":
+        assert torch.allclose(whole.clean, torch.zeros_like(whole.clean), atol=1e-6) and (none.corrupted > 0).all()
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_patching_every_edge_out_of_a_head_is_patching_that_heads_output(case):
+    model, task, graph, inputs, clean, corrupted = setup(case)
+    kind = "cross" if case == "encoder-decoder" else "decoder"
+    head = graph.node_index[f"{kind}.L0.H2"]
+    patched = torch.zeros_like(graph.real)
+    patched[head] = graph.real[head]  # every reader of L0 H2 reads its corrupted output
+    out = patched_logits(model, graph, inputs, patched[None], corrupted)[0]
+    z = corrupted.tensors[f"{kind}.0.z"]  # (P, H, T, Dh) the corrupted run's head outputs
+
+    def hook(k, layer, heads):
+        if (k, layer) != (kind, 0):
+            return heads
+        heads = heads.clone()
+        heads[:, 2] = z[:, 2]
+        return heads
+
+    with torch.no_grad():
+        want = _with_head_hook(model, inputs, hook)
+    assert torch.allclose(out, want, atol=1e-5, rtol=0)
+    assert not torch.allclose(out, clean.logits, atol=1e-4)
+
+
+def _with_head_hook(model, inputs, hook):
+    if model.config.arch == "encoder-decoder":
+        enc = model.encode(inputs.src_clean, key_mask=inputs.src_mask, need_weights=False, head_hook=hook)
+        out = model.decode(inputs.clean, enc.memory, inputs.src_mask, key_mask=inputs.mask, need_weights=False,
+                           head_hook=hook).output
+    else:
+        out = model.decode(inputs.clean, key_mask=inputs.mask, need_weights=False, head_hook=hook).output
+    return model.generator.logits(out[torch.arange(out.shape[0]), inputs.read])
+
+
+def test_patching_every_edge_into_one_receiver_gives_it_the_corrupted_runs_stream():
+    model, task, graph, inputs, clean, corrupted = setup("decoder")
+    r = graph.receiver_index["decoder.L1.H3.k"]
+    patched = torch.zeros_like(graph.real)
+    patched[:, r] = graph.real[:, r]
+    out = patched_logits(model, graph, inputs, patched[None], corrupted)[0]
+    with torch.no_grad():
+        stream = model.decode(inputs.corrupted, key_mask=inputs.mask, need_weights=False).hidden_states[1]
+
+        def receivers(site, x):  # head 3's keys alone read layer 1's input of the corrupted run
+            if site != "decoder.1.k":
+                return x
+            x = x.unsqueeze(2).repeat(1, 1, 4, 1)
+            x[:, :, 3] = stream
+            return x
+
+        want = run_logits(model, inputs, False, receivers=receivers)
+    assert torch.allclose(out, want, atol=1e-5, rtol=0)
+    assert not torch.allclose(out, clean.logits, atol=1e-5)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_small_circuit_patches_alike_alone_and_batched_with_the_clean_model(case):
+    """Alone, a small circuit's receivers are rebuilt from every difference minus the kept edges'; batched with the
+    clean model (nothing patched), from the patched edges' differences: the two ways agree."""
+    model, task, graph, inputs, clean, corrupted = setup(case)
+    g = torch.Generator().manual_seed(3)
+    small = graph.real & (torch.rand(graph.real.shape, generator=g) < 0.1)  # ~10% of the edges kept
+    patched = graph.real & ~small
+    alone = patched_logits(model, graph, inputs, patched[None], corrupted)[0]
+    batched = patched_logits(model, graph, inputs, torch.stack([torch.zeros_like(patched), patched]), corrupted)
+    assert torch.allclose(alone, batched[1], atol=1e-5, rtol=0)
+    assert torch.allclose(batched[0], clean.logits, atol=1e-5, rtol=0)
+    assert not torch.allclose(alone, clean.logits, atol=1e-4) and not torch.allclose(alone, corrupted.logits, atol=1e-4)
