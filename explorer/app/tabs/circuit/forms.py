@@ -1,4 +1,4 @@
-"""The Circuit tab's endpoint as a typed form: /circuit's parameters in order (docs/circuits.md), checked into the
+"""The Circuit tab's endpoint as a typed form: /circuit's parameters in order (docs/circuit-tab.md), checked into the
 plain request its computation takes (app.tabs.circuit.computation). Pure: no Gradio, no model.
 
     CircuitForm(session, task, pairs, method, metric, edges, held_out, generated).request() -> CircuitRequest

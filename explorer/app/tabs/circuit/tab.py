@@ -2,7 +2,7 @@
 explorer.interpret.circuits; its computation app.tabs.circuit.computation, its words app.tabs.circuit.text, its graph
 explorer.viz.circuits). Computed by its button (many forwards and backwards): the graph by layer, the faithfulness
 curve, the top edges, CSV / JSON files, and "keep only this circuit", which sets the page's head switches to it and
-runs the page. Named event (docs/circuits.md): /circuit, its parameters the fields of `CircuitForm`.
+runs the page. Named event (docs/circuit-tab.md): /circuit, its parameters the fields of `CircuitForm`.
 
 A file of pairs is read in the browser (FILE_JS) into the pairs box, never uploaded: Gradio's upload route serves
 every client and cannot be bound to one component or one size (serving.upload_guard refuses it), and the box's text
@@ -34,7 +34,7 @@ from .forms import DEFAULT_HELD_OUT, GENERATED, MAX_EDGES, MAX_TEXT, METHODS, ME
 from .text import (HEADERS, LINK_PAIRS, circuit_json, edge_rows, edges_csv, kept_message, link_task,
                    summary_markdown)
 
-EDGES_SHOWN = 1000  # the edges slider's top until a circuit says how many edges the model has
+EDGES_SHOWN = 1000  # the edges slider's top (a bigger model's count: /circuit, or a link, takes up to MAX_EDGES)
 PLACEHOLDER = ("one pair a line: clean | corrupted | answer | wrong (answer and wrong optional), e.g.\n"
                "lundi 3 mars 2025 | lundi 3 juin 2025 | 2025-03 | 2025-06")
 FILE_HTML = (f'<div class="circuit-file"><label for="circuit-file-input">Or read a CSV, JSONL or text file of pairs '
@@ -90,8 +90,7 @@ class CircuitParts:
     link_pairs: gr.State  # the pairs a link carries (None: too long, or a generated task)
 
     def outputs(self) -> list[Any]:
-        return [self.summary, self.graph, self.curve, self.table, self.csv_file, self.json_file, self.edges,
-                self.result]
+        return [self.summary, self.graph, self.curve, self.table, self.csv_file, self.json_file, self.result]
 
 
 def circuit_updates(parts: CircuitParts, result: CircuitResult, typed: str, files: dict[str, str]) -> dict:
@@ -106,9 +105,7 @@ def circuit_updates(parts: CircuitParts, result: CircuitResult, typed: str, file
     p = parts
     return {p.summary: summary_markdown(result, typed), p.graph: plot(graph), p.curve: plot(curve),
             p.table: pd.DataFrame(rows, columns=headers),
-            p.csv_file: gr.update(value=files["csv"], interactive=True),
-            p.json_file: gr.update(value=files["json"], interactive=True),
-            p.edges: gr.update(maximum=max(result.n_edges, EDGES_SHOWN)), p.result: result}
+            p.csv_file: files["csv"], p.json_file: files["json"], p.result: result}
 
 
 class CircuitEvents(TabEvents):
@@ -217,10 +214,9 @@ class CircuitTab(Tab):
         summary = gr.Markdown(elem_id="circuit-summary")
         with gr.Row(equal_height=True):
             keep_btn = gr.Button("Keep only this circuit", elem_id="circuit-keep", size="sm", min_width=160)
-            csv_file = gr.DownloadButton("Edges (CSV)", value=None, size="sm", interactive=False,
-                                         elem_id="circuit-csv", min_width=120)
-            json_file = gr.DownloadButton("Circuit (JSON)", value=None, size="sm", interactive=False,
-                                          elem_id="circuit-json", min_width=120)
+            csv_file = gr.DownloadButton("Edges (CSV)", value=None, size="sm", elem_id="circuit-csv", min_width=120)
+            json_file = gr.DownloadButton("Circuit (JSON)", value=None, size="sm", elem_id="circuit-json",
+                                          min_width=120)
         graph = gr.Plot(label="Circuit", show_label=False, elem_id="circuit-graph")
         curve = gr.Plot(label="Faithfulness", show_label=False, elem_id="circuit-curve")
         table = gr.Dataframe(headers=HEADERS, label="The circuit's strongest edges", interactive=False,
@@ -259,9 +255,8 @@ class CircuitTab(Tab):
 
     def model_updates(self, parts: CircuitParts, info: Any) -> dict:
         p = parts
-        return {p.summary: "", p.graph: None, p.curve: None, p.table: None, p.result: None,
-                p.csv_file: gr.update(value=None, interactive=False),
-                p.json_file: gr.update(value=None, interactive=False)}
+        return {p.summary: "", p.graph: None, p.curve: None, p.table: None, p.result: None, p.csv_file: None,
+                p.json_file: None}
 
 
 TAB = CircuitTab()
