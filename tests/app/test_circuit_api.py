@@ -104,3 +104,36 @@ def test_circuit_is_named_and_documented_and_its_example_runs(client):
 def test_circuit_over_http_refuses_bad_pairs_in_words(client):
     status = client.predict("typed", "only one field", "eap", "logit_diff", 0, 0, 32, api_name="/circuit")[0]
     assert status.startswith("⚠️") and "line 1: needs 2 to 4 fields" in status
+
+
+def test_a_copied_link_reopens_the_task_typed_pairs_while_they_fit(events):
+    """Copy link on the Circuit tab, then the page opened on that link: the typed pairs and the choices come back;
+    pairs too long for a link leave the generated task in it."""
+    from types import SimpleNamespace
+
+    from starlette.datastructures import QueryParams
+
+    from explorer.app.link.opening import LinkEvents
+
+    ev, page = events.tab_events["circuit"], events.page
+    p, link = ev.parts, LinkEvents(events)
+    pairs = "lundi 3 mars 2025 | lundi 3 juin 2025 | 2025-03 | 2025-06\nmardi 8 juin 1999 | mardi 8 mars 1999"
+
+    def copied(task: str, text: str) -> str:
+        carried = ev.link_of(task, text)  # what the page keeps as the pairs box changes
+        given = {page.setting("tab"): "circuit", p.link_task: carried[p.link_task],
+                 p.link_pairs: carried[p.link_pairs], p.method: "eap", p.metric: "logprob", p.edges: 25,
+                 p.held_out: 0, p.generated: 16}
+        values = [SESSION if c is page.session else given.get(c, getattr(c, "value", None))
+                  for c in link.link_inputs()]
+        return link.link_of_page(link.link_form(values))[page.inputs.link_query]
+
+    query = copied("typed", pairs)
+    assert "ctask=typed" in query and "&pairs=" in query and "eap=eap" in query
+    opened = link.open_page(SESSION, SimpleNamespace(query_params=QueryParams(query)))
+    assert opened[page.inputs.link_notice] == "" and opened[page.visible_tab] == "circuit"
+    assert (opened[p.task], opened[p.pairs], opened[p.method], opened[p.metric], opened[p.held_out],
+            opened[p.generated]) == ("typed", pairs, "eap", "logprob", 0, 16)
+    assert opened[p.edges]["value"] == 25
+    long = copied("typed", pairs + "\n" + "\n".join([pairs] * 200))
+    assert "ctask=generated" in long and "&pairs=" not in long

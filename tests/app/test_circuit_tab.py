@@ -64,7 +64,7 @@ def test_a_generated_induction_task_finds_its_circuit_and_says_so(induction_circ
     assert r.sizes[-1] == r.n_edges and r.curve[-1] == 1.0  # every edge: the clean model
     assert [abs(s) for _, _, s in r.edges] == sorted((abs(s) for _, _, s in r.edges), reverse=True)
     assert {(u, d) for u, d, _ in r.edges} <= {(u, d) for u, d, _ in r.all_edges}
-    assert len(r.exact) == 16 and not math.isnan(r.spearman)
+    assert len(r.exact) == 8 and not math.isnan(r.spearman)
     on = {n for n in r.circuit_nodes if parse_node(n)[1] == "decoder"}
     off = {f"decoder.L{la}.H{h}" for la, h in r.off["decoder"]}
     assert on | off == {f"decoder.L{la}.H{h}" for la in range(2) for h in range(4)} and not on & off

@@ -39,7 +39,7 @@ def models():
 
 def test_the_doc_is_written_from_the_lessons():
     assert (ROOT / "docs" / "lessons.md").read_text() == lessons_markdown(), "run python scripts/docs_tables.py"
-    assert len(LESSONS) == 6 and len({x.title for x in LESSONS}) == 6
+    assert len(LESSONS) == 7 and len({x.title for x in LESSONS}) == 7
 
 
 @pytest.mark.parametrize("x", LESSONS, ids=[x.title.split(":")[0] for x in LESSONS])
@@ -137,3 +137,25 @@ def test_the_month_digit_is_pushed_up_most_by_cross_l1_h3(models):
 def test_both_models_answer_the_same_date(models):
     for name in ("date-translator", "date-gpt"):
         assert answer(analyze(models[name], "31 dicembre 1999", None, Toggles())) == "1999-12-31"
+
+
+def test_the_months_circuit_is_small_faithful_and_leaves_the_decoder_heads_out(models):
+    """The lesson's circuit, computed as the tab computes it from the lesson's link: about 60 of 529 edges keeping 0.9
+    on its pairs and on the held-out ones, cross L0 H1 and L1 H3 in it, no decoder self-attention head; its heads alone
+    (the others switched off) break the answer."""
+    from explorer.app.serving.session import Session
+    from explorer.app.tabs.circuit.computation import circuit
+    from explorer.app.tabs.circuit.forms import CircuitForm
+
+    x = lesson("circuit")
+    state, _ = parse_link(x.query, check_model=str, tabs=TABS)
+    own = state.tab_values
+    form = CircuitForm(Session("date-translator", "cpu"), own["ctask"], "", own["eap"], "logit_diff", own["edges"],
+                       own["held"], own["npairs"])
+    r = circuit(models["date-translator"], form.request(), 1024)
+    assert (r.found, r.held, r.n_edges) == (24, 8, 529) and 40 <= len(r.edges) <= 90, len(r.edges)
+    assert r.faithfulness >= 0.9 and r.held_faithfulness >= 0.9, (r.faithfulness, r.held_faithfulness)
+    assert {(0, 1), (1, 3)}.isdisjoint(r.off["cross"]) and len(r.off["decoder"]) == 8
+    on = {kind: frozenset(CROSS - set(r.off[kind])) for kind in r.heads}  # every kind has 2 layers x 4 heads
+    broken = answer(analyze(models["date-translator"], state.values["s1"], None, Toggles(heads_on=on)))
+    assert broken.startswith("2025-03-03 -> ") and not broken.endswith("2025-03-03"), broken

@@ -1,4 +1,4 @@
-"""Six short lessons on the shipped models, one source for docs/lessons.md (scripts/docs_tables.py writes it) and for
+"""Seven short lessons on the shipped models, one source for docs/lessons.md (scripts/docs_tables.py writes it) and for
 the page's "Lessons" menu (choosing one opens its link: the page's address with the lesson's query, restored by the
 link machinery, explorer.app.link).
 
@@ -68,6 +68,17 @@ LESSONS: tuple[Lesson, ...] = (
            "answer through cross-attention) and date-gpt (right: one decoder reads the date and continues it). Both "
            "answer 1999-12-31; each side has its own view and head switches, so switch a head off on one side and "
            "watch only that side change."),
+    Lesson("The month's circuit",
+           q(model="date-translator", s1="lundi 3 mars 2025", s2="", tab="circuit", ctask="generated", eap="eap-ig",
+             edges=0, held=8, npairs=32),
+           "The Circuit tab scores every edge between date-translator's parts over 32 generated pairs: a full French "
+           "date and the same date with another month of the same length (mars / juin), the answer the first ISO "
+           "digit where the two months differ. The smallest circuit keeping 0.9 of the logit difference on 24 pairs "
+           "holds about 60 of the 529 edges and keeps over 0.9 on the 8 held-out pairs too. Cross L0 H1 and cross "
+           "L1 H3, the heads of the month lesson, are in it; no decoder self-attention head is: they read only the ISO "
+           "date written so far, the same in both dates of a pair. Press “Keep only this circuit”: with every head "
+           "outside it switched off (zeroed, not patched from the other date) the answer breaks, since a circuit names "
+           "what carries the difference between the months, not everything the model needs."),
 )
 
 
@@ -75,7 +86,7 @@ def lessons_markdown(lessons: tuple[Lesson, ...] = LESSONS) -> str:
     """docs/lessons.md: each lesson's title, its link (on a local app; on a Space, put the Space's page before the
     query) and its text."""
     out = ["# Lessons", "",
-           "Six short lessons on the shipped models. Each link opens the view in the app (on your own machine: "
+           "Seven short lessons on the shipped models. Each link opens the view in the app (on your own machine: "
            "`python app.py`, then the local link); the same lessons are in the page's **Lessons** menu at the top. "
            "What each says is checked on the shipped checkpoints by `tests/app/test_lessons.py`.", "",
            "<!-- generated from explorer.app.page.lessons.LESSONS by scripts/docs_tables.py; tests/app/test_lessons.py "

@@ -20,7 +20,7 @@ from ....interpret.circuits.pairs import Task
 from ...serving.errors import AppError
 from .forms import MAX_PAIRS, MAX_TEXT, MAX_TOKENS, CircuitRequest
 
-EXACT_TOP = 16  # the strongest edges patched alone beside their estimate
+EXACT_TOP = 8  # the strongest edges patched alone beside their estimate (each is a run over every pair)
 CURVE_POINTS = 20  # sizes on the faithfulness curve
 SEED = 0  # a generated task's seed (the link reopens the same pairs)
 
