@@ -101,7 +101,9 @@ def short_name(name: str) -> str:
 
 
 def _score_color(score: float, top: float) -> str:
-    t = 0.5 + 0.5 * max(-1.0, min(1.0, score / top))
+    """Blue below 0, red above, darker with |score|; never the scale's white middle (a weak edge stays visible)."""
+    share = min(1.0, abs(score) / top)
+    t = 0.5 + (0.25 + 0.25 * share) * (1 if score > 0 else -1)
     return pc.sample_colorscale(c.DIVERGING_SCALE, [t])[0]
 
 
@@ -128,13 +130,12 @@ def circuit_figure(nodes: Sequence[str], edges: Sequence[tuple[str, str, float, 
                            line=dict(color=_score_color(score, top), width=1 + 5 * abs(score) / top, dash=dash),
                            hoverinfo="skip", showlegend=False, legendgroup=role))
     for role, (label, dash, symbol, dy) in ROLES.items():  # arrivals, one trace (and legend entry) per input kind
-        mine = [(receiver_node(r)[0], s) for _, r, s, _ in drawn if receiver_node(r)[1] == role]
+        mine = [receiver_node(r)[0] for _, r, _, _ in drawn if receiver_node(r)[1] == role]
         if not mine:
             continue
         traces.append(dict(type="scatter", mode="markers", name=label, legendgroup=role,
-                           x=[where[n][0] - 0.14 for n, _ in mine], y=[where[n][1] + dy for n, _ in mine],
-                           marker=dict(symbol=symbol, size=8, color=[_score_color(s, top) for _, s in mine],
-                                       line=dict(color="#333", width=0.8)),
+                           x=[where[n][0] - 0.14 for n in mine], y=[where[n][1] + dy for n in mine],
+                           marker=dict(symbol=symbol, size=8, color="#555", line=dict(color="#222", width=0.8)),
                            hoverinfo="skip"))
     mids = []
     for up, receiver, score, exact in drawn:
@@ -169,10 +170,11 @@ def circuit_figure(nodes: Sequence[str], edges: Sequence[tuple[str, str, float, 
         stream, layer, order = col
         first = next(n for n in nodes if _column(n) == col)
         kind = parse_node(first)[1]
-        ticks.append("embed" if kind == "embed" else "logits" if kind == "logits" else
-                     f"{'enc' if not stream else 'dec'} L{layer} {'MLP' if kind == 'mlp' else 'cross' if kind == 'cross' else 'heads'}")
+        part = {"mlp": "MLP", "cross": "cross"}.get(kind, "heads")
+        ticks.append(short_name(first) if kind in ("embed", "logits") else
+                     f"{'enc' if not stream else 'dec'} L{layer} {part}")
     heads = max((parse_node(n)[3] for n in nodes), default=0) + 1
-    caption = (f"{len(edges)} edges, {len(inside)} nodes; grey nodes are outside the circuit"
+    caption = (f"{len(edges)} edges, {len(inside) - 1} nodes and the logits; grey nodes are outside the circuit"
                + (f"; the strongest {MAX_DRAWN} edges drawn" if len(edges) > MAX_DRAWN else ""))
     layout = c.base_layout(title, height or c.clamp(160 + 46 * heads, 340, 760), t=80, b=90, l=40, r=30)
     layout.update(
