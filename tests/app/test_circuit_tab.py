@@ -40,7 +40,7 @@ def induction_circuit(induction) -> CircuitResult:
 
 
 def test_the_form_refuses_each_bad_value_in_words():
-    assert request() == CircuitRequest("generated", "", "eap-ig", "logit_diff", None, 8, 32)
+    assert request() == CircuitRequest("generated", "", "eap-ig", "logit_diff", None, 4, 16)
     assert request(task="typed", pairs="a | b", edges=12).edges == 12
     bad = [(dict(task="some"), "The task must be one of generated, typed"),
            (dict(task="typed", pairs="  \n"), "No pairs: type one pair a line"),

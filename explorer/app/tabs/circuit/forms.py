@@ -27,8 +27,8 @@ MAX_PAIRS = 64  # pairs one request takes (found and held out together): the req
 MAX_TOKENS = 4096  # tokens over every pair one request takes
 MAX_TEXT = 64 * 1024  # characters of typed (or read) pair text
 MAX_EDGES = 100_000  # the slider's top (a model has fewer: its count is said when one asks for more)
-GENERATED = (8, MAX_PAIRS, 32)  # generated pairs: least, most, default
-DEFAULT_HELD_OUT = 8
+GENERATED = (8, MAX_PAIRS, 16)  # generated pairs: least, most, default (16: the tab answers in seconds)
+DEFAULT_HELD_OUT = 4
 
 
 @dataclass(frozen=True)
