@@ -16,7 +16,9 @@ encode + top latents per token at 1,024 tokens, the Features tab's computation v
 peak memory; latent dashboards of an SAE on the shipped date-gpt), head_computation (inside one head, the
 query-key map and the lines view on the GPT-2-small shape at 128 and 1,024 tokens; the lines view drawn in Chromium), head_effects (every
 head switched off alone, exact and batched, on the GPT-2-small shape at 128 tokens and the shipped checkpoints, vs one
-forward pass per head), view_file (the Download button's HTML file of the default view: its bytes, within 5 MB).
+forward pass per head), view_file (the Download button's HTML file of the default view: its bytes, within 5 MB),
+circuits (EAP-IG over 32 pairs of 32 tokens and the faithfulness curve at 20 sizes on the GPT-2-small shape vs one
+forward + backward and one forward; find_circuit on the shipped induction-gpt and date-translator).
 Writes benchmarks/results.json and BENCHMARKS.md (a --quick run writes to a temp folder unless
 --json/--md are given). With --only, sections already in the JSON file are kept and the others updated.
 """
@@ -44,14 +46,15 @@ from benchmarks.common import machine  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 SECTIONS = ("latency", "figures", "draw", "app", "app_long", "memory", "largest", "sessions", "load", "importance",
             "training", "cold_start", "capture", "hub_lm", "dla", "token_attribution",
-            "flow", "sae", "head_computation", "head_effects", "view_file")
+            "flow", "sae", "head_computation", "head_effects", "view_file", "circuits")
 ALIASES = {"bytes": "latency", "update": "latency", "figure_bytes": "figures", "browser": "draw", "cold": "cold_start",
            "head_importance": "importance", "throughput": "training", "overhead": "capture", "gpt2": "hub_lm",
            "lm": "hub_lm", "logit_attribution": "dla", "ig": "token_attribution", "attribution_ig": "token_attribution",
            "information_flow": "flow", "routes": "flow", "features": "sae", "saes": "sae",
            "inside_head": "head_computation", "neuron": "head_computation", "lines": "head_computation",
            "query_key": "head_computation", "effects": "head_effects", "why_token": "head_effects",
-           "download": "view_file", "export": "view_file"}
+           "download": "view_file", "export": "view_file", "circuit": "circuits", "eap": "circuits",
+           "eap_ig": "circuits"}
 
 
 def sizes(quick: bool, full: bool) -> dict[str, Any]:
@@ -69,7 +72,8 @@ def sizes(quick: bool, full: bool) -> dict[str, Any]:
                     token_attribution=dict(tokens=16, repeats=1, batches=(8,), quick=True),
                     flow=dict(tokens=(16,), repeats=1, quick=True), sae=dict(quick=True),
                     head_computation=dict(tokens=(16,), repeats=1, quick=True),
-                    head_effects=dict(tokens=(16,), repeats=1, quick=True), view_file=dict(quick=True))
+                    head_effects=dict(tokens=(16,), repeats=1, quick=True), view_file=dict(quick=True),
+                    circuits=dict(pairs=8, tokens=16, repeats=1, quick=True))
     return dict(latency=dict(sizes=(32, 128, 512), repeats=5),
                 figures=dict(sizes=(128, 512, 1024), bertviz_max=1024),  # skipped where memory is short
                 draw=dict(sizes=(32, 128, 512), repeats=5, bertviz_repeats=3, bertviz_max=512 if full else 128,
@@ -83,7 +87,8 @@ def sizes(quick: bool, full: bool) -> dict[str, Any]:
                 token_attribution=dict(tokens=128, repeats=3, batches=(16, 32)),
                 flow=dict(tokens=(128, 1024), repeats=3), sae=dict(tokens=(128, 1024), repeats=5),
                 head_computation=dict(tokens=(128, 1024), repeats=5),
-                head_effects=dict(tokens=(128,), repeats=3), view_file=dict())
+                head_effects=dict(tokens=(128,), repeats=3), view_file=dict(),
+                circuits=dict(pairs=32, tokens=32, repeats=3))
 
 
 def runners() -> dict[str, Callable[..., dict[str, Any]]]:
@@ -195,10 +200,14 @@ def runners() -> dict[str, Callable[..., dict[str, Any]]]:
         from benchmarks import view_file as vf
         return vf.run(**kw)
 
+    def circuits(**kw: Any) -> dict[str, Any]:
+        from benchmarks import circuits as circ
+        return circ.run_section(**kw)
+
     return dict(view_file=view_file, app_long=app_long, memory=memory, largest=largest, sessions=sessions, load=load, dla=dla, sae=sae,
                 latency=latency, figures=figures, draw=draw, app=app, importance=importance, training=training,
                 capture=capture, cold_start=cold_start, hub_lm=hub_lm, token_attribution=token_attribution, flow=flow,
-                head_computation=head_computation, head_effects=head_effects)
+                head_computation=head_computation, head_effects=head_effects, circuits=circuits)
 
 
 def parse_only(values: list[str] | None) -> list[str]:

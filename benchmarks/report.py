@@ -80,6 +80,12 @@ TARGETS = [
      "block through the app's handler (computation, figures, table as JSON), ms", "<= 50"),
     ("head_tab_query_1024", "Inside a head tab, 1,024 tokens, GPT-2-small shape: a click on another query of the kept "
      "block through the app's handler, ms", "<= 500"),
+    ("circuits_eap_ig", "Circuits: EAP-IG over 32 pairs of 32 tokens, GPT-2-small shape (points chosen to 2%, the "
+     "corrupted run included) / one forward + backward", "<= 12"),
+    ("circuits_curve", "Circuits: the faithfulness curve at 20 sizes, 32 pairs of 32 tokens, GPT-2-small shape "
+     "(batched) / one forward", "<= 20"),
+    ("circuits_shipped", "Circuits: find_circuit on the shipped models (64 pairs found, 64 held out; the slower of "
+     "induction-gpt and date-translator), s", "<= 3"),
 ]
 
 
@@ -206,6 +212,13 @@ def measured_values(res: dict[str, Any]) -> dict[str, float | None]:
                 v[f"head_tab_query_{n}"] = row["another_query_ms"]
                 if "first_open_after_run_ms" in row:
                     v[f"head_tab_first_{n}"] = row["first_open_after_run_ms"]
+    circ = res.get("circuits") or {}
+    if circ.get("gpt2_small") and circ.get("pairs") == 32 and circ.get("tokens") == 32:
+        v["circuits_eap_ig"] = circ["eap_ig_over_forward_backward"]
+        v["circuits_curve"] = circ["curve_over_forward"]
+    shipped = [r for r in circ.get("shipped") or [] if r.get("pairs") == 64]
+    if shipped:
+        v["circuits_shipped"] = max(r["s"] for r in shipped)
     return v
 
 
@@ -507,6 +520,38 @@ def head_effects_section(eff: dict[str, Any] | None) -> list[str]:
             L += [f"{r['case']}: the best pair is {r['best_pair']}; its greedy answer {r['best_pair_answer']}. "
                   f"Regenerating {r['regenerated']} answers (the pair, each of its heads) and the baseline in one "
                   f"batch: {r['regenerate_ms']:.0f} ms.", ""]
+    return L
+
+
+def circuits_section(circ: dict[str, Any] | None) -> list[str]:
+    """Section 18: circuits over a task (explorer.interpret.circuits): EAP-IG, the faithfulness curve, find_circuit."""
+    if not circ:
+        return []
+    L = ["## 18. Circuits over a task: EAP-IG, the faithfulness curve, the shipped circuits", ""]
+    if _skip(circ):
+        return L + [f"Skipped: {_skip(circ)}", ""]
+    L += [f"{circ['model']}: {circ['nodes']} nodes, {circ['edges']:,} edges; {circ['pairs']} pairs of "
+          f"{circ['tokens']} tokens, the logit difference. EAP-IG with the points chosen per request "
+          f"({circ['eap_ig_points']} points, completeness gap {circ['eap_ig_gap']:.2%}), its corrupted run included; "
+          f"the curve at {circ['curve_points']} sizes ({circ['curve_runs']} patched runs of every pair, batched; every "
+          f"edge is the clean model). The references are timed in the same run, before and after, median of "
+          f"{2 * circ['repeats']}; {circ['threads']} torch threads; load average {circ['load_average_before']} before, "
+          f"{circ['load_average_after']} after.", ""]
+    rows = [["EAP-IG", f"{circ['eap_ig_ms'] / 1000:.1f} s", _f(circ.get("eap_ig_cpu_s")),
+             f"{circ['forward_backward_ms']:.0f} ms (forward + backward)", circ["eap_ig_over_forward_backward"],
+             _f(circ.get("eap_ig_over_forward_backward_cpu"))],
+            ["curve", f"{circ['curve_ms'] / 1000:.1f} s", _f(circ.get("curve_cpu_s")),
+             f"{circ['forward_ms']:.0f} ms (forward)", circ["curve_over_forward"],
+             _f(circ.get("curve_over_forward_cpu"))]]
+    L += _table(["part", "time", "CPU s (all threads)", "reference", "ratio", "ratio of CPU times"], rows)
+    shipped = circ.get("shipped") or []
+    if shipped:
+        L += ["`find_circuit(model, found, held_out=held)` with its defaults on generated tasks (best of the runs):", ""]
+        L += _table(["model", "pairs found / held out", "time", "CPU s", "points", "circuit", "faithfulness",
+                     "held out", "Spearman, 32 strongest edges"],
+                    [[r["model"], f"{r['pairs']} / {r['held_out']}", f"{r['s']:.2f} s", _f(r["cpu_s"]), r["points"],
+                      f"{r['edges']} of {r['of_edges']} edges", r["faithfulness"], r["held_out_faithfulness"],
+                      r["spearman_top_32"]] for r in shipped])
     return L
 
 
@@ -830,6 +875,7 @@ def markdown(res: dict[str, Any]) -> str:
     L += head_computation_section(res.get("head_computation"))
     L += head_effects_section(res.get("head_effects"))
     L += view_file_section(res.get("view_file"))
+    L += circuits_section(res.get("circuits"))
     prof = res.get("profiles") or {}
     if prof:
         L += ["## Where the time goes (targets missed)", ""]

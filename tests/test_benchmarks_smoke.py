@@ -330,3 +330,22 @@ def test_sae_quick(tmp_path):
     assert all(t["measured"] is None for t in res["targets"] if t["key"].startswith("sae_"))
     md = out_md.read_text()
     assert "## 14. Sparse autoencoders" in md and "| induction-gpt-L1-resid-post | induction-gpt |" in md
+
+
+def test_circuits_quick(tmp_path):
+    """The circuits section runs on a tiny GPT-2 shape (EAP-IG and the curve beside one forward + backward and one
+    forward) and on the shipped models (find_circuit, 8 pairs); a tiny shape measures no target."""
+    out_json, out_md = tmp_path / "r.json", tmp_path / "B.md"
+    assert main(["--quick", "--only", "circuits", "--json", str(out_json), "--md", str(out_md)]) == 0
+    res = json.loads(out_json.read_text())
+    circ = res["circuits"]
+    assert circ["gpt2_small"] is False and circ["pairs"] == 8 and circ["tokens"] == 16
+    assert measured(circ["eap_ig_ms"], circ["curve_ms"], circ["forward_ms"], circ["forward_backward_ms"],
+                    circ["eap_ig_cpu_s"], circ["curve_cpu_s"])
+    assert circ["eap_ig_gap"] < 0.02 and circ["curve_runs"] == circ["curve_points"] - 1 >= 10
+    assert [r["model"] for r in circ["shipped"]] == ["induction-gpt", "date-translator"]
+    for r in circ["shipped"]:
+        assert r["pairs"] == 8 and measured(r["s"], r["cpu_s"]) and 0 < r["edges"] <= r["of_edges"]
+    assert all(t["measured"] is None for t in res["targets"] if t["key"].startswith("circuits_"))
+    md = out_md.read_text()
+    assert "## 18. Circuits over a task" in md and "| induction-gpt | 8 / 8 |" in md

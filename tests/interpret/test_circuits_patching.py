@@ -104,15 +104,24 @@ def test_patching_every_edge_into_one_receiver_gives_it_the_corrupted_runs_strea
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_a_small_circuit_patches_alike_alone_and_batched_with_the_clean_model(case):
-    """Alone, a small circuit's receivers are rebuilt from every difference minus the kept edges'; batched with the
-    clean model (nothing patched), from the patched edges' differences: the two ways agree."""
+def test_both_ways_of_rebuilding_a_receiver_agree(case, monkeypatch):
+    """A receiver block is rebuilt from the patched edges' differences, or from every difference minus the kept
+    edges' (whichever reads fewer nodes): forced one way, then the other, circuits of 10% and 60% of the edges give the
+    same logits, alone or batched with the clean model."""
+    from explorer.interpret.circuits import edge_patching
+
     model, task, graph, inputs, clean, corrupted = setup(case)
     g = torch.Generator().manual_seed(3)
-    small = graph.real & (torch.rand(graph.real.shape, generator=g) < 0.1)  # ~10% of the edges kept
-    patched = graph.real & ~small
-    alone = patched_logits(model, graph, inputs, patched[None], corrupted)[0]
-    batched = patched_logits(model, graph, inputs, torch.stack([torch.zeros_like(patched), patched]), corrupted)
-    assert torch.allclose(alone, batched[1], atol=1e-5, rtol=0)
-    assert torch.allclose(batched[0], clean.logits, atol=1e-5, rtol=0)
-    assert not torch.allclose(alone, clean.logits, atol=1e-4) and not torch.allclose(alone, corrupted.logits, atol=1e-4)
+    circuits = [graph.real & (torch.rand(graph.real.shape, generator=g) < share) for share in (0.1, 0.6)]
+    patched = torch.stack([torch.zeros_like(graph.real)] + [graph.real & ~c for c in circuits])
+    got = {}
+    for way in (True, False):
+        monkeypatch.setattr(edge_patching, "from_total", lambda patched, kept, way=way: way)
+        got[way] = patched_logits(model, graph, inputs, patched, corrupted)
+    assert torch.allclose(got[True], got[False], atol=1e-5, rtol=0)
+    monkeypatch.undo()
+    alone = patched_logits(model, graph, inputs, patched[1:2], corrupted)[0]
+    assert torch.allclose(alone, got[True][1], atol=1e-5, rtol=0)
+    assert torch.allclose(got[True][0], clean.logits, atol=1e-5, rtol=0)
+    for out in got[True][1:]:
+        assert not torch.allclose(out, clean.logits, atol=1e-4) and not torch.allclose(out, corrupted.logits, atol=1e-4)

@@ -42,6 +42,8 @@ def test_lines_csv_and_jsonl_give_the_same_task():
         return [(p.clean, p.corrupted, p.answer, p.wrong) for p in task.pairs]
 
     assert fields(tasks[0]) == fields(tasks[1]) == fields(tasks[2])
+    spreadsheet = "\ufeff" + csv.replace("\n", "\r\n")  # a byte-order mark and Windows line ends
+    assert fields(parse_pairs(spreadsheet, encode, encode_answer=letter)) == fields(tasks[0])
     first = tasks[0].pairs[0]
     assert first.clean == (1, 7, 8, 9) and first.answer == 11 and first.wrong == 12 and first.line == 2
     assert tasks[0].pairs[1].answer is None and tasks[0].pairs[1].line == 4
@@ -152,6 +154,8 @@ def test_a_loaded_models_task_from_text_reads_as_the_model_does(date_translator)
     bos, t = induction.tokenizer.bos_id, induction.tokenizer.token_to_id
     assert task.pairs[0].clean == (bos, t("t1"), t("t2"), t("t3"), t("t1")) and task.pairs[0].wrong == 3
     assert task.pairs[0].answer == t("t2") and task.pairs[1].answer == t("t6")
+    with pytest.raises(ValueError, match=r"^line 2: the answer 99999 is outside the vocabulary \(0\.\.\d+\)$"):
+        task_from_text(induction, "t1 t2 t1 | t1 t2 t3\nt5 t6 t5 | t5 t6 t7 | #99999")
     with pytest.raises(ValueError, match=r"the 2 pairs hold 10 tokens, more than this request takes \(9\)"):
         task_from_text(induction, "t1 t2 t3 t1 | t1 t2 t3 t9\nt5 t6 t5 t6 | t5 t6 t7 t6", max_tokens=9)
     gpt = explorer.load("date-gpt", "cpu")

@@ -59,14 +59,15 @@ def _pad(rows: list[tuple[int, ...]], pad: int, device) -> tuple[Tensor, Tensor]
     return ids.to(device), mask.to(device)
 
 
-def check_pairs(model: Transformer, pairs: list[Pair]) -> None:
-    """Every id inside the vocabularies, lengths within max_len, tgt exactly for an encoder-decoder."""
+def check_pairs(model: Transformer, pairs: list[Pair], label: str = "pair") -> None:
+    """Every id inside the vocabularies, lengths within max_len, tgt exactly for an encoder-decoder; a message names
+    the pair as `label` and its number ("line" for pairs read from text)."""
     config = model.config
     two = config.arch == "encoder-decoder"
     vocab = config.vocab_size
     tgt_vocab = config.resolved_tgt_vocab_size if two else vocab
     for p in pairs:
-        where = f"pair {p.line}" if p.line is not None else "a pair"
+        where = f"{label} {p.line}" if p.line is not None else "a pair"
         if two and p.tgt is None:
             raise ValueError(f"{where}: an encoder-decoder needs the decoder's input (tgt)")
         if not two and p.tgt is not None:

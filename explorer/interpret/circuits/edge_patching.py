@@ -14,9 +14,9 @@ an MLP, the logits) with nothing patched in any variant is not split at all.
     patched_logits(model, graph, inputs, patched (V, U, R) bool, corrupted Snapshot) -> (V, P, vocab)
 
 The variants' difference buffer (V, U_s, P, T, D) per stream is filled node group by node group as the run
-produces them (from its Record). A site's corrections are one batched product over the nodes that have a patched
-edge into it, or (when fewer nodes have a kept edge) the sum of every difference minus that product over the kept
-edges: a small circuit's receivers mostly read the corrupted stream whole, a large one's mostly their own. Receivers
+produces them (from its Record). A site's corrections are, for each variant, one product over the nodes that have a
+patched edge into it, or (when fewer nodes have a kept edge) the sum of every difference minus that product over the
+kept edges: a small circuit's receivers mostly read the corrupted stream whole, a large one's mostly their own. Receivers
 of a site patched alike (e.g. every edge into every head) read one input and the block is not split.
 
 Shapes: V variants, P pairs, rows V P (variant-major), T length, D width, U nodes (U_s of a stream), R receivers.
@@ -31,6 +31,11 @@ from ...model import Record, Transformer
 from .graph import CircuitGraph
 from .batches import Inputs
 from .runner import RECORDED, Snapshot, group_outputs, run_logits
+
+
+def from_total(patched: int, kept: int) -> bool:
+    """Rebuild a receiver block from every difference minus the kept edges' when fewer nodes have a kept edge."""
+    return patched > kept
 
 
 @torch.no_grad()
@@ -79,23 +84,26 @@ def patched_logits(model: Transformer, graph: CircuitGraph, inputs: Inputs, patc
         return value
 
     def corrections(stream: str, prefix: int, mask: Tensor, kept: Tensor) -> Tensor:
-        """(V, R_s, P T D) what each receiver adds to the stream: the patched edges' differences, or (fewer nodes
-        to gather) every difference minus the kept edges'. Only the nodes with an edge of that kind are read."""
-        patched_nodes = mask.any(2).any(0).nonzero().flatten()
-        kept_nodes = kept.any(2).any(0).nonzero().flatten()
+        """(V, R_s, P T D) what each receiver adds to the stream, variant by variant: the patched edges' differences,
+        or (fewer nodes to read) every difference minus the kept edges'. Only the nodes with such an edge are read."""
         buffer = fill(stream, prefix).flatten(2)  # (V, U_s, P T D)
-        if len(patched_nodes) <= len(kept_nodes):
-            use, nodes, base = mask, patched_nodes, None
-        else:
-            use, nodes, base = kept, kept_nodes, total(stream, prefix)[:, None]
-        part = None
-        if 2 * len(nodes) > prefix:  # most of the prefix: a view of it reads less than a gather copies
-            part = torch.bmm(use.transpose(1, 2).to(buffer.dtype), buffer[:, :prefix])  # (V, R_s, P T D)
-        elif len(nodes):
-            part = torch.bmm(use[:, nodes].transpose(1, 2).to(buffer.dtype), buffer[:, nodes])
-        if base is None:
-            return part
-        return base.expand(-1, use.shape[2], -1) if part is None else base - part
+        R = mask.shape[2]
+        out = buffer.new_zeros(V, R, buffer.shape[2])
+        patched_nodes, kept_nodes = mask.any(2), kept.any(2)  # (V, prefix)
+        for v in range(V):
+            complement = from_total(int(patched_nodes[v].sum()), int(kept_nodes[v].sum()))
+            use, nodes = (kept[v], kept_nodes[v]) if complement else (mask[v], patched_nodes[v])
+            if complement:
+                out[v] = total(stream, prefix)[v]
+            if 2 * int(nodes.sum()) > prefix:  # most of the prefix: a view of it reads less than a gather copies
+                weights, values = use.T.to(buffer.dtype), buffer[v, :prefix]
+            elif nodes.any():
+                index = nodes.nonzero().flatten()
+                weights, values = use[index].T.to(buffer.dtype), buffer[v, index]
+            else:
+                continue
+            out[v].addmm_(weights, values, alpha=-1.0 if complement else 1.0)  # (R_s, nodes) @ (nodes, P T D)
+        return out
 
     def receivers(site: str, x: Tensor) -> Tensor:
         if site == "encoder.final":

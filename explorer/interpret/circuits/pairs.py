@@ -214,6 +214,7 @@ def parse_pairs(text: str, encode: Encode, *, encode_answer: Encode | None = Non
     if max_chars is not None and len(text) > max_chars:
         raise ValueError(f"the pairs' text has {len(text):,} characters, more than this request reads "
                          f"({max_chars:,}): use fewer or shorter pairs")
+    text = text.removeprefix("\ufeff")  # a byte-order mark, as spreadsheets write at the start of a CSV file
     fmt = detect_format(text) if format == "auto" else format
     encode_answer = encode_answer or encode
     rows, bad = [], []

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 
 from ...checkpoints import LoadedModel
 from ...training.tasks import task_from_dict
+from .batches import check_pairs
 from .pairs import MAX_TEXT_CHARS, Task, parse_pairs
 
 DATE_TASKS = ("date-translation", "date-gpt")
@@ -38,12 +39,19 @@ def token_ids(tokenizer, text: str) -> list[int]:
 def task_from_text(loaded: LoadedModel, text: str, *, format: str = "auto", max_chars: int | None = MAX_TEXT_CHARS,
                    max_pairs: int | None = MAX_PAIRS, max_tokens: int | None = MAX_TASK_TOKENS,
                    name: str = "typed pairs") -> Task:
-    """See the module docstring. ValueError in words: bad rows by line, a bound passed, an empty task."""
+    """See the module docstring. ValueError in words: bad rows by line, a bound passed, an empty task, a token
+    outside the model's vocabulary."""
+    task = _read(loaded, text, dict(format=format, max_chars=max_chars, max_pairs=max_pairs, max_tokens=max_tokens,
+                                    name=name))
+    check_pairs(loaded.model, list(task.pairs), label="line")
+    return task
+
+
+def _read(loaded: LoadedModel, text: str, bounds: dict) -> Task:
     config = loaded.model.config
     if config.arch == "encoder":
         raise ValueError("circuits read a language model's next token: this model is an encoder without a decoder")
     kind = (loaded.task or {}).get("name")
-    bounds = dict(format=format, max_chars=max_chars, max_pairs=max_pairs, max_tokens=max_tokens, name=name)
     if kind in DATE_TASKS:
         task = task_from_dict(loaded.task, loaded.tokenizer)
 
