@@ -71,4 +71,9 @@ def test_a_generated_task_draws_its_circuit_and_keep_sets_the_switches(app_url, 
         page.wait_for_function("() => document.querySelector('#circuit-pairs textarea').value.includes('mardi 8 juin')")
         page.wait_for_function("() => document.querySelector('#circuit-file-note').innerText.includes('2 lines')")
         assert page.locator('#circuit-task input[value="typed"]').is_checked()
+        # A file over the bound is not read: the note says so and the box keeps what it had.
+        page.locator("#circuit-file-input").set_input_files(
+            files=[{"name": "big.csv", "mimeType": "text/csv", "buffer": b"a,b\n" * 20_000}])
+        page.wait_for_function("() => document.querySelector('#circuit-file-note').innerText.includes('at most')")
+        assert "mardi 8 juin" in page.locator("#circuit-pairs textarea").input_value()
         assert uploads == [] and errors == [], (uploads, errors)

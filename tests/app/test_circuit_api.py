@@ -137,3 +137,16 @@ def test_a_copied_link_reopens_the_task_typed_pairs_while_they_fit(events):
     assert opened[p.edges]["value"] == 25
     long = copied("typed", pairs + "\n" + "\n".join([pairs] * 200))
     assert "ctask=generated" in long and "&pairs=" not in long
+
+
+def test_the_upload_route_stays_refused_beside_the_tabs_file_reading(default_app):
+    """The tab reads a file of pairs in the browser (tests/app/test_browser_circuit.py): Gradio's upload route still
+    answers 403 to a small CSV of pairs, unread."""
+    import httpx
+
+    from explorer.app.serving.upload_guard import MESSAGE
+    from tests.hang import HANG_S
+
+    sent = httpx.post(default_app.rstrip("/") + "/gradio_api/upload", timeout=HANG_S,
+                      files={"files": ("pairs.csv", b"clean,corrupted\na,b\n", "text/csv")})
+    assert sent.status_code == 403 and sent.text == MESSAGE
