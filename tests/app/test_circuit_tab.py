@@ -139,3 +139,15 @@ def test_a_link_carries_typed_pairs_while_they_fit():
     long = "a | b\n" * (LINK_PAIRS // 5)
     assert link_task("typed", long) == ("generated", None)
     assert link_task("generated", DATE_PAIRS) == ("generated", None) and link_task("typed", "  ") == ("generated", None)
+
+
+def test_a_task_over_the_requests_budget_is_refused_before_it_runs(app, monkeypatch):
+    import explorer.app.tabs.circuit.computation as computation
+
+    loaded = app.load("induction-gpt")[1]
+    parameters = sum(t.numel() for t in loaded.model.parameters())
+    monkeypatch.setattr(computation, "MAX_WORK", 100 * parameters)  # 100 tokens; 16 pairs hold at least 16 x 7
+    monkeypatch.setattr(computation, "find_circuit", None)  # reaching it would fail otherwise
+    with pytest.raises(AppError, match=rf"This task holds \d+ tokens; on a model of {parameters:,} parameters one "
+                                       r"request takes at most 100: use fewer or shorter pairs"):
+        circuit(loaded, request(generated=16), 1024)
