@@ -90,7 +90,7 @@ def positions(nodes: Sequence[str]) -> dict[str, tuple[float, float]]:
 
 def short_name(name: str) -> str:
     """A node's label on the graph: "L0 H1", "L1 MLP", "embed", "logits" (cross heads "×L0 H1")."""
-    stream, kind, layer, head = parse_node(name)
+    _, kind, layer, head = parse_node(name)
     if kind == "embed":
         return "enc embed" if name.startswith("encoder") else "dec embed" if name.startswith("decoder") else "embed"
     if kind == "logits":
@@ -142,8 +142,8 @@ def circuit_figure(nodes: Sequence[str], edges: Sequence[tuple[str, str, float, 
         node, role = receiver_node(receiver)
         (x0, y0), (x1, y1) = where[up], where[node]
         mids.append(((x0 + x1) / 2, (y0 + y1 + ROLES[role][3]) / 2,
-                     f"{c.escape(up)} → {c.escape(receiver)}<br>{c.escape(score_name)}: {score:+.4g}<br>exact patch "
-                     f"(this edge alone from the corrupted run): {_exact_text(exact)}", score))
+                     (f"{c.escape(up)} → {c.escape(receiver)}<br>{c.escape(score_name)}: {score:+.4g}<br>exact "
+                      f"patch (this edge alone from the corrupted run): {_exact_text(exact)}"), score))
     traces.append(dict(type="scatter", mode="markers", x=[m[0] for m in mids], y=[m[1] for m in mids],
                        hovertext=[m[2] for m in mids], hoverinfo="text", showlegend=False, name="edges",
                        marker=dict(size=7, color=[m[3] for m in mids], colorscale=c.DIVERGING_SCALE, cmin=-top,
@@ -167,7 +167,7 @@ def circuit_figure(nodes: Sequence[str], edges: Sequence[tuple[str, str, float, 
     columns = sorted({_column(n) for n in nodes})
     ticks = []
     for col in columns:
-        stream, layer, order = col
+        stream, layer, _ = col
         first = next(n for n in nodes if _column(n) == col)
         kind = parse_node(first)[1]
         part = {"mlp": "MLP", "cross": "cross"}.get(kind, "heads")

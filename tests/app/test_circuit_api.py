@@ -6,6 +6,7 @@ documented as docs/circuit-tab.md says, its example run as written, its files wh
 from __future__ import annotations
 
 import csv
+import io
 import json
 from pathlib import Path
 
@@ -39,14 +40,14 @@ def found(events):
 
 
 def test_the_handler_says_what_it_computes_then_shows_the_circuit(events, found):
-    ev, p = events.tab_events["circuit"], events.tab_events["circuit"].parts
+    p = events.tab_events["circuit"].parts
     first, last = found
     assert first[events.status].startswith("Finding the circuit of 12 generated pairs")
     assert last[events.status] == "" and isinstance(last[p.result], CircuitResult)
     r = last[p.result]
     assert r.asked_edges == 40 and len(r.edges) <= 40 and r.found == 8 and r.held == 4
     assert "faithfulness" in last[p.summary] and last[p.table].shape[0] == min(50, len(r.edges))
-    rows = list(csv.DictReader(open(last[p.csv_file], encoding="utf-8")))
+    rows = list(csv.DictReader(io.StringIO(Path(last[p.csv_file]).read_text(encoding="utf-8"))))
     assert len(rows) == r.n_edges == 529 and sum(int(x["in_circuit"]) for x in rows) == len(r.edges)
     assert json.loads(Path(last[p.json_file]).read_text())["faithfulness"] == r.faithfulness
     graph = json.loads(last[p.graph].plot)
@@ -72,8 +73,8 @@ def test_bad_input_is_one_message_and_the_pairs_stay(events):
     for form, words in ((CircuitForm(SESSION, task="typed", pairs="lundi 3 mars 2025\nx | y | z | w | v"),
                          "2 bad rows"),
                         (CircuitForm(SESSION, task="typed", pairs=""), "No pairs"),
-                        (CircuitForm(SESSION, task="typed", pairs="\n".join(["lundi 3 mars 2025 | lundi 3 juin 2025 | "
-                                                                            "2025-03"] * 65)), "more than this request"),
+                        (CircuitForm(SESSION, task="typed", pairs="\n".join(
+                            ["lundi 3 mars 2025 | lundi 3 juin 2025 | 2025-03"] * 65)), "more than this request"),
                         (CircuitForm(SESSION, held_out=40, generated=32), "keep at least one")):
         updates = list(ev.found(form))
         message = updates[-1][events.status]
@@ -95,7 +96,7 @@ def test_circuit_is_named_and_documented_and_its_example_runs(client):
     assert scope["status"] == "" and "faithfulness" in scope["summary"]
     table = scope["table"]
     assert table["headers"][:4] == ["#", "from", "into", "input"] and table["data"]
-    edges = list(csv.DictReader(open(scope["edges_csv"], encoding="utf-8")))
+    edges = list(csv.DictReader(io.StringIO(Path(scope["edges_csv"]).read_text(encoding="utf-8"))))
     assert len(edges) == 529 and sum(int(e["in_circuit"]) for e in edges) == len(scope["circuit"]["edges"])
     circuit = scope["circuit"]
     assert circuit["edges"][0]["upstream"] == table["data"][0][1] and circuit["faithfulness"] > 0

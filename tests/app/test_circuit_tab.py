@@ -16,8 +16,7 @@ from explorer.app.serving.errors import AppError
 from explorer.app.serving.session import Session
 from explorer.app.tabs.circuit.computation import CircuitResult, circuit
 from explorer.app.tabs.circuit.forms import MAX_PAIRS, CircuitForm, CircuitRequest
-from explorer.app.tabs.circuit.text import (LINK_PAIRS, circuit_json, edge_rows, edges_csv, link_task,
-                                            summary_markdown)
+from explorer.app.tabs.circuit.text import LINK_PAIRS, circuit_json, edge_rows, edges_csv, link_task, summary_markdown
 from explorer.viz.circuits import circuit_figure, parse_node, positions, receiver_node
 
 DATE_PAIRS = ("lundi 3 mars 2025 | lundi 3 juin 2025 | 2025-03 | 2025-06\n"
@@ -142,7 +141,7 @@ def test_a_link_carries_typed_pairs_while_they_fit():
 
 
 def test_a_task_over_the_requests_budget_is_refused_before_it_runs(app, monkeypatch):
-    import explorer.app.tabs.circuit.computation as computation
+    from explorer.app.tabs.circuit import computation
 
     loaded = app.load("induction-gpt")[1]
     parameters = sum(t.numel() for t in loaded.model.parameters())

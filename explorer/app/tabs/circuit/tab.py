@@ -31,8 +31,7 @@ from ...serving.session import get_model
 from ..base import LinkKey, Tab, TabEvents
 from .computation import CircuitResult, circuit
 from .forms import DEFAULT_HELD_OUT, GENERATED, MAX_EDGES, MAX_TEXT, METHODS, METRIC_NAMES, TASKS, CircuitForm
-from .text import (HEADERS, LINK_PAIRS, circuit_json, edge_rows, edges_csv, kept_message, link_task,
-                   summary_markdown)
+from .text import HEADERS, LINK_PAIRS, circuit_json, edge_rows, edges_csv, kept_message, link_task, summary_markdown
 
 EDGES_SHOWN = 1000  # the edges slider's top (a bigger model's count: /circuit, or a link, takes up to MAX_EDGES)
 PLACEHOLDER = ("one pair a line: clean | corrupted | answer | wrong (answer and wrong optional), e.g.\n"

@@ -57,14 +57,14 @@ def summary_markdown(result: CircuitResult, typed: str = "") -> str:
     total = sum(la * h for la, h in r.heads.values())
     n_off = sum(len(h) for h in r.off.values())
     lines = [
-        f"**{len(r.edges):,} of {r.n_edges:,} edges** ({size}; {len(r.circuit_nodes)} nodes): faithfulness "
-        f"**{_f(r.faithfulness)}** on the {r.found} pairs that found it{held}. 1 = the circuit alone (every other edge "
-        f"patched from the corrupted run) gives the clean behaviour, 0 = no more than the corrupted run.",
-        f"Task: {escape_md(r.task_name)}. {METHODS[r.method]} ({points}), metric: {METRIC_NAMES[r.metric]}: "
-        f"{r.clean:.3f} clean, {r.corrupted:.3f} corrupted (mean).{exact}",
-        f"Heads in no edge of the circuit ({n_off} of {total}): {escape_md('; '.join(off)) or 'none'}. "
-        "“Keep only this circuit” switches them off on the page (switched off = zeroed, which is harsher than the "
-        "patching from the corrupted run that measures faithfulness).",
+        (f"**{len(r.edges):,} of {r.n_edges:,} edges** ({size}; {len(r.circuit_nodes)} nodes): faithfulness "
+         f"**{_f(r.faithfulness)}** on the {r.found} pairs that found it{held}. 1 = the circuit alone (every other "
+         f"edge patched from the corrupted run) gives the clean behaviour, 0 = no more than the corrupted run."),
+        (f"Task: {escape_md(r.task_name)}. {METHODS[r.method]} ({points}), metric: {METRIC_NAMES[r.metric]}: "
+         f"{r.clean:.3f} clean, {r.corrupted:.3f} corrupted (mean).{exact}"),
+        (f"Heads in no edge of the circuit ({n_off} of {total}): {escape_md('; '.join(off)) or 'none'}. "
+         "“Keep only this circuit” switches them off on the page (switched off = zeroed, which is harsher than the "
+         "patching from the corrupted run that measures faithfulness)."),
     ]
     lines += [f"⚠️ {escape_md(r.notice)}"] if r.notice else []
     lines += [escape_md(note) for note in r.notes]
