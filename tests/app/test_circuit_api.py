@@ -23,7 +23,7 @@ from tests.app.test_api import run_documented  # noqa: E402
 from tests.hang import gradio_client  # noqa: E402
 
 SESSION = Session("date-translator", "cpu")
-PARAMETERS = ["task", "pairs", "method", "metric", "edges", "held_out", "generated"]
+PARAMETERS = ["task", "pairs", "method", "metric", "edges", "held_out", "generated", "fresh"]
 RETURNS = 7  # status, summary, graph, curve, table, CSV, JSON (a gr.State is no return)
 
 

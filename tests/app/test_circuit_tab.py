@@ -9,6 +9,7 @@ import csv
 import io
 import json
 import math
+import re
 
 import pytest
 
@@ -49,7 +50,8 @@ def test_the_form_refuses_each_bad_value_in_words():
            (dict(edges=-1), "The number of edges must be 0"),
            (dict(held_out=MAX_PAIRS), "The held-out pairs must be 0 to"),
            (dict(generated=2), "A generated task has 8 to 64 pairs"),
-           (dict(pairs=["a"]), "The pairs must be text")]
+           (dict(pairs=["a"]), "The pairs must be text"),
+           (dict(fresh="third"), "The fresh half must be one of second, first")]
     for over, message in bad:
         with pytest.raises(AppError, match=message):
             request(**over)
@@ -150,3 +152,12 @@ def test_a_task_over_the_requests_budget_is_refused_before_it_runs(app, monkeypa
     with pytest.raises(AppError, match=rf"This task holds \d+ tokens; on a model of {parameters:,} parameters one "
                                        r"request takes at most 100: use fewer or shorter pairs"):
         circuit(loaded, request(generated=16), 1024)
+
+
+def test_a_fresh_first_half_shows_the_previous_token_head_into_the_induction_keys(induction):
+    """induction-gpt with the earlier copy gone (`fresh="first"`): K-composition, the previous-token head L0 H1 into
+    the keys of the layer-1 heads, is in the circuit."""
+    r = circuit(induction, request(fresh="first"), 1024)
+    assert "fresh first half" in r.task_name
+    into_keys = [(d, s) for u, d, s in r.edges if u == "decoder.L0.H1" and re.fullmatch(r"decoder\.L1\.H\d\.k", d)]
+    assert into_keys, r.edges[:10]

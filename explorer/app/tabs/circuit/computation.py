@@ -74,7 +74,7 @@ def task_of(loaded: LoadedModel, request: CircuitRequest) -> Task:
     """The request's pairs as a Task of `loaded`'s ids; AppError in words (bad rows by line, a bound passed)."""
     try:
         if request.task == "generated":
-            return generated_task(loaded, request.generated, SEED)
+            return generated_task(loaded, request.generated, SEED, half=request.fresh)  # half: induction only
         return task_from_text(loaded, request.pairs, max_chars=MAX_TEXT, max_pairs=MAX_PAIRS, max_tokens=MAX_TOKENS)
     except ValueError as err:
         raise AppError(f"The task could not be read: {err}") from None

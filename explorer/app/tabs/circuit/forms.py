@@ -1,12 +1,14 @@
 """The Circuit tab's endpoint as a typed form: /circuit's parameters in order (docs/circuit-tab.md), checked into the
 plain request its computation takes (app.tabs.circuit.computation). Pure: no Gradio, no model.
 
-    CircuitForm(session, task, pairs, method, metric, edges, held_out, generated).request() -> CircuitRequest
+    CircuitForm(session, task, pairs, method, metric, edges, held_out, generated, fresh).request() -> CircuitRequest
 
 A task is "generated" (the shipped models' own: date-translator and date-gpt the month, induction-gpt a repeated
 sequence; `generated` pairs of it) or "typed" (`pairs`: one pair a line `clean | corrupted [| answer | wrong]`, or a
 CSV / JSONL file's text). `edges` 0 asks for the smallest greedy circuit keeping 0.9 of the behaviour; `held_out`
-pairs are kept out of the search and checked apart.
+pairs are kept out of the search and checked apart. `fresh` says which half of induction-gpt's corrupted prompt is
+fresh: "second" (what the last position reads changes: the query side) or "first" (the earlier copy is gone: the
+previous-token head into the induction heads' keys, K-composition).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ....interpret.circuits.generated import HALVES
 from ....interpret.circuits.metrics import METRICS
 from ...run.request import whole_number
 from ...serving.errors import AppError
@@ -27,6 +30,9 @@ MAX_PAIRS = 64  # pairs one request takes (found and held out together): the req
 MAX_TOKENS = 4096  # tokens over every pair one request takes
 MAX_TEXT = 64 * 1024  # characters of typed (or read) pair text
 MAX_EDGES = 100_000  # the slider's top (a model has fewer: its count is said when one asks for more)
+# induction-gpt's generated task: which half of the corrupted prompt is fresh (the core's generated.HALVES)
+FRESH = {"second": "the second half (the query side)", "first": "the first half (K-composition)"}
+assert tuple(FRESH) == HALVES
 GENERATED = (8, MAX_PAIRS, 16)  # generated pairs: least, most, default (16: the tab answers in seconds)
 DEFAULT_HELD_OUT = 4
 
@@ -40,6 +46,7 @@ class CircuitRequest:
     edges: int | None  # None: the greedy circuit keeping 0.9
     held_out: int
     generated: int  # pairs of a generated task
+    fresh: str = "second"  # induction-gpt's generated task: which half of the corrupted prompt is fresh
 
 
 def _choice(value: Any, choices: dict[str, str], what: str, default: str) -> str:
@@ -61,6 +68,7 @@ class CircuitForm:
     edges: Any = 0
     held_out: Any = DEFAULT_HELD_OUT
     generated: Any = GENERATED[2]
+    fresh: Any = "second"
 
     def request(self) -> CircuitRequest:
         """The checked request; AppError naming the value that is wrong."""
@@ -85,4 +93,5 @@ class CircuitForm:
         if not GENERATED[0] <= n <= GENERATED[1]:
             raise AppError(f"A generated task has {GENERATED[0]} to {GENERATED[1]} pairs, got {n}.")
         return CircuitRequest(task, text if task == "typed" else "", _choice(self.method, METHODS, "method", "eap-ig"),
-                              _choice(self.metric, METRIC_NAMES, "metric", "logit_diff"), edges or None, held, n)
+                              _choice(self.metric, METRIC_NAMES, "metric", "logit_diff"), edges or None, held, n,
+                              _choice(self.fresh, FRESH, "fresh half", "second"))

@@ -30,7 +30,8 @@ from ...serving.handlers import PRIVATE, reporting
 from ...serving.session import get_model
 from ..base import LinkKey, Tab, TabEvents
 from .computation import CircuitResult, circuit
-from .forms import DEFAULT_HELD_OUT, GENERATED, MAX_EDGES, MAX_TEXT, METHODS, METRIC_NAMES, TASKS, CircuitForm
+from .forms import (DEFAULT_HELD_OUT, FRESH, GENERATED, MAX_EDGES, MAX_TEXT, METHODS, METRIC_NAMES, TASKS,
+                    CircuitForm)
 from .text import HEADERS, LINK_PAIRS, circuit_json, edge_rows, edges_csv, kept_message, link_task, summary_markdown
 
 EDGES_SHOWN = 1000  # the edges slider's top (a bigger model's count: /circuit, or a link, takes up to MAX_EDGES)
@@ -71,6 +72,7 @@ class CircuitParts:
     task: gr.Radio
     generated: gr.Slider
     held_out: gr.Slider
+    fresh: gr.Radio
     pairs: gr.Textbox
     file: gr.HTML
     method: gr.Radio
@@ -187,7 +189,10 @@ class CircuitTab(Tab):
                          "edges in the circuit (0: the smallest keeping 0.9)"),
                  LinkKey("held", "held_out", whole_key(0, GENERATED[1] - 1), "pairs held out"),
                  LinkKey("npairs", "generated", whole_key(*GENERATED[:2]),
-                         f"pairs of a generated task, {GENERATED[0]} to {GENERATED[1]}"))
+                         f"pairs of a generated task, {GENERATED[0]} to {GENERATED[1]}"),
+                 LinkKey("fresh", "fresh", choice_key(tuple(FRESH)),
+                         "induction-gpt's generated task: `second` or `first`, the half of the corrupted prompt that "
+                         "is fresh"))
 
     def shown_for(self, info: Any) -> bool:
         return info is None or "decoder" in info.kinds  # a next-token output to read
@@ -200,6 +205,9 @@ class CircuitTab(Tab):
                                   elem_id="circuit-generated", min_width=160)
             held_out = gr.Slider(0, GENERATED[1] - 1, value=DEFAULT_HELD_OUT, step=1, label="Held-out pairs",
                                  info="kept out of the search, checked apart", elem_id="circuit-held", min_width=160)
+            fresh = gr.Radio([(label, key) for key, label in FRESH.items()], value="second",
+                             label="induction-gpt: the corrupted prompt's fresh half", elem_id="circuit-fresh",
+                             min_width=220)
         pairs = gr.Textbox(label="Pairs", lines=3, max_lines=12, placeholder=PLACEHOLDER, elem_id="circuit-pairs")
         file = gr.HTML(FILE_HTML, elem_id="circuit-file")
         with gr.Row(equal_height=False):
@@ -220,8 +228,8 @@ class CircuitTab(Tab):
         curve = gr.Plot(label="Faithfulness", show_label=False, elem_id="circuit-curve")
         table = gr.Dataframe(headers=HEADERS, label="The circuit's strongest edges", interactive=False,
                              elem_id="circuit-table", max_height=360)
-        return CircuitParts(task, generated, held_out, pairs, file, method, metric, edges, run_btn, summary, keep_btn,
-                            csv_file, json_file, graph, curve, table, gr.State(None), gr.State("generated"),
+        return CircuitParts(task, generated, held_out, fresh, pairs, file, method, metric, edges, run_btn, summary,
+                            keep_btn, csv_file, json_file, graph, curve, table, gr.State(None), gr.State("generated"),
                             gr.State(None))
 
     def wire(self, parts: CircuitParts, app: Any) -> Any:
