@@ -162,7 +162,7 @@ def tab_clicks(root: Path, tokens: tuple[int, ...], repeats: int) -> list[dict[s
     rows = []
     for n in tokens:
         form = form_of(HeadForm, session, text_of(n), "", True, True, "none", 0, 2, [], every, [], "decoder", L - 1, 0,
-                       1, 0, "weights", -1, None)
+                       1, 0, "weights", -1, None, None, "details")  # all details: every part drawn (plain skips 4)
         off = replaced(form, decoder_heads_on=[h for h in every if h != "L0 H1"])
 
         def shown(f, state=None, page=None):

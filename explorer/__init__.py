@@ -12,6 +12,7 @@ _EXPORTS = {
     "pick_device": "explorer.device",
     "generate": "explorer.outputs.generate",
     "load": "explorer.loading",
+    "from_transformers": "explorer.importers.live",
 }
 
 __all__ = sorted(_EXPORTS)

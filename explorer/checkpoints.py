@@ -65,7 +65,7 @@ TIED_KEY = "generator.proj.weight"  # stored as tgt_embed.token.weight when tie_
 @dataclass
 class LoadedModel:
     model: Transformer  # eval mode, on the chosen device
-    tokenizer: Tokenizer
+    tokenizer: Tokenizer  # None only from explorer.from_transformers(model) without a tokenizer: token ids only
     tgt_tokenizer: Tokenizer | None  # None = the target side uses `tokenizer`
     task: dict[str, Any]
     source: str  # human-readable origin: "shipped checkpoint x", "local folder /x", "Hugging Face Hub repo@rev"

@@ -24,7 +24,8 @@ from .page.head_switches import switch_updates
 from .page.layout import Page
 from .page.model_events import EVERY_KIND, ModelEvents, mask_defaults
 from .page.model_panel import ModelInfo, model_info
-from .page.settings import ATTENTION_TAB
+from .page.next_step import NextStepEvents
+from .page.settings import ATTENTION_TAB, BLUR_ON_ENTER
 from .run.figures import RunFigures
 from .run.pair import drawn_with
 from .run.request import RunRequest
@@ -56,6 +57,8 @@ class PageEvents:
         self.models = ModelEvents(self)
         self.runs: list[Any] = []  # the page's Run events (a tab may follow them: `follow_runs`)
         self._followers: list[Callable[[Any], Any]] = []
+        self.every_run: list[Any] = []  # every event that runs the page (`follow_every_run`)
+        self._every_followers: list[Callable[[Any], Any]] = []
         self.selected: dict[str, Any] = {}  # tab id -> the event of its opening
         self.tab_events: dict[str, Any] = {}  # tab id -> its handlers (`Tab.wire`)
         self.model_outputs = [self.status, page.session, m.model_md, page.headline, i.ex1, i.ex2,
@@ -65,7 +68,7 @@ class PageEvents:
             self.model_outputs += [x for x in t.model_updates(page.parts[t.id], EVERY_KIND) if x not in
                                    self.model_outputs]
         self.model_outputs += [setting("predict_after"), setting("continue_tokens"), *page.tabs.values(),
-                               *mask_defaults(page)]
+                               *mask_defaults(page), m.source]
         plots = page.plots()
         # /analyze returns its figures in the order it always has (RunFigure.api_order), then the results bar, then
         # newer figures (no api_order) in the page's order; /show_tab the ordered ones in the page's order, then those.
@@ -201,13 +204,28 @@ class PageEvents:
         return form_inputs(self.run_form, self.page) + [self.page.kept]
 
     def then_analyze(self, event: Any) -> Any:
-        return event.then(self.page_run, self.run_inputs(), self.analysis_outputs, **self.run_progress, **PRIVATE)
+        return self.any_run(event.then(self.page_run, self.run_inputs(), self.analysis_outputs, **self.run_progress,
+                                       **PRIVATE))
 
     def add_run(self, event: Any) -> Any:
         self.runs.append(event)
         for follow in self._followers:
             follow(event)
+        return self.any_run(event)
+
+    def any_run(self, event: Any) -> Any:
+        """Every event that runs the page (`add_run`'s, and a tab's `then_analyze` that tabs do not follow), once."""
+        if all(e is not event for e in self.every_run):
+            self.every_run.append(event)
+            for follow in self._every_followers:
+                follow(event)
         return event
+
+    def follow_every_run(self, then: Callable[[Any], Any]) -> None:
+        """`then(event)` for every event that runs the page, wired or to be wired (the address bar follows them)."""
+        self._every_followers.append(then)
+        for event in self.every_run:
+            then(event)
 
     def follow_runs(self, then: Callable[[Any], Any]) -> None:
         self._followers.append(then)
@@ -252,6 +270,7 @@ class PageEvents:
             self.after_model(event)
         LinkEvents(self).wire()  # page load: the link's view restored, then the first Run
         DownloadEvents(self).wire()  # the shown tab as an HTML file
+        NextStepEvents(self).wire()  # toggles that changed nothing: what the Run measured, and a next step
         # Run, and each setting's `rerun` event. A click while a Run is under way (say after its attention is shown,
         # before its predictions) runs again once it ends, with what is on the page then; Gradio's default for clicks
         # would drop it.
@@ -259,6 +278,9 @@ class PageEvents:
         for trigger in (i.run_btn.click, *triggers):
             self.add_run(trigger(self.page_run, run_inputs, self.analysis_outputs, trigger_mode="always_last",
                                  **self.run_progress, **PRIVATE))
+        for s in page.table:  # Enter in a field that reruns on leaving it: it leaves it (settings.BLUR_ON_ENTER)
+            if s.rerun == "blur":
+                page.setting(s.name).submit(None, js=BLUR_ON_ENTER, **PRIVATE)
         sample = page.setting("sample")  # its numbers shown while it is ticked (by a click or by a link: `change`)
         sample.change(lambda on: gr.update(visible=bool(on)), [sample], [c.sampling], **PRIVATE)
         for box, text in ((i.ex1, page.setting("sentence1")), (i.ex2, page.setting("sentence2"))):

@@ -28,6 +28,7 @@ from ..tokenizer import Tokenizer
 from .weight_plan import Family, HFConfig, Target, stack_rows
 from .files import WeightFiles
 from .marian_tokens import load_marian_tokenizer
+from .model_files import ModelFiles
 
 
 def same_in_both_stacks(cfg: HFConfig, encoder: str, decoder: str) -> int:
@@ -108,12 +109,12 @@ def bart_plan(config: TransformerConfig, prefix: str, weights: WeightFiles) -> l
     return plan
 
 
-def load_marian(folder: Path, cfg: HFConfig) -> tuple[Tokenizer, Path]:
-    return load_marian_tokenizer(folder, cfg, "source")
+def load_marian(files: ModelFiles, cfg: HFConfig) -> tuple[Tokenizer, Path]:
+    return load_marian_tokenizer(files, cfg, "source")
 
 
-def marian_target(folder: Path, cfg: HFConfig) -> tuple[Tokenizer, Path]:
-    return load_marian_tokenizer(folder, cfg, "target")
+def marian_target(files: ModelFiles, cfg: HFConfig) -> tuple[Tokenizer, Path]:
+    return load_marian_tokenizer(files, cfg, "target")
 
 
 # copies of the shared embedding under other names, and the LM head when it is tied

@@ -17,13 +17,15 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ..checkpoints import CheckpointError, describe, load_tokenizer_file, read_json
+from ..checkpoints import CheckpointError, describe
 from ..file_reads import check_size
 from ..outputs.hub_tasks import mask_token, masked_lm_task
 from ..model import TransformerConfig
 from ..tokenizer import Tokenizer
 from .weight_plan import Family, HFConfig, Target, stack_rows
 from .files import WeightFiles
+from .model_files import FolderFiles, ModelFiles
+from .tokenizer_files import TOKENIZER_FILE, read_backend, tokenizer_config
 
 BERT_MLM = "cls.predictions."  # BertForMaskedLM / BertForPreTraining head prefix
 
@@ -94,30 +96,27 @@ def bert_plan(config: TransformerConfig, prefix: str, weights: WeightFiles) -> l
                                                               "transform.LayerNorm", "bias", "decoder")
 
 
-def load_bert_tokenizer(folder: Path, cfg: HFConfig) -> tuple[Tokenizer, Path]:
-    """tokenizer.json if present, else vocab.txt (lowercasing from tokenizer_config.json, default on)."""
-    tok_json, vocab = folder / "tokenizer.json", folder / "vocab.txt"
-    if tok_json.is_file():
-        return load_tokenizer_file(tok_json), tok_json
-    if vocab.is_file():
-        lowercase = True
-        tok_cfg = folder / "tokenizer_config.json"
-        if tok_cfg.is_file():
-            lowercase = bool(read_json(tok_cfg, "tokenizer").get("do_lower_case", True))
+def load_bert_tokenizer(files: ModelFiles, cfg: HFConfig) -> tuple[Tokenizer, Path]:
+    """tokenizer.json if present, else a folder's vocab.txt (lowercasing from tokenizer_config.json, default on)."""
+    if files.has(TOKENIZER_FILE):
+        return Tokenizer(read_backend(files)), files.path(TOKENIZER_FILE)
+    vocab = files.path("vocab.txt")
+    if isinstance(files, FolderFiles) and files.has("vocab.txt"):
+        lowercase = bool(tokenizer_config(files).get("do_lower_case", True))
         check_size(vocab, "tokenizer")  # the tokenizers library reads it whole
         try:
             return Tokenizer.from_vocab_txt(vocab, lowercase=lowercase), vocab
         except Exception as err:  # tokenizers raises plain Exception subclasses
             raise CheckpointError(f"{describe(vocab)} is not a valid WordPiece vocabulary: {err}") from err
-    raise CheckpointError(f"missing file tokenizer.json (or vocab.txt) in {folder.name}")
+    raise CheckpointError(f"missing file tokenizer.json (or vocab.txt) in {files.name}")
 
 
-def pooling_mode(folder: Path) -> str:
+def pooling_mode(files: ModelFiles) -> str:
     """sentence-transformers' 1_Pooling/config.json says mean or CLS pooling; mean by default."""
-    path = folder / "1_Pooling" / "config.json"
-    if path.is_file():
+    name = "1_Pooling/config.json"
+    if files.has(name):
         try:
-            cfg = read_json(path)
+            cfg = files.json(name)
         except CheckpointError:  # an unreadable pooling config: BERT's default, as before
             return "mean"
         if isinstance(cfg, dict) and cfg.get("pooling_mode_cls_token") and not cfg.get("pooling_mode_mean_tokens"):
@@ -133,21 +132,20 @@ EXAMPLE_PAIRS = [
 ]
 
 
-def encoder_task(name: str, folder: Path, tokenizer: Tokenizer, config: TransformerConfig, family: str) -> dict:
+def encoder_task(name: str, files: ModelFiles, tokenizer: Tokenizer, config: TransformerConfig, family: str) -> dict:
     """"masked-lm" for an encoder with its MLM head, else "sentence-embedding"."""
     if config.mlm_head:
-        tok_cfg_path = folder / "tokenizer_config.json"
-        configured = read_json(tok_cfg_path, "tokenizer").get("mask_token") if tok_cfg_path.is_file() else None
+        configured = tokenizer_config(files).get("mask_token")
         mask = mask_token(tokenizer, configured if isinstance(configured, str) else None)
         if mask is None:
-            raise CheckpointError(f"the tokenizer of {folder.name} has no mask token ([MASK] or <mask>) for the "
+            raise CheckpointError(f"the tokenizer of {files.name} has no mask token ([MASK] or <mask>) for the "
                                   "masked-LM head")
         return masked_lm_task(name, tokenizer, config, family, mask)
-    return embedding_task(name, folder, tokenizer, config, family)
+    return embedding_task(name, files, tokenizer, config, family)
 
 
-def embedding_task(name: str, folder: Path, tokenizer: Tokenizer, config: TransformerConfig, family: str) -> dict:
-    pooling = pooling_mode(folder)
+def embedding_task(name: str, files: ModelFiles, tokenizer: Tokenizer, config: TransformerConfig, family: str) -> dict:
+    pooling = pooling_mode(files)
     return {
         "name": "sentence-embedding",
         "pooling": pooling,

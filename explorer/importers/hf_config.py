@@ -12,6 +12,10 @@ from ..checkpoints import CheckpointError, describe
 from ..model import TransformerConfig
 from .files import WeightFiles
 
+# what a plan reads tensors from: a folder's WeightFiles or a live model's tensors (live.StateWeights), both with
+# `names`, `in`, `get(name)` (float32) and `path` (the file named in messages)
+Weights = Any
+
 # transformers' ACT2FN names -> ours (only those computing the same function)
 HF_ACTIVATIONS = {"gelu": "gelu", "gelu_python": "gelu", "relu": "relu", "gelu_new": "gelu_tanh",
                   "gelu_pytorch_tanh": "gelu_tanh", "gelu_fast": "gelu_tanh", "silu": "silu", "swish": "silu"}
@@ -20,13 +24,14 @@ HF_ACTIVATIONS = {"gelu": "gelu", "gelu_python": "gelu", "relu": "relu", "gelu_n
 class HFConfig:
     """config.json of a Hugging Face model, with errors that name the file and the family."""
 
-    def __init__(self, data: Mapping[str, Any], path: Path, family: str, folder: Path | None = None):
+    def __init__(self, data: Mapping[str, Any], path: Path, family: str, folder: Path | None = None,
+                 weights: Weights | None = None):
         self.data, self.path, self.family = dict(data), path, family
         self.folder = folder  # where the weights are, for families whose config depends on the heads present
-        self._weights: WeightFiles | None = None
+        self._weights: Weights | None = weights  # given: a live model's tensors (explorer.importers.live)
 
-    def weights(self) -> WeightFiles:
-        """The folder's weight files (headers read once, on first use)."""
+    def weights(self) -> Weights:
+        """The weights given, else the folder's weight files (headers read once, on first use)."""
         if self._weights is None:
             if self.folder is None:
                 raise self.error("no folder given to read the weights from")
@@ -35,7 +40,7 @@ class HFConfig:
 
     def has_tensors(self, *names: str) -> bool:
         """True when the checkpoint holds every one of `names` (full names: heads sit outside the body prefix)."""
-        if self.folder is None:
+        if self.folder is None and self._weights is None:
             return False
         try:
             present = set(self.weights().names)

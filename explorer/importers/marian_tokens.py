@@ -34,10 +34,10 @@ from typing import Iterator, NamedTuple
 import tokenizers
 from tokenizers import AddedToken, Regex, decoders, models, normalizers, pre_tokenizers, processors
 
-from ..checkpoints import CheckpointError, describe, read_json
-from ..file_reads import JSON_LIMITS, read_bounded
+from ..checkpoints import CheckpointError, describe
 from ..tokenizer import Tokenizer
 from .hf_config import HFConfig
+from .model_files import ModelFiles
 
 
 SPM_FILES = {"source": "source.spm", "target": "target.spm"}
@@ -110,9 +110,8 @@ def read_piece(data: bytes, path: Path) -> Piece:
     return Piece(text, score, kind)
 
 
-def read_spm(path: Path) -> SpmModel:
-    """The pieces and normalisation settings of a SentencePiece model file."""
-    data = read_bounded(path, JSON_LIMITS["tokenizer"], "a tokenizer file")
+def read_spm(data: bytes, path: Path) -> SpmModel:
+    """The pieces and normalisation settings of a SentencePiece model file's bytes (`path` names it in messages)."""
     pieces, charsmap, flags, unsupported = [], b"", {3: True, 4: True, 22: True}, []
     for number, wire, value in fields(data, path):
         if number == 1 and wire == 2:
@@ -136,8 +135,9 @@ def read_spm(path: Path) -> SpmModel:
     return SpmModel(pieces, charsmap, flags[3], flags[4], flags[22], unsupported)
 
 
-def read_vocab(path: Path) -> dict[str, int]:
-    vocab = read_json(path, "tokenizer")
+def read_vocab(files: ModelFiles) -> dict[str, int]:
+    path = files.path(VOCAB_FILE)
+    vocab = files.json(VOCAB_FILE, "tokenizer")
     if not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in vocab.values()):
         raise CheckpointError(f"{describe(path)} must map each piece to a non-negative integer id")
     if len(set(vocab.values())) != len(vocab):
@@ -187,20 +187,20 @@ def marian_backend(spm: SpmModel, vocab: dict[str, int], eos: str, specials: lis
     return tk
 
 
-def load_marian_tokenizer(folder: Path, cfg: HFConfig, side: str) -> tuple[Tokenizer, Path]:
-    """The source or target tokenizer of a Marian folder -> (Tokenizer, path of its .spm for messages)."""
-    spm_path = folder / SPM_FILES[side]
-    vocab_path = folder / VOCAB_FILE
-    tok_cfg_path = folder / "tokenizer_config.json"
-    tok_cfg = read_json(tok_cfg_path, "tokenizer") if tok_cfg_path.is_file() else {}
+def load_marian_tokenizer(files: ModelFiles, cfg: HFConfig, side: str) -> tuple[Tokenizer, Path]:
+    """The source or target tokenizer of a Marian model -> (Tokenizer, path of its .spm for messages)."""
+    spm_path = files.path(SPM_FILES[side])
+    vocab_path = files.path(VOCAB_FILE)
+    tok_cfg_path = files.path("tokenizer_config.json")
+    tok_cfg = files.json("tokenizer_config.json", "tokenizer") if files.has("tokenizer_config.json") else {}
     if tok_cfg.get("separate_vocabs"):
         raise CheckpointError(f"{describe(tok_cfg_path)}: separate source and target vocabularies "
                               f"(target_vocab.json) are not supported")
-    spm = read_spm(spm_path)
+    spm = read_spm(files.data(SPM_FILES[side], "tokenizer"), spm_path)
     if spm.unsupported:
         raise CheckpointError(f"{describe(spm_path)} uses {', '.join(spm.unsupported)}, which the explorer does not "
                               f"reproduce")
-    vocab = read_vocab(vocab_path)
+    vocab = read_vocab(files)
     roles = {"eos": "</s>", "unk": "<unk>", "pad": "<pad>"}
     for role, key in (("eos", "eos_token"), ("unk", "unk_token"), ("pad", "pad_token")):
         if isinstance(tok_cfg.get(key), str):

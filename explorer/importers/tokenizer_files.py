@@ -1,4 +1,5 @@
-"""The tokenizer of a Hugging Face model folder: tokenizer.json through `tokenizers`, with the
+"""The tokenizer of a Hugging Face model (a folder's files, or their stand-ins made in memory from a live
+`transformers` tokenizer: explorer.importers.model_files): tokenizer.json through `tokenizers`, with the
 special tokens and the BOS rule of its tokenizer_config.json.
 
 - Roles (bos, eos, pad, unk) come from tokenizer_config.json ("bos_token": "<s>" or
@@ -16,10 +17,10 @@ from typing import Any
 
 import tokenizers
 
-from ..checkpoints import CheckpointError, describe, read_json, require_file
-from ..file_reads import read_text
+from ..checkpoints import CheckpointError, describe
 from ..tokenizer import Tokenizer
 from .hf_config import HFConfig
+from .model_files import ModelFiles
 
 
 TOKENIZER_FILE = "tokenizer.json"
@@ -45,16 +46,25 @@ def special_roles(backend: tokenizers.Tokenizer, tok_cfg: dict[str, Any], cfg: H
     return roles
 
 
-def load_hf_tokenizer(folder: Path, cfg: HFConfig) -> tuple[Tokenizer, Path]:
-    """tokenizer.json + tokenizer_config.json -> our Tokenizer (CheckpointError naming the file)."""
-    path = require_file(folder / TOKENIZER_FILE)
-    tok_cfg_path = folder / TOKENIZER_CONFIG
-    tok_cfg = read_json(tok_cfg_path, "tokenizer") if tok_cfg_path.is_file() else {}
-    text = read_text(path, "tokenizer")  # within the tokenizer files' size and depth
+def tokenizer_config(files: ModelFiles) -> dict[str, Any]:
+    """tokenizer_config.json, or {} when there is none."""
+    return files.json(TOKENIZER_CONFIG, "tokenizer") if files.has(TOKENIZER_CONFIG) else {}
+
+
+def read_backend(files: ModelFiles, name: str = TOKENIZER_FILE) -> tokenizers.Tokenizer:
+    """tokenizer.json (or `name`) -> a new `tokenizers.Tokenizer` (CheckpointError naming the file)."""
+    text = files.text(name, "tokenizer")  # a folder's within the tokenizer files' size and depth
     try:
-        backend = tokenizers.Tokenizer.from_str(text)
+        return tokenizers.Tokenizer.from_str(text)
     except Exception as err:  # tokenizers raises plain Exception subclasses for bad files
-        raise CheckpointError(f"{describe(path)} is not a valid tokenizer file: {err}") from err
+        raise CheckpointError(f"{describe(files.path(name))} is not a valid tokenizer file: {err}") from err
+
+
+def load_hf_tokenizer(files: ModelFiles, cfg: HFConfig) -> tuple[Tokenizer, Path]:
+    """tokenizer.json + tokenizer_config.json -> our Tokenizer (CheckpointError naming the file)."""
+    path, tok_cfg_path = files.path(TOKENIZER_FILE), files.path(TOKENIZER_CONFIG)
+    backend = read_backend(files)
+    tok_cfg = tokenizer_config(files)
     tokenizer = Tokenizer(backend, specials=special_roles(backend, tok_cfg, cfg))
     if "pad" not in tokenizer.specials and "eos" in tokenizer.specials:
         tokenizer.specials["pad"] = tokenizer.specials["eos"]  # a filler only: the batch mask says what is padding

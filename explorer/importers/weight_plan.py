@@ -27,6 +27,7 @@ from ..model import TransformerConfig
 from ..model.config import ROPE_SCALINGS
 from ..tokenizer import Tokenizer
 from .files import WeightFiles
+from .model_files import ModelFiles
 from .hf_config import HF_ACTIVATIONS, HFConfig  # noqa: F401 (re-exported for the families)
 from .tokenizer_files import load_hf_tokenizer
 
@@ -74,7 +75,7 @@ class Target(NamedTuple):
     combine: Callable[..., Tensor] = as_is  # sources in float32 -> our tensor
 
 
-def lm_task(name: str, folder: Path, tokenizer: Tokenizer, config: TransformerConfig, family: str) -> dict[str, Any]:
+def lm_task(name: str, files: ModelFiles, tokenizer: Tokenizer, config: TransformerConfig, family: str) -> dict[str, Any]:
     return causal_lm_task(name, tokenizer, config, family)
 
 
@@ -88,11 +89,12 @@ class Family:
     plan: Callable[[TransformerConfig, str, WeightFiles], list[Target]]  # (config, prefix, weights)
     prefix: str  # the body's tensor prefix in task-model checkpoints ("transformer.", "model.", ...)
     ignore: re.Pattern = field(default=re.compile(r"(?!)"))  # body tensors that are not weights (buffers)
-    load_tokenizer: Callable[[Path, HFConfig], tuple[Tokenizer, Path]] = load_hf_tokenizer
+    # (the model's small files: a folder or made in memory, config.json) -> (tokenizer, its file for messages)
+    load_tokenizer: Callable[[ModelFiles, HFConfig], tuple[Tokenizer, Path]] = load_hf_tokenizer
     # a separate target-side tokenizer (Marian's target.spm), or None: the target side uses `load_tokenizer`'s
-    load_target_tokenizer: Callable[[Path, HFConfig], tuple[Tokenizer, Path]] | None = None
-    # (name, folder, tokenizer, config, family name) -> the task dict: what the app offers for the model
-    task: Callable[[str, Path, Tokenizer, TransformerConfig, str], dict[str, Any]] = lm_task
+    load_target_tokenizer: Callable[[ModelFiles, HFConfig], tuple[Tokenizer, Path]] | None = None
+    # (name, files, tokenizer, config, family name) -> the task dict: what the app offers for the model
+    task: Callable[[str, ModelFiles, Tokenizer, TransformerConfig, str], dict[str, Any]] = lm_task
 
 
 def assemble(family: Family, config: TransformerConfig, weights: WeightFiles) -> tuple[dict[str, Tensor], list[str]]:

@@ -4,7 +4,7 @@ the output modules (explorer.outputs.causal_lm, explorer.outputs.seq2seq, explor
 so neither reaches into the other.
 
     causal_lm_task(name, tokenizer, config, family)             -> {"name": "causal-lm", "examples", "bos_id", ...}
-    seq2seq_task(name, folder, tokenizer, config, family)       -> {"name": "seq2seq", "bos_id": the decoder start
+    seq2seq_task(name, files, tokenizer, config, family)        -> {"name": "seq2seq", "bos_id": the decoder start
                                                                     token, "eos_id", "suppress_ids", "examples", ...}
     masked_lm_task(name, tokenizer, config, family, mask)       -> {"name": "masked-lm", "mask_token", "mask_id", ...}
     mask_token(tokenizer, configured)                           -> the tokenizer's mask token, or None
@@ -12,10 +12,8 @@ so neither reaches into the other.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Mapping
 
-from ..checkpoints import read_json
 from ..model import TransformerConfig
 from ..tokenizer import Tokenizer
 
@@ -120,9 +118,10 @@ def examples_for(family: str, name: str) -> list[str]:
     return list(TRANSLATION_EXAMPLES)
 
 
-def seq2seq_task(name: str, folder: Path, tokenizer: Tokenizer, config: TransformerConfig, family: str) -> dict:
-    """The task dict of a loaded encoder-decoder (`tokenizer` is its target side)."""
-    hf = read_json(folder / "config.json")
+def seq2seq_task(name: str, files: Any, tokenizer: Tokenizer, config: TransformerConfig, family: str) -> dict:
+    """The task dict of a loaded encoder-decoder (`tokenizer` is its target side; `files` the model's small files,
+    explorer.importers.model_files, whose config.json is read)."""
+    hf = files.json("config.json")
     eos = hf.get("eos_token_id")
     eos = eos[0] if isinstance(eos, list) and eos else eos
     return {

@@ -6,9 +6,11 @@ Columns, left to right (one row per key drawn, the query's vectors above their c
     k_j unrotated         rotary models only: before the rotation, under q before it
     k_j                   under q (as the scores read them: after rotary)
     q * k_j               element-wise; each row sums to q . k_j
-    score                 q . k_j * scale + position term; a blocked key's bar is grey and names why
+    score                 q . k_j * scale + position term; a blocked key has none (no bar, "−∞", why in its hover)
     weight                the softmax (baseline, and with the toggles beside it when given)
     v_j                   under z = sum_j a_j v_j
+
+Each strip of vectors has its own colour scale, written under its title (`scale_text`).
 
 Shapes: S keys, Dh head width; n keys drawn, the `top` strongest (largest weight in either run), in position order.
 """
@@ -36,8 +38,14 @@ def shown_keys(comp: Any, toggled: Any | None = None, top: int = TOP) -> np.ndar
     return np.sort(np.argsort(-w, kind="stable")[:min(top, len(w))])
 
 
+def scale_text(z: np.ndarray, short: bool = False) -> str:
+    """The colour scale of a strip of vectors, in words: its range about 0 (`short`: "±top")."""
+    top = (float(np.abs(z).max()) if z.size else 0.0) or 1.0
+    return f"±{top:.2g}" if short else f"blue −{top:.2g} · 0 · red +{top:.2g}"
+
+
 def _vectors(z: np.ndarray, names: Sequence[str], ax: int, hover: str) -> dict[str, Any]:
-    """A heatmap of vectors (rows) on axes number `ax`, diverging about 0."""
+    """A heatmap of vectors (rows) on axes number `ax`, diverging about 0 (its scale: `scale_text(z)`)."""
     top = float(np.abs(z).max()) if z.size else 1.0
     return dict(type="heatmap", z=z.astype(np.float32), y=list(names), colorscale=c.DIVERGING_SCALE,
                 zmin=-(top or 1.0), zmax=top or 1.0, showscale=False, xaxis=c.axis_ref("x", ax),
@@ -88,17 +96,23 @@ def head_computation_figure(comp: Any, key_labels: Sequence[Any], query_label: A
             runs = [("baseline", comp, BASE_COLOR)] + ([("with toggles", toggled, TOGGLED_COLOR)] if toggled is not None
                                                        else [])
             for run, r, colour in runs:
-                values = (r.scores if name == "score" else r.weights)[idx]
+                values = (r.scores if name == "score" else r.weights)[idx].astype(np.float32)
                 blocked = [r.blocked_by[j] for j in idx.tolist()]
+                if name == "score":  # a blocked key has no score (the softmax reads −∞): no bar, its reason written
+                    values = np.where([bool(b) for b in blocked], np.float32(0), values)
                 colours = [c.MASKED_COLOR if b else colour for b in blocked]
-                text = [f"blocked: {b}" if b else "" for b in blocked]
-                traces.append(dict(type="bar", orientation="h", x=values.astype(np.float32), y=names, name=run,
+                text = [f"blocked ({b}): no score, −∞" if b else f"{name} {v:.4f}"
+                        for b, v in zip(blocked, values.tolist())]
+                traces.append(dict(type="bar", orientation="h", x=values, y=names, name=run,
                                    marker=dict(color=colours), legendgroup=run, showlegend=name == "weight",
                                    customdata=text, xaxis=c.axis_ref("x", k), yaxis=c.axis_ref("y", k),
-                                   hovertemplate=f"{run}: %{{y}} {name} %{{x:.4f}} %{{customdata}}<extra></extra>"))
+                                   **({"text": ["−∞" if b else "" for b in blocked], "textposition": "outside",
+                                       "cliponaxis": False} if name == "score" else {}),
+                                   hovertemplate=f"{run}: %{{y}} %{{customdata}}<extra></extra>"))
         bars = kind == "bar"
+        axis_title = name if bars else f"{name}<br><span style='font-size:10px'>{scale_text(data)}</span>"
         layout[c.axis_key("x", k)] = dict(domain=[lo, hi], anchor=c.axis_ref("y", k), showgrid=bars, zeroline=bars,
-                                          showticklabels=bars, title=dict(text=name, font=dict(size=12)),
+                                          showticklabels=bars, title=dict(text=axis_title, font=dict(size=12)),
                                           **({"tickfont": dict(size=10), "nticks": 3} if bars else {"ticks": ""}))
         layout[c.axis_key("y", k)] = dict(domain=[0.0, key_top], anchor=c.axis_ref("x", k), autorange="reversed",
                                           type="category", showticklabels=k == 1,
@@ -108,7 +122,8 @@ def head_computation_figure(comp: Any, key_labels: Sequence[Any], query_label: A
             traces.append(_vectors(vec[None], [label], kb, label))
             layout[c.axis_key("x", kb)] = dict(domain=[lo, hi], anchor=c.axis_ref("y", kb), visible=False)
             layout[c.axis_key("y", kb)] = dict(domain=list(q_row), anchor=c.axis_ref("x", kb), visible=False)
-            annotations.append(dict(text=label, x=lo, xanchor="left", y=q_row[1],
+            annotations.append(dict(text=f"{label}  <span style='font-size:10px'>{scale_text(vec, short=True)}</span>", x=lo,
+                                    xanchor="left", y=q_row[1],
                                     yanchor="bottom", xref="paper", yref="paper", showarrow=False,
                                     font=dict(size=11, color="#333")))
     head = f"{comp.kind} L{comp.layer} H{comp.head}"
@@ -116,7 +131,8 @@ def head_computation_figure(comp: Any, key_labels: Sequence[Any], query_label: A
     title = title or f"Inside {c.escape(head)}{kv} at query {comp.query} ({query})"
     scale = f"× {comp.scale:.4g}" + (" + relative position bias" if comp.position is not None else "")
     note = (f"score = q · k_j {scale}; the {n} strongest of {S} keys" + ("; vectors of the run with the toggles"
-            if toggled is not None else "") + ".<br>Red > 0 > blue; grey bars: blocked keys (−∞ before the softmax).")
+            if toggled is not None else "") + ".<br>Red > 0 > blue, each strip on its own scale (written under it); "
+            "blocked keys: no score (−∞), weight 0.")
     annotations.append(dict(c.caption(note), y=1.0, yshift=6))
     layout.update(c.base_layout(title, height, width, l=130, r=20, t=110, b=45), annotations=annotations,
                   barmode="group", bargap=0.25, legend=dict(orientation="h", x=1, xanchor="right",

@@ -239,7 +239,7 @@ def test_head_computation_example_runs_as_written(client):
     analyze = client.view_api(print_info=False, return_format="dict")["named_endpoints"]["/analyze"]["parameters"]
     names = [p["parameter_name"] for p in info["parameters"]]
     assert names[:14] == [p["parameter_name"] for p in analyze][:14]
-    assert names[14:] == ["continue_tokens", "measure", "query", "lines_heads"]
+    assert names[14:] == ["continue_tokens", "measure", "query", "lines_heads", "keys", "words"]
     scope = run_documented(client, "docs/http-api.md", 'api_name="/head_computation"')
     numbers, base, toggled = scope["numbers"], scope["base"], scope["toggled"]
     assert scope["status"] == "" and numbers["changes"] == ["causal mask off", "decoder L0 H1 off"]
@@ -249,6 +249,9 @@ def test_head_computation_example_runs_as_written(client):
     assert [t["type"] for t in figure(scope["figure"])["data"]][:2] == ["heatmap", "heatmap"]
     assert figure(scope["lines"])["layout"]["sliders"] and figure(scope["query_key"])["data"]
     assert scope["table"]["headers"][:3] == ["key", "token", "blocked"]
+    steps = numbers["steps"]  # the worked example (plain words by default): the toggled run's, key 4 seen
+    assert abs(steps["weight_total"] - 1) < 1e-5 and "(the sum) = weight" in scope["steps"]
+    assert all(abs(k["weight"] - toggled["weights"][k["key"]]) < 1e-6 for k in steps["keys"])
     heads, fresh = scope["heads"], gradio_client(client.src)  # a session on the starting model
     for query, head, message in ((40, 2, "query position 40 is outside"), (3, 9, "head 9 is outside the 4 heads")):
         out = fresh.predict(DATE1, "", True, True, "none", 0, 2, heads, heads, heads, "decoder", 1, head, 1, 8,

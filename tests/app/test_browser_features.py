@@ -62,5 +62,11 @@ def test_a_link_opens_the_tab_a_click_shows_a_latent_and_switching_it_off_change
         cells = [c.strip() for c in after.splitlines() if c.strip()]  # the table's cells, row by row
         outputs = {run: cells[cells.index(run) + 1] for run in ("baseline", "switched")}
         assert outputs["baseline"] == "2026-11-21" and outputs["switched"] != outputs["baseline"], cells
+        # The switch stays, said beside the switches, until cleared; clearing gives the model's own output again.
+        assert f"latent {latent} off" in page.evaluate(TEXT, "features-switch-state")
+        page.locator("#features-clear").click()
+        page.wait_for_function(f"() => ({TEXT})('features-switch-state').includes('none')")
+        page.wait_for_function(f"() => ({TEXT})('features-output-summary').includes('Nothing is switched')")
+        assert page.locator("#features-switches input").input_value() == ""
         assert "⚠️" not in page.evaluate(TEXT, "status") and "Traceback" not in page.content()
     assert errors == [], errors

@@ -52,8 +52,9 @@ def test_a_teachers_path(app_url, browser, monkeypatch):
         chip(page, "3", 0).click()  # "2025-03-03": the first "3" is the month's
         page.wait_for_function("() => document.querySelector('#views [role=tab][aria-selected=true]')"
                                ".innerText.trim() === 'Contributions'")
-        page.wait_for_function(f"() => ({TEXT})('contrib-summary').includes('the 7th token of the answer')")
+        page.wait_for_function(f"() => ({TEXT})('contrib-summary').includes('token 6 of the answer')")
         assert page.locator("#contrib-position input").input_value() == "6"
+        assert page.locator("#contrib-token input").input_value() == "3"  # the token's text, not its id
         # Rank heads by their effect, searching pairs: the pair that turns March into May.
         page.locator("#contrib-pairs input").check()
         page.locator("#contrib-why").click()

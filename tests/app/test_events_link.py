@@ -27,3 +27,39 @@ def test_the_pages_query_keeps_repeated_keys():
     assert query_pairs(request) == [("layer", "1"), ("layer", "2"), ("__theme", "dark"), ("s1", "a b")]
     assert query_pairs(SimpleNamespace(query_params={"head": "3"})) == [("head", "3")]
     assert query_pairs(None) == [] and query_pairs(SimpleNamespace()) == []
+
+
+def test_a_link_naming_a_model_alone_opens_its_own_example_and_names_it_in_the_picker(page_events):
+    """`?model=induction-gpt` without a sentence: the model's own first example (not the starting model's date, which
+    it reads as "t23 t23 …"), and the model picker names the model loaded, not the starting one."""
+    from explorer.app.link.opening import LinkEvents
+    from explorer.app.page.model_panel import model_info
+    from explorer.app.serving.session import Session, get_model
+
+    ev = page_events
+    page, link = ev.page, LinkEvents(ev)
+
+    def opened(query):
+        updates = link.open_page(Session("date-translator", "cpu"), SimpleNamespace(query_params=QueryParams(query)))
+        return lambda c: (v.get("value") if isinstance(v := updates.get(c), dict) else v)
+
+    value = opened("model=induction-gpt")
+    examples = model_info(get_model(value(page.session), ev.ctx)).examples
+    assert value(page.setting("sentence1")) == examples[0] and examples[0].startswith("t")
+    assert value(page.setting("sentence2")) == (examples[1] if len(examples) > 1 else "")
+    assert value(page.model.source) == "induction-gpt"
+    value = opened("model=induction-gpt&s1=t1%20t2&s2=t3")  # sentences in the link stand
+    assert (value(page.setting("sentence1")), value(page.setting("sentence2"))) == ("t1 t2", "t3")
+    value = opened("model=induction-gpt&s1=t1%20t2")  # one sentence: no second one (not the starting model's)
+    assert (value(page.setting("sentence1")), value(page.setting("sentence2"))) == ("t1 t2", "")
+    value = opened("model=induction-gpt&s2=t3")
+    assert (value(page.setting("sentence1")), value(page.setting("sentence2"))) == (examples[0], "t3")
+    value = opened("layer=1")  # no model: the page's own sentences stay
+    assert value(page.setting("sentence1")) is None
+
+
+def test_the_model_picker_names_the_model_a_load_chose(page_events):
+    ev = page_events
+    m = ev.page.model
+    updates = ev.models.load_model("date-translator", "date-gpt", "cpu", "3 May 2024", "")
+    assert updates[m.source]["value"] == "date-gpt"

@@ -79,8 +79,9 @@ def test_download_draws_the_kept_result_without_running_the_model(page_events, m
     assert path.name.startswith("transformer-explorer-attention-") and path.suffix == ".html"
     page = path.read_text()
     assert page.count(plotly_js()) == 1 and path.stat().st_size <= MAX_BYTES
-    n_figures = len(shown.result(ev.ctx.kept).figures("attention"))
-    assert page.count('class="figure-data"') == n_figures > 0
+    drawn = shown.result(ev.ctx.kept).figures("attention")
+    with_data = [name for name, f in drawn.items() if f.data and name != "surprisal"]  # no surprisal: not an LM
+    assert page.count('class="figure-data"') == len(with_data) >= 4
     assert "Toggles: cross L0 H1, L1 H3 off" in page and "lundi 3 mars 2025" in page
     assert "2 0 2 5 - 0 5 - 0 3" in page  # the toggled answer of the output bar
     link = re.search(r'<a id="view-link" href="([^"]*)"', page).group(1)
@@ -133,3 +134,45 @@ def test_a_session_keeps_one_file_and_its_end_removes_it(page_events):
     assert d.files.bytes == other.stat().st_size + second.stat().st_size
     d.session_ended(SimpleNamespace(session_hash="a"))
     assert not second.exists() and other.exists()
+
+
+def test_the_file_holds_every_table_the_tab_shows_and_no_empty_box(page_events):
+    """The Attention tab's tables (tokens, baseline vs toggled output) as tables; a figure that only holds a message
+    (no toggle: "the baseline is the view above"; greedy decoding) as its words; no figure without data; nothing the
+    page hides for this model (the surprisal of a language model)."""
+    from explorer.app.export.view_file import Table, table_html
+
+    ev, shown = page_events, Shown()
+    d = DownloadEvents(ev)
+    kinds = get_model(Session(MODEL, "cpu"), ev.ctx).config.attention_kinds()
+    heads = [head_labels(*kinds[k]) for k in ("encoder", "decoder", "cross")]
+    list(ev.analyze(RunForm(Session(MODEL, "cpu"), "lundi 3 mars 2025", "", True, True, "none", 0, 2, *heads,
+                            "cross", 1, 3, 1, tab="attention"), shown))  # no toggle
+    page = Path(d.download("attention", shown, Session(MODEL, "cpu"), None, *link_values(d, {}))
+                [ev.page.results.download_file]).read_text()
+    datas = [json.loads(x) for x in re.findall(r'class="figure-data">(.*?)</script>', page)]
+    assert len(datas) >= 2 and all(f["data"] for f in datas)  # no empty box
+    assert "No toggle is active, so the baseline is the view above." in page and "Greedy decoding" in page
+    assert "Surprisal is shown for language models" not in page
+    captions = re.findall(r"<caption>(.*?)</caption>", page)
+    assert captions == ["Output: baseline vs toggled", "Tokens and ids"], captions  # in the tab's order
+    output = page.split("<caption>Output: baseline vs toggled</caption>")[1].split("</table>")[0]
+    assert "baseline" in output and "2025-03-03" in output.replace(" ", "")
+    assert "<td>&lt;b&gt;</td>" in table_html(Table("t", ["h"], [["<b>"]]))  # cells escaped
+
+
+def test_a_table_as_the_page_sends_it_or_as_a_run_writes_it():
+    """A tab's table reaches the file from the page's {"headers", "data"} (a tab with its own button) or a Run's
+    DataFrame; an empty table (the page sends one for the tabs not shown) is no table."""
+    import gradio as gr
+    import pandas as pd
+
+    from explorer.app.export.download import frame_table
+
+    box = gr.Dataframe(label="Token attribution")
+    page = frame_table(box, {"headers": ["position", "token"], "data": [[0, "<b>"], [1, "a"]]})
+    assert (page.title, page.headers, page.rows) == ("Token attribution", ["position", "token"], [[0, "<b>"], [1, "a"]])
+    run = frame_table(box, pd.DataFrame([["baseline", "2025-03-03"]], columns=["run", "output"]))
+    assert (run.headers, run.rows) == (["run", "output"], [["baseline", "2025-03-03"]])
+    assert frame_table(box, {"headers": [], "data": []}) is None and frame_table(box, None) is None
+    assert frame_table(box, {"headers": ["a"], "data": [[""]]}) is None  # Gradio's one empty row

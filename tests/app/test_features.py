@@ -228,6 +228,7 @@ def test_the_handlers_answer_with_typed_forms_and_the_figures(page):
     assert status(out, page) == "" and "explains" in out[p.summary] and out[p.latent] is not None
     heat = json.loads(out[p.heatmap].plot)
     assert heat["data"][0]["type"] == "heatmap" and heat["data"][0]["x"][0].startswith("latent ")
+    assert f"latent {out[p.latent]}" in heat["data"][0]["x"]  # the dashboard's latent is a column
     assert "Latent" in out[p.latent_md] and "<span" in out[p.examples] and len(out[p.tokens]) == 10
     clicked = fe.clicked("5|1234", session, DATE, "sae-date-gpt-blocks")
     assert clicked[p.latent] == 5 and "### Latent 5" in clicked[p.latent_md]
@@ -329,3 +330,13 @@ def test_the_tabs_computations_run_in_a_forked_worker_as_on_zerogpu(page, root):
         for name, call in calls.items():
             assert values(there, call(there)) == expected[name], name
     assert len(forked.pids) == len(calls) and os.getpid() not in forked.pids
+
+
+def test_the_latents_switched_are_said_beside_them_until_cleared():
+    from explorer.app.tabs.features.switch_state import NONE, switches_line
+
+    assert switches_line("") == switches_line(None) == NONE and "none" in NONE
+    line = switches_line("40:clamp=3.5,12:off,7:add=-2")
+    assert "until cleared" in line and line.endswith("latents 7 added ×-2, 12 off, 40 clamped to 3.5.")
+    assert switches_line("12:off").endswith("latent 12 off.")
+    assert "⚠️" in switches_line("12:sideways") and "12" in switches_line("12:sideways")

@@ -32,7 +32,12 @@ LM1, LM2 = "The cat sat on the mat", "A dog ran"
 
 @pytest.fixture(scope="module")
 def ev(tmp_path_factory):
-    """The page on date-translator, every event wired; tiny-gpt2 and tiny-llama loadable from an allowed folder."""
+    return head_events(tmp_path_factory)
+
+
+def head_events(tmp_path_factory):
+    """The page on date-translator, every event wired; tiny-gpt2 and tiny-llama loadable from an allowed folder:
+    the Inside a head tab's events."""
     from explorer.app.demo import starting_point
     from explorer.app.events import PageEvents
     from explorer.app.page.layout import layout
@@ -60,7 +65,8 @@ def form(ev, source, text1, text2, off=None, **over):
     values = dict(session=session, sentence1=text1, sentence2=text2, padding_mask=True, causal_mask=True,
                   custom_mask="none", blocked_position=0, window=2, encoder_heads_on=on["encoder"],
                   decoder_heads_on=on["decoder"], cross_heads_on=on["cross"], kind="decoder", layer=1, head=0,
-                  sentence=1, continue_tokens=8, measure="weights", query=-1, lines_heads=None)
+                  sentence=1, continue_tokens=8, measure="weights", query=-1, lines_heads=None,
+                  words="details")
     values.update(over)
     return form_of(HeadForm, **values)
 

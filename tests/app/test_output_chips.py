@@ -28,7 +28,7 @@ def test_a_translation_answer_token_is_predicted_where_its_target_says(app):
     for k, (text, target) in enumerate(tokens):
         assert target.position == k and target.label == text
         assert top_at(loaded, reading, target.position) == target.token  # the greedy answer: the top token there
-    assert tokens[6][1].what == "the 7th token of the answer"
+    assert tokens[6][1].what == "token 6 of the answer"
 
 
 def test_the_toggled_answer_follows_where_it_differs(app):
@@ -57,3 +57,17 @@ def test_a_decoder_only_answer_follows_its_prompt(app):
 def test_a_model_without_output_tokens_has_no_chips(app):
     _, loaded = app.build("encoder")
     assert app.analyze(loaded, "hello there", None).chips.items == []
+
+
+def test_a_clicked_token_is_named_by_its_text_and_reads_back_as_itself(app):
+    """The Contributions target box gets the token's text ("3"), never an id where the text reads back; every name it
+    gets reads back as the same token."""
+    from explorer.app.run.readings import token_id, token_text
+
+    _, loaded = app.load("date-translator")
+    tokens = clickable(app.analyze(loaded, "lundi 3 mars 2025", None).chips)
+    assert token_text(loaded, tokens[6][1].token, tokens[6][1].label) == "3"
+    for text, target in tokens:
+        named = token_text(loaded, target.token, target.label)
+        assert token_id(loaded, named, "target token") == target.token, (text, named)
+    assert token_text(loaded, tokens[6][1].token, "mars") == f"#{tokens[6][1].token}"  # several tokens: its id

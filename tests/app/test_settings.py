@@ -136,3 +136,22 @@ def test_a_table_the_page_cannot_build_is_refused():
 def test_a_setting_the_page_does_not_have_fails_when_named(page_events):
     with pytest.raises(KeyError, match="no setting 'windw'"):
         page_events.page.setting("windw")
+
+
+def test_sampling_numbers_rerun_on_leaving_the_field_and_enter_leaves_it(page_events):
+    """Temperature, top-k, top-p and seed run the page again as every other control does: on leaving the field (not at
+    every digit: "0.8" would run at 0 first), and Enter leaves it (a script, no second Run)."""
+    from explorer.app.page.settings import BLUR_ON_ENTER
+
+    page = page_events.page
+    sampling = [s for s in SETTINGS if s.place == "sampling"]
+    assert [s.name for s in sampling] == ["temperature", "top_k", "top_p", "seed"]
+    for s in sampling:
+        component = page.setting(s.name)
+        events = [(fn, t[1]) for fn in page.demo.fns.values() for t in fn.targets if t[0] == component._id]
+        runs = [fn for fn, event in events if event == "blur"]
+        assert s.rerun == "blur" and len(runs) == 1 and runs[0].fn.__name__ == "analyze_page"
+        enter = [fn for fn, event in events if event == "submit"]
+        assert len(enter) == 1 and enter[0].fn is None and enter[0].js == BLUR_ON_ENTER
+        assert not [fn for fn, event in events if event in ("input", "change") and fn.fn is not None
+                    and fn.fn.__name__ == "analyze_page"]

@@ -423,6 +423,25 @@ def test_the_heatmaps_columns_are_the_strongest_latents_at_every_token(date_gpt)
             if value > 0:
                 best[latent] = max(best.get(latent, 0.0), value)
     want = sorted(best, key=lambda i: -best[i])[:6]
+    assert view.latent not in want  # this sentence's dashboard latent is not among its strongest: the last column
+    want = [*want[:5], view.latent]
     assert view.columns.tolist() == want
     torch.testing.assert_close(view.column_values, f[:, want], rtol=0, atol=TOLERANCE)
     assert features_view(model, ids, sae, k=4).columns is None
+
+
+def test_the_chosen_latent_is_always_among_the_heatmaps_columns(date_gpt):
+    """The latent the dashboard shows (the strongest at the last token, or one asked for) is a column of the heatmap,
+    even when it is not among the sentence's strongest: it takes the last column, with its exact activations."""
+    model, tokenizer = date_gpt.model, date_gpt.tokenizer
+    ids = torch.tensor(tokenizer.encode("[BOS]21/11/2026[SEP]2026-11-21").ids)
+    sae = random_sae(model.config.d_model, 128, "blocks.2.hook_resid_pre", seed=4)
+    strongest = features_view(model, ids, sae, k=4, columns=128).columns.tolist()
+    default = features_view(model, ids, sae, k=4, columns=3)
+    assert default.latent in strongest and strongest.index(default.latent) >= 3  # not among the 3 strongest
+    assert default.columns.tolist() == [*strongest[:2], default.latent]
+    torch.testing.assert_close(default.column_values[:, -1], default.activations, rtol=0, atol=TOLERANCE)
+    quiet = next(i for i in range(128) if i not in strongest)  # never among a token's top k here
+    asked = features_view(model, ids, sae, k=4, latent=quiet, columns=3)
+    assert asked.columns.tolist() == [*strongest[:2], quiet]
+    assert features_view(model, ids, sae, k=4, latent=strongest[1], columns=3).columns.tolist() == strongest[:3]

@@ -44,9 +44,13 @@ def test_the_figure_draws_the_computations_numbers(pair):
     rotary = base.q_unrotated is not None
     first = 2 if rotary else 1  # the axes of k_j: after k_j before rotation
     score_ax, weight_ax = c.axis_ref("x", first + 2), c.axis_ref("x", first + 3)
-    assert np.allclose(bars["baseline", score_ax].x, base.scores[idx])
-    assert np.allclose(bars["with toggles", weight_ax].x, tog.weights[idx])
     blocked = [bool(base.blocked_by[j]) for j in idx]  # causal, in the baseline only (query 4)
+    # a blocked key has no score: no bar, "−∞" written, its reason in the hover
+    assert np.allclose(bars["baseline", score_ax].x, np.where(blocked, 0.0, base.scores[idx]))
+    assert list(bars["baseline", score_ax].text) == ["−∞" if b else "" for b in blocked]
+    assert all(("no score" in t) == b for t, b in zip(bars["baseline", score_ax].customdata, blocked))
+    assert np.allclose(bars["with toggles", score_ax].x, tog.scores[idx])
+    assert np.allclose(bars["with toggles", weight_ax].x, tog.weights[idx])
     assert any(blocked) and [col == c.MASKED_COLOR for col in bars["baseline", weight_ax].marker.color] == blocked
     assert not any(col == c.MASKED_COLOR for col in bars["with toggles", weight_ax].marker.color)
     vectors = {t.xaxis: np.asarray(t.z) for t in heat}
@@ -58,6 +62,10 @@ def test_the_figure_draws_the_computations_numbers(pair):
     above = [np.asarray(t.z)[0] for t in heat if np.asarray(t.z).shape[0] == 1]
     assert any(np.allclose(v, tog.q) for v in above) and any(np.allclose(v, tog.weighted_sum) for v in above)
     assert "L1 H1" in fig.layout.title.text and "query 4" in fig.layout.title.text
+    # every strip carries its scale: the k_j panel's range is the largest |k| drawn, q's its own
+    k_title = fig.layout[c.axis_key("x", first)].title.text
+    assert f"+{float(np.abs(tog.keys[idx]).max()):.2g}" in k_title
+    assert any(f"±{float(np.abs(tog.q).max()):.2g}" in a.text for a in fig.layout.annotations if a.text.startswith("q"))
 
 
 def test_bad_input(pair):

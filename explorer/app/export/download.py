@@ -13,12 +13,14 @@ page's hidden gr.DownloadButton gets it and a script clicks it, so one click on 
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import time
 from typing import Any
 
 import gradio as gr
+import pandas as pd
 from gradio.components.plot import PlotData
 
 from ... import viz
@@ -27,20 +29,44 @@ from ..link.opening import LinkEvents, space_page
 from ..link.page_link import LinkForm, from_page
 from ..page.assets import PLOT_CONFIG
 from ..page.head_labels import head_label
+from ..page.model_panel import model_info
 from ..serving.errors import AppError
 from ..serving.handlers import PRIVATE, reporting
 from ..serving.kept import RECOMPUTED, Shown
 from ..serving.session import get_model
 from .download_files import DownloadFiles
-from .view_file import ViewExport, file_name, view_html
+from .view_file import Table, ViewExport, file_name, view_html
 
 NO_RUN = "Press Run first: there is no view to download yet."
 CLICK_JS = "() => { const b = document.querySelector('#download-file'); if (b) b.click(); }"
 
 
 def own_parts(parts: Any) -> list[Any]:
-    """A tab's plots and texts as laid out (gr.Plot and gr.Markdown fields of its parts), in its parts' order."""
-    return [v for v in vars(parts).values() if isinstance(v, (gr.Plot, gr.Markdown))]
+    """A tab's plots, texts and tables as laid out (gr.Plot, gr.Markdown and gr.Dataframe fields of its parts), in its
+    parts' order."""
+    return [v for v in vars(parts).values() if isinstance(v, (gr.Plot, gr.Markdown, gr.Dataframe))]
+
+
+def frame_table(component: Any, value: Any) -> Table | None:
+    """A gr.Dataframe's value (a pandas DataFrame, or the page's {"headers", "data"}) as a Table; None when empty."""
+    if isinstance(value, pd.DataFrame):
+        headers, rows = [str(c) for c in value.columns], value.astype(object).values.tolist()
+    elif isinstance(value, dict) and isinstance(value.get("data"), list):
+        headers, rows = [str(h) for h in value.get("headers") or []], value["data"]
+    else:
+        return None
+    rows = [list(r) for r in rows if isinstance(r, (list, tuple)) and any(c not in (None, "") for c in r)]
+    return Table(str(component.label or ""), headers, rows) if rows else None
+
+
+def figure_or_note(figure_json: str) -> tuple[str | None, str]:
+    """A figure's JSON, or (None, its words) for a figure that only holds a message (viz.message_figure: no data),
+    which the file writes as a line of text instead of an empty box."""
+    spec = json.loads(figure_json)
+    if spec.get("data"):
+        return figure_json, ""
+    notes = [a.get("text", "") for a in (spec.get("layout") or {}).get("annotations") or [] if isinstance(a, dict)]
+    return None, html.unescape(" ".join(notes).replace("<br>", " ")).strip()
 
 
 def plot_json(value: Any) -> str | None:
@@ -74,14 +100,17 @@ class DownloadEvents:
         self.files = DownloadFiles(self.ctx.download_disk, self.page.results.download_file.GRADIO_CACHE)
 
     def only_shown_js(self) -> str:
-        """The page sends the shown tab's own plots and texts only (the others as null)."""
-        start, spans = 3 + len(self.link_inputs), {}
+        """The page sends the shown tab's own plots, texts and tables only (the others as null; a table as an empty
+        one, which Gradio's Dataframe must be given)."""
+        start, spans, tables = 3 + len(self.link_inputs), {}, []
         for tab_id, parts in self.own.items():
             spans[tab_id] = [start, start + len(parts)]
+            tables += [start + n for n, c in enumerate(parts) if isinstance(c, gr.Dataframe)]
             start += len(parts)
         return f"""(...args) => {{
-  const spans = {json.dumps(spans)}, [a, b] = spans[args[0]] || [0, 0];
-  return args.map((v, n) => n < {3 + len(self.link_inputs)} || (n >= a && n < b) ? v : null);
+  const spans = {json.dumps(spans)}, tables = new Set({json.dumps(tables)}), [a, b] = spans[args[0]] || [0, 0];
+  return args.map((v, n) => n < {3 + len(self.link_inputs)} || (n >= a && n < b) ? v
+    : tables.has(n) ? {{headers: [], data: []}} : null);
 }}"""
 
     def inputs(self) -> list[Any]:
@@ -103,17 +132,23 @@ class DownloadEvents:
             analysis, notice = self.app.recompute(shown.request), RECOMPUTED
         link_values, own = values[:len(self.link_inputs)], values[len(self.link_inputs):]
         if t.figures:
-            figures = self.run_figures(analysis, tab)
-            texts = []
+            figures, notes = self.run_figures(analysis, tab, shown)
+            parts = self.page.parts[tab]
+            updates = t.run_updates(parts, analysis)  # the tab's texts and tables, as the Run wrote them
+            mine = [(c, updates[c]) for c in vars(parts).values() if c in updates]
+            texts = [str(v) for c, v in mine if isinstance(c, gr.Markdown) and isinstance(v, str)] + notes
         else:
             start = sum(len(p) for tab_id, p in self.own.items() if list(self.own).index(tab_id) <
                         list(self.own).index(tab))
             mine = list(zip(self.own[tab], own[start:start + len(self.own[tab])]))
-            figures = [j for c, v in mine if isinstance(c, gr.Plot) and (j := plot_json(v))]
+            shown_figures = [figure_or_note(j) for c, v in mine if isinstance(c, gr.Plot) and (j := plot_json(v))]
+            figures = [j for j, _ in shown_figures if j]
             texts = [str(v) for c, v in mine if isinstance(c, gr.Markdown) and isinstance(v, str)]
+            texts += [note for j, note in shown_figures if note]
+        tables = [x for c, v in mine if isinstance(c, gr.Dataframe) and (x := frame_table(c, v))]
         query = self.links.link_of_page(self.links.link_form(link_values)).get(self.page.inputs.link_query, "")
         view = ViewExport(t.title, figures, settings(shown, analysis, t.title), f"{base_address(request)}?{query}",
-                          texts)
+                          texts, tables)
         return {self.page.results.download_file: self.written(view, tab, request),
                 self.status: "⚠️ " + notice if notice else gr.skip()}
 
@@ -131,8 +166,13 @@ class DownloadEvents:
         analysis, notice = shown.result(self.ctx.kept), ""
         if analysis is None:
             analysis, notice = self.app.recompute(shown.request), RECOMPUTED
-        view = ViewExport(t.title, self.run_figures(analysis, tab), settings(shown, analysis, t.title),
-                          f"{base_address(request)}?{self.request_query(shown.request, tab)}", [])
+        figures, notes = self.run_figures(analysis, tab, shown)
+        parts = self.page.parts[tab]
+        updates = t.run_updates(parts, analysis)
+        tables = [x for c in vars(parts).values()
+                  if isinstance(c, gr.Dataframe) and (x := frame_table(c, updates.get(c)))]
+        view = ViewExport(t.title, figures, settings(shown, analysis, t.title),
+                          f"{base_address(request)}?{self.request_query(shown.request, tab)}", notes, tables)
         return {self.page.results.download_file: self.written(view, tab, request),
                 self.status: "⚠️ " + notice if notice else ""}
 
@@ -154,10 +194,21 @@ class DownloadEvents:
                              table=self.page.table)
         return fit_length(state, table=self.page.table)[0].to_query(self.page.table)
 
-    def run_figures(self, analysis: Any, tab: str) -> list[str]:
-        """A Run-drawn tab's figures as JSON, in the order the tab lays them out (its parts' fields)."""
-        drawn = analysis.figures(tab)
-        return [viz.figure_json(drawn[name], PLOT_CONFIG) for name in vars(self.page.parts[tab]) if name in drawn]
+    def run_figures(self, analysis: Any, tab: str, shown: Shown) -> tuple[list[str], list[str]]:
+        """A Run-drawn tab's figures as JSON, in the order the tab lays them out (its parts' fields), without those
+        the page hides for this model (`Tab.model_updates`); a figure that only holds a message gives its words."""
+        drawn, parts = analysis.figures(tab), self.page.parts[tab]
+        t = {t.id: t for t in self.page.registry}[tab]
+        info = model_info(get_model(shown.request.session, self.ctx))
+        hidden = {id(c) for c, u in t.model_updates(parts, info).items()
+                  if isinstance(u, dict) and u.get("visible") is False}
+        figures, notes = [], []
+        for name, component in vars(parts).items():
+            if name in drawn and id(component) not in hidden:
+                figure, note = figure_or_note(viz.figure_json(drawn[name], PLOT_CONFIG))
+                figures += [figure] if figure else []
+                notes += [note] if note else []
+        return figures, notes
 
     def written(self, view: ViewExport, tab: str, request: Any) -> str:
         """The file of `view` as the session's one download file: its path."""

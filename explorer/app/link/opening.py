@@ -43,6 +43,17 @@ COPY_LINK_JS = """async (query) => {
   try { await navigator.clipboard.writeText(url); } catch (e) {}  // no clipboard (or not allowed): the box shows it
   return url;
 }"""
+# The address bar follows the view: after each Run (and a tab opened) it is the link "Copy link" would make, in place
+# (history.replaceState: no reload, no new history entry); Gradio's and Hugging Face's own keys ("__theme") stay.
+ADDRESS_JS = """(query) => {
+  if (typeof query !== 'string') return;
+  const own = [...new URLSearchParams(window.location.search)].filter(([k]) => k.startsWith('__'))
+    .map(([k, v]) => encodeURIComponent(k) + '=' + encodeURIComponent(v));
+  const all = [query, ...own].filter(Boolean).join('&');
+  const url = window.location.pathname + (all ? '?' + all : '') + window.location.hash;
+  if (url !== window.location.pathname + window.location.search + window.location.hash)
+    history.replaceState(history.state, '', url);
+}"""
 _SPACE_ID = re.compile(r"[A-Za-z0-9][\w.-]{0,95}/[A-Za-z0-9][\w.-]{0,95}")
 
 
@@ -120,6 +131,8 @@ class LinkEvents:
         state, misfits = state.fitted(loaded.config.attention_kinds(), self.shown_tabs(loaded), self.page.table)
         notices += misfits
         updates.update(self.restore(state, loaded, updates))
+        if state.model is not None:
+            updates.update(self.own_examples(state, loaded))
         for t in self.page.registry:
             own = {k.key: state.tab_values[k.key] for k in t.link_keys if k.key in state.tab_values}
             if own:
@@ -151,6 +164,16 @@ class LinkEvents:
             out[page.tab_strip] = gr.update(selected=state.tab)
         return out
 
+    def own_examples(self, state: LinkState, loaded: LoadedModel) -> dict:
+        """A link that names a model: the sentences it leaves out are not the starting model's ("t23 t23 …" from
+        induction-gpt on a date). With no sentence, the model's own examples, as the page opens on that model; with
+        only sentence 1, no second one; with only sentence 2, the model's first example before it."""
+        examples = [*self.app.info_of(loaded).examples[:2], "", ""]
+        given = [key in state.values for key in ("s1", "s2")]
+        fill = {(False, False): examples[:2], (True, False): [None, ""], (False, True): [examples[0], None]}
+        return {self.page.setting(f"sentence{n}"): text for n, text in enumerate(fill.get(tuple(given), ()), 1)
+                if text is not None}
+
     # ------------------------------------------------------------------ copying a link
     def link_inputs(self) -> list[Any]:
         """The page's values a link is made of: the session, each setting a link carries (table order), then every
@@ -172,6 +195,14 @@ class LinkEvents:
     @reporting
     def link_of_page(self, form: LinkForm) -> dict:
         """The query of the page's view (the script puts the address before it), and a notice of what it leaves out."""
+        query, notices = self.view_query(form)
+        line = notice_line(notices, ending="The rest is in the link.")
+        i = self.page.inputs
+        return {i.link_query: query, i.link_url: gr.update(visible=True),
+                i.link_notice: "⚠️ " + escape_md(line) if line else ""}
+
+    def view_query(self, form: LinkForm) -> tuple[str, list[str]]:
+        """The query of the page's view, and what it leaves out (a notice each)."""
         session = form.session
         loaded = get_model(session, self.ctx) if isinstance(session, Session) else None
         kinds = loaded.config.attention_kinds() if loaded is not None else {}
@@ -180,10 +211,15 @@ class LinkEvents:
         if isinstance(session, Session) and session.build is not None:
             notices.append("a built model has no name a link can carry, so the link opens the starting model")
         state, cuts = fit_length(state, table=self.page.table)
-        line = notice_line(notices + cuts, ending="The rest is in the link.")
-        i = self.page.inputs
-        return {i.link_query: state.to_query(self.page.table), i.link_url: gr.update(visible=True),
-                i.link_notice: "⚠️ " + escape_md(line) if line else ""}
+        return state.to_query(self.page.table), notices + cuts
+
+    def address(self, *values: Any) -> Any:
+        """The query of the page's view for the address bar (`link_inputs`' values; what a link leaves out is said by
+        Copy link, not here): gr.skip() when there is none to write."""
+        try:
+            return self.view_query(self.link_form(values))[0]
+        except Exception:  # noqa: BLE001 - the address bar keeps its link; the page's own events report errors
+            return gr.skip()
 
     def copy_link(self, *values: Any) -> dict:
         """"Copy link": the link of the page's values (`link_inputs`)."""
@@ -199,6 +235,15 @@ class LinkEvents:
         ran = app.after_model(opened)
         buttons = {t.id: t.button for t in page.registry if t.button}
         ran.then(None, [page.visible_tab], None, js=run_tab_js(buttons), **PRIVATE)
+        address = i.address
+
+        def follow(event: Any) -> None:
+            event.then(self.address, self.link_inputs(), [address], **PRIVATE).then(None, [address], None,
+                                                                                  js=ADDRESS_JS, **PRIVATE)
+
+        app.follow_every_run(follow)
+        for event in app.selected.values():
+            follow(event)
         i.copy_link.click(self.copy_link, self.link_inputs(), [i.link_query, i.link_url, i.link_notice, self.status],
                           **PRIVATE
                           ).then(None, [i.link_query], [i.link_url], js=copy_link_js(), **PRIVATE)

@@ -5,6 +5,8 @@ own, `Tab.script`)."""
 from collections.abc import Iterable
 from typing import Any
 
+from .glossary import GLOSS_JS
+
 PLOT_CONFIG = {  # Plotly modebar: the camera button saves a PNG of the figure
     "displaylogo": False,
     "displayModeBar": True,
@@ -111,9 +113,9 @@ def click_to_box_js(plot: str, box: str, message: str) -> str:
 
 
 def page_js(tabs: Iterable[Any]) -> str:
-    """The page's one script (Gradio takes one function): the tick thinning and each tab's own (`Tab.script`), each
-    in its own scope."""
-    parts = [f"({TICKS_JS.strip()})();", SAVE_TITLE_JS.strip(),
+    """The page's one script (Gradio takes one function): the tick thinning, the glossary's (`glossary.GLOSS_JS`: the
+    jargon of every output glossed) and each tab's own (`Tab.script`), each in its own scope."""
+    parts = [f"({TICKS_JS.strip()})();", SAVE_TITLE_JS.strip(), f"{{ {GLOSS_JS.strip()} }}",
              *(f"{{ {t.script.strip()} }}" for t in tabs if t.script)]
     return "() => {\n" + "\n".join(parts) + "\n}"
 

@@ -22,6 +22,7 @@ import gradio as gr
 from ..serving.kept import Shown
 from ..serving.limits import DELETE_CACHE
 from .controls import Controls, controls
+from .glossary import glossed
 from .lessons import lessons_menu
 from .model_panel import ModelPanel, Start, model_panel
 from .results_bar import Results, results_bar
@@ -45,6 +46,7 @@ class Inputs:
     link_url: gr.Textbox  # the link, shown once made (the clipboard may be unavailable)
     link_notice: gr.Markdown  # what an opened (or copied) link could not take
     link_query: gr.Textbox  # the query the server built from the page
+    address: gr.Textbox  # the query of the view after each Run, for the address bar (link.opening)
 
 
 @dataclass
@@ -102,11 +104,13 @@ def input_rows(start: Start, copy_link: gr.Button, table: Sequence[Setting]) -> 
     with gr.Row(equal_height=False, elem_id="inputs"):
         with gr.Column(scale=5, min_width=200, elem_id="sentence1-col"):
             made = lay(table, SENTENCE1, start)
-            ex1 = gr.Dropdown(example_choices(examples, "sentence 1"), value="", show_label=False, container=False,
+            ex1 = gr.Dropdown(example_choices(examples, "sentence 1"), value="", label="Examples for sentence 1",
+                              show_label=False, container=False,
                               elem_id="ex1", elem_classes="examples")
         with gr.Column(scale=5, min_width=200, elem_id="sentence2-col"):
             made |= lay(table, SENTENCE2, start)
-            ex2 = gr.Dropdown(example_choices(examples, "sentence 2"), value="", show_label=False, container=False,
+            ex2 = gr.Dropdown(example_choices(examples, "sentence 2"), value="", label="Examples for sentence 2",
+                              show_label=False, container=False,
                               elem_id="ex2", elem_classes="examples")
         run_btn = gr.Button("Run", variant="primary", scale=1, min_width=90, elem_id="run")
         api_run, api_tab = gr.Button(visible=False), gr.Button(visible=False)
@@ -114,7 +118,9 @@ def input_rows(start: Start, copy_link: gr.Button, table: Sequence[Setting]) -> 
     link_url = gr.Textbox(label="Link to this view", visible=False, max_lines=1, buttons=["copy"], elem_id="link-url")
     link_notice = gr.Markdown(elem_id="link-notice")
     link_query = gr.Textbox(visible=False, elem_id="link-query", label="link query")
-    return Inputs(ex1, ex2, run_btn, api_run, api_tab, status, copy_link, link_url, link_notice, link_query), made
+    address = gr.Textbox(visible=False, elem_id="address-query", label="address query")
+    return Inputs(ex1, ex2, run_btn, api_run, api_tab, status, copy_link, link_url, link_notice, link_query,
+                  address), made
 
 
 def layout(start: Start, session_value: Any, tabs: Sequence[Any], table: Sequence[Setting] = SETTINGS) -> Page:
@@ -143,7 +149,7 @@ def layout(start: Start, session_value: Any, tabs: Sequence[Any], table: Sequenc
                     for tab in tabs:
                         with gr.Tab(tab.title, id=tab.id, visible=tab.shown_for(start.info)) as shown[tab.id]:
                             if tab.help:
-                                gr.Markdown(tab.help, elem_classes="tab-text")
+                                gr.Markdown(glossed(tab.help), elem_classes="tab-text")  # jargon explained
                             parts[tab.id] = tab.layout(start)
                 made |= in_column | lay(table, TAB_STRIP, start)
     return Page(demo, session, kept, headline, model, inputs, ctl, results, tab_strip, shown, parts, tuple(tabs),

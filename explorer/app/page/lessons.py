@@ -108,7 +108,7 @@ def lessons_menu() -> gr.Dropdown:
     """The page's compact "Lessons" dropdown (laid out inside the page's Blocks): choosing one navigates to the
     lesson's link, in the browser only (no server event), and the page reopens on that view."""
     choices = [("Lessons …", "")] + [(f"{n}. {lesson.title}", lesson.query) for n, lesson in enumerate(LESSONS, 1)]
-    menu = gr.Dropdown(choices, value="", show_label=False, container=False, scale=0, min_width=180,
+    menu = gr.Dropdown(choices, value="", label="Lessons", show_label=False, container=False, scale=0, min_width=180,
                        elem_id="lessons", interactive=True)
     menu.input(None, [menu], [menu], js=MENU_JS, queue=False, api_visibility="private")
     return menu

@@ -72,6 +72,8 @@ class ModelEvents:
                                                          label="Continue (tokens)" if info.language_model else
                                                          "Generate at most (tokens)"),
                    **switch_updates(page.heads, kinds), **mask_defaults(page)}
+        if session.build is None:  # the picker names the model loaded (by a link, a lesson or the panel)
+            updates[page.model.source] = gr.update(value=session.source)
         for t in page.registry:
             updates.update(t.model_updates(page.parts[t.id], info))
             updates[page.tabs[t.id]] = gr.update(visible=t.shown_for(info))

@@ -16,6 +16,7 @@ from ..run.inputs import answer_length
 from ..run.model_run import is_language_model, takes_length
 from ..serving.errors import escape_md
 from ..serving.limits import DEFAULT_CONTINUATION, MAX_BUILD_PARAMETERS
+from .glossary import gloss_of
 
 MAX_EXAMPLES = 12
 
@@ -129,7 +130,8 @@ def model_panel(start: Start) -> ModelPanel:
                 arch = gr.Dropdown(["encoder-decoder", "decoder", "encoder"], value="encoder-decoder",
                                    label="Architecture")
                 with gr.Row():
-                    norm = gr.Radio(["pre-norm", "post-norm"], value="pre-norm", label="LayerNorm")
+                    norm = gr.Radio(["pre-norm", "post-norm"], value="pre-norm", label="LayerNorm",
+                                    info=gloss_of("layer's norm"))
                     positional = gr.Dropdown(["sinusoidal", "learned", "none"], value="sinusoidal", label="Positions")
                 with gr.Row():
                     n_layers = gr.Number(2, label="Layers", precision=0, minimum=1, maximum=24, min_width=60)

@@ -48,6 +48,9 @@ ATTENTION_TAB = "attention"  # the tab the page opens on: the Attention tab (tab
 WINDOW = (0, 16)  # the "Window k" slider
 BIG = 10**6  # blocked position / predict-after position: the page's fields have no bound; a link's are bounded
 Component = Any  # a Gradio component
+# A field whose `rerun` is "blur" lets go of the focus on Enter, so that Enter runs the page once, as leaving it does
+# (its "input" event fires at every digit: "0.8" would run at 0 first, which the sampler refuses).
+BLUR_ON_ENTER = "() => { document.activeElement?.blur(); }"
 
 
 @dataclass(frozen=True)
@@ -59,7 +62,8 @@ class Setting:
     place: str  # PLACES
     row: str = ""  # the settings of a place with the same row sit side by side, where the first of them is
     default: Any = REQUIRED  # /analyze's default (a setting after the first with one needs one)
-    rerun: str | None = None  # the component's event that runs the page again ("input", "submit", "release")
+    rerun: str | None = None  # the component's event that runs the page again ("input", "submit", "release"; "blur":
+    #                           a number typed digit by digit runs once it is left, or Enter is pressed: BLUR_ON_ENTER)
     link: Key | None = None  # how a link carries it; None: not in a link
     reset: Any = KEEP  # the value a model change sets it back to
 
@@ -181,16 +185,16 @@ SETTINGS: tuple[Setting, ...] = (
             link=Key("sample", lambda text, reading: flag(text), "`1` or `0` (`0`, or no key: greedy)", "Sample",
                      when="sample")),
     Setting("temperature", lambda s: gr.Number(1.0, label="Temperature", min_width=60, elem_id="temperature"),
-            SAMPLING, row="first", default=1.0, rerun="submit",
+            SAMPLING, row="first", default=1.0, rerun="blur",
             link=sampling_key("temperature", "a number above 0", "Temperature")),
     Setting("top_k", lambda s: gr.Number(0, label="Top-k (0: off)", precision=0, minimum=0, min_width=60,
-                                         elem_id="top-k"), SAMPLING, row="second", default=0, rerun="submit",
+                                         elem_id="top-k"), SAMPLING, row="second", default=0, rerun="blur",
             link=sampling_key("top_k", "a whole number from 0 (`0`: off)", "Top-k")),
     Setting("top_p", lambda s: gr.Number(1.0, label="Top-p (1: off)", min_width=60, elem_id="top-p"), SAMPLING,
-            row="second", default=1.0, rerun="submit",
+            row="second", default=1.0, rerun="blur",
             link=sampling_key("top_p", "above 0 and at most 1 (`1`: off)", "Top-p")),
     Setting("seed", lambda s: gr.Number(0, label="Seed", precision=0, minimum=0, min_width=60, elem_id="seed"),
-            SAMPLING, row="first", default=0, rerun="submit",
+            SAMPLING, row="first", default=0, rerun="blur",
             link=sampling_key("seed", "a whole number from 0 to 2147483647", "Seed")),
 )
 

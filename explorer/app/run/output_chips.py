@@ -24,7 +24,7 @@ class ClickTarget:
     position: int  # in the decoder's reading of sentence 1 (a language model: the typed tokens, then `extend`)
     token: int  # its id
     label: str  # as the page shows it
-    what: str  # "the 3rd token of the answer", "a next-token candidate", ...
+    what: str  # "token 2 of the answer" (positions count from 0, as everywhere on the page), "a next-token candidate"
     extend: tuple[int, ...] = ()  # a language model's continuation before it: appended to the reading
 
 
@@ -36,26 +36,20 @@ class Chips:
     targets: list[ClickTarget | None]
 
 
-def ordinal(k: int) -> str:
-    n = k + 1
-    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
-    return f"{n}{suffix}"
-
-
 def answer_chips(base: GeneratedText, tog: GeneratedText, start: int, no_toggle: bool) -> Chips:
     """The answer's tokens (answer token k predicted at `start` + k), then the toggled answer where it differs."""
     items: list[tuple[str, str | None]] = [("Output:", None)]
     targets: list[ClickTarget | None] = [None]
     for k, (i, label) in enumerate(zip(base.ids, base.labels)):
         items.append((label, "output"))
-        targets.append(ClickTarget(start + k, i, label, f"the {ordinal(k)} token of the answer"))
+        targets.append(ClickTarget(start + k, i, label, f"token {k} of the answer"))
     if not no_toggle and tog.ids != base.ids:
         items.append(("→ with the toggles:", None))
         targets.append(None)
         for k, (i, label) in enumerate(zip(tog.ids, tog.labels)):
             same = k < len(base.ids) and base.ids[k] == i
             items.append((label, "same" if same else "changed"))
-            targets.append(ClickTarget(start + k, i, label, f"the {ordinal(k)} token of the toggled answer"))
+            targets.append(ClickTarget(start + k, i, label, f"token {k} of the toggled answer"))
     return Chips(items, targets)
 
 
@@ -76,7 +70,7 @@ def next_token_chips(base: NextTokens, labels: list[str], codec: object, view: V
         targets.append(None)
         for k, (i, name) in enumerate(zip(cont.ids, cont.labels)):
             items.append((name, "output"))
-            targets.append(ClickTarget(length - 1 + k, i, name, f"the {ordinal(k)} token of the continuation",
+            targets.append(ClickTarget(length - 1 + k, i, name, f"token {k} of the continuation",
                                        tuple(cont.ids[:k])))
     return Chips(items, targets)
 

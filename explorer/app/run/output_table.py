@@ -159,7 +159,29 @@ def output_table(cmp: Comparison, view: View) -> OutputTable:
     if cmp.sampling is not None:  # said under the outputs too: a screenshot of the table is never taken for greedy
         table.summary += (f"\n\nGenerated tokens {sampling_words(cmp.sampling)} (not greedy; the baseline and the "
                           "toggled run drew the same random numbers, so they differ only where the model does).")
+    if cmp.greedy is not None:  # the greedy answer beside the sampled one
+        table.summary += "\n\n" + greedy_lines(cmp)
+        if table.headers[1] == "run":
+            table.rows += [[s, "greedy (Sample off)", printable(g.text), " ".join(f"{label} ({p:.2f})" for label, p in
+                           zip(g.labels, g.probs)), round(float(np.mean(g.probs)) if g.probs else 0.0, 4)]
+                           for s, g in enumerate(cmp.greedy, start=1)]
     return table
+
+
+def greedy_lines(cmp: Comparison) -> str:
+    """Each sentence's sampled baseline answer beside its greedy one, and where they part."""
+    lines = []
+    for s, (out, greedy) in enumerate(zip(cmp.baseline.outputs, cmp.greedy or []), start=1):
+        sampled = out.continuation if isinstance(out, NextTokens) else out
+        if not isinstance(sampled, GeneratedText):
+            continue
+        first = next((n for n, (a, b) in enumerate(zip(sampled.ids, greedy.ids)) if a != b), None)
+        if first is None and len(sampled.ids) != len(greedy.ids):
+            first = min(len(sampled.ids), len(greedy.ids))
+        where = "the same" if first is None else f"the draws differ from token {first} on"
+        lines.append(f"Sentence {s}, sampled: “{escape_md(printable(sampled.text))}” · greedy (Sample off): "
+                     f"“{escape_md(printable(greedy.text))}” ({where}).")
+    return "\n\n".join(lines)
 
 
 def outputs_table(cmp: Comparison, view: View) -> OutputTable:

@@ -22,8 +22,10 @@ import torch
 from ...checkpoints import LoadedModel
 from ...outputs.sampling import Sampling
 from .captures import RunBlock, capture, run_block
+from .greedy import greedy_answers
 from .inputs import Inputs, TextCodec, codec_for, encode_inputs
 from .model_run import Run, run_model
+from .sentence_outputs import GeneratedText
 from .toggles import Toggles, head_mask
 from .view import View
 
@@ -39,6 +41,7 @@ class Comparison:
     outputs: "Outputs | None" = field(default=None, repr=False)  # the outputs being computed (start_outputs)
     sampling: Sampling | None = None  # how both runs drew their generated tokens (None: greedy)
     block: RunBlock | None = field(default=None, repr=False)  # the view's block as both runs computed it (captures)
+    greedy: list[GeneratedText] | None = None  # a sampled Run: each sentence's greedy answer (run.greedy), else None
 
     def start_outputs(self) -> None:
         """Begin computing the runs' outputs in a thread (once; a complete comparison has none to compute):
@@ -106,6 +109,8 @@ def compare_in_steps(loaded: LoadedModel, text1: str | None, text2: str | None, 
         cmp.start_outputs()
         cmp.outputs.wait()
         cmp.outputs = None
+    if sampling is not None:  # shown beside the sampled answer; after a language model's first look
+        cmp.greedy = greedy_answers(loaded, codec, inputs, new_tokens)
     yield cmp
 
 

@@ -111,3 +111,12 @@ def token_id(loaded: LoadedModel, text: str | None, what: str, notices: list[str
     if ids[0] >= vocab:
         raise AppError(f"{what}: id {ids[0]} is outside the vocabulary (0..{vocab - 1})")
     return int(ids[0])
+
+
+def token_text(loaded: LoadedModel, token: int, label: str) -> str:
+    """What a target box shows for token `token` whose page label is `label`: the label when typing it gives that
+    token back (token_id), else "#id" (a label the tokenizer reads otherwise, such as a special token's)."""
+    try:
+        return label if token_id(loaded, label, "token") == token else f"#{token}"
+    except AppError:
+        return f"#{token}"

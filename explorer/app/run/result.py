@@ -29,6 +29,7 @@ from .output_table import output_table
 from .pair import Comparison, compare, compare_in_steps
 from .state_line import state_line
 from .toggles import Toggles
+from .unchanged import why_unchanged
 from .view import View
 
 WAITING = "Attention drawn; computing the next-token predictions and the continuation…"  # a language model's first look
@@ -101,6 +102,8 @@ class Analysis:
         self.note = next(filter(None, (occurrence_note(unique_labels(labels[view.row])) for _, labels in sequences)),
                          None)
         self.chips = output_chips(cmp, view, decoder_only="cross" not in kinds)  # sentence 1's output, clickable
+        # Toggles that changed no output: what moved, why, the next step (run.unchanged); None: nothing to say
+        self.why = why_unchanged(cmp, view, self.output.changed, decoder_only="cross" not in kinds)
         self.block = cmp.block  # the view's block as the runs computed it (captures.RunBlock), for Inside a head
         self.figure_set = figures
         self.reduced = reduced if later else reduced.complete()

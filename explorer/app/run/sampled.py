@@ -24,7 +24,7 @@ from ...viz.sampling import sampling_figure
 from ..serving.errors import AppError
 
 SHOWN = 12  # tokens the sampling view draws (the most probable): room for the usual cut-offs, readable labels
-GREEDY = ("Greedy decoding: each generated token is the most probable one. Tick “Sample” (Language model, left) to "
+GREEDY = ("Greedy decoding: each generated token is the most probable one. Tick “Sample” among the controls to "
           "draw it instead, after a temperature, top-k and top-p: this view then shows the first draw.")
 NOT_GENERATED = "The sampling view shows the first generated token: this model generates nothing."
 

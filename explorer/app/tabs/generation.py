@@ -15,9 +15,11 @@ import gradio as gr
 import numpy as np
 
 from ... import viz
+from ...labels import printable
 from ..run.figures import Reduction, RunFigure
-from ..run.sentence_outputs import GeneratedText, NextTokens, Output
 from ..run.pair import Comparison
+from ..run.sampled import sampling_words
+from ..run.sentence_outputs import GeneratedText, NextTokens, Output
 from ..run.view import View
 from .base import Tab
 
@@ -41,6 +43,7 @@ class GenerationInputs:
     reached: np.ndarray | None  # (N, K) True where step t had already seen key k
     cross_rows: np.ndarray | None  # (N, S) cross-attention of each step; None for decoder-only models
     sources: list[str]
+    greedy: str = ""  # a sampled Run: what greedy decoding writes instead (run.greedy), beside the drawn answer
 
 
 def generation_inputs(cmp: Comparison, view: View) -> GenerationInputs:
@@ -63,8 +66,12 @@ def generation_inputs(cmp: Comparison, view: View) -> GenerationInputs:
     if "cross" in run.attentions:
         cross = gen.attention_matrix("cross", view.layer, gb)[view.head, :n].float().cpu().numpy()  # (N, S)
         sources = run.keys["cross"][b][: cross.shape[1]]
+    greedy = ""
+    if cmp.greedy is not None and cmp.sampling is not None:  # the drawn answer beside the greedy one
+        greedy = (f"drawn ({sampling_words(cmp.sampling).removeprefix('sampled: ')}): “{printable(out.text)}” · greedy "
+                  f"(Sample off, every head on): “{printable(cmp.greedy[b].text)}”")
     return GenerationInputs(None, view, [f"→ {label}" for label in out.labels] or ["→"], self_rows, keys, reached,
-                            cross, sources)
+                            cross, sources, greedy)
 
 
 def self_figure(inp: GenerationInputs) -> Any:
@@ -72,8 +79,10 @@ def self_figure(inp: GenerationInputs) -> Any:
     if inp.message is not None:
         return viz.message_figure(inp.message)
     layer, head = inp.view.layer, inp.view.head
-    return viz.head_heatmap(inp.self_rows, inp.queries, inp.keys, mask=inp.reached,
-                            title=f"Decoder self-attention per generated token (layer {layer}, head {head})",
+    title = f"Decoder self-attention per generated token (layer {layer}, head {head})"
+    if inp.greedy:  # token text: escaped for Plotly's pseudo-HTML
+        title += f"<br><sup>{viz.escape(inp.greedy)}</sup>"
+    return viz.head_heatmap(inp.self_rows, inp.queries, inp.keys, mask=inp.reached, title=title,
                             x_title="tokens so far (key)", y_title="generated token (query)")
 
 

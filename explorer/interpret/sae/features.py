@@ -226,7 +226,7 @@ class FeaturesView:
     tokens: HeadTokens | None  # the tokens its decoder row promotes / suppresses at `position` (None: no direct path
     #                            from the site to an output head: an encoder-decoder's encoder, a bare encoder)
     position: int  # where the latent was chosen and its tokens read (resolved, counted from 0)
-    columns: Tensor | None = None  # (n,) long: the sentence's strongest latents (strongest_latents), if asked for
+    columns: Tensor | None = None  # (n,) long: the strongest latents (the chosen one always among them), if asked
     column_values: Tensor | None = None  # (T, n) their activation at every token
 
 
@@ -275,6 +275,8 @@ def features_view(model: Transformer, ids: Tensor, sae: SAE, *, latent: int | No
     if latent is None:
         latent = int(reading.top_latents[t, 0])
     shown = strongest_latents(reading, columns) if columns else torch.zeros(0, dtype=torch.long)
+    if columns and not bool((shown == latent).any()):  # the chosen latent is always a column: the last one
+        shown = torch.cat([shown[:columns - 1], torch.tensor([latent])])
     values = sae.encode_latents(x, torch.cat([torch.tensor([latent]), shown])).cpu()  # (T, 1 + n) in one encode
     tokens = tokens_of_directions(model, record, out, seq.shape[1], site, sae.W_dec[latent], t, tokens_k) \
         if direct else None

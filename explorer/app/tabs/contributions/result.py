@@ -63,7 +63,7 @@ class ContributionRequest:
     heads_on: Mapping[str, frozenset[Head]] | None = None
     threshold: float = DEFAULT_THRESHOLD
     extend: tuple[int, ...] = ()  # a language model's continuation before the token asked about: appended
-    asked: str = ""  # what was clicked ("“3”, the 7th token of the answer"), for the summary
+    asked: str = ""  # what was clicked ("“3”, token 6 of the answer"), for the summary
 
     def __post_init__(self) -> None:
         if isinstance(self.threshold, bool) or not isinstance(self.threshold, (int, float)) or \

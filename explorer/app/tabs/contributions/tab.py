@@ -21,6 +21,7 @@ from ...page.head_labels import parse_heads
 from ...page.head_switches import switch_updates
 from ...page.settings import ATTENTION_TAB
 from ...run.output_chips import ClickTarget
+from ...run.readings import token_text
 from ...run.request import page_heads
 from ...serving.errors import AppError
 from ...serving.handlers import PRIVATE, reporting
@@ -32,6 +33,7 @@ from .result import DEFAULT_THRESHOLD, Contributions, contributions
 from .token_attribution import DEFAULT_STEPS, METHOD_NAMES
 from .text import (attribution_markdown, attribution_table, contribution_figures, graph_figure, head_table, is_click,
                    parse_head, summary_markdown)
+from .two_measures import two_measures
 from .why_token import WHY_HEADERS, WhyRequest, WhyResult, why, why_markdown
 
 # A head of the map (a cell's customdata "kind|layer|head") or of the graph (an edge midpoint's [kind, layer, head,
@@ -92,14 +94,16 @@ class ContributionEvents(TabEvents):
         return {self.status: "", **self.shown(result), self.parts.stale: ""}
 
     @reporting
-    def ranked(self, form: ContributionForm, extend: Any = (), search_pairs: Any = False) -> dict:
-        """Every head by its exact effect on the token asked about (why_token), the best pair when none moves it."""
+    def ranked(self, form: ContributionForm, extend: Any = (), search_pairs: Any = False, shown: Any = None) -> dict:
+        """Every head by its exact effect on the token asked about (why_token), the best pair when none moves it, and
+        what it measures against the shown direct shares (`shown`: the tab's result; two_measures)."""
         loaded = get_model(form.session, self.ctx)
         r = form.request(loaded.config.attention_kinds(), extend)
         result = self.compute.call(why, form.session, WhyRequest(r.text, r.position, r.token, r.extend, r.heads_on,
                                                                  bool(search_pairs)))
         p = self.parts
-        return {self.status: "", p.why_md: why_markdown(result), p.why_result: result,
+        words = "\n\n".join(filter(None, [why_markdown(result), two_measures(result, shown)]))
+        return {self.status: "", p.why_md: words, p.why_result: result,
                 p.why_df: pd.DataFrame(result.rows, columns=WHY_HEADERS)}
 
     @reporting
@@ -113,14 +117,16 @@ class ContributionEvents(TabEvents):
         on[top.kind] = on[top.kind] - {(top.layer, top.head)}
         return {self.status: "", **switch_updates(self.page.heads, kinds, on, choices=False)}
 
-    def clicked(self, targets: Any, evt: gr.SelectData) -> dict:
-        """A token of the page's output clicked: this tab opened at the position where the model predicts it."""
+    def clicked(self, session: Any, targets: Any, evt: gr.SelectData) -> dict:
+        """A token of the page's output clicked: this tab opened at the position where the model predicts it, the
+        token named by its text (its id only when its text reads back as another token)."""
         index = evt.index if isinstance(evt.index, int) else -1
         target = targets[index] if isinstance(targets, list) and 0 <= index < len(targets) else None
         if not isinstance(target, ClickTarget):
             return {self.parts.asked: gr.skip()}
         p, page = self.parts, self.page
-        return {p.position: target.position, p.token: f"#{target.token}", p.minus: "", p.extend: target.extend,
+        token = token_text(get_model(session, self.ctx), target.token, target.label)
+        return {p.position: target.position, p.token: token, p.minus: "", p.extend: target.extend,
                 p.asked: f"“{target.label}”, {target.what}", page.visible_tab: TAB.id,
                 page.tab_strip: gr.update(selected=TAB.id)}
 
@@ -188,7 +194,7 @@ class ContributionsTab(Tab):
     title = "Contributions"
     result = "contrib-summary"
     help = ("Why the model chose a token: which of its parts pushed it up or down, and which words of the "
-            "sentence mattered (click a token of the output above to ask). Where one prediction comes from, on sentence"
+            "sentence mattered (click a token of the output above to ask; positions count from 0). Where one prediction comes from, on sentence"
             " 1: each head's and MLP's direct share of the logit (red "
             "raises it, blue lowers it; the parts add up to the logit), without and with the head switches; click a "
             "head for the tokens it promotes and suppresses. Below: each input token's attribution (integrated "
@@ -212,7 +218,7 @@ class ContributionsTab(Tab):
                                  info="−1 = last (masked LM: its mask)")
             token = gr.Textbox(label="Target token", max_lines=1, placeholder="blank: the top token (or #id)",
                                elem_id="contrib-token", min_width=120)
-            minus = gr.Textbox(label="Minus token (optional)", max_lines=1, placeholder="logit difference with it",
+            minus = gr.Textbox(label="Minus token (optional)", max_lines=1, placeholder="logit (raw score) difference with it",
                                elem_id="contrib-minus", min_width=120)
             method = gr.Radio([(name, key) for key, name in METHOD_NAMES.items()], value="integrated_gradients",
                               label="Token attribution", elem_id="contrib-method", min_width=170)
@@ -260,11 +266,12 @@ class ContributionsTab(Tab):
         p.run_btn.click(**attribute, api_name="contributions",
                         api_description="Where a prediction comes from: each head's and MLP's share of its logit, "
                                         "and each input token's.")
-        rank = dict(fn=endpoint(ContributionForm, ev.ranked, "rank_heads", extra=("extend", "search_pairs")),
-                    inputs=[*inputs, p.extend, p.pairs], outputs=[app.status, p.why_md, p.why_df, p.why_result])
+        rank = dict(fn=endpoint(ContributionForm, ev.ranked, "rank_heads", extra=("extend", "search_pairs", "shown")),
+                    inputs=[*inputs, p.extend, p.pairs, p.result],
+                    outputs=[app.status, p.why_md, p.why_df, p.why_result])
         p.why_btn.click(**rank, **PRIVATE)
         # A token of the page's output clicked: this tab at its position, computed, the heads ranked by effect.
-        page.results.output.select(ev.clicked, [page.results.targets],
+        page.results.output.select(ev.clicked, [page.session, page.results.targets],
                                    [p.position, p.token, p.minus, p.extend, p.asked, page.visible_tab,
                                     page.tab_strip], **PRIVATE).then(**attribute, **PRIVATE).then(**rank, **PRIVATE)
         app.then_analyze(p.top_off.click(ev.top_off, [page.session, p.why_result, *heads], [app.status, *heads],

@@ -55,6 +55,7 @@ class OutputComparison:
     favourite_changed: float | None = None  # the baseline's top next token's probability in the changed run
     nothing_changed: bool = False  # no switch set (or a coefficient of 0): the changed run is the model's own
     notes: list[str] = field(default_factory=list)
+    why: list[str] = field(default_factory=list)  # why nothing changed, in words (features.why_same), under the verdict
 
     @property
     def first_difference(self) -> int | None:

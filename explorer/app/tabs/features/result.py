@@ -32,6 +32,7 @@ from ...serving.errors import AppError
 from .changed_output import OutputComparison, compare_outputs
 from .dashboards import STREAM_BYTES, LatentCard, card_of
 from .sae_store import SAESource, fitted, shared_sae
+from .why_same import silent_latents, zero_vector
 
 TOP_K = 8  # latents kept per token
 COLUMNS = 24  # the heatmap's latents: the sentence's strongest
@@ -162,6 +163,7 @@ def switch_latents(loaded: LoadedModel, request: SwitchRequest, max_tokens: int)
     out = compare_outputs(loaded, codec_for(loaded), ids, labels, sae_hook(loaded.model, sae, switches),
                           change="switched", what=what, new_tokens=request.new_tokens, nothing_changed=not switches)
     out.notes.extend(notes + cut)
+    out.why.extend(silent_latents(loaded, sae, switches, request.text, max_tokens) if not out.differs else [])
     return out
 
 
@@ -199,6 +201,7 @@ def steer(loaded: LoadedModel, request: SteerRequest, max_tokens: int) -> Output
                           change="steered", what=what, new_tokens=request.new_tokens,
                           nothing_changed=request.coefficient == 0)
     out.notes.extend(cut + pair.notices)
+    out.why.extend(zero_vector(vector, request.layer, pair.labels[0], pair.labels[1]))
     return out
 
 

@@ -27,33 +27,17 @@ from ...serving.handlers import PRIVATE, reporting
 from ...serving.limits import MAX_NEW_TOKENS
 from ...serving.session import get_model
 from ..base import LinkKey, Tab, TabEvents
+from .click import SCRIPT
 from .dashboards import cached
 from .forms import (DEFAULT_COEFFICIENT, NO_SAE, FeatureForm, LatentClick, SteerForm, SwitchForm, coefficient_key,
                     latent_key, layer_key, sae_key, sae_source, switches_key, text_key, whole_or_none)
 from .result import FeatureRequest, SwitchRequest, feature_bytes, features, outputs_bytes, steer, switch_latents
 from .sae_store import SAESource, saes_for, shared_sae
+from .switch_state import NONE, switches_line
 from .text import (TOKEN_HEADERS, latent_figures, latent_markdown, output_markdown, output_table, reading_heatmap,
                    reading_markdown, token_rows)
 
-# gr.Plot has no click event: a click on a heatmap cell writes "latent|time" into a hidden textbox (the column's
-# category is "latent 12", explorer.viz.latents; the time makes a second click on one latent a change).
-SCRIPT = """
-const bindFeatures = () => {
-  const plot = document.querySelector('#features-heatmap .js-plotly-plot');
-  if (!plot || !plot.on || plot.__explorerLatentClick) return;
-  plot.__explorerLatentClick = true;
-  plot.on('plotly_click', (event) => {
-    const point = event && event.points && event.points[0];
-    const latent = point && /^latent (\\d+)$/.exec(String(point.x));
-    const box = document.querySelector('#features-click textarea, #features-click input');
-    if (!latent || !box) return;
-    box.value = latent[1] + '|' + Date.now();
-    box.dispatchEvent(new Event('input', {bubbles: true}));
-  });
-};
-new MutationObserver(bindFeatures).observe(document.body, {childList: true, subtree: true});
-bindFeatures();
-"""
+
 @dataclass
 class FeatureParts:
     sae: gr.Dropdown
@@ -79,6 +63,8 @@ class FeatureParts:
     steer_btn: gr.Button
     out_md: gr.Markdown
     out_df: gr.Dataframe
+    switch_state: gr.Markdown  # the latents switched now, in words (switch_state)
+    clear_btn: gr.Button  # sets the switches back to none
 
     def reading(self) -> list[Any]:
         return [self.summary, self.heatmap, self.latent, self.latent_md, self.strip, self.hist, self.examples,
@@ -192,7 +178,7 @@ class FeaturesTab(Tab):
             "latents at every token and how well the SAE rebuilds this sentence; click a cell for that latent's "
             "dashboard (its activation here, its top examples and histogram over the model's own examples, the "
             "tokens it promotes and suppresses). Switch latents off, clamp or add them like heads, or steer from a "
-            "contrast (no SAE needed): baseline vs changed output below.")
+            "contrast (no SAE needed): baseline vs changed output below. Positions count from 0.")
     button = "features-run"
     script = SCRIPT
     link_keys = (LinkKey("sae", "sae", sae_key, "the SAE: a shipped SAE's name, an allowed folder or a Hub repo's "
@@ -232,6 +218,9 @@ class FeaturesTab(Tab):
             add_btn = gr.Button("Switch it", elem_id="features-add", scale=0, min_width=100)
             switch_btn = gr.Button("Run with the switches", variant="primary", elem_id="features-switch", scale=0,
                                    min_width=150)
+        with gr.Row(equal_height=True):
+            switch_state = gr.Markdown(NONE, elem_id="features-switch-state")
+            clear_btn = gr.Button("Clear the switches", elem_id="features-clear", size="sm", scale=0, min_width=140)
         with gr.Accordion("Steer from a contrast (ActAdd, Turner et al. 2023): no SAE needed", open=False,
                           elem_id="features-steering"):
             with gr.Row(equal_height=False):
@@ -248,7 +237,7 @@ class FeaturesTab(Tab):
                               elem_id="features-output", max_height=360)
         return FeatureParts(sae, latent, run_btn, summary, heatmap, click, latent_md, strip, hist, examples, tokens,
                             switches, mode, value, add_btn, switch_btn, contrast, toward, layer, coefficient,
-                            steer_btn, out_md, out_df)
+                            steer_btn, out_md, out_df, switch_state, clear_btn)
 
     def wire(self, parts: FeatureParts, app: Any) -> FeatureEvents:
         ev, page, p = FeatureEvents(app, parts), app.page, parts
@@ -272,7 +261,12 @@ class FeaturesTab(Tab):
         p.click.change(ev.clicked, [p.click, session, text, p.sae], [app.status, *p.reading()], **PRIVATE)
         p.add_btn.click(ev.add_switch, [p.switches, p.latent, p.mode, p.value], [app.status, p.switches], **PRIVATE
                         ).then(ev.after_read, switch_inputs, outputs, **PRIVATE)
-        p.sae.input(lambda: None, None, [p.latent], **PRIVATE)  # another SAE: its latents are others
+        # The switches stay from one Run to the next, said beside them; cleared by the button or another SAE (whose
+        # latents are others: the line then says none).
+        p.switches.change(switches_line, [p.switches], [p.switch_state], **PRIVATE)
+        p.clear_btn.click(lambda: "", None, [p.switches], **PRIVATE).then(ev.after_read, switch_inputs, outputs,
+                                                                           **PRIVATE)
+        p.sae.input(lambda: (None, ""), None, [p.latent, p.switches], **PRIVATE)
         session.change(ev.fit_to_model, [session, p.sae], [p.sae], **PRIVATE)
         return ev
 

@@ -93,6 +93,7 @@ def output_markdown(out: OutputComparison) -> str:
         where = "" if first is None else f", from generated token {first} on"
         verdict = f"**The {'switches' if name == 'switched' else 'steering'} changed the output{where}.**"
     lines = [verdict] if out.nothing_changed else [verdict, f"{name.capitalize()}: {escape_md(out.what)}."]
+    lines += [escape_md(w) for w in out.why] if not out.differs else []
     if out.next_baseline is not None:
         top, after = out.next_baseline, out.favourite_changed
         lines.append(f"After “{escape_md(out.prompt_labels[-1])}” the model expects **{escape_md(top.labels[0])}** "

@@ -276,15 +276,20 @@ def summary_markdown(read: BlockRead, base: Any, toggled: Any, label: str) -> st
     return "\n\n".join(lines)
 
 
-def key_table(read: BlockRead, base: Any, toggled: Any) -> pd.DataFrame:
-    """The strongest keys: position, token, why blocked, q·k, score, weight (and with the toggles), |v W_O|."""
+def key_table(read: BlockRead, base: Any, toggled: Any, labels: Any = None) -> pd.DataFrame:
+    """The strongest keys: position, token (`labels`: the figures' unique labels, "0·2" for a second "0"), why
+    blocked, q·k, score, weight (and with the toggles), |v W_O|; a blocked key has no q·k or score ("—")."""
+    labels = read.key_labels if labels is None else labels
+
+    def shown(r: Any, values: Any, j: int) -> Any:
+        return "—" if r.blocked_by[j] else round(float(values[j]), 4)  # no score: the softmax reads −∞
+
     rows = []
     for j in sorted(shown_keys(base, toggled, TOP_ROWS).tolist(), key=lambda j: -base.weights[j]):
-        row = [j, read.key_labels[j], base.blocked_by[j] or "", round(float(base.dots[j]), 4),
-               round(float(base.scores[j]), 4), round(float(base.weights[j]), 4)]
+        row = [j, labels[j], base.blocked_by[j] or "", shown(base, base.dots, j), shown(base, base.scores, j),
+               round(float(base.weights[j]), 4)]
         if toggled is not None:
-            row += [toggled.blocked_by[j] or "", round(float(toggled.scores[j]), 4),
-                    round(float(toggled.weights[j]), 4)]
+            row += [toggled.blocked_by[j] or "", shown(toggled, toggled.scores, j), round(float(toggled.weights[j]), 4)]
         rows.append(row + [round(float(base.value_norms[j]), 4)])
     headers = ["key", "token", "blocked", "q·k", "score", "weight"]
     if toggled is not None:

@@ -13,14 +13,18 @@ from ...forms import PageView
 from ...link.values import Invalid, whole
 from ...page.settings import default_of
 from ...run.request import whole_number
+from ...serving.errors import AppError
 from ...serving.limits import DEFAULT_CONTINUATION
+from ....interpret.head_steps import MAX_KEYS
 from .computation import LINES_MAX, BlockRequest
 
 
 @dataclass(frozen=True)
 class HeadForm:
     """/head_computation: the page's view and toggles, how far a language model continues, what the lines measure,
-    the query and the lines' heads (the page's part fixed: a new page setting does not shift these)."""
+    the query and the lines' heads (the page's part fixed: a new page setting does not shift these); then the keys
+    worked through step by step (empty: the 3 strongest, the query itself and the first masked key) and the words
+    ("plain" or "details")."""
 
     session: Any
     view: PageView
@@ -28,6 +32,15 @@ class HeadForm:
     measure: Any = default_of("measure")
     query: Any = -1
     lines_heads: Any = None
+    keys: Any = None
+    words: Any = "plain"
+
+    @property
+    def plain(self) -> bool:
+        """Plain words (the default), else every detail ("details")."""
+        if self.words not in (None, "", "plain", "details"):
+            raise AppError(f"words must be 'plain' or 'details', got {str(self.words)[:20]!r}")
+        return self.words != "details"
 
     def block(self, kinds: Any) -> BlockRequest:
         v = self.view
@@ -68,3 +81,18 @@ def lines_key(text: str, check_model: Any) -> list[int]:
     if len(heads) > LINES_MAX:
         raise Invalid(f"names more than {LINES_MAX} heads")
     return heads
+
+
+def keys_key(text: str, check_model: Any) -> list[int]:
+    """"0,4,7" (or the page's "[0, 4, 7]") -> the key positions worked through, at most MAX_KEYS."""
+    keys = [whole(k, 0, 10**6) for k in text.strip("[] ").replace(",", " ").split()]
+    if len(keys) > MAX_KEYS:
+        raise Invalid(f"names more than {MAX_KEYS} keys")
+    return keys
+
+
+def words_key(text: str, check_model: Any) -> str:
+    """"plain" or "details"."""
+    if text not in ("plain", "details"):
+        raise Invalid("is not 'plain' or 'details'")
+    return text

@@ -21,10 +21,12 @@ from typing import Any
 import gradio as gr
 
 from .... import viz
+from ....interpret.head_steps import MAX_KEYS, example_json, worked_example
+from ....labels import unique_labels
 from ....viz.head_computation import head_computation_figure
-from ....viz.head_view import FOCUS_ON_CLICK_JS
 from ...forms import endpoint, form_inputs
 from ...page.assets import plot
+from ...page.glossary import glossed
 from ...run.request import whole_number
 from ...run.view import KIND_SHORT, MEASURES
 from ...serving.errors import AppError, escape_md
@@ -32,41 +34,10 @@ from ...serving.handlers import PRIVATE, reporting
 from ...serving.kept import Shown
 from ...serving.session import Session, get_model
 from ..base import LinkKey, Tab, TabEvents
-from .computation import (BlockRead, computation_json, from_shown, key_table, lines_heads, read_block,
-                          summary_markdown)
-from .forms import HeadClick, HeadForm, lines_key, query_key
-
-# A click on a row of the Attention tab's heatmap (#head-plot), on a query of the lines view or of the query-key map
-# writes "kind|layer|head|query|stamp" into #head-click (kind, layer, head: the page's controls at the click).
-SCRIPT = """
-const headControl = (id) => { const el = document.querySelector('#' + id + ' input'); return el ? el.value : ''; };
-const sendQuery = (query) => {
-  const box = document.querySelector('#head-click textarea, #head-click input');
-  if (!box || !(query >= 0)) return;
-  box.value = [headControl('kind'), headControl('layer'), headControl('head'), query, Date.now()].join('|');
-  box.dispatchEvent(new Event('input', {bubbles: true}));
-};
-const bindQueries = (selector, queryOf, also) => {
-  const plot = document.querySelector(selector + ' .js-plotly-plot');
-  if (!plot || !plot.on || plot.__explorerQueryClick) return;
-  plot.__explorerQueryClick = true;
-  if (also) also(plot);
-  plot.on('plotly_click', (event) => {
-    const point = event && event.points && event.points[0];
-    if (point) sendQuery(queryOf(point, plot));
-  });
-};
-const bindHeadPlots = () => {
-  bindQueries('#head-plot', (point, plot) => {  // the Attention tab's heatmap: the row's position
-    const main = (plot.data || []).find((t) => t.name === 'weights');
-    return main && main.y ? Array.prototype.indexOf.call(main.y, point.y) : -1;
-  });
-  bindQueries('#head-lines-plot', (point) => point.data.name === 'queries' ? point.customdata : -1, FOCUS);
-  bindQueries('#head-qk-plot', (point) => point.data.name === 'queries' && point.customdata ? point.customdata[1] : -1);
-};
-new MutationObserver(bindHeadPlots).observe(document.body, {childList: true, subtree: true});
-bindHeadPlots();
-""".replace("FOCUS", FOCUS_ON_CLICK_JS.strip())
+from .computation import BlockRead, computation_json, from_shown, key_table, lines_heads, read_block, summary_markdown
+from .forms import HeadClick, HeadForm, keys_key, lines_key, query_key, words_key
+from .script import SCRIPT
+from .steps import key_choices, plain_summary, steps_html
 
 
 @dataclass
@@ -93,9 +64,16 @@ class HeadParts:
     state: gr.State  # HeadState
     api_btn: gr.Button  # /head_computation for API clients: the figures and the numbers as JSON
     data: gr.JSON
+    keys: gr.Dropdown  # the keys worked through step by step (blank: the default ones)
+    words: gr.Radio  # "plain" words (the default) or every "details"
+    steps: gr.HTML  # the worked example
+    details: gr.Column  # the neuron view, the table, the lines and the query-key map: shown with "details"
 
     def shown(self) -> list[Any]:
         return [self.summary, self.computation, self.table, self.lines, self.query_key, self.lines_heads, self.state]
+
+    def steps_shown(self) -> list[Any]:
+        return [self.steps, self.keys]
 
 
 class HeadEvents(TabEvents):
@@ -129,12 +107,36 @@ class HeadEvents(TabEvents):
         if measure not in MEASURES:
             raise AppError(f"unknown measure {measure!r}; choose from {', '.join(MEASURES)}")
         heads = lines_heads(form.lines_heads, head, block.n_heads)
-        label = block.query_labels[base.query]
-        p = self.parts
-        updates: dict = {self.status: "⚠️ " + escape_md(" ".join(block.notices)) if block.notices else "",
-                         p.summary: summary_markdown(block, base, toggled, label),
-                         p.computation: plot(head_computation_figure(base, block.key_labels, label, toggled=toggled)),
-                         p.table: key_table(block, base, toggled)}
+        keys = unique_labels(block.key_labels)  # the figures' labels: "0·2" for the second "0", in every part
+        label = unique_labels(block.query_labels)[base.query]
+        shown_comp = toggled if toggled is not None else base  # the steps: the model as switched
+        picked, left_out = form.keys, []
+        if not api and isinstance(picked, list):  # picks of another sentence or block: left out, and said
+            n = len(keys)
+            left_out = [k for k in picked if str(k).strip().isdigit() and int(k) >= n]
+            picked = [k for k in picked if k not in left_out]
+        try:
+            example = worked_example(shown_comp, picked)
+        except ValueError as err:
+            raise AppError(str(err)) from None
+        p, plain = self.parts, form.plain
+        notices = block.notices + ([f"key {', '.join(map(str, left_out))} is not one of the {len(keys)} keys here: "
+                                    "left out of the steps."] if left_out else [])
+        updates: dict = {self.status: "⚠️ " + escape_md(" ".join(notices)) if notices else "",
+                         p.summary: plain_summary(block, shown_comp, label) if plain else
+                         glossed(summary_markdown(block, base, toggled, label)),
+                         p.steps: steps_html(example, shown_comp, keys, label, plain),
+                         p.keys: gr.update(choices=key_choices(keys))}
+        data = {"changes": list(block.changes), "query_labels": block.query_labels, "key_labels": block.key_labels,
+                "lines_heads": list(heads), "baseline": computation_json(base), "toggled": computation_json(toggled),
+                "steps": example_json(example)}
+        if not api:
+            updates[p.details] = gr.update(visible=not plain)
+            if plain:  # the details are hidden: drawn when shown
+                return {**updates, **{c: gr.skip() for c in (p.computation, p.table, p.lines, p.query_key)},
+                        p.lines_heads: gr.skip(), p.state: state}, data
+        updates[p.computation] = plot(head_computation_figure(base, keys, label, toggled=toggled))
+        updates[p.table] = key_table(block, base, toggled, keys)
         qk = block.query_key(head)
         try:
             focus = qk.query_index(0, base.query)
@@ -153,8 +155,6 @@ class HeadEvents(TabEvents):
             updates[p.lines] = gr.skip()
         updates[p.lines_heads] = gr.update(choices=list(range(block.n_heads)))  # blank stays blank: the default
         updates[p.state] = state
-        data = {"changes": list(block.changes), "query_labels": block.query_labels, "key_labels": block.key_labels,
-                "lines_heads": list(heads), "baseline": computation_json(base), "toggled": computation_json(toggled)}
         return updates, data
 
     @reporting
@@ -190,14 +190,17 @@ class HeadTab(Tab):
     id = "head"
     title = "Inside a head"
     result = "head-summary"
-    help = ("How the chosen head computes at one query token: q against every key k_j, their products (their sums "
-            "are the dot products), the scores, the mask, the weights, the values and what the head writes; "
-            "without and with your toggles. Click a row of the Attention tab's heatmap to open it on that query. "
-            "Below: the layer's heads as lines, and the head's queries and keys in one picture.")
+    help = ("How one head decides where a token looks, step by step with this run's own numbers: the query q and "
+            "each key k, how well they match (q·k), the mask, the weights (adding up to 1) and the mix of values the "
+            "head passes on; without and with your toggles. Pick the query (or click a row of the Attention tab's "
+            "heatmap) and the keys to follow. All details: the symbols, the neuron view, the layer's heads as lines "
+            "and the head's queries and keys in one picture.")
     button = "head-run"
     script = SCRIPT
     link_keys = (LinkKey("query", "query", query_key, "the query position of the Inside a head tab (−1: the last)"),
-                 LinkKey("lines", "lines_heads", lines_key, "the heads drawn as lines, e.g. `0,2,5` (at most 8)"))
+                 LinkKey("lines", "lines_heads", lines_key, "the heads drawn as lines, e.g. `0,2,5` (at most 8)"),
+                 LinkKey("keys", "keys", keys_key, "the keys Inside a head works through, e.g. `0,4,7` (at most 8)"),
+                 LinkKey("words", "words", words_key, "`details`: Inside a head with all details (else plain words)"))
 
     def layout(self, start: Any) -> HeadParts:
         n_heads = next(iter(start.kinds.values()), (1, 1))[1]
@@ -208,28 +211,40 @@ class HeadTab(Tab):
                                 label="Heads as lines", elem_id="head-lines-heads",
                                 info="blank: the chosen head and the next ones")
             run_btn = gr.Button("Show the computation", variant="primary", elem_id="head-run", min_width=120, scale=0)
+        with gr.Row(equal_height=True):
+            keys = gr.Dropdown([], value=[], multiselect=True, max_choices=MAX_KEYS, label="Keys worked through",
+                               allow_custom_value=True,  # an API client names positions before a draw sets them
+                               info="blank: the 3 strongest, the query itself and the first masked key",
+                               elem_id="head-keys", min_width=200)
+            words = gr.Radio([("Plain words", "plain"), ("All details", "details")], value="plain", label="Words",
+                             info="all details: the symbols, the neuron view and more", elem_id="head-words",
+                             min_width=200)
         summary = gr.Markdown(elem_id="head-summary")
-        computation = gr.Plot(label="Inside the head", show_label=False, elem_id="head-comp-plot")
-        table = gr.Dataframe(label="The strongest keys (baseline, and with the toggles)", interactive=False,
-                             elem_id="head-table", max_height=360)
-        lines = gr.Plot(label="Heads as lines", show_label=False, elem_id="head-lines-plot")
-        qk = gr.Plot(label="Queries and keys", show_label=False, elem_id="head-qk-plot")
+        steps = gr.HTML(elem_id="head-steps", label="Step by step")
+        with gr.Column(visible=False, elem_id="head-details") as details:
+            computation = gr.Plot(label="Inside the head", show_label=False, elem_id="head-comp-plot")
+            table = gr.Dataframe(label="The strongest keys (baseline, and with the toggles)", interactive=False,
+                                 elem_id="head-table", max_height=360)
+            lines = gr.Plot(label="Heads as lines", show_label=False, elem_id="head-lines-plot")
+            qk = gr.Plot(label="Queries and keys", show_label=False, elem_id="head-qk-plot")
         click = gr.Textbox(visible="hidden", elem_id="head-click", label="clicked query")
         state = gr.State(None)
         api_btn = gr.Button(visible=False)
         data = gr.JSON(visible=False, label="the numbers")
-        return HeadParts(query, heads, run_btn, summary, computation, table, lines, qk, click, state, api_btn, data)
+        return HeadParts(query, heads, run_btn, summary, computation, table, lines, qk, click, state, api_btn, data,
+                         keys, words, steps, details)
 
     def wire(self, parts: HeadParts, app: Any) -> Any:
         ev, page, p = HeadEvents(app, parts), app.page, parts
-        inputs, outputs = form_inputs(HeadForm, page, own=p), [app.status, *p.shown()]
-        p.api_btn.click(endpoint(HeadForm, ev.api, "head_computation"), inputs, [*outputs, p.data],
+        inputs, outputs = form_inputs(HeadForm, page, own=p), [app.status, *p.shown(), *p.steps_shown(), p.details]
+        p.api_btn.click(endpoint(HeadForm, ev.api, "head_computation"), inputs,
+                        [app.status, *p.shown(), p.data, *p.steps_shown()],
                         api_name="head_computation",
                         api_description="How one head computes at one query token, step by step, without and with "
                                         "the toggles.")
         with_state = [*inputs, p.state, page.kept]  # the page's last Run: its captured block (no model run)
         shown = endpoint(HeadForm, ev.shown_tab, "head_shown", extra=("state", "shown"))
-        for trigger in (p.run_btn.click, p.query.input, p.lines_heads.input):
+        for trigger in (p.run_btn.click, p.query.input, p.lines_heads.input, p.keys.input, p.words.input):
             trigger(shown, with_state, outputs, trigger_mode="always_last", **PRIVATE)
         app.selected[self.id].then(shown, with_state, outputs, **PRIVATE)
         after_run = endpoint(HeadForm, ev.if_shown, "head_after_run", extra=("tab", "state", "shown"))
@@ -240,10 +255,18 @@ class HeadTab(Tab):
                        [*outputs, p.query, page.visible_tab, page.tab_strip], **PRIVATE)
         return ev
 
+    def restore_link(self, parts: HeadParts, app: Any, values: dict[str, Any]) -> tuple[dict, list[str]]:
+        """A link's keys: the picker given its own positions as choices (the tab's draw names them)."""
+        updates, notices = super().restore_link(parts, app, values)
+        if "keys" in values:
+            updates[parts.keys] = gr.update(choices=[(str(k), k) for k in values["keys"]], value=values["keys"])
+        return updates, notices
+
     def model_updates(self, parts: HeadParts, info: Any) -> dict:
         n_heads = next(iter(info.kinds.values()), (1, 1))[1]
         return {parts.summary: "", parts.computation: None, parts.table: None, parts.lines: None,
-                parts.query_key: None, parts.lines_heads: gr.update(choices=list(range(n_heads)), value=[])}
+                parts.query_key: None, parts.lines_heads: gr.update(choices=list(range(n_heads)), value=[]),
+                parts.steps: "", parts.keys: gr.update(choices=[], value=[])}
 
 
 TAB = HeadTab()

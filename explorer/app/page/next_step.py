@@ -1,0 +1,118 @@
+"""The results bar's "why nothing happened" line and its next step (run.unchanged): after each Run the words of its
+result (`Analysis.why`) under the output, and the button that switches off the two heads that matter most for the
+token whose probability moved most, then runs the page again.
+
+Which two: every head is switched off alone on top of the page's switches and the model run again
+(explorer.interpret.head_effects.why_token, on sentence 1 as the Contributions tab reads it); when no head alone moves
+the token, the best pair of the strongest is searched (28 runs); when one does, the two strongest alone are taken.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import gradio as gr
+import torch
+
+from ...checkpoints import LoadedModel
+from ...interpret.head_effects import Head, heads_name, why_token
+from ..run.inputs import codec_for
+from ..run.readings import Reading, read_texts
+from ..run.request import page_heads
+from ..run.toggles import Toggles, head_mask
+from ..run.unchanged import NextStep
+from ..serving.errors import AppError, escape_md
+from ..serving.handlers import PRIVATE, reporting
+from ..serving.kept import Shown
+from ..serving.session import get_model
+from .head_labels import parse_heads
+from .head_switches import switch_updates
+
+
+@dataclass(frozen=True)
+class PairRequest:
+    text: str  # sentence 1
+    step: NextStep
+    heads_on: dict[str, frozenset[tuple[int, int]]]  # the page's switches: kind -> heads on
+
+
+@dataclass(frozen=True)
+class PairFound:
+    heads: tuple[Head, ...]  # to switch off
+    words: str  # what the search measured, for the page ("… together bring p(“3”) from 0.93 to 0.01")
+
+
+@torch.inference_mode()
+def pair_to_switch(loaded: LoadedModel, request: PairRequest, max_tokens: int) -> PairFound:
+    """The two heads that matter most for the step's token (the module docstring); AppError when none is left."""
+    target = request.step.target
+    reading = read_texts(loaded, request.text, None, max_tokens)[0]
+    if target.extend:  # a language model's continuation before the token
+        reading = Reading([*reading.src, *target.extend],
+                          [*reading.src_labels, *codec_for(loaded).labels(list(target.extend))])
+    src, tgt = reading.tensors(loaded.model.device)
+    kinds = loaded.config.attention_kinds()
+    mask = head_mask(loaded.config, Toggles(heads_on={k: v for k, v in request.heads_on.items() if k in kinds}))
+    try:
+        found = why_token(loaded.model, src[0], position=target.position, token=target.token,
+                          tgt=None if tgt is None else tgt[0], head_mask=mask)
+    except ValueError as err:
+        raise AppError(str(err)) from err
+    singles, name = found.singles, f"p(“{target.label}”)"
+    if found.pairs is not None and not found.moved_by_one:
+        v = int(found.pairs.order()[0])
+        heads = found.pairs.sets[v]
+        return PairFound(heads, f"{heads_name(heads)}: no head alone moves it, this pair together brings {name} from "
+                                f"{singles.baseline_prob:.3f} to {float(found.pairs.prob[v]):.3f}")
+    order = [int(v) for v in singles.order() if singles.sets[v]][:2]
+    if not order:
+        raise AppError("Every head is already off: there is no head left to switch off.")
+    heads = tuple(h for v in order for h in singles.sets[v])
+    alone = " and ".join(f"{float(singles.prob[v]):.3f}" for v in order)
+    return PairFound(heads, f"{heads_name(heads)}: each alone brings {name} from {singles.baseline_prob:.3f} to "
+                            f"{alone}, the most of any head")
+
+
+class NextStepEvents:
+    """The line and the button of one page (page.results: why, step, step_target, said); `app` is the page's shared
+    events (events.PageEvents)."""
+
+    def __init__(self, app: Any):
+        self.app, self.page, self.ctx = app, app.page, app.ctx
+
+    def shown(self, shown: Any, said: Any) -> dict:
+        """After a Run: what the step before it switched off (`said`), its result's words and step (nothing when the
+        result was let go or had nothing to say)."""
+        r = self.page.results
+        result = shown.result(self.ctx.kept) if isinstance(shown, Shown) else None
+        why = getattr(result, "why", None)
+        lines = [escape_md(said)] if isinstance(said, str) and said else []
+        step = why.step if why is not None else None
+        lines += [escape_md(line) for line in (why.lines if why is not None else ())]
+        return {r.why: "\n\n".join(lines), r.said: "", r.step_target: step, r.why_row: gr.update(visible=bool(lines)),
+                r.step: gr.update(visible=True, value=step.label) if step else gr.update(visible=False)}
+
+    @reporting
+    def switch_pair(self, session: Any, step: Any, *heads: Any) -> dict:
+        """The page's head switches with the two heads that matter most for the step's token off too (read on the
+        sentence of the Run that offered the step)."""
+        if not isinstance(step, NextStep):
+            raise AppError("Run the page first: the next step follows a Run whose toggles changed nothing.")
+        kinds = get_model(session, self.ctx).config.attention_kinds()
+        on = {k: parse_heads(v) for k, v in page_heads(kinds, *heads).items()}
+        found = self.app.compute.call(pair_to_switch, session, PairRequest(step.text, step, on))
+        for h in found.heads:
+            on[h.kind] = on[h.kind] - {(h.layer, h.head)}
+        said = f"Switched off {found.words}."
+        return {self.app.status: "", self.page.results.said: said,
+                **switch_updates(self.page.heads, kinds, on, choices=False)}
+
+    def wire(self) -> None:
+        page, r = self.page, self.page.results
+        outputs = [r.why, r.said, r.step, r.step_target, r.why_row]
+        self.app.follow_runs(lambda run: run.then(self.shown, [page.kept, r.said], outputs, show_progress="hidden",
+                                                  **PRIVATE))
+        inputs = [page.session, r.step_target, *page.heads.values()]
+        click = r.step.click(self.switch_pair, inputs, [self.app.status, r.said, *page.heads.values()], **PRIVATE)
+        self.app.add_run(self.app.then_analyze(click))
