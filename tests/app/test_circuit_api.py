@@ -151,3 +151,15 @@ def test_the_upload_route_stays_refused_beside_the_tabs_file_reading(default_app
     sent = httpx.post(default_app.rstrip("/") + "/gradio_api/upload", timeout=HANG_S,
                       files={"files": ("pairs.csv", b"clean,corrupted\na,b\n", "text/csv")})
     assert sent.status_code == 403 and sent.text == MESSAGE
+
+
+def test_a_new_circuit_replaces_the_sessions_files(events, found):
+    """The session's next circuit replaces its two files, and Gradio's lists of the buttons' files drop the gone ones."""
+    ev = events.tab_events["circuit"]
+    before = found[-1][ev.parts.csv_file]
+    ev.parts.csv_file.temp_files.add(before)  # as Gradio does with a path a handler returns (the server's postprocess)
+    after = list(ev.found(CircuitForm(SESSION, generated=8, held_out=0, method="eap", edges=10)))[-1]
+    assert Path(after[ev.parts.csv_file]).exists() and not Path(before).exists()
+    for button in (ev.parts.csv_file, ev.parts.json_file):
+        assert before not in button.temp_files
+        assert all(Path(p).exists() for p in button.temp_files if p.startswith(str(ev.files.root)))

@@ -12,6 +12,7 @@ passes the same bounds as typed pairs.
 from __future__ import annotations
 
 import inspect
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -128,6 +129,7 @@ class CircuitEvents(TabEvents):
         session = getattr(request, "session_hash", None)
         files = {kind: str(self.files.write((session, kind), f"circuit.{kind}", text))
                  for kind, text in (("csv", edges_csv(result)), ("json", circuit_json(result)))}
+        self.forget_gone()
         yield {self.status: "", **circuit_updates(self.parts, result, r.pairs, files)}
 
     @reporting
@@ -145,6 +147,16 @@ class CircuitEvents(TabEvents):
         """What a link carries of the task now (text.link_task)."""
         carried, text = link_task(str(task or ""), pairs if isinstance(pairs, str) else "")
         return {self.parts.link_task: carried, self.parts.link_pairs: text}
+
+    def forget_gone(self) -> None:
+        """Gradio's lists of the buttons' files keep every path they were handed (for delete_cache): not the files
+        this store has let go (as export.download does for the page's Download)."""
+        if self.files.root is None:
+            return
+        root = str(self.files.root) + os.sep
+        for button in (self.parts.csv_file, self.parts.json_file):
+            button.temp_files.difference_update([p for p in list(button.temp_files)
+                                                 if p.startswith(root) and not os.path.exists(p)])
 
     def session_ended(self, request: gr.Request) -> None:
         session = getattr(request, "session_hash", None)
