@@ -245,10 +245,9 @@ class PageEvents:
         return endpoint(self.run_form, self.analyze, "analyze_page", extra=("shown",))
 
     def wire(self) -> None:
-        from .export.download import DownloadEvents
-        from .page.lesson_events import LessonEvents
-        from .link.opening import LinkEvents
-        from .page.display import wire_display
+        from .export import download
+        from .link import opening
+        from .page import display, lesson_events
 
         page, m, i, c = self.page, self.page.model, self.page.inputs, self.page.controls
         # Named (API) events first: an unnamed event takes its handler's name, and a later explicit
@@ -270,10 +269,9 @@ class PageEvents:
             self.tab_events[t.id] = t.wire(page.parts[t.id], self)
         for event in changes:
             self.after_model(event)
-        wire_display(page.setting("size"), page.setting("mode"), page.display)  # in the browser only
-        LinkEvents(self).wire()  # page load: the link's view restored, then the first Run
-        DownloadEvents(self).wire()  # the shown tab as an HTML file
-        NextStepEvents(self).wire()  # toggles that changed nothing: what the Run measured, and a next step
+        display.wire_display(page.setting("size"), page.setting("mode"), page.display)  # in the browser only
+        for shared in (opening.LinkEvents, download.DownloadEvents, NextStepEvents):  # the link's view on load, then
+            shared(self).wire()  # its first Run; the shown tab as an HTML file; toggles that changed nothing: why
         # Run, and each setting's `rerun` event. A click while a Run is under way (say after its attention is shown,
         # before its predictions) runs again once it ends, with what is on the page then; Gradio's default for clicks
         # would drop it.
@@ -297,6 +295,6 @@ class PageEvents:
             reflow(None, js=REFLOW_JS)
         progress_on_text(page.demo, self.status)  # the page's loading statuses on small text only (gradio_fixes)
         if page.lesson is not None:  # the lesson panel: its check after every Run and every tab opened
-            LessonEvents(self, page.lesson).wire()
+            lesson_events.LessonEvents(self, page.lesson).wire()
         for t in page.registry:  # every event is wired: what a tab reads of them (the API tab: its endpoints)
             t.page_wired(page.parts[t.id], page.demo)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -19,6 +20,7 @@ from explorer.app.serving import compute
 from explorer.app.serving.kept import Shown
 from explorer.app.serving.session import AppContext, Session
 from explorer.app.tabs import TABS
+from explorer.app.tabs.circuit.forms import CircuitForm
 from explorer.app.tabs.compare.forms import CompareForm
 from explorer.app.tabs.contributions.result import Contributions
 from explorer.app.tabs.contributions.tab import ContributionForm
@@ -74,6 +76,12 @@ def server_runs_no_model():
                 return _real(self, *args, **kwargs)
             mp.setattr(Transformer, name, guarded)
         yield
+
+
+def files_read(updates: dict) -> dict:
+    """The Circuit tab's updates with its files' contents for their paths (each page writes its own folder)."""
+    return {c: Path(v).read_text(encoding="utf-8") if isinstance(v, str) and v.endswith((".csv", ".json")) else v
+            for c, v in updates.items()}
 
 
 def values(ev, updates) -> dict:
@@ -142,6 +150,8 @@ def test_the_other_model_tabs_run_in_a_forked_worker(pages):
         "contributions": lambda ev: ev.tab_events["contributions"].attributed(
             ContributionForm(session, DATE1, position=3, steps=4, encoder_heads_on=HEADS, decoder_heads_on=HEADS,
                              cross_heads_on=HEADS[1:])),
+        "circuit": lambda ev: files_read(list(ev.tab_events["circuit"].found(
+            CircuitForm(session, generated=8, held_out=2, method="eap", edges=30)))[-1]),
     }
     expected = {name: values(here, call(here)) for name, call in calls.items()}
     assert not expected["compare_models"]["status"] and "date-gpt" in expected["compare_models"]["compare2-md"]

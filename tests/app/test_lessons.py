@@ -22,10 +22,11 @@ from explorer.app.page.lesson_docs import lessons_markdown
 from explorer.app.page.lesson_events import LessonEvents, run_facts
 from explorer.app.page.lesson_files import Catalogue
 from explorer.app.page.lessons import LESSONS
+from explorer.app.run.toggles import Toggles
 from explorer.app.serving.errors import escape_md
 from explorer.app.serving.kept import Shown
 from explorer.app.serving.session import Session, checked_source
-from explorer.app.tabs import TABS
+from explorer.app.tabs import TABS, analyze
 
 ROOT = Path(__file__).resolve().parents[2]
 ALL = head_labels(2, 4)  # every shipped model here: 2 layers of 4 heads
@@ -90,6 +91,7 @@ def test_the_doc_is_written_from_the_lessons():
     assert len(six) == 6  # a lesson added as Lesson(title, query, text) is shown with one step and no check
     for x in six:  # each rewritten for the panel: a goal, 3 to 5 steps, what to notice, checks
         assert x.goal and 3 <= len(x.steps) <= 5 and x.notice and any(s.check for s in x.steps), x.id
+    assert "month-circuit" in ids  # the Circuit tab's lesson (issue 41), in the three-field form
 
 
 def test_every_check_step_has_a_scenario_run_below():
@@ -232,3 +234,35 @@ def test_the_month_digit_is_pushed_up_most_by_cross_l1_h3(models):
     best = max(((float(v[la, h]), kind, la, h) for kind, v in heads.items()
                 for la in range(v.shape[0]) for h in range(v.shape[1])))
     assert best[1:] == ("cross", 1, 3)
+
+
+CROSS = {(layer, head) for layer in range(2) for head in range(4)}
+
+
+def answer(a) -> str:
+    """Sentence 1's answer as the output bar shows it: baseline, then the toggled one where it differs."""
+    text = "".join(t for t, _ in a.chips.items if t not in ("Output:", "[EOS]"))
+    base, _, toggled = text.partition("→ with the toggles:")
+    return base if not toggled else f"{base} -> {toggled}"
+
+
+def test_the_months_circuit_is_small_faithful_and_leaves_the_decoder_heads_out(models):
+    """The lesson's circuit, computed as the tab computes it from the lesson's link: about 60 of 529 edges keeping 0.9
+    on its pairs and on the held-out ones, cross L0 H1 and L1 H3 in it, no decoder self-attention head; its heads alone
+    (the others switched off) break the answer."""
+    from explorer.app.serving.session import Session
+    from explorer.app.tabs.circuit.computation import circuit
+    from explorer.app.tabs.circuit.forms import CircuitForm
+
+    x = lesson("month-circuit")
+    state, _ = parse_link(x.query, check_model=str, tabs=TABS)
+    own = state.tab_values
+    form = CircuitForm(Session("date-translator", "cpu"), own["ctask"], "", own["eap"], "logit_diff", own["edges"],
+                       own["held"], own["npairs"])
+    r = circuit(models["date-translator"], form.request(), 1024)
+    assert (r.found, r.held, r.n_edges) == (24, 8, 529) and 40 <= len(r.edges) <= 90, len(r.edges)
+    assert r.faithfulness >= 0.9 and r.held_faithfulness >= 0.9, (r.faithfulness, r.held_faithfulness)
+    assert {(0, 1), (1, 3)}.isdisjoint(r.off["cross"]) and len(r.off["decoder"]) == 8
+    on = {kind: frozenset(CROSS - set(r.off[kind])) for kind in r.heads}  # every kind has 2 layers x 4 heads
+    broken = answer(analyze(models["date-translator"], state.values["s1"], None, Toggles(heads_on=on)))
+    assert broken.startswith("2025-03-03 -> ") and not broken.endswith("2025-03-03"), broken

@@ -195,6 +195,9 @@ CSS = """
   /* every tab (tabs.TABS): one row that scrolls sideways, not several rows above the figure */
   #views .tab-container {flex-wrap: nowrap !important; overflow-x: auto; scrollbar-width: none}
   #views .tab-container button[role="tab"] {flex: none}
+  /* the Circuit tab's graph (a column per layer part) keeps a readable width and scrolls sideways */
+  #circuit-graph {overflow-x: auto}
+  #circuit-graph > div {min-width: 720px}
   .tab-text p {font-size: 12px}
   #state-line p {font-size: 12px}
   /* the title row's menus and buttons in one row (a projector's size is of no use on a phone) */

@@ -4,7 +4,8 @@ Gradio serves `POST /gradio_api/upload` to any client whether or not the page ha
 receives in its cache folder with no size limit unless one is set (measured on Gradio 6.31: one 10 MB POST left 10 MB,
 and nothing deleted it), so one visitor could fill the server's disk; `/gradio_api/process_recording` (the screen
 recorder of Gradio's footer) writes whatever it is sent to the temp folder too. No component of the page uploads
-anything, so this ASGI middleware refuses both in words; every other request passes through untouched.
+anything (the Circuit tab's file of pairs is read in the browser into a text box: explorer.app.tabs.circuit.tab),
+so this ASGI middleware refuses both in words; every other request passes through untouched.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from ..run.result import analyze as analyze_with
 from ..run.toggles import Toggles
 from ..run.view import View
 from ..serving.limits import MAX_TOKENS
-from . import (api, attention, compare, contributions, features, generation, head, importance, lens, overview,
+from . import (api, attention, circuit, compare, contributions, features, generation, head, importance, lens, overview,
                patching, positions, roles, rollout)
 from .base import Tab
 
@@ -26,6 +26,7 @@ TABS: tuple[Tab, ...] = (
     patching.TAB,
     lens.TAB,
     contributions.TAB,
+    circuit.TAB,
     features.TAB,
     generation.TAB,
     positions.TAB,
