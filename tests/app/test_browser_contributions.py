@@ -54,7 +54,8 @@ def test_contributions_tab_draws_and_a_click_shows_the_heads_tokens(app_url, bro
         first = page.evaluate(HEAD_VALUE)
         target = "L0 H1" if first != "L0 H1" else "L0 H2"
         layer, head = int(target[1]), int(target[-1])
-        page.locator("#contrib-plot").scroll_into_view_if_needed()
+        # centred: the output bar pinned at the window's top (results_bar) would take a click at its edge
+        page.locator("#contrib-plot").evaluate("e => e.scrollIntoView({block: 'center'})")
         x, y = page.evaluate(CELL, [layer, head])
         page.mouse.click(x, y)
         page.wait_for_function(f"() => ({HEAD_VALUE})() === '{target}'")
@@ -64,12 +65,14 @@ def test_contributions_tab_draws_and_a_click_shows_the_heads_tokens(app_url, bro
         # The contribution graph: a click on a head edge's midpoint picks that head (the nearest midpoint's: parallel
         # edges of one token pair sit a few pixels apart, so it may be a neighbour's; any head edge's head will do).
         page.wait_for_function(f"() => ({EDGE})() !== null")
-        page.locator("#contrib-graph").scroll_into_view_if_needed()
+        page.locator("#contrib-graph").evaluate("e => e.scrollIntoView({block: 'center'})")
         x, y, _ = page.evaluate(EDGE)
         heads = {f"{'cross ' if d[3] == 'cross' else ''}L{d[1]} H{d[2]}" for d in page.evaluate(EDGES)}
         before = page.evaluate(CLICKED)
         page.mouse.click(x, y)
         page.wait_for_function(f"() => ({CLICKED})() !== {before!r}")
+        # the server's answer to the click: the head box names one of the graph's heads (idle alone can come first)
+        page.wait_for_function(f"() => {sorted(heads)!r}.includes(({HEAD_VALUE})())")
         page.wait_for_function(IDLE_JS)
         edge_head = page.evaluate(HEAD_VALUE)
         assert edge_head in heads, (edge_head, heads)
