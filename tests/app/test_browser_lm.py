@@ -110,6 +110,21 @@ TIMER_JS = """() => {
 }"""
 
 
+def hold_run_of(monkeypatch, events: type, text: str) -> threading.Event:
+    """From now on the server's Run of sentence `text` (`events.run`) waits until the returned event is set; another
+    Run passes (the shared app may still be finishing a Run for an earlier test's closed page, which a hold of every
+    Run would keep ahead of this one in the queue)."""
+    real, release = events.run, threading.Event()
+
+    def held(self, request, *args, **kwargs):
+        if request.text1 == text:
+            assert release.wait(HANG_S)
+        yield from real(self, request, *args, **kwargs)
+
+    monkeypatch.setattr(events, "run", held)
+    return release
+
+
 def hold(monkeypatch, owner, name: str) -> threading.Event:
     """From now on `owner.name` (a function or method the server calls) waits until the returned event is set (the
     test sets it; HANG_S is a hang guard)."""
@@ -194,14 +209,25 @@ COUNTED_JS = f"""() => {{
 }}"""
 
 
-def test_a_run_shows_its_timer_on_the_status_line_alone(lm_app, browser, monkeypatch):
+@pytest.fixture(scope="module")
+def own_lm_app(lm_folder, free_port):
+    """The LM app served for the timer test alone: on the session's shared app, after the Compare tests, the held Run's
+    page showed no "processing" timer (a state those tests leave on the shared server; not found yet, docs/tests.md)."""
+    from explorer.app.demo import build_demo
+    from tests.app.browser import served
+
+    with served(build_demo(device="cpu", checkpoint="tiny-gpt2", allowed_dirs=[str(lm_folder)]), free_port()) as url:
+        yield url
+
+
+def test_a_run_shows_its_timer_on_the_status_line_alone(own_lm_app, browser, monkeypatch):
     """While a Run computes its attention, a timer on the status line (drawn: Gradio gives its minimal tracker no
     height, which clipped the timer away), counting at ten frames a second, and no progress overlay on any output."""
-    from explorer.app.run.result import FirstLook
+    from explorer.app.events import PageEvents
 
-    with opened(lm_app, browser, init_script=FRAMES_INIT) as (page, errors):
+    with opened(own_lm_app, browser, init_script=FRAMES_INIT) as (page, errors):
         page.wait_for_function(ANSWERED_JS)
-        release = hold(monkeypatch, FirstLook, "figures")
+        release = hold_run_of(monkeypatch, PageEvents, "A dog ran to the park")
         try:
             page.locator("#text1 textarea").fill("A dog ran to the park")
             page.locator("#run").click()
