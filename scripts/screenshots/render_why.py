@@ -36,6 +36,13 @@ def served(checkpoint: str):
     return demo
 
 
+def shot(page, path: Path, paths: list[Path]) -> None:
+    """The page as it is now, shrunk, at `path`; `path` added to `paths`."""
+    page.screenshot(path=str(path))
+    shrink(path)
+    paths.append(path)
+
+
 def results(page, url: str, path: Path, wanted: str) -> None:
     """Open `url`, wait for the why line to hold `wanted`, shoot the results bar and what follows it."""
     page.goto(url)
@@ -60,9 +67,7 @@ def shoot_translator(url: str, out: Path) -> list[Path]:
         page.wait_for_function(f"() => ({WHY})()?.startsWith('Switched off')", timeout=120_000)
         wait_idle(page)
         page.evaluate(TOP)
-        page.screenshot(path=str(out / "step.png"))
-        shrink(out / "step.png")
-        paths.append(out / "step.png")
+        shot(page, out / "step.png", paths)
         results(page, f"{url}?{urlencode({**base, 'causal': '0'})}", out / "causal.png", "causal mask")
         paths.append(out / "causal.png")
         results(page, f"{url}?{urlencode({**base, 'sample': '1', 'temperature': '1.5'})}", out / "sampling.png",
@@ -78,9 +83,7 @@ def shoot_translator(url: str, out: Path) -> list[Path]:
         summary = page.locator("#contrib-why-summary")
         summary.scroll_into_view_if_needed()
         page.evaluate("() => window.scrollBy(0, -120)")
-        page.screenshot(path=str(out / "measures.png"))
-        shrink(out / "measures.png")
-        paths.append(out / "measures.png")
+        shot(page, out / "measures.png", paths)
         browser.close()
     return paths
 
@@ -103,9 +106,7 @@ def shoot_features(url: str, out: Path) -> list[Path]:
         wait_idle(page)
         page.locator("#features-output-summary").scroll_into_view_if_needed()
         page.evaluate("() => window.scrollBy(0, -250)")
-        page.screenshot(path=str(out / "latent.png"))
-        shrink(out / "latent.png")
-        paths.append(out / "latent.png")
+        shot(page, out / "latent.png", paths)
         page.locator("#features-steering").click()
         page.locator("#features-contrast input").fill("3 May 2024")
         page.locator("#features-toward input").fill("9 May 2024")
@@ -113,9 +114,7 @@ def shoot_features(url: str, out: Path) -> list[Path]:
         page.wait_for_function(f"() => ({summary})()?.includes('norm 0:')", timeout=120_000)
         wait_idle(page)
         page.evaluate("() => document.querySelector('#features-steering').scrollIntoView({block: 'start'})")
-        page.screenshot(path=str(out / "steer.png"))
-        shrink(out / "steer.png")
-        paths.append(out / "steer.png")
+        shot(page, out / "steer.png", paths)
         browser.close()
     return paths
 
