@@ -80,6 +80,18 @@ def pytest_collection_modifyitems(config, items):
         [i for i in items if "browser" in i.fixturenames]
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A test that failed on a hang guard (a Playwright or pytest-timeout timeout, a wait's assertion) gets the served
+    apps' queues and every thread's stack in its report (tests/hang_report.py): a hang seen once in CI can be read."""
+    outcome = yield
+    rep = outcome.get_result()
+    if rep.failed and call.excinfo is not None and "Timeout" in call.excinfo.typename + str(call.excinfo.value)[:200]:
+        from tests.hang_report import report
+
+        rep.sections.append(("hang report", report()))
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

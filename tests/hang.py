@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-HANG_S = 300  # a thread, a server's answer, a page's event
+HANG_S = 120  # a thread, a server's answer, a page's event
 HANG_MS = HANG_S * 1000  # the same for Playwright, which counts milliseconds
 SUBPROCESS_S = 600  # a fresh Python process (it imports torch, and sometimes Gradio, first)
 

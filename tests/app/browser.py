@@ -41,12 +41,15 @@ SHOWN = """s => { const e = document.querySelector(s); if (!e) return false; con
 def served(demo: Any, port: int) -> Iterator[str]:
     """The demo queued and launched on 127.0.0.1:port (non-blocking) -> its URL; closed afterwards."""
     from explorer.app.demo import launch_kwargs, queue
+    from tests.hang_report import SERVED
 
     queue(demo).launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
                        **launch_kwargs())
+    SERVED.append(demo)
     try:
         yield demo.local_url
     finally:
+        SERVED.remove(demo)
         demo.close()
 
 
