@@ -61,9 +61,11 @@ def browser(chromium_path, chromium_args):
     from playwright.sync_api import sync_playwright
 
     from tests.hang import HANG_MS
+    from tests.hang_report import watch_browser
 
     with sync_playwright() as p:
         chromium = p.chromium.launch(executable_path=chromium_path, args=chromium_args, timeout=HANG_MS)
+        watch_browser(chromium)
         try:
             yield chromium
         finally:

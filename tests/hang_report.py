@@ -10,6 +10,52 @@ import traceback
 from typing import Any
 
 SERVED: list[Any] = []  # the Blocks that tests/app/browser.served launched and has not closed
+BROWSERS: list[Any] = []  # the session's Chromium (tests/conftest.py `browser`), watched by `watch_browser`
+STATUS_JS = """() => [...document.querySelectorAll('#status, #output-summary, [data-testid=status-tracker]')]
+  .map(e => (e.id || e.className) + ': ' + e.innerText.trim().slice(0, 120)).join(' | ')"""
+
+
+def watch_browser(browser: Any) -> None:
+    """Each new context of `browser` logs its pages' HTTP requests (start, end, failure) and console errors, for
+    `report`: a page stuck waiting shows which request never ended or which never left."""
+    BROWSERS.append(browser)
+    new_context = browser.new_context
+
+    def logged_context(*args: Any, **kwargs: Any) -> Any:
+        context = new_context(*args, **kwargs)
+        log: list[str] = []
+        context._hang_log = log  # read by `report`
+        clock = __import__("time").monotonic
+        start = clock()
+
+        def note(what: str, request: Any) -> None:
+            log.append(f"{clock() - start:7.2f}s {what} {request.method} {request.url.split('?')[0][-70:]}")
+            del log[:-60]
+
+        context.on("request", lambda r: note("start", r))
+        context.on("requestfinished", lambda r: note("end  ", r))
+        context.on("requestfailed", lambda r: note(f"FAIL {r.failure}", r))
+        context.on("console", lambda m: log.append(f"console {m.type}: {m.text[:150]}") if m.type == "error" else None)
+        return context
+
+    browser.new_context = logged_context
+
+
+def pages_state() -> list[str]:
+    """Every open page of the watched browsers: its URL, its status texts, and its context's last requests."""
+    from playwright.sync_api import Error as PlaywrightError
+
+    out = []
+    for browser in BROWSERS:
+        for context in browser.contexts:
+            for page in context.pages:
+                try:
+                    status = page.evaluate(STATUS_JS)
+                except PlaywrightError as e:  # the page may be closing; the report must still print
+                    status = f"(not readable: {e})"
+                out.append(f"page {page.url}\n  {status}")
+            out.extend("  " + line for line in getattr(context, "_hang_log", []))
+    return out or ["(no open page)"]
 
 
 def queue_state(demo: Any) -> str:
@@ -19,6 +65,10 @@ def queue_state(demo: Any) -> str:
         return f"{demo.local_url}: no queue"
     busy = sum(j is not None for j in queue.active_jobs)
     lines = [f"{demo.local_url}: busy job slots {busy}/{len(queue.active_jobs)}"]
+    for session, messages in list(getattr(queue, "pending_messages_per_session", {}).items()):
+        ids = queue.pending_event_ids_session.get(session, set())
+        if messages.qsize() or ids:  # messages no stream has read yet: the page is not listening for them
+            lines.append(f"  session {session}: {messages.qsize()} undelivered messages, events pending {len(ids)}")
     for cid, eq in queue.event_queue_per_concurrency_id.items():
         if eq.queue or eq.current_concurrency:
             waiting = [getattr(e.fn, "name", "?") for e in eq.queue][:8]
@@ -31,7 +81,10 @@ def thread_stacks(limit: int = 12) -> str:
     names = {t.ident: t.name for t in threading.enumerate()}
     out = []
     for ident, frame in sys._current_frames().items():
-        stack = "".join(traceback.format_stack(frame)[-limit:])
+        frames = traceback.format_stack(frame)
+        if frames[-1].split('"')[1].endswith(("selectors.py", "queue.py")) or "TMonitor" in frames[-2]:
+            continue  # idle: an event loop waiting for I/O, a worker waiting for work
+        stack = "".join(frames[-limit:])
         out.append(f"--- thread {names.get(ident, ident)}\n{stack}")
     return "\n".join(out)
 
@@ -42,10 +95,12 @@ def memory_gates() -> list[str]:
 
     from explorer.app.run.request_memory import MemoryGate
 
-    return [f"gate: {g.in_use:,} of {g.budget_bytes:,} bytes held, {g.waiting} waiting"
-            for g in gc.get_objects() if isinstance(g, MemoryGate)]
+    gates = [g for g in gc.get_objects() if isinstance(g, MemoryGate)]
+    busy = [f"gate: {g.in_use:,} of {g.budget_bytes:,} bytes held, {g.waiting} waiting" for g in gates
+            if g.in_use or g.waiting]
+    return busy or [f"{len(gates)} memory gates, all free"]
 
 
 def report() -> str:
     queues = [queue_state(d) for d in SERVED] or ["(no served app)"]
-    return "\n".join(["queues:", *queues, *memory_gates(), "", thread_stacks()])
+    return "\n".join(["queues:", *queues, *memory_gates(), "", "pages:", *pages_state(), "", thread_stacks()])

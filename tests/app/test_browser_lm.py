@@ -45,9 +45,11 @@ def test_language_model_end_to_end(lm_app, browser, monkeypatch):
         page.locator("#text1 textarea").fill(text)
         page.locator("#text1 textarea").press("Enter")
         runs.wait_for(lambda run: run.text1 == text, "on the typed text")
-        before = page.wait_for_function(ANSWER_JS).json_value()  # that Run's answer (the page's first one is older)
+        # That Run's tokens on the page (readable Ġthe: the example sentence has none), then its whole answer: the
+        # example's answer also has ten rows, and can still be on the page, idle, before this Run's updates arrive.
+        page.wait_for_function(f"() => ({TEXT_JS})('tokens').includes('␣the')")
+        before = page.wait_for_function(ANSWER_JS).json_value()
         assert [r[1] for r in before] == [str(k) for k in range(1, 11)], before  # ranks 1..10: #, rank, token, p, ...
-        assert "␣the" in page.evaluate(TEXT_JS, "tokens")  # readable Ġthe
         assert page.evaluate("() => !!document.querySelector('#head-plot .js-plotly-plot .heatmaplayer')")
         page.wait_for_selector("#surprisal-plot .js-plotly-plot .bars")  # drawn after the answer's table
         assert "next token (baseline)" in page.evaluate(TEXT_JS, "output-table")
@@ -59,8 +61,8 @@ def test_language_model_end_to_end(lm_app, browser, monkeypatch):
         # Each switch starts a Run (one after another; a switch made during a Run is answered once it ends): wait
         # until the server has finished a Run with all six off, then for the page's answer once no Run is under way.
         runs.wait_for(lambda run: not any(layer == 0 for layer, _ in heads_on(run, "decoder")), "with layer 0 off")
-        after = page.wait_for_function(ANSWER_JS).json_value()
-        assert "with the toggles p =" in page.evaluate(TEXT_JS, "output-summary")
+        after = page.wait_for_function(f"() => ({TEXT_JS})('output-summary').includes('with the toggles p =') && "
+                                       f"({ANSWER_JS})()").json_value()
         assert len(after) == 10 and any(r[2:4] != r[4:6] for r in after), after  # toggled top 10 differs
         # No cross-attention: the Generation tab's self-attention plot has the whole row.
         page.get_by_role("tab", name="Generation").click()
