@@ -7,10 +7,12 @@ from __future__ import annotations
 import sys
 import threading
 import traceback
+from collections import deque
 from typing import Any
 
 SERVED: list[Any] = []  # the Blocks that tests/app/browser.served launched and has not closed
 BROWSERS: list[Any] = []  # the session's Chromium (tests/conftest.py `browser`), watched by `watch_browser`
+CLOSED_LOGS: deque[list[str]] = deque(maxlen=1)  # the request log of the context closed last
 STATUS_JS = """() => [...document.querySelectorAll('#status, #output-summary, [data-testid=status-tracker]')]
   .map(e => (e.id || e.className) + ': ' + e.innerText.trim().slice(0, 120)).join(' | ')"""
 
@@ -29,6 +31,8 @@ def watch_browser(browser: Any) -> None:
         start = clock()
 
         def note(what: str, request: Any) -> None:
+            if "/assets/" in request.url or "/static/" in request.url:
+                return  # the page's own files: many, and never what a page waits for
             log.append(f"{clock() - start:7.2f}s {what} {request.method} {request.url.split('?')[0][-70:]}")
             del log[:-60]
 
@@ -36,6 +40,7 @@ def watch_browser(browser: Any) -> None:
         context.on("requestfinished", lambda r: note("end  ", r))
         context.on("requestfailed", lambda r: note(f"FAIL {r.failure}", r))
         context.on("console", lambda m: log.append(f"console {m.type}: {m.text[:150]}") if m.type == "error" else None)
+        context.on("close", lambda _: CLOSED_LOGS.append(log))  # a test's `finally` may close it before the report
         return context
 
     browser.new_context = logged_context
@@ -55,6 +60,8 @@ def pages_state() -> list[str]:
                     status = f"(not readable: {e})"
                 out.append(f"page {page.url}\n  {status}")
             out.extend("  " + line for line in getattr(context, "_hang_log", []))
+    if not out and CLOSED_LOGS:
+        out = ["(no open page; the requests of the context closed last:)", *("  " + line for line in CLOSED_LOGS[-1])]
     return out or ["(no open page)"]
 
 
@@ -82,7 +89,7 @@ def thread_stacks(limit: int = 12) -> str:
     out = []
     for ident, frame in sys._current_frames().items():
         frames = traceback.format_stack(frame)
-        if frames[-1].split('"')[1].endswith(("selectors.py", "queue.py")) or "TMonitor" in frames[-2]:
+        if any(f.split('"')[1].endswith(("selectors.py", "/queue.py")) for f in frames[-3:]) or "TMonitor" in frames[-3]:
             continue  # idle: an event loop waiting for I/O, a worker waiting for work
         stack = "".join(frames[-limit:])
         out.append(f"--- thread {names.get(ident, ident)}\n{stack}")

@@ -11,7 +11,10 @@ from tests.app.browser import IDLE_JS, heads_on, opened, record_runs
 
 pytestmark = pytest.mark.browser
 
-TEXT = "id => { const el = document.querySelector('#' + id); return el ? el.innerText.trim() : ''; }"
+# An element's text without its status tracker's (a Run's timer, "0.8s", which stays in the tracker once it ends).
+TEXT = """id => { const el = document.querySelector('#' + id); if (!el) return '';
+  const trackers = [...el.querySelectorAll('[data-testid=status-tracker]')];
+  return trackers.reduce((text, t) => text.replace(t.innerText, ''), el.innerText).trim(); }"""
 BOX = """s => { const r = document.querySelector(s).getBoundingClientRect();
   return {x: r.x, y: r.y, bottom: r.bottom, right: r.right, height: r.height}; }"""
 CHIPS = "() => [...document.querySelectorAll('#output-tokens .token')].map(t => t.innerText.trim())"
