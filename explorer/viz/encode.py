@@ -46,6 +46,8 @@ class Encoded:
     def fields(self) -> dict[str, Any]:
         """z, zmin, zmax for the heatmap trace (zmid 0 for a symmetric range)."""
         out: dict[str, Any] = dict(z=self.z, zmin=self.zmin, zmax=self.zmax)
+        if not self.exact:  # codes: the text alternative (viz.describe) reads values back as code * unit / 100
+            out["meta"] = {"unit": self.unit}
         if self.lo < 0 < self.hi:
             out["zmid"] = 0.0
         return out
