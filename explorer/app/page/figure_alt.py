@@ -31,6 +31,10 @@ const cell = (tag, text, scope) => {
 const altTable = (t) => {
   const wrap = document.createElement('div');
   wrap.className = ALT + '-wrap';
+  // it scrolls (a wide or long table): a keyboard stop of its own, named by its caption
+  wrap.tabIndex = 0;
+  wrap.setAttribute('role', 'region');
+  wrap.setAttribute('aria-label', t.caption);
   const table = document.createElement('table');
   table.append(cell('caption', t.caption));
   const head = document.createElement('tr');
