@@ -57,3 +57,13 @@ def test_every_colour_written_in_the_figures_is_in_a_checked_palette() -> None:
             if not (r == g == b) and colour.lower() not in named:  # greys carry no hue to lose
                 loose.append(f"{path.name}: {colour}")
     assert loose == []
+
+
+@pytest.mark.parametrize(("colour", "scale"), [("MASKED_COLOR", "WEIGHT_SCALE"), ("FOCUS_COLOR", "WEIGHT_SCALE")])
+def test_a_colour_drawn_over_a_scale_differs_from_every_stop_of_it(colour: str, scale: str) -> None:
+    """The grey of a masked cell among the weights' cells, the chosen query's vermilion over the query-key map."""
+    from explorer.viz import common, query_key
+
+    over = getattr(common, colour, None) or getattr(query_key, colour)
+    pairs = tuple((over, stop) for _, stop in getattr(common, scale))
+    assert cv.check(cv.Palette(f"{colour} over {scale}", pairs)) == []
