@@ -37,7 +37,7 @@ ROLLOUT_SCALE = [[p, col] for p, col in pc.get_colorscale("Cividis")]  # sequent
 DIVERGING_SCALE = [[i / (len(pc.diverging.RdBu) - 1), c] for i, c in enumerate(reversed(pc.diverging.RdBu))]
 MASKED_COLOR = "#bdbdbd"  # neutral grey, outside Viridis' hue range
 ALLOWED_COLOR = "#2166ac"  # mask view: dark blue vs light grey (differs in lightness too)
-BLOCKED_COLOR = "#e0e0e0"
+BLOCKED_COLOR = MASKED_COLOR  # mask view: blocked = the grey of a masked cell, one colour for "may not attend"
 OFF_COLOR = "#7f7f7f"
 
 FONT_SIZE = 12

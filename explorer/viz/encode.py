@@ -46,15 +46,18 @@ class Encoded:
     def fields(self) -> dict[str, Any]:
         """z, zmin, zmax for the heatmap trace (zmid 0 for a symmetric range)."""
         out: dict[str, Any] = dict(z=self.z, zmin=self.zmin, zmax=self.zmax)
+        if not self.exact:  # codes: the text alternative (viz.describe) reads values back as code * unit / 100
+            out["meta"] = {"unit": self.unit}
         if self.lo < 0 < self.hi:
             out["zmid"] = 0.0
         return out
 
     def hover(self, fmt: str = ".3f") -> str:
         """Hover-template text for a cell's value: exact `%{z:<fmt>}`, or "≈ 25%" (a share: unit 1, such
-        as an attention weight) / "≈ +40% of 0.031" (any other unit is named)."""
+        as an attention weight) / "≈ +40% of 0.031" (any other unit is named). A signed range writes the sign of
+        every value, + too: the sign never rests on the colour alone."""
         if self.exact:
-            return f"%{{z:{fmt}}}"
+            return f"%{{z:{'+' if self.lo < 0 and not fmt.startswith('+') else ''}{fmt}}}"
         sign = "+" if self.lo < 0 else ""
         text = f"≈ %{{z:{sign}d}}%"
         if self.unit != 1.0:

@@ -24,7 +24,8 @@ import plotly.graph_objects as go
 from explorer.labels import unique_labels
 from explorer.viz import common as c
 
-COLORS = {"head": "#0072B2", "cross": "#CC79A7", "mlp": "#E69F00", "residual": "#8c8c8c"}  # Okabe-Ito
+COLORS = {"head": "#0072B2", "cross": "#CC79A7", "mlp": "#E69F00", "residual": "#777777"}  # Okabe-Ito; a grey apart from them (colour_vision)
+ROOT_COLOR, NODE_COLOR = "#d62728", "#222222"  # the chosen token's node, the others
 NAMES = {"head": "self-attention head", "cross": "cross-attention head", "mlp": "MLP", "residual": "residual"}
 WIDTH_BINS = (0.1, 0.2, 0.4, 0.7, 1.01)  # shares below each bound share one line width
 SUBLAYER_NAMES = {"embed": "embeddings", "attn": "after self-attention", "cross": "after cross-attention",
@@ -121,7 +122,7 @@ def _traces(graph: Any, labels: Sequence[str], source_labels: Sequence[str] | No
     traces.append(dict(
         type="scatter", mode="markers", xaxis=xa, yaxis=ya, showlegend=False, name="nodes",
         x=[_x(n, graph) for n in nodes], y=[_y(n, graph) for n in nodes],
-        marker=dict(color=["#d62728" if n == graph.root else "#222" for n in nodes],
+        marker=dict(color=[ROOT_COLOR if n == graph.root else NODE_COLOR for n in nodes],
                     size=[13 if n == graph.root else 8 for n in nodes], symbol="circle"),
         text=[f"{n.stack} {_token(n, labels, source_labels)}<br>" + _where(n) for n in nodes],
         hovertemplate="%{text}<extra></extra>"))

@@ -45,7 +45,8 @@ def mask_heatmap(
         hover, top, scale = "mask %{z} (1 = may attend, 0 = blocked)", 1.0, MASK_SCALE
         ticks = dict(tickvals=[0.25, 0.75], ticktext=["blocked (0)", "allowed (1)"])
     trace = dict(type="heatmap", z=z, x=ax.k_names, y=ax.q_names, coloraxis="coloraxis",
-                 hovertemplate=f"%{{y}} → %{{x}}: {hover}<extra></extra>", name="mask")
+                 hovertemplate=f"%{{y}} → %{{x}}: {hover}<extra></extra>", name="mask",
+                 **({"meta": {"unit": 1.0}} if ax.pooled else {}))  # percent codes: a share (viz.describe)
     n_ok = int(m.sum())
     return c.figure([trace], ax.layout(
         f"{title} ({n_ok} of {m.size} allowed)",

@@ -15,6 +15,8 @@ import plotly.graph_objects as go
 from explorer.viz import common as c
 from explorer.viz.encode import encode, symmetric_range
 
+CURVE_COLORS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#000000", "#F0E442")  # Okabe-Ito
+
 
 def _table(table: Any) -> np.ndarray:
     t = c.to_numpy(table, np.float32)
@@ -91,5 +93,5 @@ def positional_curves(table: Any, dims: Sequence[int] | None = None, title: str 
         xaxis=dict(title=dict(text="position")),
         yaxis=dict(title=dict(text="value")),
         legend=dict(title=dict(text="dimension")),
-        colorway=["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#000000", "#F0E442"],
+        colorway=list(CURVE_COLORS),
     ))

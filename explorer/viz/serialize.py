@@ -26,17 +26,22 @@ from _plotly_utils.utils import is_homogeneous_array, is_skipped_key, to_typed_a
 _SAFE = (("<", "\\u003c"), (">", "\\u003e"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029"))
 
 
-def figure_spec(fig: go.Figure, config: dict[str, Any] | None = None) -> dict[str, Any]:
-    """{"data", "layout"[, "config"]} with typed arrays, sharing strings and scalars with `fig`."""
+def figure_spec(fig: go.Figure, config: dict[str, Any] | None = None, alt: dict[str, Any] | None = None
+                ) -> dict[str, Any]:
+    """{"data", "layout"[, "config"]} with typed arrays, sharing strings and scalars with `fig`; `alt` (a text
+    alternative, viz.describe) goes into the layout's meta as "alt", beside what the figure keeps there."""
     spec: dict[str, Any] = {"data": [_plain(t) for t in fig._data], "layout": _plain(fig._layout)}
+    if alt is not None:
+        meta = spec["layout"].get("meta")
+        spec["layout"]["meta"] = {**meta, "alt": alt} if isinstance(meta, dict) else {"alt": alt}
     if config is not None:
         spec["config"] = config
     return spec
 
 
-def figure_json(fig: go.Figure, config: dict[str, Any] | None = None) -> str:
-    """JSON text of `fig` (and an optional plotly.js `config`), compact, HTML-safe."""
-    return html_safe(orjson.dumps(figure_spec(fig, config), option=orjson.OPT_SERIALIZE_NUMPY).decode())
+def figure_json(fig: go.Figure, config: dict[str, Any] | None = None, alt: dict[str, Any] | None = None) -> str:
+    """JSON text of `fig` (and an optional plotly.js `config` and text alternative `alt`), compact, HTML-safe."""
+    return html_safe(orjson.dumps(figure_spec(fig, config, alt), option=orjson.OPT_SERIALIZE_NUMPY).decode())
 
 
 def html_safe(text: str) -> str:

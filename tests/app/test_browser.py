@@ -1,5 +1,6 @@
 """Drive the app in headless Chromium: type a sentence, switch a head off, toggle the padding and
-causal masks; the heatmaps' data and the output must change, with no console errors."""
+causal masks; the heatmaps' data and the output must change, with no console errors. A figure's words and table
+(page.figure_alt) are reached by Tab, and the state line is a live region that says the new toggles."""
 
 from __future__ import annotations
 
@@ -18,6 +19,10 @@ SNAPSHOT = """id => {
   return JSON.stringify([gd.layout.title && gd.layout.title.text, gd.data.map(t => t.z)]);
 }"""
 TABLE_TEXT = "id => { const el = document.querySelector('#' + id); return el ? el.innerText : ''; }"
+WORDS = "#head-plot details.fig-alt > summary"  # the chosen head's words, the switch to its table
+FOCUSED = f"() => document.activeElement === document.querySelector('{WORDS}')"
+LIVE = "id => { const e = document.getElementById(id); return e && [e.getAttribute('role'), e.getAttribute('aria-live')]; }"
+TABS = 80  # Tab presses allowed from the tab strip to the figure's words (about 20 stops between them)
 
 
 @pytest.fixture(scope="module")
@@ -50,6 +55,23 @@ def test_first_screen_shows_the_sentence_run_and_a_drawn_heatmap(app_url):
         assert page.locator("#text1 textarea").input_value()  # with an example sentence in it
         assert not page.locator("#model-sidebar .sidebar-content").is_visible() or \
             page.locator("#model-sidebar").bounding_box()["x"] < 0  # the model panel starts folded
+
+        # The figure in words, its strongest cell named, reached from the tab strip by Tab; Enter opens its table,
+        # one row per query of the figure.
+        page.wait_for_selector(WORDS)
+        assert "attends most to" in page.locator(WORDS).inner_text()
+        page.locator("#views button[role=tab][aria-selected=true]").focus()
+        for _ in range(TABS):
+            page.keyboard.press("Tab")
+            if page.evaluate(FOCUSED):
+                break
+        assert page.evaluate(FOCUSED), f"the figure's words not reached in {TABS} Tab presses"
+        page.keyboard.press("Enter")
+        table = page.locator("#head-plot details.fig-alt[open] table").first
+        table.wait_for()
+        queries = page.evaluate("() => document.querySelector('#head-plot .js-plotly-plot').data[0].y.length")
+        assert table.locator("tbody tr").count() == queries
+        assert "every cell" in table.locator("caption").inner_text()
 
 
 def test_toggles_change_heatmaps_and_output(app_url, monkeypatch):
@@ -111,8 +133,15 @@ def test_toggles_change_heatmaps_and_output(app_url, monkeypatch):
         step(choose("layer", "1"), lambda run: run.view.layer == 1, "on layer 1")
         head_before = wait_change("head-plot", head_before)
         diff_before = snap("diff-plot")
+        state_before = page.evaluate(TABLE_TEXT, "state-line")
         step(lambda: page.locator("#enc-heads").get_by_label("L0 H0").uncheck(),
              lambda run: (0, 0) not in heads_on(run, "encoder"), "with L0 H0 off")
+        # The state line, a live region (as are the status line and the link's notice), says the new toggles.
+        page.wait_for_function("([id, before]) => document.querySelector('#' + id).innerText !== before",
+                               arg=["state-line", state_before])
+        assert "L0 H0 off" in page.evaluate(TABLE_TEXT, "state-line")
+        for region in ("status", "state-line", "link-notice"):
+            assert page.evaluate(LIVE, region) == ["status", "polite"], region
         head_after = wait_change("head-plot", head_before)
         assert head_after != head_before
         wait_change("diff-plot", diff_before)

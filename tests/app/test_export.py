@@ -98,6 +98,8 @@ def test_a_sentence_with_html_is_text_in_the_file(page_events):
                            *link_values(d, values))[ev.page.results.download_file]).read_text()
     assert "<script>alert(1)" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "\\u003cscript\\u003e" in page or "\\u003c" in page  # token labels in the figures' JSON
+    words = re.findall(r'<details class="fig-alt"><summary>(.*?)</summary>', page)  # each figure's words (escaped)
+    assert words and any("attends most to" in w for w in words) and not any("<" in w for w in words)
 
 
 def test_a_tab_with_its_own_button_exports_what_it_shows(page_events):
@@ -154,7 +156,8 @@ def test_the_file_holds_every_table_the_tab_shows_and_no_empty_box(page_events):
     assert len(datas) >= 2 and all(f["data"] for f in datas)  # no empty box
     assert "No toggle is active, so the baseline is the view above." in page and "Greedy decoding" in page
     assert "Surprisal is shown for language models" not in page
-    captions = re.findall(r"<caption>(.*?)</caption>", page)
+    tables = page.split('<section id="tables">')[1].split("</section>")[0]  # the figures' own tables follow them
+    captions = re.findall(r"<caption>(.*?)</caption>", tables)
     assert captions == ["Output: baseline vs toggled", "Tokens and ids"], captions  # in the tab's order
     output = page.split("<caption>Output: baseline vs toggled</caption>")[1].split("</table>")[0]
     assert "baseline" in output and "2025-03-03" in output.replace(" ", "")

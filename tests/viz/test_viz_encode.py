@@ -14,6 +14,7 @@ def test_small_arrays_stay_exact_float32():
     np.testing.assert_array_equal(enc.z, v.astype(np.float32))
     assert (enc.zmin, enc.zmax) == (0.0, 1.0)
     assert enc.hover() == "%{z:.3f}" and enc.hover("+.2f") == "%{z:+.2f}"
+    assert encode(v - 0.5, -0.5, 0.5).hover() == "%{z:+.3f}"  # a signed range writes + as well as −
     assert "tickvals" not in enc.colorbar("weight")  # plotly's own ticks, in value units
 
 

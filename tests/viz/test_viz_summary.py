@@ -11,6 +11,7 @@ from explorer.viz import (
     rollout_heatmap,
     spearman,
 )
+from explorer.viz import common as c
 from tests.viz.strings import containing
 
 TOKS = ["a", "<i>b</i>", "a"]
@@ -41,7 +42,7 @@ def test_mask_heatmap_two_discrete_states():
     assert trace.hovertemplate == "%{y} → %{x}: mask %{z} (1 = may attend, 0 = blocked)<extra></extra>"
     ca = fig.layout.coloraxis
     assert list(ca.colorbar.ticktext) == ["blocked (0)", "allowed (1)"] and (ca.cmin, ca.cmax) == (0, 1)
-    assert ca.colorscale[0][1] == "#e0e0e0" and ca.colorscale[-1][1] == "#2166ac"
+    assert ca.colorscale[0][1] == c.BLOCKED_COLOR and ca.colorscale[-1][1] == "#2166ac"
     assert "6 of 9 allowed" in fig.layout.title.text
     assert containing(fig, "&lt;i&gt;") and not containing(fig, "<i>")  # the figure's strings, not its JSON
 

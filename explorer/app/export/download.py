@@ -28,6 +28,7 @@ from ..link.length import fit_length
 from ..link.opening import LinkEvents, space_page
 from ..link.page_link import LinkForm, from_page
 from ..page.assets import PLOT_CONFIG
+from ..page.figure_alt import alt_of
 from ..page.head_labels import head_label
 from ..page.model_panel import model_info
 from ..serving.errors import AppError
@@ -205,7 +206,7 @@ class DownloadEvents:
         figures, notes = [], []
         for name, component in vars(parts).items():
             if name in drawn and id(component) not in hidden:
-                figure, note = figure_or_note(viz.figure_json(drawn[name], PLOT_CONFIG))
+                figure, note = figure_or_note(viz.figure_json(drawn[name], PLOT_CONFIG, alt_of(drawn[name])))
                 figures += [figure] if figure else []
                 notes += [note] if note else []
         return figures, notes

@@ -23,7 +23,7 @@ dl{display:grid;grid-template-columns:max-content 1fr;gap:.2rem .8rem;margin:0 0
 dd{margin:0;white-space:pre-wrap;word-break:break-word}.text{white-space:pre-wrap;margin:.5rem 0}
 .figure{width:100%;min-height:320px;margin:.5rem 0 1.5rem}code{word-break:break-all}
 table{border-collapse:collapse;margin:.5rem 0 1.5rem;font-size:.9rem}caption{text-align:left;font-weight:600}
-th,td{border:1px solid #ccc;padding:.15rem .4rem;text-align:left}"""
+th,td{border:1px solid #ccc;padding:.15rem .4rem;text-align:left}.fig-alt{margin:-1rem 0 1.5rem;font-size:.9rem}"""
 DRAW_JS = """document.querySelectorAll('script.figure-data').forEach(function (s) {
   var f = JSON.parse(s.textContent);
   Plotly.newPlot(s.previousElementSibling, f.data, f.layout, Object.assign({responsive: true}, f.config || {}));
@@ -78,6 +78,17 @@ def figure_text(figure_json: str) -> str:
     return html_safe(json.dumps(spec, separators=(",", ":"), ensure_ascii=False))
 
 
+def alt_html(figure_json: str) -> str:
+    """A figure's words and tables (its layout's meta.alt: explorer.viz.describe) as escaped HTML: a <details>
+    whose summary says what the figure shows, opening its numbers; "" for a figure without them."""
+    meta = json.loads(figure_json).get("layout", {}).get("meta")
+    alt = meta.get("alt") if isinstance(meta, dict) else None
+    if not isinstance(alt, dict) or not alt.get("text"):
+        return ""
+    tables = "".join(table_html(Table(t["caption"], t["columns"], t["rows"])) for t in alt.get("tables") or ())
+    return f'<details class="fig-alt"><summary>{html.escape(str(alt["text"]))}</summary>{tables}</details>'
+
+
 def view_html(view: ViewExport, script: str | None = None) -> str:
     """The whole file. `script`: plotly.js (default: the installed plotly's bundle, inlined once)."""
     e = html.escape
@@ -86,7 +97,7 @@ def view_html(view: ViewExport, script: str | None = None) -> str:
     texts = "".join(f'<div class="text">{e(t)}</div>' for t in view.texts if t.strip())
     tables = "".join(table_html(t) for t in view.tables if t.rows)
     figures = "".join(f'<div class="figure" id="figure-{n}"></div>'
-                      f'<script type="application/json" class="figure-data">{figure_text(f)}</script>'
+                      f'<script type="application/json" class="figure-data">{figure_text(f)}</script>{alt_html(f)}'
                       for n, f in enumerate(view.figures))
     js = (script if script is not None else plotly_js()).replace("</script", "<\\/script")
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'

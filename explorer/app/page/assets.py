@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from .display import display_js
+from .figure_alt import FIGURE_ALT_CSS, alt_of, figure_alt_js
 from .glossary import GLOSS_JS
 from .lesson_panel import LESSON_CSS
 
@@ -19,13 +20,14 @@ PLOT_CONFIG = {  # Plotly modebar: the camera button saves a PNG of the figure
 
 
 def plot(fig: Any) -> Any:
-    """A figure for gr.Plot with the toolbar config (PNG download) attached: its JSON, made in one walk without
-    copying the figure (a PlotData: plain data, so it may come from a GPU worker, explorer.app.serving.compute)."""
+    """A figure for gr.Plot with the toolbar config (PNG download) and its text alternative (page.figure_alt)
+    attached: its JSON, made in one walk without copying the figure (a PlotData: plain data, so it may come from a GPU
+    worker, explorer.app.serving.compute)."""
     from gradio.components.plot import PlotData
 
     from ... import viz
 
-    return PlotData(type="plotly", plot=viz.figure_json(fig, PLOT_CONFIG))
+    return PlotData(type="plotly", plot=viz.figure_json(fig, PLOT_CONFIG, alt_of(fig)))
 
 
 # Opening or closing the model panel changes the width of the main column without a window resize event:
@@ -116,9 +118,11 @@ def click_to_box_js(plot: str, box: str, message: str) -> str:
 
 def page_js(tabs: Iterable[Any]) -> str:
     """The page's one script (Gradio takes one function): the tick thinning, the display's size and view
-    (`display.display_js`), the glossary's (`glossary.GLOSS_JS`: the jargon of every output glossed) and each tab's
+    (`display.display_js`), each figure's words and table and the live regions (`figure_alt.figure_alt_js`), the
+    glossary's (`glossary.GLOSS_JS`: the jargon of every output glossed) and each tab's
     own (`Tab.script`), each in its own scope."""
     parts = [f"({TICKS_JS.strip()})();", SAVE_TITLE_JS.strip(), f"{{ {display_js().strip()} }}",
+             f"{{ {figure_alt_js().strip()} }}",
              f"{{ {GLOSS_JS.strip()} }}",
              *(f"{{ {t.script.strip()} }}" for t in tabs if t.script)]
     return "() => {\n" + "\n".join(parts) + "\n}"
@@ -245,3 +249,4 @@ CSS = """
 }
 """
 CSS += LESSON_CSS  # the lesson panel and the Lessons menu (page.lesson_panel)
+CSS += FIGURE_ALT_CSS  # each figure's words and table (page.figure_alt)

@@ -30,8 +30,9 @@ class Results:
     #                  first screen's heatmap down by a gap)
 
 
-# Colours of the output chips' categories (run.output_chips): a changed token stands out from the rest.
-CHIP_COLOURS = {"output": "#dbeafe", "candidate": "#e0e7ff", "same": "#dbeafe", "changed": "#fde68a"}
+# Colours of the output chips' categories (run.output_chips): a changed token stands out from the rest, a candidate
+# from the output for every colour vision (explorer.viz.colour_vision; its text also gives its probability).
+CHIP_COLOURS = {"output": "#dbeafe", "candidate": "#a5b4fc", "same": "#dbeafe", "changed": "#fde68a"}
 
 
 def results_bar() -> Results:

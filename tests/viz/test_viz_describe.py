@@ -1,0 +1,83 @@
+"""Each figure's text alternative (explorer.viz.describe): the strongest cells named from the figure's own data,
+in the form the figure sends (exact float32 or percent codes), token text kept as text, signs written out, and one
+for every figure kind (tests/viz/test_viz_valid.BUILDERS)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from explorer import viz
+from explorer.viz.describe import MINUS, describe
+from tests.viz.test_viz_valid import BUILDERS
+
+MONTH = ["[BOS]", "3", "mars", "m"]
+
+
+def _planted(n: int, value: float, at: tuple[int, int]) -> np.ndarray:
+    w = np.full((n, n), 0.01, dtype=np.float32)
+    w[at] = value
+    return w
+
+
+def test_the_strongest_cell_of_a_head_is_named_with_its_query_key_and_weight() -> None:
+    fig = viz.cross_attention_heatmap(_planted(4, 0.62, (1, 3)), MONTH, MONTH, title="cross L1 H3")
+    alt = describe(fig)
+    assert alt.text.startswith("cross L1 H3.")
+    assert "‘3’ attends most to ‘m’, 0.62;" in alt.text  # the first of the strongest
+    (table,) = alt.tables
+    assert table.columns == ["generated token (query, decoder)", *MONTH]  # every cell of a small head
+    assert table.rows[1] == ["3", "0.01", "0.01", "0.01", "0.62"]
+
+
+def test_a_large_head_sent_as_percent_codes_is_read_back_in_values() -> None:
+    names = [f"t{i}" for i in range(100)]
+    fig = viz.head_heatmap(_planted(100, 0.62, (70, 12)), names, names)
+    assert np.asarray(fig.data[0].z).dtype == np.uint8  # the percent form: codes, not values
+    alt = describe(fig)
+    assert "‘t70’ attends most to ‘t12’, 0.62" in alt.text
+    assert alt.tables[0].rows[0] == ["t70", "t12", "0.62"] and "10000 cells" in alt.tables[0].note
+
+
+def test_token_text_with_html_stays_text_in_the_words_and_the_page_json() -> None:
+    tokens = ["<b>bold</b>", "&amp;", "$x$"]
+    fig = viz.head_heatmap(_planted(3, 0.9, (0, 1)), tokens, tokens)
+    alt = describe(fig)
+    assert "‘<b>bold</b>’ attends most to ‘&amp;’, 0.9" in alt.text  # as typed: not "&lt;b&gt;", not bold
+    sent = viz.figure_json(fig, None, alt.as_dict())
+    assert "<" not in sent  # the JSON stays safe inside HTML; the page inserts the words as text (textContent)
+    assert json.loads(sent)["layout"]["meta"]["alt"]["tables"][0]["columns"][1] == "<b>bold</b>"
+
+
+def test_signed_shares_carry_their_sign_in_words() -> None:
+    a, b = _planted(3, 0.9, (2, 0)), _planted(3, 0.1, (2, 0))
+    alt = describe(viz.difference_heatmap(b, a, MONTH[:3], MONTH[:3]))
+    assert f"‘mars’ attends most to ‘[BOS]’, {MINUS}0.8" in alt.text
+    assert alt.tables[0].rows[0][1] == "+0" and alt.tables[0].rows[2][1] == f"{MINUS}0.8"
+
+
+def test_the_overview_names_layer_head_query_and_key_and_skips_the_gaps() -> None:
+    attn = np.full((2, 3, 4, 4), 0.05, dtype=np.float32)
+    attn[1, 2, 3, 1] = 0.77
+    alt = describe(viz.attention_overview(attn, MONTH, MONTH))
+    assert "‘layer 1 · query 3: m’ attends most to ‘head 2 · key 1: 3’, 0.77" in alt.text
+    assert "8 rows" in alt.text and "12 columns" in alt.text  # tiles only: the gap rows and columns are not cells
+
+
+def test_the_largest_bar_is_named() -> None:
+    nats = np.log(2) * np.array([0.5, 3.0, 1.0])  # the chart shows bits
+    alt = describe(viz.surprisal_chart(["a", "b", "c"], nats))
+    assert "largest: ‘b’ 3; ‘c’ 1; ‘a’ 0.5." in alt.text
+    assert alt.tables[0].rows == [["a", "0.5"], ["b", "3"], ["c", "1"]]
+
+
+@pytest.mark.parametrize("name", sorted(BUILDERS))
+def test_every_figure_kind_has_words(name: str) -> None:
+    fig = BUILDERS[name]()
+    alt = describe(fig)
+    title = describe({"data": [], "layout": {"title": fig.layout.title.to_plotly_json()}}).text
+    assert alt.text and (title in alt.text)
+    if fig.data and not name.endswith(("_none", "_never")):
+        assert alt.tables and all(t.rows for t in alt.tables), name
