@@ -61,18 +61,37 @@ class LessonPanel:
     leave: gr.Button
 
 
+REFUSED = "!"  # a menu value that names a lesson file not loaded (no lesson id starts with it)
+
+
 def menu_js() -> str:
-    """Choosing a lesson opens its link: the page reloads on `?lesson=<id>` and the link machinery restores its view."""
-    return """(key) => {
-  if (key) window.location.search = '?lesson=' + encodeURIComponent(key);
+    """Choosing a lesson opens its link: the page reloads on `?lesson=<id>` and the link machinery restores its view;
+    choosing a file that was not loaded opens nothing (its entry and the note under the title say why)."""
+    return f"""(key) => {{
+  if (key && !key.startsWith('{REFUSED}')) window.location.search = '?lesson=' + encodeURIComponent(key);
   return key;
-}"""
+}}"""
+
+
+def menu_choices(catalogue: Catalogue) -> list[tuple[str, str]]:
+    """The menu's entries: "Lessons …", each lesson by number and title, then each lesson file that could not be
+    read, named with what is wrong ("⚠️ not loaded: month.toml in lessons: step 2: ..."; never the server's path)."""
+    return ([("Lessons …", "")] + [(f"{n}. {x.title}", catalogue.key_of(n)) for n, x in enumerate(catalogue.lessons, 1)]
+            + [(f"⚠️ not loaded: {error[:160]}", f"{REFUSED}{k}") for k, error in enumerate(catalogue.errors, 1)])
+
+
+def refused_note(catalogue: Catalogue) -> gr.Markdown:
+    """Under the title, for the teacher: each lesson file the app could not use, and what is wrong with it (hidden
+    when every file loaded)."""
+    lines = [f"- {escape_md(error)}" for error in catalogue.errors]
+    text = ("⚠️ **Lesson files not loaded** (the Lessons menu lists the lessons that did; check the files with "
+            "`python scripts/check_lessons.py <folder>`):\n\n" + "\n".join(lines)) if lines else ""
+    return gr.Markdown(text, visible=bool(lines), elem_id="lesson-refused")
 
 
 def lessons_menu(catalogue: Catalogue) -> gr.Dropdown:
     """The page's compact "Lessons" dropdown (its accessible name "Lessons"); its value is the lesson running."""
-    choices = [("Lessons …", "")] + [(f"{n}. {x.title}", catalogue.key_of(n))
-                                     for n, x in enumerate(catalogue.lessons, 1)]
+    choices = menu_choices(catalogue)
     menu = gr.Dropdown(choices, value="", label="Lessons", show_label=False, container=False, scale=0, min_width=180,
                        elem_id="lessons", interactive=True)
     menu.input(None, [menu], [menu], js=menu_js(), queue=False, api_visibility="private")
