@@ -47,8 +47,10 @@ def lessons_markdown(lessons: tuple[Lesson, ...] = LESSONS, example: str | None 
     out = ["# Lessons", "",
            f"{len(lessons)} short lessons on the shipped models. Choose one in the page's **Lessons** menu (beside "
            "**Copy link**) or open a link with `lesson=` and its number or name: the page opens the lesson's view and "
-           "a panel docked at the bottom of the window shows its title, the step to do, a check of your own Run, the "
-           "goal and what to notice, with **◀ Previous**, **Next ▶** and **✕ Leave**. The check is computed by the "
+           "a panel shows its title, the step to do, a check of your own Run, the goal and what to notice, with "
+           "**◀ Previous**, **Next ▶** and **✕ Leave**: on a wide screen a column at the window's right, the page "
+           "narrowed beside it so that it covers none of the results (**⇥ Fold** leaves only its buttons), on a "
+           "narrower screen or a phone docked at the bottom of the window, under the output. The check is computed by the "
            "server from your last Run (its output with and without your toggles, the heads off, the masks, the tab "
            "shown), after every Run and every tab you open: “✓ the month changed to 05”, or “✗ not yet: …” with "
            "what your Run gave. `step=` in a link opens a step; **Copy link** keeps the lesson and its step; a "

@@ -1,6 +1,7 @@
 """The lesson panel and the Lessons menu: what a class sees of a lesson while it runs (its title, goal, the step to
-do, the check of the learner's own Run, what to notice, previous / next / leave), docked at the bottom of the screen
-so it stays in view while the page scrolls (LESSON_CSS), and the menu that opens a lesson by its link (`?lesson=<id>`).
+do, the check of the learner's own Run, what to notice, previous / next / leave), in view while the page scrolls
+(LESSON_CSS): a column at the window's right on a wide screen (the page narrowed beside it; "Fold" leaves its buttons),
+docked at the bottom of the window on a narrower one, and the menu that opens a lesson by its link (`?lesson=<id>`).
 
 The lesson shown and its step are page-wide settings (page.settings: `lesson`, `lesson_step`), so a link carries them
 and Copy link writes them; what the panel says is made here (`panel_text`), the check's verdict from the page's last
@@ -36,6 +37,25 @@ LESSON_CSS = """
   #lessons .wrap {min-height: 0 !important}
   #lessons .wrap-inner {padding: 1px 8px !important}
   #lessons input {font-size: 12px !important; margin: 0 !important}
+  /* A wide screen: a column of its own at the window's right, the page narrowed beside it, so that it covers none of
+     the results; "Fold" leaves only its buttons, the page taking the room back. */
+  @media (min-width: 1024px) {
+    /* Gradio puts its container before every selector of the page's CSS: the page's column that holds the panel */
+    div:has(> #lesson-panel:not(.folded)) {padding-right: 344px !important}
+    div:has(> #lesson-panel.folded) {padding-right: 140px !important}
+    #lesson-panel {position: fixed !important; top: 8px; right: 8px; bottom: auto; width: 328px !important;
+                   min-width: 0 !important; max-height: calc(100vh - 16px); z-index: 1200;  /* above the pinned bar */
+                   box-shadow: -4px 0 14px rgba(0, 0, 0, 0.15)}
+    #lesson-panel.folded {width: 124px !important}
+    #lesson-panel.folded #lesson-text, #lesson-panel.folded #lesson-about {display: none}
+    #lesson-row {flex-direction: column !important}
+    #lesson-row > div {min-width: 0 !important; width: 100% !important}
+    #lesson-nav {order: -1; flex-direction: row !important; flex-wrap: wrap !important}
+    #lesson-nav button {flex: 1 1 40% !important; width: auto !important}  /* two a row */
+    #lesson-panel.folded #lesson-nav {flex-direction: column !important}
+  }
+  #lesson-fold {display: none}
+  @media (min-width: 1024px) { #lesson-fold {display: inline-flex} }
   @media (max-width: 640px) {
     #lesson-panel {order: 99; max-height: 32vh; padding: 4px 8px !important}  /* after the page's other parts */
     #lesson-row {flex-wrap: wrap !important; gap: 4px !important}
@@ -61,6 +81,12 @@ class LessonPanel:
     leave: gr.Button
 
 
+# The panel folded to its buttons (a wide screen's side column) or unfolded: the page's own, no server round trip.
+FOLD_JS = """() => {
+  const panel = document.querySelector('#lesson-panel'), button = document.querySelector('#lesson-fold');
+  const folded = panel.classList.toggle('folded');
+  if (button) { button.setAttribute('aria-pressed', String(folded)); button.title = folded ? 'Show the lesson' : ''; }
+}"""
 REFUSED = "!"  # a menu value that names a lesson file not loaded (no lesson id starts with it)
 
 
@@ -110,6 +136,8 @@ def lesson_panel(catalogue: Catalogue, menu: gr.Dropdown) -> LessonPanel:
                 previous = gr.Button("◀ Previous", size="sm", elem_id="lesson-prev")
                 nxt = gr.Button("Next ▶", size="sm", elem_id="lesson-next")
                 leave = gr.Button("✕ Leave", size="sm", elem_id="lesson-leave")
+                fold = gr.Button("⇥ Fold", size="sm", elem_id="lesson-fold")  # in the browser only
+                fold.click(None, js=FOLD_JS, queue=False, api_visibility="private")
     return LessonPanel(catalogue, menu, box, text, about, previous, nxt, leave)
 
 
