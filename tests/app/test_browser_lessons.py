@@ -30,8 +30,8 @@ def untick(group: str, *heads: str):
 
 
 # What a learner does for each step, by hand on the page (None: the step's check holds as the lesson opens, or it
-# has no check): open a tab, (un)tick a mask or a head, type sentence 1 and press Run, press a tab's button and wait
-# for what it writes.
+# has no check): open a tab, (un)tick a mask or a head, type sentence 1 and press Run, wait for what a tab's button
+# wrote (a link presses it), press a tab's button.
 WALK = {
     "positions": [None, None, [("type", "mars lundi 2025 3", None)]],
     "causal-mask": [None, [("untick", "#causal", None)], [("tick", "#causal", None)]],
@@ -40,8 +40,7 @@ WALK = {
     "induction": [None, None, untick("dec-heads", "L1 H0", "L1 H1", "L1 H2", "L1 H3")],
     "contributions": [None, None, untick("cross-heads", "L1 H3")],
     "compare": [None, None, [("type", "1 gennaio 2000", None)]],
-    "month-circuit": [None, None, [("click", "#circuit-run", None), ("wait", "#circuit-summary", "faithfulness"),
-                                   ("click", "#circuit-keep", None)]],
+    "month-circuit": [None, None, [("wait", "#circuit-summary", "faithfulness"), ("click", "#circuit-keep", None)]],
 }
 PANEL = "() => {{ const t = document.querySelector('#lesson-text'); return !!t && t.innerText.includes({!r}) && " \
         "/{}/.test(t.innerText); }}"

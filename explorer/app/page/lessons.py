@@ -194,7 +194,8 @@ LESSONS: tuple[Lesson, ...] = (
                     check(("tab_is", "circuit"), ("output_equals", "2025-03-03"),
                           passed="the model answers 2025-03-03 and the Circuit tab is open",
                           hint="open the **Circuit** tab and press **Run** with every head on")),
-               Step("Press **Find the circuit** and wait for its summary: about 60 of the 529 edges keep over 0.9 "
+               Step("The lesson's link pressed **Find the circuit** for you: wait for its summary under the "
+                    "button (it takes a few seconds). About 60 of the 529 edges keep over 0.9 "
                     "of the month's logit difference, on the 8 held-out pairs too. In the graph, cross L0 H1 and "
                     "cross L1 H3 (the heads of lesson 3) are in it; no decoder self-attention head is."),
                Step("Press **Keep only this circuit**: every head outside it is switched off and the page runs "
