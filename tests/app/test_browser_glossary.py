@@ -1,13 +1,14 @@
 """The glossary's page script (explorer.app.page.glossary.GLOSS_JS) in headless Chromium on the starting model
 (date-translator): a text a Run writes (the Contributions tab's summary names the logit) shows each jargon word in an
 <abbr> with its gloss, again after the text is written anew, without a word doubled or lost; the tabs' help carries
-its glosses from the server. No console errors."""
+its glosses from the server; every table header and every figure text drawn (titles, axis and colour-bar titles,
+notes) that names a jargon word carries that word's gloss as its tooltip. No console errors."""
 
 from __future__ import annotations
 
 import pytest
 
-from explorer.app.page.glossary import gloss_of
+from explorer.app.page.glossary import _PATTERN, GLOSSARY, GLOSS_JS, gloss_of
 from tests.app.browser import IDLE_JS, opened
 
 pytestmark = pytest.mark.browser
@@ -19,6 +20,23 @@ GLOSSED = """([id, word]) => [...document.querySelectorAll('#' + id + ' abbr[tit
 ALL_GLOSSED = """(id) => { const el = document.querySelector('#' + id);
   const words = (el.innerText.match(/\\blogits?\\b/gi) || []).length;
   return words > 0 && el.querySelectorAll('abbr[title]').length >= words; }"""
+
+
+# Every table header and figure text of the page outside Markdown (which has its <abbr>s) that names a jargon word:
+# [its text, its tooltip ("" for none)]
+LABELS = GLOSS_JS.split("const LABELS = ", 1)[1].split(";\n", 1)[0]
+LABELLED = f"""terms => {{ const re = new RegExp(terms.map(t => '(' + t + ')').join('|'), 'i');
+  return [...document.querySelectorAll({LABELS})].filter(el => !el.closest('.prose') && re.test(el.textContent))
+    .map(el => [el.textContent, el.namespaceURI.endsWith('svg')
+      ? (([...el.parentNode.children].find(c => c.tagName === 'title') || {{}}).textContent || '') : el.title]); }}"""
+TERMS = [pattern for _, pattern, _ in GLOSSARY]
+
+
+def labels_glossed(page) -> list[tuple[str, str]]:
+    """Every jargon label of the page with its tooltip, once each has one (the page's script glosses them at the next
+    frame after they are drawn); fails naming the labels without."""
+    page.wait_for_function(f"() => ({LABELLED})({TERMS!r}).every(([, tip]) => tip !== '')")
+    return page.evaluate(LABELLED, TERMS)
 
 
 @pytest.fixture(scope="module")
@@ -48,4 +66,11 @@ def test_a_runs_text_and_the_help_show_their_glosses(app_url, browser):
         # the help under the tab's title: its <abbr>s from the server
         helps = page.evaluate("() => [...document.querySelectorAll('.tab-text abbr[title]')].map(a => a.title)")
         assert gloss_of("logit") in helps
+        # the tab's table headers and its figure's texts: each jargon word's gloss is the tooltip, the text unchanged
+        labels = labels_glossed(page)
+        assert any(text.startswith("Direct logit attribution") for text, _ in labels), labels  # a figure's title
+        assert any("its logit share" in text for text, _ in labels), labels  # a table's header
+        for text, tip in labels:
+            for m in _PATTERN.finditer(text):
+                assert f"{m.group(0)}: {GLOSSARY[int(m.lastgroup[1:])][2]}" in tip.split("\n"), (text, tip)
     assert errors == [], errors

@@ -1,5 +1,6 @@
 """The lessons and the Download button in headless Chromium: every lesson opened by its link (`?lesson=<id>`) shows
-its panel docked in view, and walking its steps by hand (a tab opened, a mask or head switched, a sentence typed) turns
+its panel in view (a column beside the results on a wide screen, covering none of them; folded to its buttons on
+demand), and walking its steps by hand (a tab opened, a mask or head switched, a sentence typed) turns
 each step's check from "✗ not yet" to "✓" on the learner's own Run; the Lessons menu (named "Lessons" for a screen
 reader) opens a lesson, Copy link keeps it and its step, Leave closes it; on a phone the panel does not cover the
 output. The downloaded file, opened from disk with the network blocked, draws its figures and shows the settings.
@@ -29,7 +30,8 @@ def untick(group: str, *heads: str):
 
 
 # What a learner does for each step, by hand on the page (None: the step's check holds as the lesson opens, or it
-# has no check): open a tab, (un)tick a mask or a head, type sentence 1 and press Run.
+# has no check): open a tab, (un)tick a mask or a head, type sentence 1 and press Run, wait for what a tab's button
+# wrote (a link presses it), press a tab's button.
 WALK = {
     "positions": [None, None, [("type", "mars lundi 2025 3", None)]],
     "causal-mask": [None, [("untick", "#causal", None)], [("tick", "#causal", None)]],
@@ -38,6 +40,7 @@ WALK = {
     "induction": [None, None, untick("dec-heads", "L1 H0", "L1 H1", "L1 H2", "L1 H3")],
     "contributions": [None, None, untick("cross-heads", "L1 H3")],
     "compare": [None, None, [("type", "1 gennaio 2000", None)]],
+    "month-circuit": [None, None, [("wait", "#circuit-summary", "faithfulness"), ("click", "#circuit-keep", None)]],
 }
 PANEL = "() => {{ const t = document.querySelector('#lesson-text'); return !!t && t.innerText.includes({!r}) && " \
         "/{}/.test(t.innerText); }}"
@@ -50,12 +53,27 @@ def panel_says(page, step: str, mark: str) -> None:
 
 def act(page, action) -> None:
     what, where, label = action
-    if what == "type":
+    if what == "click":
+        page.locator(where).click()
+    elif what == "wait":  # a tab's own computation (not a Run) has written its result
+        page.wait_for_function("([s, w]) => (document.querySelector(s) || {innerText: ''}).innerText.includes(w)",
+                               arg=[where, label])
+    elif what == "type":
         page.locator("#text1 textarea").fill(where)
         page.locator("#run").click()
     else:
         box = page.locator(where).get_by_label(label) if label else page.locator(f"{where} input")
         box.uncheck() if what == "untick" else box.check()
+
+
+RECT = "s => document.querySelector(s).getBoundingClientRect().toJSON()"
+
+
+def apart(page, *selectors: str) -> bool:
+    """Whether the lesson panel and each of `selectors` (the output bar, the tabs) share no pixel on the screen."""
+    panel = page.evaluate(RECT, "#lesson-panel")
+    return all(r["right"] <= panel["left"] or r["left"] >= panel["right"] or r["bottom"] <= panel["top"]
+               or r["top"] >= panel["bottom"] for r in (page.evaluate(RECT, s) for s in selectors))
 
 
 def in_view(page, selector: str) -> bool:
@@ -88,6 +106,7 @@ def test_walk_every_lesson_with_its_checks(app_url, chromium, lesson):
             panel_says(page, where, "✓ " + step.check.passed)
         page.wait_for_function(IDLE_JS)
         assert in_view(page, "#lesson-panel"), (lesson.id, k)
+        assert apart(page, "#results-bar", "#views"), (lesson.id, k)  # a column beside the results, over none
         if k < n:
             page.locator("#lesson-next").click()
     page.evaluate("() => window.scrollTo(0, document.body.scrollHeight / 2)")  # docked while the page scrolls
@@ -113,6 +132,12 @@ def test_the_menu_opens_a_lesson_copy_link_keeps_it_and_leave_closes_it(app_url,
     page.locator("#lesson-next").click()
     panel_says(page, "Step 2 of 4.", "✗")
     page.wait_for_url(lambda url: url.endswith("&lesson=month-heads&step=2"))  # the address follows the step
+    wide = page.evaluate(RECT, "#results-bar")["width"]
+    page.locator("#lesson-fold").click()  # folded to its buttons: the results take the room back, still uncovered
+    page.wait_for_function(f"() => document.querySelector('#results-bar').getBoundingClientRect().width > {wide}")
+    assert apart(page, "#results-bar", "#views") and not page.locator("#lesson-text").is_visible()
+    page.locator("#lesson-fold").click()
+    page.wait_for_function(f"() => document.querySelector('#results-bar').getBoundingClientRect().width === {wide}")
     page.wait_for_function(IDLE_JS)
     page.locator("#copy-link").click()
     url = page.wait_for_function(f"() => ({LINK_URL})() || null").json_value()

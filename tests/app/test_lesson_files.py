@@ -17,6 +17,7 @@ from explorer.app.page.lesson_events import lesson_catalogue, run_facts
 from explorer.app.page.lesson_files import LESSON_BYTES, MAX_FILES, Catalogue, catalogue, read_lesson
 from explorer.app.page.lesson_format import LessonError
 from explorer.app.page.lessons import LESSONS
+from explorer.app.serving.errors import escape_md
 from explorer.app.serving.kept import Shown
 from explorer.app.serving.session import Session
 from explorer.app.tabs import TABS
@@ -157,12 +158,23 @@ def test_a_lesson_written_in_code_is_checked_too():
 
 def test_the_app_started_with_an_allowed_folder_lists_its_lessons(tmp_path):
     """build_demo(allowed_dirs=...) reads the folder's lessons/ once: the Lessons menu lists them after the
-    built-in ones, by their ids."""
+    built-in ones, by their ids; a file it could not use is named with what is wrong, in the menu (an entry that
+    opens nothing) and in a note under the title, never with the server's path."""
+    import gradio as gr
+
     from explorer.app.demo import build_demo
+    from explorer.app.page.lesson_panel import refused_note
 
     allowed = folder(tmp_path, {"month-my-way.toml": GOOD, "broken.toml": "title = 'x'\n"})
     demo = build_demo(allowed_dirs=[str(allowed)], device="cpu")
     menu = next(b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "lessons")
     assert menu.label == "Lessons" and menu.choices[0] == ("Lessons …", "")
-    assert menu.choices[-1] == (f"{len(LESSONS) + 1}. The month, my way", "month-my-way")
-    assert len(menu.choices) == len(LESSONS) + 2  # the broken file is left out (named in the log)
+    assert menu.choices[-2] == (f"{len(LESSONS) + 1}. The month, my way", "month-my-way")
+    reason = "broken.toml in lessons: a lesson needs 1 to 8 [[steps]]"
+    assert menu.choices[-1] == (f"⚠️ not loaded: {reason}", "!1") and len(menu.choices) == len(LESSONS) + 3
+    note = next(b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "lesson-refused")
+    assert note.visible and "Lesson files not loaded" in note.value and escape_md(reason) in note.value
+    assert str(tmp_path) not in note.value + str(menu.choices)
+    with gr.Blocks():  # every file loaded: no note
+        note = refused_note(Catalogue())
+    assert not note.visible and not note.value

@@ -41,6 +41,9 @@ def off(*labels: str) -> list[str]:
     return [x for x in ALL if x not in labels]
 
 
+# "Keep only this circuit" on the month's circuit (test_the_months_circuit_... finds it): these heads switched off
+CIRCUIT_KEPT = dict(encoder_heads_on=off("L0 H0", "L0 H1", "L0 H3", "L1 H0", "L1 H2", "L1 H3"),
+                    decoder_heads_on=[], cross_heads_on=off("L0 H3"))
 # (lesson id, step) -> (what the learner did: settings changed on the lesson's view, passes?) for both verdicts.
 DONE, NOT_YET = True, False
 SCENARIOS = {
@@ -62,6 +65,8 @@ SCENARIOS = {
     ("contributions", 3): [(dict(cross_heads_on=off("L1 H3")), DONE), ({}, NOT_YET)],
     ("compare", 1): [({}, DONE), (dict(sentence1="1 gennaio 2000"), NOT_YET)],
     ("compare", 3): [(dict(sentence1="1 gennaio 2000"), DONE), ({}, NOT_YET)],
+    ("month-circuit", 1): [({}, DONE), (dict(tab="attention"), NOT_YET)],
+    ("month-circuit", 3): [(CIRCUIT_KEPT, DONE), (dict(decoder_heads_on=off(*ALL[:7])), NOT_YET)],
 }
 
 
@@ -86,12 +91,11 @@ def test_the_doc_is_written_from_the_lessons():
     assert len(LESSONS) >= 6 and len({x.title for x in LESSONS}) == len(LESSONS)
     ids = [x.id for x in LESSONS if x.id]
     assert len(set(ids)) == len(ids)
-    six = [x for x in LESSONS if x.id in {"positions", "causal-mask", "month-heads", "induction", "contributions",
-                                          "compare"}]
-    assert len(six) == 6  # a lesson added as Lesson(title, query, text) is shown with one step and no check
-    for x in six:  # each rewritten for the panel: a goal, 3 to 5 steps, what to notice, checks
+    seven = [x for x in LESSONS if x.id in {"positions", "causal-mask", "month-heads", "induction", "contributions",
+                                            "compare", "month-circuit"}]
+    assert len(seven) == 7  # a lesson added as Lesson(title, query, text) is shown with one step and no check
+    for x in seven:  # each written for the panel: a goal, 3 to 5 steps, what to notice, checks
         assert x.goal and 3 <= len(x.steps) <= 5 and x.notice and any(s.check for s in x.steps), x.id
-    assert "month-circuit" in ids  # the Circuit tab's lesson (issue 41), in the three-field form
 
 
 def test_every_check_step_has_a_scenario_run_below():
@@ -264,5 +268,7 @@ def test_the_months_circuit_is_small_faithful_and_leaves_the_decoder_heads_out(m
     assert r.faithfulness >= 0.9 and r.held_faithfulness >= 0.9, (r.faithfulness, r.held_faithfulness)
     assert {(0, 1), (1, 3)}.isdisjoint(r.off["cross"]) and len(r.off["decoder"]) == 8
     on = {kind: frozenset(CROSS - set(r.off[kind])) for kind in r.heads}  # every kind has 2 layers x 4 heads
+    kept = {k: [head_labels(2, 4)[la * 4 + h] for la, h in sorted(on[k])] for k in on}  # the switches it leaves on
+    assert kept == {k.split("_")[0]: v for k, v in CIRCUIT_KEPT.items()}, kept  # the lesson's step 3 scenario
     broken = answer(analyze(models["date-translator"], state.values["s1"], None, Toggles(heads_on=on)))
     assert broken.startswith("2025-03-03 -> ") and not broken.endswith("2025-03-03"), broken

@@ -136,6 +136,7 @@ CSS = """
 .intro p {margin: 0; font-size: 13px}
 .examples {margin-top: 2px}
 #status {min-height: 1.2em}
+th.glossed {text-decoration: underline dotted; cursor: help}  /* a header with jargon: its gloss on hover */
 /* A Run's timer shows on the status line alone (events.run_progress): room for it while it runs; Gradio gives the
    minimal tracker no height, which hid the timer. */
 #status:has([data-testid="status-tracker"].wrap:not(.hide)) {min-height: 56px}

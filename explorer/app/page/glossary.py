@@ -7,7 +7,9 @@ dotted underline says there is one), in plain-text places (a label, an info line
     with_gloss(term)         "term (gloss)" for plain text
     unglossed(text)          the jargon words of a text that carry no gloss: [(term, the text around it)]
     GLOSS_JS                 page JavaScript: the same <abbr> around each jargon word of the texts a Run writes
-                             (every Markdown and HTML output, as it changes), so that no tab has to gloss its own
+                             (every Markdown and HTML output, as it changes), so that no tab has to gloss its own;
+                             and the gloss as a tooltip (a dotted underline says there is one) of each table header
+                             and each figure's drawn text (titles, axis and colour-bar titles, notes) with jargon
 """
 
 from __future__ import annotations
@@ -127,17 +129,62 @@ const glossIn = (root) => {
   }
   found.forEach(glossText);
 };
-const glossed = new Set();
+// A table header or a figure's text is drawn by Gradio's table or by Plotly, which rewrite it: its words are left as
+// they are, the gloss goes beside them (a header's title; an SVG <title> in the text's group), once per word.
+const LABELS = 'th, svg text.gtitle, svg text.xtitle, svg text.ytitle, svg .cbtitle text, svg text.annotation-text, ' +
+  'svg text.legendtext';
+const glossesOf = (text) => {
+  const lines = [];
+  let m;
+  pattern.lastIndex = 0;
+  while ((m = pattern.exec(text)) !== null) {
+    const i = m.slice(1).findIndex((g) => g !== undefined);
+    const line = m[0] + ': ' + terms[i][1];
+    if (!lines.includes(line)) lines.push(line);
+  }
+  return lines.join('\\n');
+};
+const glossLabel = (el) => {
+  const gloss = glossesOf(el.textContent);
+  if (!gloss) return;
+  if (el.namespaceURI !== 'http://www.w3.org/2000/svg') {
+    if (el.title !== gloss) el.title = gloss;
+    el.classList.add('glossed');
+    return;
+  }
+  const group = el.parentNode;
+  let tip = [...group.children].find((c) => c.tagName === 'title');
+  if (!tip) { tip = document.createElementNS('http://www.w3.org/2000/svg', 'title'); group.prepend(tip); }
+  if (tip.textContent !== gloss) tip.textContent = gloss;
+  el.classList.add('glossed');
+  el.style.pointerEvents = 'all';  // Plotly's text layer lets the pointer through: the gloss is read by hovering
+  el.style.textDecoration = 'underline dotted';
+};
+const labelsIn = (root) => {
+  const outside = (el) => !el.closest('.prose');
+  if (root.matches && root.matches(LABELS) && outside(root)) glossLabel(root);
+  root.querySelectorAll(LABELS).forEach((el) => { if (outside(el)) glossLabel(el); });
+};
+const glossed = new Set(), labelled = new Set();
 let queued = false;
-const flush = () => { queued = false; glossed.forEach(glossIn); glossed.clear(); };
+const flush = () => {
+  queued = false;
+  glossed.forEach(glossIn); glossed.clear();
+  labelled.forEach(labelsIn); labelled.clear();
+};
 new MutationObserver((records) => {
   for (const r of records) {
     const el = r.target.nodeType === 1 ? r.target : r.target.parentElement;
-    if (!el || el.closest('.js-plotly-plot')) continue;
-    const prose = el.closest('.prose');
-    if (prose) glossed.add(prose); else el.querySelectorAll('.prose').forEach((p) => glossed.add(p));
+    if (!el || el.tagName === 'title' || el.closest('title')) continue;  // our own tooltips
+    const prose = el.closest('.prose');  // Markdown (its tables too): <abbr>s in the text
+    if (prose) { glossed.add(prose); continue; }
+    const label = el.closest(LABELS + ', .js-plotly-plot, table');
+    if (label) { labelled.add(label); continue; }
+    el.querySelectorAll('table, .js-plotly-plot').forEach((t) => labelled.add(t));
+    el.querySelectorAll('.prose').forEach((p) => glossed.add(p));
   }
-  if (glossed.size && !queued) { queued = true; requestAnimationFrame(flush); }
+  if ((glossed.size || labelled.size) && !queued) { queued = true; requestAnimationFrame(flush); }
 }).observe(document.body, {childList: true, subtree: true, characterData: true});
 document.querySelectorAll('.prose').forEach(glossIn);
+labelsIn(document.body);
 """.replace("TERMS", json.dumps([[pattern, gloss] for _, pattern, gloss in GLOSSARY], ensure_ascii=False))

@@ -27,7 +27,7 @@ from .controls import Controls, controls
 from .display import Display, class_view_button, more_button
 from .glossary import glossed
 from .lesson_files import Catalogue
-from .lesson_panel import LessonPanel, lesson_panel, lessons_menu
+from .lesson_panel import LessonPanel, lesson_panel, lessons_menu, refused_note
 from .model_panel import ModelPanel, Start, model_panel
 from .results_bar import Results, results_bar
 from .settings import DISPLAY, HEAD_GROUPS, SENTENCE1, SENTENCE2, SETTINGS, TAB_STRIP, Setting, check_table, lay
@@ -157,6 +157,7 @@ def layout(start: Start, session_value: Any, tabs: Sequence[Any], table: Sequenc
             shown_as = lay(table, DISPLAY, start)
             class_view = class_view_button()
             copy_link = gr.Button("Copy link", size="sm", scale=0, min_width=90, elem_id="copy-link")
+        refused_note(lessons)  # a teacher's lesson file the app could not use: named, with what is wrong
         gr.Markdown(INTRO, elem_classes="intro")
         inputs, made = input_rows(start, copy_link, table)
         with gr.Row(equal_height=False, elem_id="workspace"):  # on a phone: figures first (assets.CSS)

@@ -1,5 +1,5 @@
 """The lesson panel's events: the panel follows the lesson and step settings (a link, the menu, previous / next /
-leave), and after every Run and every tab opened it says the step's check on the learner's own Run.
+leave), and after every Run (a tab's button that runs the page too) and every tab opened it says the step's check on the learner's own Run.
 
 The check reads the session's last Run on the server (serving.kept.Shown: its request, with the toggles, and its
 kept result: sentence 1's output with and without them, run.answers), never words written in advance
@@ -89,7 +89,8 @@ class LessonEvents:
         p.previous.click(lambda key, step: self.moved(-1, key, step), [self.lesson, self.step], [self.step], **PRIVATE)
         p.next.click(lambda key, step: self.moved(1, key, step), [self.lesson, self.step], [self.step], **PRIVATE)
         p.leave.click(lambda: ("", 1), None, [self.lesson, self.step], **PRIVATE)
-        app.follow_runs(lambda ran: ran.then(self.show, self.inputs, self.outputs, **quiet))
+        # every Run: a tab's button that sets toggles and runs the page ("Keep only this circuit") too
+        app.follow_every_run(lambda ran: ran.then(self.show, self.inputs, self.outputs, **quiet))
         for opened in app.selected.values():
             opened.then(self.show, self.inputs, self.outputs, **quiet)
 

@@ -1,6 +1,7 @@
 """The lesson panel and the Lessons menu: what a class sees of a lesson while it runs (its title, goal, the step to
-do, the check of the learner's own Run, what to notice, previous / next / leave), docked at the bottom of the screen
-so it stays in view while the page scrolls (LESSON_CSS), and the menu that opens a lesson by its link (`?lesson=<id>`).
+do, the check of the learner's own Run, what to notice, previous / next / leave), in view while the page scrolls
+(LESSON_CSS): a column at the window's right on a wide screen (the page narrowed beside it; "Fold" leaves its buttons),
+docked at the bottom of the window on a narrower one, and the menu that opens a lesson by its link (`?lesson=<id>`).
 
 The lesson shown and its step are page-wide settings (page.settings: `lesson`, `lesson_step`), so a link carries them
 and Copy link writes them; what the panel says is made here (`panel_text`), the check's verdict from the page's last
@@ -36,6 +37,25 @@ LESSON_CSS = """
   #lessons .wrap {min-height: 0 !important}
   #lessons .wrap-inner {padding: 1px 8px !important}
   #lessons input {font-size: 12px !important; margin: 0 !important}
+  /* A wide screen: a column of its own at the window's right, the page narrowed beside it, so that it covers none of
+     the results; "Fold" leaves only its buttons, the page taking the room back. */
+  @media (min-width: 1024px) {
+    /* Gradio puts its container before every selector of the page's CSS: the page's column that holds the panel */
+    div:has(> #lesson-panel:not(.folded)) {padding-right: 344px !important}
+    div:has(> #lesson-panel.folded) {padding-right: 140px !important}
+    #lesson-panel {position: fixed !important; top: 8px; right: 8px; bottom: auto; width: 328px !important;
+                   min-width: 0 !important; max-height: calc(100vh - 16px); z-index: 1200;  /* above the pinned bar */
+                   box-shadow: -4px 0 14px rgba(0, 0, 0, 0.15)}
+    #lesson-panel.folded {width: 124px !important}
+    #lesson-panel.folded #lesson-text, #lesson-panel.folded #lesson-about {display: none}
+    #lesson-row {flex-direction: column !important}
+    #lesson-row > div {min-width: 0 !important; width: 100% !important}
+    #lesson-nav {order: -1; flex-direction: row !important; flex-wrap: wrap !important}
+    #lesson-nav button {flex: 1 1 40% !important; width: auto !important}  /* two a row */
+    #lesson-panel.folded #lesson-nav {flex-direction: column !important}
+  }
+  #lesson-fold {display: none}
+  @media (min-width: 1024px) { #lesson-fold {display: inline-flex} }
   @media (max-width: 640px) {
     #lesson-panel {order: 99; max-height: 32vh; padding: 4px 8px !important}  /* after the page's other parts */
     #lesson-row {flex-wrap: wrap !important; gap: 4px !important}
@@ -61,18 +81,43 @@ class LessonPanel:
     leave: gr.Button
 
 
-def menu_js() -> str:
-    """Choosing a lesson opens its link: the page reloads on `?lesson=<id>` and the link machinery restores its view."""
-    return """(key) => {
-  if (key) window.location.search = '?lesson=' + encodeURIComponent(key);
-  return key;
+# The panel folded to its buttons (a wide screen's side column) or unfolded: the page's own, no server round trip.
+FOLD_JS = """() => {
+  const panel = document.querySelector('#lesson-panel'), button = document.querySelector('#lesson-fold');
+  const folded = panel.classList.toggle('folded');
+  if (button) { button.setAttribute('aria-pressed', String(folded)); button.title = folded ? 'Show the lesson' : ''; }
 }"""
+REFUSED = "!"  # a menu value that names a lesson file not loaded (no lesson id starts with it)
+
+
+def menu_js() -> str:
+    """Choosing a lesson opens its link: the page reloads on `?lesson=<id>` and the link machinery restores its view;
+    choosing a file that was not loaded opens nothing (its entry and the note under the title say why)."""
+    return f"""(key) => {{
+  if (key && !key.startsWith('{REFUSED}')) window.location.search = '?lesson=' + encodeURIComponent(key);
+  return key;
+}}"""
+
+
+def menu_choices(catalogue: Catalogue) -> list[tuple[str, str]]:
+    """The menu's entries: "Lessons …", each lesson by number and title, then each lesson file that could not be
+    read, named with what is wrong ("⚠️ not loaded: month.toml in lessons: step 2: ..."; never the server's path)."""
+    return ([("Lessons …", "")] + [(f"{n}. {x.title}", catalogue.key_of(n)) for n, x in enumerate(catalogue.lessons, 1)]
+            + [(f"⚠️ not loaded: {error[:160]}", f"{REFUSED}{k}") for k, error in enumerate(catalogue.errors, 1)])
+
+
+def refused_note(catalogue: Catalogue) -> gr.Markdown:
+    """Under the title, for the teacher: each lesson file the app could not use, and what is wrong with it (hidden
+    when every file loaded)."""
+    lines = [f"- {escape_md(error)}" for error in catalogue.errors]
+    text = ("⚠️ **Lesson files not loaded** (the Lessons menu lists the lessons that did; check the files with "
+            "`python scripts/check_lessons.py <folder>`):\n\n" + "\n".join(lines)) if lines else ""
+    return gr.Markdown(text, visible=bool(lines), elem_id="lesson-refused")
 
 
 def lessons_menu(catalogue: Catalogue) -> gr.Dropdown:
     """The page's compact "Lessons" dropdown (its accessible name "Lessons"); its value is the lesson running."""
-    choices = [("Lessons …", "")] + [(f"{n}. {x.title}", catalogue.key_of(n))
-                                     for n, x in enumerate(catalogue.lessons, 1)]
+    choices = menu_choices(catalogue)
     menu = gr.Dropdown(choices, value="", label="Lessons", show_label=False, container=False, scale=0, min_width=180,
                        elem_id="lessons", interactive=True)
     menu.input(None, [menu], [menu], js=menu_js(), queue=False, api_visibility="private")
@@ -91,6 +136,8 @@ def lesson_panel(catalogue: Catalogue, menu: gr.Dropdown) -> LessonPanel:
                 previous = gr.Button("◀ Previous", size="sm", elem_id="lesson-prev")
                 nxt = gr.Button("Next ▶", size="sm", elem_id="lesson-next")
                 leave = gr.Button("✕ Leave", size="sm", elem_id="lesson-leave")
+                fold = gr.Button("⇥ Fold", size="sm", elem_id="lesson-fold")  # in the browser only
+                fold.click(None, js=FOLD_JS, queue=False, api_visibility="private")
     return LessonPanel(catalogue, menu, box, text, about, previous, nxt, leave)
 
 

@@ -186,5 +186,26 @@ LESSONS: tuple[Lesson, ...] = (
            "date written so far, the same in both dates of a pair. Press “Keep only this circuit”: with every head "
            "outside it switched off (zeroed, not patched from the other date) the answer breaks, since a circuit names "
            "what carries the difference between the months, not everything the model needs.",
+           goal="Find the small part of the model that carries the month over many dates, and test what a circuit "
+                "does and does not say.",
+           steps=(
+               Step("Press **Run**: `lundi 3 mars 2025` becomes `2025-03-03`. The **Circuit** tab is open, set to 32 "
+                    "generated pairs: each French date against the same date with another month (mars / juin).",
+                    check(("tab_is", "circuit"), ("output_equals", "2025-03-03"),
+                          passed="the model answers 2025-03-03 and the Circuit tab is open",
+                          hint="open the **Circuit** tab and press **Run** with every head on")),
+               Step("The lesson's link pressed **Find the circuit** for you: wait for its summary under the "
+                    "button (it takes a few seconds). About 60 of the 529 edges keep over 0.9 "
+                    "of the month's logit difference, on the 8 held-out pairs too. In the graph, cross L0 H1 and "
+                    "cross L1 H3 (the heads of lesson 3) are in it; no decoder self-attention head is."),
+               Step("Press **Keep only this circuit**: every head outside it is switched off and the page runs "
+                    "again. Look at the output above the tabs.",
+                    check(("heads_off_at_least", 8), "output_changes",
+                          passed="with only the circuit's heads on, the answer broke",
+                          hint="press **Find the circuit**, then **Keep only this circuit**")),
+           ),
+           notice="The circuit carries what differs between two months, not everything the answer needs: the "
+                  "decoder's own heads, left out of it, write the date's shape, so switching them off breaks the "
+                  "answer even though the month's route is still there.",
            id="month-circuit"),
 )
