@@ -137,7 +137,7 @@ class PageEvents:
                 texts = {k: v for t in page.registry for k, v in t.run_updates(page.parts[t.id], a).items()}
                 state = {page.results.state: "\n\n".join(escape_md(x) for x in (line, a.note) if x)}
                 status = "\n\n".join(filter(None, [shown.take_model_notice(), a.status]))
-                yield {self.status: status, **texts, page.kept: shown, **state, page.results.output: a.chips.items,
+                yield {self.status: status, **texts, page.kept: shown, **state, page.results.output: a.chips.said(lang),
                        page.results.targets: a.chips.targets, **self.plots_of(figures)}
                 # (`shown` ends below: the same object, changed in place)
             except Exception:

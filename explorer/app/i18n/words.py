@@ -67,4 +67,4 @@ def best_language(accept: str | None) -> str:
         except ValueError:
             weight = 0.0
         asked.append((-weight, n, tag.split("-")[0].lower()))
-    return next((tag for _, _, tag in sorted(asked) if tag in LANGS), ENGLISH)
+    return next((tag for weight, _, tag in sorted(asked) if tag in LANGS and weight < 0), ENGLISH)  # q=0: refused
