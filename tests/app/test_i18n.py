@@ -26,7 +26,6 @@ EXPECTED_WRITTEN = {
     "status", "link-notice",  # notices and error messages                          STILL ENGLISH (but the Run's wait)
     "state-line",  # the state line: run.state_line, in the request's language
     "why-step", "features-switch-state",  # toggles that changed nothing; latent switches  STILL ENGLISH
-    "api-text",  # the API tab's prose and its endpoint list                           STILL ENGLISH
 }
 EXPECTED_AS_IS = {
     "ex1", "ex2",  # the model's example sentences (their menu's first line "10 examples for …": STILL ENGLISH)
@@ -55,7 +54,9 @@ def test_every_key_exists_in_every_language_with_the_same_placeholders(lang):
 def test_every_word_of_the_layout_is_in_the_catalogue(page_events):
     texts = page_texts(page_events.page.demo)
     assert len(texts) > 250  # labels, help, placeholders, buttons, static Markdown and choices of every tab
-    assert [(x.prop, x.english[:60]) for x in texts if x.english not in english_keys()] == []
+    made = [x for x in texts if isinstance(x.value, dict)]  # made in every language by its tab (the API tab)
+    assert [getattr(x.component, "elem_id", None) for x in made] == ["api-text"] and set(made[0].value) == set(LANGS)
+    assert [(x.prop, x.english[:60]) for x in texts if x.english not in english_keys() and x not in made] == []
     assert WRITTEN == EXPECTED_WRITTEN and CHOSEN_AS_IS == EXPECTED_AS_IS
 
 
@@ -71,11 +72,15 @@ def test_the_page_is_relabelled_in_each_language_and_back(page_events, lang):
     assert updates[measure]["choices"] == [(t("page.choice.weights", lang), "weights"),
                                            (t("page.choice.weight_value_written", lang), "values")]
     assert not {c for c in updates if getattr(c, "elem_id", None) in WRITTEN and "value" in updates[c]}
+    api = next(x for x in texts if getattr(x.component, "elem_id", None) == "api-text")  # its prose, made per language
+    assert t("api.endpoints", lang) in updates[api.component]["value"] and "- `/lens(sentence1)`:" in api.english
+    assert 'api_name="/analyze")   # ' + t("api.defaults_comment", lang) in updates[api.component]["value"]
     if lang != "en":  # every text of the layout changes, but names and symbols
         unchanged = [x.english for x in texts if updates[x.component].get(x.prop) == x.english]
         assert len(unchanged) < 25, unchanged
     back = relabel(texts, "en")
     assert all(back[x.component][x.prop] == x.english for x in texts if x.prop != "choices")
+    assert back[api.component]["value"] == api.english
 
 
 def test_the_state_line_and_numbers_in_each_language():

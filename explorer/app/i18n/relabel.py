@@ -22,7 +22,7 @@ PROPS = ("label", "info", "placeholder")  # the page's words every component may
 VALUED = (gr.Markdown, gr.Button, gr.HTML)  # and whose value is words (a static one's)
 # Components whose value the events write (they start empty, or with words a handler replaces): their value is
 # never relabelled here, and the catalogue test does not ask for it.
-WRITTEN = frozenset({"model-info", "headline", "status", "link-notice", "state-line", "why-step", "api-text",
+WRITTEN = frozenset({"model-info", "headline", "status", "link-notice", "state-line", "why-step",
                      "features-switch-state"})
 # Menus whose choices are the model's or the teacher's words (examples, lessons, models, kinds, heads, SAEs).
 CHOSEN_AS_IS = frozenset({"ex1", "ex2", "lessons", "source", "model2", "kind", "kind2", "features-sae", "page-lang",
@@ -36,7 +36,8 @@ class Text:
     component: Any
     prop: str  # "label", "info", "placeholder", "value" or "choices" (one Text per choice: `value` is its value)
     english: str
-    value: Any = None  # a choice's value (never translated: the API's and the links' word)
+    value: Any = None  # a choice's value (never translated: the API's and the links' word); or the text in every
+    #                    language, lang -> words, of a component made with them (`in_languages`)
 
 
 def page_texts(demo: gr.Blocks) -> list[Text]:
@@ -48,7 +49,10 @@ def page_texts(demo: gr.Blocks) -> list[Text]:
             if isinstance(value, str) and value.strip():
                 found.append(Text(block, prop, value))
         found += choice_texts(block)
-        if isinstance(block, VALUED) and getattr(block, "elem_id", None) not in WRITTEN:
+        in_languages = getattr(block, "in_languages", None)  # a text made per language (the API tab's: page_wired)
+        if isinstance(in_languages, dict):
+            found.append(Text(block, "value", in_languages[ENGLISH], in_languages))
+        elif isinstance(block, VALUED) and getattr(block, "elem_id", None) not in WRITTEN:
             value = getattr(block, "value", None)
             if isinstance(value, str) and value.strip():
                 found.append(Text(block, "value", value))
@@ -94,7 +98,7 @@ def relabel(texts: Iterable[Text], lang: Any) -> dict[Any, Any]:
     lang = language(lang)
     props: dict[Any, dict[str, Any]] = {}
     for text in texts:
-        words = translated(text.english, lang)
+        words = text.value.get(lang) if isinstance(text.value, dict) else translated(text.english, lang)
         if text.prop == "choices":
             props.setdefault(text.component, {}).setdefault("choices", []).append((words or text.english, text.value))
         elif words is not None:
