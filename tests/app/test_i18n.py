@@ -49,6 +49,10 @@ def test_every_key_exists_in_every_language_with_the_same_placeholders(lang):
     # translated, not copied: only names and symbols are the same in both (d_model, API, "Patching", "12:off,...")
     same = [k for k in english if english[k] == other[k] and len(english[k]) > 12]
     assert len(same) <= 8, same
+    from explorer.app.page.gradio_fixes import STATUS_WORDS  # Gradio's own words, through gr.I18n
+
+    words = STATUS_WORDS.translations[lang]["common.complete"]
+    assert words == other["gradio.complete"] != english["gradio.complete"]
 
 
 def test_every_word_of_the_layout_is_in_the_catalogue(page_events):
@@ -90,8 +94,8 @@ def test_the_state_line_and_numbers_in_each_language():
         "Toggles: Padding mask off · window 3 · cross L0 H2, L0 H3, L1 H0, L1 H1, L1 H2, L1 H3 off · Generated "
         "tokens sampled: T=0.8, top-k=off, top-p=0.9, seed=4")
     assert state_line(toggles, KINDS, sampling, "fr") == (
-        "Réglages : Masque de remplissage désactivé · fenêtre 3 · croisée L0 H2, L0 H3, L1 H0, L1 H1, L1 H2, L1 H3 "
-        "éteintes · Jetons générés par tirage : T=0,8, top-k=désactivé, top-p=0,9, graine=4")
+        "Réglages : Masque de remplissage désactivé · fenêtre 3 · croisée L0 H2, L0 H3, L1 H0, L1 H1, L1 H2, "
+        "L1 H3 éteintes · Jetons générés par tirage : T=0,8, top-k=désactivé, top-p=0,9, graine=4")
     assert "T=0,8" in state_line(toggles, KINDS, sampling, "de") and "Auffüllmaske aus" in state_line(toggles, KINDS,
                                                                                                       None, "de")
     assert state_line(Toggles(), KINDS, None, "es") == t("state.nothing", "es") != t("state.nothing")
@@ -113,7 +117,8 @@ def test_a_page_opens_in_its_links_language_or_else_the_browsers(page_events):
     link, lang = LinkEvents(page_events), page_events.page.setting("lang")
 
     def opened(query: str, accept: str | None) -> str:
-        request = SimpleNamespace(query_params=QueryParams(query), headers={"accept-language": accept} if accept else {})
+        headers = {"accept-language": accept} if accept else {}
+        request = SimpleNamespace(query_params=QueryParams(query), headers=headers)
         return link.open_page(Session("date-translator", "cpu"), request)[lang]
 
     assert opened("", "de-DE,de;q=0.9") == "de" and opened("", None) == "en"

@@ -44,7 +44,7 @@ class Display:
 
 def size_choice(start: Start) -> gr.Dropdown:
     return gr.Dropdown([(label, size) for size, label in SIZES.items()], value=PLAIN_SIZE, show_label=False,
-                       container=False, scale=0, min_width=150, elem_id="page-size", interactive=True,
+                       container=False, scale=0, min_width=165, elem_id="page-size", interactive=True,
                        label="Size of text and figures")
 
 
