@@ -22,7 +22,8 @@ KINDS = {"encoder": (2, 4), "decoder": (2, 4), "cross": (2, 4)}
 # The components whose value the events write (their words come from the handler, not the layout). Those marked
 # STILL ENGLISH are the groups of words issue 42 item 5 has not translated yet: named here, never passed silently.
 EXPECTED_WRITTEN = {
-    "model-info", "headline",  # the model's description (its numbers and names)      STILL ENGLISH
+    "model-info",  # the model's description in the sidebar (its numbers and names)    STILL ENGLISH
+    "headline",  # the model in one line: LanguageEvents.model_words
     "status", "link-notice",  # notices and error messages                          STILL ENGLISH (but the Run's wait)
     "state-line",  # the state line: run.state_line, in the request's language
     "why-step", "features-switch-state",  # toggles that changed nothing; latent switches  STILL ENGLISH
@@ -123,3 +124,15 @@ def test_a_page_opens_in_its_links_language_or_else_the_browsers(page_events):
 
     assert opened("", "de-DE,de;q=0.9") == "de" and opened("", None) == "en"
     assert opened("lang=es&layer=1", "fr-FR") == "es" and opened("layer=1", "fr-FR") == "fr"
+
+
+def test_the_models_headline_and_examples_follow_the_language(page_events):
+    from explorer.app.i18n.relabel import LanguageEvents
+    from explorer.app.serving.session import Session
+
+    page, events, session = page_events.page, LanguageEvents(page_events), Session("date-translator", "cpu")
+    words = events.model_words("de", session)
+    assert words[page.headline].endswith(" · encoder-decoder · 259.783 Parameter · date-translation")
+    assert words[page.inputs.ex1]["choices"][0] == ("10 Beispiele für Satz 1 …", "")
+    assert words[page.inputs.ex2]["choices"][1:] == events.model_words("en", session)[page.inputs.ex2]["choices"][1:]
+    assert events.model_words("en", session, english_too=False) == {}  # after an English Run: as the model wrote them

@@ -16,6 +16,9 @@ from typing import Any
 import gradio as gr
 
 from ..page.glossary import glossed
+from ..page.layout import example_choices
+from ..page.model_panel import headline
+from ..serving.session import get_model
 from .words import ENGLISH, catalogue, language, t
 
 PROPS = ("label", "info", "placeholder")  # the page's words every component may carry
@@ -111,13 +114,34 @@ class LanguageEvents:
     that language. Unnamed: no HTTP API endpoint (an API client reads English labels from `client.view_api()`)."""
 
     def __init__(self, app: Any):
-        self.page = app.page
+        self.app, self.page = app, app.page
         self.texts = page_texts(self.page.demo)  # the layout's English, read once the page is built
 
     def relabel(self, lang: Any) -> dict[Any, Any]:
         return relabel(self.texts, lang)
 
+    def model_words(self, lang: Any, session: Any, english_too: bool = True) -> dict[Any, Any]:
+        """The words about the session's model that a model change writes in English (the headline, the examples
+        menus' first line), in `lang`; nothing when the model is gone or, after a Run (`english_too` False), when
+        the page is in English (the model change wrote them so)."""
+        lang = language(lang)
+        if lang == ENGLISH and not english_too:
+            return {}
+        try:
+            loaded = get_model(session, self.app.ctx)
+        except Exception:  # noqa: BLE001 - the page's own events say what went wrong with the model
+            return {}
+        examples, i = self.app.info_of(loaded).examples, self.page.inputs
+        return {i.ex1: gr.update(choices=example_choices(examples, "sentence 1", lang)),
+                i.ex2: gr.update(choices=example_choices(examples, "sentence 2", lang)),
+                self.page.headline: headline(loaded, lang)}
+
     def wire(self) -> None:
-        lang = self.page.setting("lang")
+        page, lang = self.page, self.page.setting("lang")
         outputs = list(dict.fromkeys(text.component for text in self.texts))
-        lang.change(self.relabel, [lang], outputs, show_progress="hidden", api_visibility="private")
+        quiet = dict(show_progress="hidden", api_visibility="private")
+        model_outputs = [page.inputs.ex1, page.inputs.ex2, page.headline]
+        lang.change(self.relabel, [lang], outputs, **quiet).then(self.model_words, [lang, page.session],
+                                                                  model_outputs, **quiet)
+        after_run = functools.partial(self.model_words, english_too=False)  # a model change, then its Run
+        self.app.follow_every_run(lambda run: run.then(after_run, [lang, page.session], model_outputs, **quiet))

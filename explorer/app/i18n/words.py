@@ -7,11 +7,11 @@ argument, never state here: it travels with each request (the page's `lang` sett
 from __future__ import annotations
 
 import functools
-import tomllib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import tomllib
 from babel.numbers import format_decimal
 
 LANGS = ("en", "fr", "de", "es")  # English first: the page's source language and every look-up's fallback
