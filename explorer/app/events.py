@@ -31,7 +31,7 @@ from .run.pair import drawn_with
 from .run.request import RunRequest
 from .run.request_memory import analysis_bytes
 from .run.result import Analysis, FirstLook
-from .run.state_line import state_line
+from .run.state_line import note_in, state_line
 from .run.view import default_kind
 from .serving.compute import Compute
 from .serving.errors import AppError, escape_md
@@ -135,7 +135,7 @@ class PageEvents:
                 on_page = looked[1] if looked is not None and looked[0] == tab_now and looked[2] == opened else ()
                 figures = a.figures(tab_now, skip=on_page)
                 texts = {k: v for t in page.registry for k, v in t.run_updates(page.parts[t.id], a).items()}
-                state = {page.results.state: "\n\n".join(escape_md(x) for x in (line, a.note) if x)}
+                state = {page.results.state: "\n\n".join(escape_md(x) for x in (line, note_in(a.note, lang)) if x)}
                 status = "\n\n".join(filter(None, [shown.take_model_notice(), a.status]))
                 yield {self.status: status, **texts, page.kept: shown, **state, page.results.output: a.chips.said(lang),
                        page.results.targets: a.chips.targets, **self.plots_of(figures)}

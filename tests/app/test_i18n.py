@@ -136,3 +136,15 @@ def test_the_models_headline_and_examples_follow_the_language(page_events):
     assert words[page.inputs.ex1]["choices"][0] == ("10 Beispiele für Satz 1 …", "")
     assert words[page.inputs.ex2]["choices"][1:] == events.model_words("en", session)[page.inputs.ex2]["choices"][1:]
     assert events.model_words("en", session, english_too=False) == {}  # after an English Run: as the model wrote them
+
+
+def test_the_figures_note_on_a_repeated_token_in_each_language():
+    from explorer.app.run.state_line import note_in
+    from explorer.labels import occurrence_note
+
+    note = occurrence_note(["2", "0", "2·2", "6"])
+    assert [note_in(note, lang) for lang in LANGS] == [
+        note, "« 2·2 » dans les figures = le 2e « 2 » de la séquence.",
+        "„2·2“ in den Abbildungen = das 2. „2“ der Folge.",
+        "«2·2» en las figuras = el 2.º «2» de la secuencia."]
+    assert note_in(None, "fr") is None and note_in("another note", "de") == "another note"

@@ -4,6 +4,7 @@ language (explorer.app.i18n: the catalogue's `state.*` strings, numbers the lang
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from ...outputs.sampling import Sampling
@@ -67,3 +68,18 @@ def toggles_line(toggles: Toggles, kinds: Mapping[str, tuple[int, int]], lang: s
     if not parts:
         return t("state.nothing", lang)
     return t("state.toggles", lang, parts=" · ".join(parts))
+
+
+# explorer.labels.occurrence_note's English ("“2·2” in the figures = the 2nd “2” of the sequence.") read back.
+_NOTE = re.compile(r"“(.+)” in the figures = the (\d+)(?:st|nd|rd|th) “(.+)” of the sequence\.", re.DOTALL)
+ORDINALS = {"fr": "{n}e", "de": "{n}.", "es": "{n}.º"}  # 2e, 2., 2.º (French's first is 1er)
+
+
+def note_in(note: str | None, lang: str = ENGLISH) -> str | None:
+    """The figures' note on a repeated token's name in `lang` (its tokens as they are)."""
+    m = _NOTE.fullmatch(note or "")
+    if lang == ENGLISH or m is None:
+        return note
+    n = int(m.group(2))
+    nth = "1er" if lang == "fr" and n == 1 else ORDINALS.get(lang, "{n}").format(n=n)
+    return t("state.occurrence", lang, name=m.group(1), nth=nth, token=m.group(3))
