@@ -148,3 +148,21 @@ def test_the_figures_note_on_a_repeated_token_in_each_language():
         "„2·2“ in den Abbildungen = das 2. „2“ der Folge.",
         "«2·2» en las figuras = el 2.º «2» de la secuencia."]
     assert note_in(None, "fr") is None and note_in("another note", "de") == "another note"
+
+
+def test_a_runs_common_errors_are_said_in_the_forms_language(page_events):
+    from explorer.app.i18n.messages import message_in
+
+    assert message_in("Type a sentence first (the input is empty).", "de") == t("errors.empty", "de")
+    assert message_in("head L3 H9 does not exist in the cross attention (2 layers x 4 heads)", "fr") == (
+        "la tête L3 H9 n'existe pas dans l'attention cross (2 couches × 4 têtes)")
+    assert message_in("Something else entirely.", "es") == "Something else entirely."  # not listed: English
+    # through the page's Run: its form carries the language, `reporting` says the error in it
+    from explorer.app.serving.errors import escape_md
+    from explorer.app.serving.session import Session
+
+    heads = {f"{kind}_heads_on": None for kind in ("encoder", "decoder", "cross")}
+    form = page_events.run_form(session=Session("date-translator", "cpu"), sentence1="", sentence2="",
+                                padding_mask=True, causal_mask=True, custom_mask="none", blocked_position=0, window=2,
+                                **heads, kind="cross", layer=0, head=0, sentence=1, lang="es")
+    assert list(page_events.analyze(form))[-1][page_events.status] == "⚠️ " + escape_md(t("errors.empty", "es"))
