@@ -135,7 +135,14 @@ def test_the_models_headline_and_examples_follow_the_language(page_events):
     assert words[page.headline].endswith(" · encoder-decoder · 259.783 Parameter · date-translation")
     assert words[page.inputs.ex1]["choices"][0] == ("10 Beispiele für Satz 1 …", "")
     assert words[page.inputs.ex2]["choices"][1:] == events.model_words("en", session)[page.inputs.ex2]["choices"][1:]
-    assert events.model_words("en", session, english_too=False) == {}  # after an English Run: as the model wrote them
+    # a model change in a page whose last Run was French: its words and its notices in French
+    from explorer.app.serving.session import get_model
+
+    shown = SimpleNamespace(request=SimpleNamespace(lang="fr", toggles=Toggles(padding=False)))
+    changed = page_events.models.changed_model(session, get_model(session, page_events.ctx), "x", ("", ""), shown)
+    assert changed[page.headline].endswith(" · 259\u202f783 paramètres · date-translation")
+    assert t("model.reset", "fr") in changed[page_events.status].split("\n\n")
+    assert changed[page.setting("continue_tokens")]["label"] == t("page.label.generate_at_most", "fr")
 
 
 def test_the_figures_note_on_a_repeated_token_in_each_language():

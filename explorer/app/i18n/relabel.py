@@ -120,13 +120,10 @@ class LanguageEvents:
     def relabel(self, lang: Any) -> dict[Any, Any]:
         return relabel(self.texts, lang)
 
-    def model_words(self, lang: Any, session: Any, english_too: bool = True) -> dict[Any, Any]:
-        """The words about the session's model that a model change writes in English (the headline, the examples
-        menus' first line), in `lang`; nothing when the model is gone or, after a Run (`english_too` False), when
-        the page is in English (the model change wrote them so)."""
+    def model_words(self, lang: Any, session: Any) -> dict[Any, Any]:
+        """The words about the session's model that a model change wrote (the headline, the examples menus' first
+        line), in `lang`; nothing when the model is gone."""
         lang = language(lang)
-        if lang == ENGLISH and not english_too:
-            return {}
         try:
             loaded = get_model(session, self.app.ctx)
         except Exception:  # noqa: BLE001 - the page's own events say what went wrong with the model
@@ -141,7 +138,6 @@ class LanguageEvents:
         outputs = list(dict.fromkeys(text.component for text in self.texts))
         quiet = dict(show_progress="hidden", api_visibility="private")
         model_outputs = [page.inputs.ex1, page.inputs.ex2, page.headline]
+        # (a model change writes them in the language of the page's last Run: page.model_events)
         lang.change(self.relabel, [lang], outputs, **quiet).then(self.model_words, [lang, page.session],
                                                                   model_outputs, **quiet)
-        after_run = functools.partial(self.model_words, english_too=False)  # a model change, then its Run
-        self.app.follow_every_run(lambda run: run.then(after_run, [lang, page.session], model_outputs, **quiet))
