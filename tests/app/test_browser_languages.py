@@ -1,11 +1,14 @@
 """The page in French, German and Spanish in Chromium (explorer.app.i18n): a link's `lang=` puts the labels, the
 tabs and the Run button in that language, the state line after the Run too, with numbers the language's way
-(0,8); nothing in the title row overflows its box (German words are long). The catalogues themselves:
+(0,8), the model's headline (its size 259.783 in German); nothing in the title row overflows its box (German words
+are long); the API tab's prose in French. The catalogues themselves:
 tests/app/test_i18n.py."""
 
 from __future__ import annotations
 
 import pytest
+
+from explorer.app.i18n.words import t
 
 pytestmark = pytest.mark.browser
 
@@ -25,6 +28,7 @@ CASES = {  # the Run button, the sentence's label, a tab, the state line, a numb
 @pytest.mark.parametrize("lang", list(CASES))
 def test_a_link_opens_the_page_in_its_language(open_view, lang):
     run, sentence, tab, state, temperature, size = CASES[lang]
+    api = t("api.endpoints", lang)
     with open_view(f"lang={lang}&padding=0&sample=1&temperature=0.8") as (page, errors):
         page.wait_for_function(f"() => document.querySelector('#run').innerText.trim() === {run!r}")
         assert page.evaluate(TEXT, "#text1 label") .strip() == sentence
@@ -33,4 +37,7 @@ def test_a_link_opens_the_page_in_its_language(open_view, lang):
         assert line.startswith(state) and temperature in line and "in the figures" not in line, line
         page.wait_for_function(f"() => document.querySelector('#headline').innerText.includes({size!r})")
         assert page.evaluate(OVERFLOWING) == []
+        if lang == "fr":  # the API tab's prose, made in every language once the page was wired (one language: time)
+            page.get_by_role("tab", name="API").click()
+            page.wait_for_function(f"() => document.querySelector('#api-text').innerText.includes({api!r})")
         assert not errors, errors

@@ -115,7 +115,12 @@ class LanguageEvents:
 
     def __init__(self, app: Any):
         self.app, self.page = app, app.page
-        self.texts = page_texts(self.page.demo)  # the layout's English, read once the page is built
+
+    @functools.cached_property
+    def texts(self) -> list[Text]:
+        """The layout's words, read at the first change of language: the page is built and wired then (the API tab
+        makes its text once every endpoint is wired)."""
+        return page_texts(self.page.demo)
 
     def relabel(self, lang: Any) -> dict[Any, Any]:
         return relabel(self.texts, lang)
@@ -135,7 +140,7 @@ class LanguageEvents:
 
     def wire(self) -> None:
         page, lang = self.page, self.page.setting("lang")
-        outputs = list(dict.fromkeys(text.component for text in self.texts))
+        outputs = list(dict.fromkeys(text.component for text in page_texts(page.demo)))  # the same components
         quiet = dict(show_progress="hidden", api_visibility="private")
         model_outputs = [page.inputs.ex1, page.inputs.ex2, page.headline]
         # (a model change writes them in the language of the page's last Run: page.model_events)
