@@ -1,11 +1,10 @@
 """The page's shared behaviour: the Run (/analyze) and opening a tab (/show_tab), the head switches' buttons (a model
 change: model_events); then each tab wires its own events (`Tab.wire`) and the link its own (link.opening). Each
 handler turns one typed form (explorer.app.forms) into calls of the app's plain functions and the result into
-`{component: value}` updates; an error becomes a message in the status line (`handlers.reporting`), never a
-traceback.
+`{component: value}` updates; an error becomes a status line message (`handlers.reporting`), never a traceback.
 
 The named events are the HTTP API (docs/http-api.md): /analyze, /show_tab here, /load_model, /build_model there, the
-tabs' own in their modules; their parameters are their forms' fields, their results the outputs listed here.
+tabs' own in their modules; their parameters their forms' fields, their results the outputs listed here.
 """
 
 from __future__ import annotations
@@ -24,14 +23,15 @@ from .page.head_switches import switch_updates
 from .page.layout import Page
 from .page.model_events import EVERY_KIND, ModelEvents, mask_defaults
 from .page.model_panel import ModelInfo, model_info
+from .i18n import relabel, words
 from .page.next_step import NextStepEvents
 from .page.settings import ATTENTION_TAB, BLUR_ON_ENTER
 from .run.figures import RunFigures
 from .run.pair import drawn_with
 from .run.request import RunRequest
 from .run.request_memory import analysis_bytes
-from .run.result import WAITING, Analysis, FirstLook
-from .run.state_line import state_line
+from .run.result import Analysis, FirstLook
+from .run.state_line import note_in, state_line
 from .run.view import default_kind
 from .serving.compute import Compute
 from .serving.errors import AppError, escape_md
@@ -110,10 +110,9 @@ class PageEvents:
 
     def run(self, request: RunRequest, tab: str, shown: Shown) -> Iterator[dict]:
         """The Run of `analyze` on its typed request."""
-        page = self.page
-        loaded = get_model(request.session, self.ctx)
-        state = {page.results.state: escape_md(state_line(request.toggles, loaded.config.attention_kinds(),
-                                                          drawn_with(loaded, request.sampling)))}
+        page, loaded, lang = self.page, get_model(request.session, self.ctx), request.lang
+        line = state_line(request.toggles, loaded.config.attention_kinds(), drawn_with(loaded, request.sampling), lang)
+        state = {page.results.state: escape_md(line)}  # in the page's language (a.state: English, for the file)
         looked: tuple[str, set[str], int] | None = None  # the tab the first looks drew, their figures, tabs opened
         waiting = {k: v for t in page.registry for k, v in t.waiting_updates(page.parts[t.id]).items()}
         with self.ctx.gate.hold(analysis_bytes(loaded, request, self.ctx.max_tokens)):
@@ -124,7 +123,8 @@ class PageEvents:
                         figures = step.figures(drawn_tab)
                         if looked is None or looked[0] != drawn_tab or looked[2] != shown.opened:
                             looked = (drawn_tab, set(), shown.opened)
-                            yield {self.status: "\n\n".join(filter(None, [step.status, WAITING])), **waiting,
+                            said = [step.status, words.t("run.waiting", lang)]
+                            yield {self.status: "\n\n".join(filter(None, said)), **waiting,
                                    **state, **self.plots_of(figures)}
                         else:
                             yield self.plots_of(figures)
@@ -135,9 +135,9 @@ class PageEvents:
                 on_page = looked[1] if looked is not None and looked[0] == tab_now and looked[2] == opened else ()
                 figures = a.figures(tab_now, skip=on_page)
                 texts = {k: v for t in page.registry for k, v in t.run_updates(page.parts[t.id], a).items()}
-                state = {page.results.state: "\n\n".join(escape_md(line) for line in (a.state, a.note) if line)}
+                state = {page.results.state: "\n\n".join(escape_md(x) for x in (line, note_in(a.note, lang)) if x)}
                 status = "\n\n".join(filter(None, [shown.take_model_notice(), a.status]))
-                yield {self.status: status, **texts, page.kept: shown, **state, page.results.output: a.chips.items,
+                yield {self.status: status, **texts, page.kept: shown, **state, page.results.output: a.chips.said(lang),
                        page.results.targets: a.chips.targets, **self.plots_of(figures)}
                 # (`shown` ends below: the same object, changed in place)
             except Exception:
@@ -270,8 +270,8 @@ class PageEvents:
         for event in changes:
             self.after_model(event)
         display.wire_display(page.setting("size"), page.setting("mode"), page.display)  # in the browser only
-        for shared in (opening.LinkEvents, download.DownloadEvents, NextStepEvents):  # the link's view on load, then
-            shared(self).wire()  # its first Run; the shown tab as an HTML file; toggles that changed nothing: why
+        for shared in (opening.LinkEvents, download.DownloadEvents, NextStepEvents, relabel.LanguageEvents):
+            shared(self).wire()  # a link's view then its first Run; the tab as a file; why nothing changed; words
         # Run, and each setting's `rerun` event. A click while a Run is under way (say after its attention is shown,
         # before its predictions) runs again once it ends, with what is on the page then; Gradio's default for clicks
         # would drop it.

@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
+from .i18n.words import language
 from .page.settings import REQUIRED, SETTINGS, Setting
 from .run.request import RunRequest, Session, page_heads, toggles_from, whole_number
 from .run.sampled import sampling_of
@@ -194,7 +195,7 @@ class RunFields:
                     whole_number(s.sentence, 1), whole_number(s.predict_after, -1), str(s.measure or "weights"))
         sampling = sampling_of(s.sample, s.temperature, s.top_k, s.top_p, s.seed)
         return RunRequest.of(session, s.sentence1, s.sentence2, self.view.toggles(kinds), view, s.continue_tokens,
-                             sampling)
+                             sampling, language(getattr(s, "lang", None)))
 
 
 @functools.cache

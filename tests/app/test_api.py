@@ -132,7 +132,7 @@ def test_the_sampling_example_runs_as_written_and_its_parameters_come_last(clien
     """docs/http-api.md's sampling example (parameters by name): the state line says how the answer was drawn, the
     answer is the seeded one (tests/app/test_sampling_run.py computes it by hand), the last return draws the first
     draw; the five parameters come after every earlier one, each with its default (greedy), and only the display's
-    two (size, mode: how the page is drawn) after them."""
+    two (size, mode: how the page is drawn) and the page's language (lang: its state line's words) after them."""
     scope = run_documented(client, "docs/http-api.md", "sample=True")
     assert "⚠️" not in scope["status"]
     assert scope["state"].split("\n\n")[0].endswith("sampled: T=2, top-k=6, top-p=0.9, seed=3")
@@ -140,9 +140,9 @@ def test_the_sampling_example_runs_as_written_and_its_parameters_come_last(clien
     view = figure(scope["sampling_view"])
     assert "drawn with u = " in json.dumps(view) and "top-k 6" in json.dumps(view)
     params = client.view_api(print_info=False, return_format="dict")["named_endpoints"]["/analyze"]["parameters"]
-    assert [(p["parameter_name"], p["parameter_default"]) for p in params[-7:]] == [
+    assert [(p["parameter_name"], p["parameter_default"]) for p in params[-8:]] == [
         ("sample", False), ("temperature", 1.0), ("top_k", 0), ("top_p", 1.0), ("seed", 0), ("size", "normal"),
-        ("mode", "full")]
+        ("mode", "full"), ("lang", "en")]
     bad = gradio_client(client.src).predict(sentence1="3 May 2024", sample=True, top_p=2, api_name="/analyze")
     assert bad[0].startswith("⚠️ Sampling: top\\_p must be above 0 and at most 1")
 

@@ -49,7 +49,7 @@ FULL = S(model="date-translator", s1="samedi 21 novembre 2026", s2="3 May 2024",
          layer=1, head=3, sentence=2, measure="values",
          off={"decoder": frozenset({(1, 2), (1, 3)}), "cross": frozenset({(0, 0)})}, padding=False, causal=True,
          mask="block token", blocked=4, window=5, position=-2, continue_=12, sample=True, temperature=0.8, top_k=40,
-         top_p=0.9, seed=2147483647, size="projector", mode="class", lesson="month-heads", step=2,
+         top_p=0.9, seed=2147483647, size="projector", mode="class", lang="fr", lesson="month-heads", step=2,
          tab_values={"role": "previous", "k": 2, "rank": "typed text", "at": -3, "token": "t4",
                      "method": "input_x_gradient", "steps": 16, "threshold": 0.1, "pe_d": 32, "pe_len": 50,
                      "model2": "owner/other"})
@@ -58,7 +58,7 @@ FULL = S(model="date-translator", s1="samedi 21 novembre 2026", s2="3 May 2024",
 def test_every_key_is_written_in_canonical_order_and_read_back():
     query = FULL.to_query()
     assert link_keys()[:5] == ["model", "s1", "s2", "tab", "kind"]
-    assert link_keys()[-5:] == ["seed", "size", "mode", "lesson", "step"]
+    assert link_keys()[-5:] == ["size", "mode", "lang", "lesson", "step"]
     assert [k for k, _ in parse_qsl(query)] == [*link_keys(), *FULL.tab_values]
     assert "off=decoder:L1H2,L1H3;cross:L0H0" in query  # readable
     assert "tab=positions" in query and "continue=12" in query and "mask=block%20token" in query
@@ -80,7 +80,7 @@ def test_each_key_alone():
              "off=decoder:L1%20H2": dict(off={"decoder": frozenset({(1, 2)})}),  # the page's label form
              "padding=0": dict(padding=False), "causal=true": dict(causal=True),
              "mask=no%20self": dict(mask="no self"), "size=projector": dict(size="projector"),
-             "mode=class": dict(mode="class"), "blocked=0": dict(blocked=0), "window=16": dict(window=16),
+             "mode=class": dict(mode="class"), "lang=de": dict(lang="de"), "blocked=0": dict(blocked=0), "window=16": dict(window=16),
              "position=-1": dict(position=-1), "continue=0": dict(continue_=0),
              f"continue={MAX_NEW_TOKENS}": dict(continue_=MAX_NEW_TOKENS)}
     for query, fields in cases.items():

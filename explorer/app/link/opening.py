@@ -24,6 +24,7 @@ import gradio as gr
 from gradio.utils import get_space
 
 from ...checkpoints import LoadedModel
+from ..i18n.words import best_language
 from ..page.layout import Page
 from ..run.view import default_kind
 from ..serving.errors import escape_md, user_message
@@ -117,7 +118,8 @@ class LinkEvents:
         """Page load: describe the session's model; with a link in the page's address, restore its view first."""
         pairs = query_pairs(request)
         if not any(not k.startswith("__") for k, _ in pairs):
-            return self.one_sentence(self.app.model_updates(session, get_model(session, self.ctx, progress), ""))
+            updates = self.app.model_updates(session, get_model(session, self.ctx, progress), "")
+            return self.one_sentence({**updates, **self.browser_language(request)})
         if self.page.lesson is not None:  # `lesson=N`: the lesson's view, under the link's own keys
             pairs = self.page.lesson.catalogue.opened(pairs)
         state, notices = parse_link(pairs, check_model=self.check_model, tabs=self.page.registry,
@@ -142,9 +144,16 @@ class LinkEvents:
                 tab_updates, tab_notices = t.restore_link(self.page.parts[t.id], self.app, own)
                 updates.update(tab_updates)
                 notices += tab_notices
+        if "lang" not in state.values:
+            updates.update(self.browser_language(request))
         line = notice_line(notices)
         updates[self.page.inputs.link_notice] = "⚠️ " + escape_md(line) if line else ""
         return updates if "s2" in state.values else self.one_sentence(updates)
+
+    def browser_language(self, request: Any) -> dict:
+        """A page opened without `lang=`: in the browser's language (its Accept-Language; English if none of ours)."""
+        headers = getattr(request, "headers", None) or {}
+        return {self.page.setting("lang"): best_language(headers.get("accept-language"))}
 
     def one_sentence(self, updates: dict) -> dict:
         """The page opens on one sentence (the simplest view) unless its link names a second: the second box, which

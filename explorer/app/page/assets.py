@@ -130,7 +130,8 @@ def page_js(tabs: Iterable[Any]) -> str:
 
 CSS = """
 .gradio-container {max-width: 1600px !important}
-#title {align-items: center}
+#title {align-items: center; flex-wrap: wrap}
+#title-text {min-width: max-content !important} #headline {min-width: 200px !important}  /* wrap, never crush */
 #title-text h2 {margin: 0 0 0 12px}
 #headline p {margin: 0; font-size: 13px; color: #555; text-align: right}
 .intro p {margin: 0; font-size: 13px}

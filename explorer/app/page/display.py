@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import gradio as gr
 
+from ..i18n.words import ENGLISH, LANGS, NAMES
 from .display_css import DISPLAY_CSS
 
 if TYPE_CHECKING:
@@ -43,8 +44,14 @@ class Display:
 
 def size_choice(start: Start) -> gr.Dropdown:
     return gr.Dropdown([(label, size) for size, label in SIZES.items()], value=PLAIN_SIZE, show_label=False,
-                       container=False, scale=0, min_width=150, elem_id="page-size", interactive=True,
+                       container=False, scale=0, min_width=165, elem_id="page-size", interactive=True,
                        label="Size of text and figures")
+
+
+def language_menu(start: Start) -> gr.Dropdown:
+    """The page's language (explorer.app.i18n), each named in its own words; the browser's on load (link.opening)."""
+    return gr.Dropdown([(NAMES[lang], lang) for lang in LANGS], value=ENGLISH, show_label=False, container=False,
+                       scale=0, min_width=110, elem_id="page-lang", interactive=True, label="Language")
 
 
 def mode_box(start: Start) -> gr.Radio:

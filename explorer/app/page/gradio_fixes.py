@@ -24,7 +24,7 @@ results are kept once, within a byte budget (explorer.app.serving.kept), so thes
 
 The words. After each event Gradio's status tracker announces `i18n("common.complete")` in its screen-reader
 region (`role=status`), a key its English catalogue lacks, so a screen reader said "common.complete"; `STATUS_WORDS`
-(launch's `i18n`) gives it words.
+(launch's `i18n`) gives it words, in each of the page's languages.
 """
 
 from __future__ import annotations
@@ -34,6 +34,8 @@ from typing import Any
 import gradio as gr
 from gradio.blocks import Block
 from gradio.state_holder import SessionState
+
+from ..i18n.words import LANGS, t
 
 _original_setitem = SessionState.__setitem__
 _original_update_value = SessionState._update_value_in_config
@@ -69,4 +71,5 @@ def progress_on_text(demo: gr.Blocks, status: gr.Markdown) -> None:
 
 
 # The keys Gradio 6.31's status tracker reads that its catalogue lacks (see "The words" above).
-STATUS_WORDS = gr.I18n(en={"common.complete": "Done"})
+# Gradio's frontend picks its catalogue by the browser's language (navigator.language), not the page's `lang`.
+STATUS_WORDS = gr.I18n(**{lang: {"common.complete": t("gradio.complete", lang)} for lang in LANGS})

@@ -21,6 +21,7 @@ from typing import Any
 
 import gradio as gr
 
+from ..i18n.words import ENGLISH, t
 from ..serving.kept import Shown
 from ..serving.limits import DELETE_CACHE
 from .controls import Controls, controls
@@ -107,10 +108,10 @@ def example_label(example: str, limit: int = EXAMPLE_LABEL_CHARS) -> str:
     return example if len(example) <= limit else example[:limit - 1].rstrip() + "…"
 
 
-def example_choices(examples: list[str], which: str) -> list[tuple[str, str]]:
-    """Dropdown choices whose first entry says what the list is (so it never looks empty); each example named by
-    its cut label, its value the whole sentence."""
-    first = f"{len(examples)} examples for {which} …" if examples else "no examples"
+def example_choices(examples: list[str], which: str, lang: str = ENGLISH) -> list[tuple[str, str]]:
+    """Dropdown choices whose first entry says what the list is (so it never looks empty), in `lang`; each example
+    named by its cut label, its value the whole sentence. `which`: "sentence 1" or "sentence 2"."""
+    first = (t(f"examples.for_{which[-1]}", lang, n=len(examples)) if examples else t("examples.none", lang))
     return [(first, ""), *((example_label(e), e) for e in examples)]
 
 

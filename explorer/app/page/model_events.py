@@ -17,15 +17,16 @@ from ..serving.build import BuildSpec
 from ..serving.errors import escape_md
 from ..serving.handlers import PRIVATE, reporting
 from ..serving.kept import Shown
+from ..i18n.words import ENGLISH, language, t
 from ..serving.limits import DEFAULT_CONTINUATION
 from ..serving.session import Session, build_session, load_session
 from .head_switches import switch_updates
 from .layout import example_choices
-from .model_panel import ModelInfo, model_info
+from .model_panel import ModelInfo, headline, model_info
 from .settings import KEEP
 
-RESET = "The masks and head switches are back to the new model's defaults (every head on, the model's own masks)."
-EXAMPLES = "The new model's own examples are in the lists under the sentences."
+RESET = t("model.reset")  # in English; a page in another language: t("model.reset", lang)
+EXAMPLES = t("model.examples")
 
 # What every tab's `model_updates` is asked with to learn which components a model change updates.
 EVERY_KIND = ModelInfo("", "", [], {"encoder": (1, 1), "decoder": (1, 1), "cross": (1, 1)}, True, 1)
@@ -34,6 +35,11 @@ EVERY_KIND = ModelInfo("", "", [], {"encoder": (1, 1), "decoder": (1, 1), "cross
 def mask_defaults(page: Any) -> dict:
     """The settings a model change sets back (the masks: as a page opens), by their `reset` (page.settings)."""
     return {page.setting(s.name): s.reset for s in page.table if s.reset is not KEEP}
+
+
+def language_of_page(shown: Any) -> str:
+    """The page's language as its last Run had it (kept.Shown's request), English before any Run."""
+    return language(getattr(getattr(shown, "request", None), "lang", None))
 
 
 def read_notice(loaded: LoadedModel, text: str, sentence: int) -> str | None:
@@ -49,8 +55,9 @@ class ModelEvents:
     def __init__(self, app: Any):
         self.app, self.page, self.ctx, self.status = app, app.page, app.ctx, app.status
 
-    def model_updates(self, session: Session, loaded: LoadedModel, message: str) -> dict:
-        """Everything that follows the model: its panel, examples, attention kinds, layers, heads, and each tab."""
+    def model_updates(self, session: Session, loaded: LoadedModel, message: str, lang: str = ENGLISH) -> dict:
+        """Everything that follows the model: its panel, examples, attention kinds, layers, heads, and each tab; its
+        headline, menus and labels in `lang` (the page's language as its last Run had it)."""
         page = self.page
         i, c, setting = page.inputs, page.controls, page.setting
         info = model_info(loaded)
@@ -58,25 +65,26 @@ class ModelEvents:
         kind = default_kind(kinds)
         n_layers, n_heads = kinds[kind]
         updates = {self.status: message, page.session: session, page.model.model_md: info.markdown,
-                   page.headline: info.headline,
-                   i.ex1: gr.update(choices=example_choices(ex, "sentence 1"), value=""),
-                   i.ex2: gr.update(choices=example_choices(ex, "sentence 2"), value=""),
+                   page.headline: headline(loaded, lang),
+                   i.ex1: gr.update(choices=example_choices(ex, "sentence 1", lang), value=""),
+                   i.ex2: gr.update(choices=example_choices(ex, "sentence 2", lang), value=""),
                    setting("kind"): gr.update(choices=list(kinds), value=kind),
                    setting("layer"): gr.update(choices=list(range(n_layers)), value=0),
                    setting("head"): gr.update(choices=list(range(n_heads)), value=0),
-                   c.lm_controls: gr.update(visible=info.generates,
-                                            label="Language model" if info.language_model else "Generated output"),
+                   c.lm_controls: gr.update(visible=info.generates, label=t("page.label.language_model" if
+                                                                             info.language_model else
+                                                                             "page.label.generated_output", lang)),
                    setting("predict_after"): gr.update(visible=info.language_model),
                    setting("continue_tokens"): gr.update(value=info.answer_length or DEFAULT_CONTINUATION,
                                                          visible=info.answer_length is not None,
-                                                         label="Continue (tokens)" if info.language_model else
-                                                         "Generate at most (tokens)"),
+                                                         label=t("page.label.continue_tokens" if info.language_model
+                                                                 else "page.label.generate_at_most", lang)),
                    **switch_updates(page.heads, kinds), **mask_defaults(page)}
         if session.build is None:  # the picker names the model loaded (by a link, a lesson or the panel)
             updates[page.model.source] = gr.update(value=session.source)
-        for t in page.registry:
-            updates.update(t.model_updates(page.parts[t.id], info))
-            updates[page.tabs[t.id]] = gr.update(visible=t.shown_for(info))
+        for tab in page.registry:
+            updates.update(tab.model_updates(page.parts[tab.id], info))
+            updates[page.tabs[tab.id]] = gr.update(visible=tab.shown_for(info))
         return updates
 
     def changed_model(self, session: Session, loaded: LoadedModel, said: str, texts: tuple[Any, Any],
@@ -85,7 +93,9 @@ class ModelEvents:
         a sentence it cannot read is named, with its examples offered), and the masks and head switches of the last
         Run named as reset to the new model's defaults."""
         boxes = (self.page.setting("sentence1"), self.page.setting("sentence2"))
-        updates = self.model_updates(session, loaded, said)
+        lang = language_of_page(shown)
+        reset, examples = t("model.reset", lang), t("model.examples", lang)
+        updates = self.model_updates(session, loaded, said, lang)
         info = model_info(loaded)
         lines = [said]
         for n, (box, text) in enumerate(zip(boxes, texts), start=1):
@@ -95,14 +105,14 @@ class ModelEvents:
                 continue
             notice = read_notice(loaded, str(text), n)
             if notice:
-                lines.append("⚠️ " + escape_md(notice) + " Its examples are in the list under the sentence.")
+                lines.append("⚠️ " + escape_md(notice) + " " + t("model.its_examples", lang))
         request = getattr(shown, "request", None)
         if request is not None and not (request.toggles.default_masks and request.toggles.heads_on is None):
-            lines.append(RESET)
+            lines.append(reset)
         updates[self.status] = "\n\n".join(lines)
         if isinstance(shown, Shown):  # the Run that follows names unreadable words itself: the rest stays above
-            kept = [said, *([EXAMPLES] if any(line.startswith("⚠️") for line in lines) else []),
-                    *(line for line in lines if line == RESET)]
+            kept = [said, *([examples] if any(line.startswith("⚠️") for line in lines) else []),
+                    *(line for line in lines if line == reset)]
             shown.model_notice = "\n\n".join(kept)
         return updates
 
@@ -111,7 +121,8 @@ class ModelEvents:
                    progress=gr.Progress(track_tqdm=True)):
         name = (hub_id_or_folder or "").strip() or source
         session, loaded = load_session(name, device, self.ctx, progress)
-        return self.changed_model(session, loaded, f"Loaded {escape_md(name)}.", (sentence1, sentence2), shown)
+        said = t("model.loaded", language_of_page(shown), name=escape_md(name))
+        return self.changed_model(session, loaded, said, (sentence1, sentence2), shown)
 
     @reporting
     def build_model(self, preset, arch, n_layers, n_heads, d_model, d_ff, norm, positional, seed, device,
@@ -119,7 +130,7 @@ class ModelEvents:
         spec = BuildSpec.from_form(preset=preset, arch=arch, n_layers=n_layers, n_heads=n_heads, d_model=d_model,
                                    d_ff=d_ff, norm=norm, positional=positional, seed=seed)
         session, loaded = build_session(spec, device, self.ctx, progress)
-        return self.changed_model(session, loaded, "Built a fresh model with random weights.",
+        return self.changed_model(session, loaded, t("model.built", language_of_page(shown)),
                                   (sentence1, sentence2), shown)
 
     def fill_preset(self, name):

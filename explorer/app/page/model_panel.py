@@ -12,6 +12,7 @@ import gradio as gr
 
 from ...checkpoints import LoadedModel
 from ...model import PRESETS
+from ..i18n.words import ENGLISH, number, t
 from ..run.inputs import answer_length
 from ..run.model_run import is_language_model, takes_length
 from ..serving.errors import escape_md
@@ -99,10 +100,10 @@ def describe(loaded: LoadedModel) -> str:
     return "\n".join(lines)
 
 
-def headline(loaded: LoadedModel) -> str:
-    c = loaded.config
-    return escape_md(f"{loaded.source} · {c.arch} · {loaded.model.num_parameters():,} parameters · "
-                     f"{loaded.task.get('name', '?')}")
+def headline(loaded: LoadedModel, lang: str = ENGLISH) -> str:
+    """The model in one line for the top of the page, in `lang` (its names as they are, its size the language's way)."""
+    return escape_md(t("model.headline", lang, source=loaded.source, arch=loaded.config.arch,
+                       parameters=number(loaded.model.num_parameters(), lang), task=loaded.task.get("name", "?")))
 
 
 def model_info(loaded: LoadedModel) -> ModelInfo:

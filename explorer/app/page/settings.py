@@ -27,7 +27,8 @@ from ..link.values import KINDS, flag, sampling_value, sentence_text, whole
 from ..run.toggles import CUSTOM_MASKS
 from ..run.view import MEASURES, default_kind
 from ..serving.limits import DEFAULT_CONTINUATION, MAX_NEW_TOKENS
-from .display import MODES, PLAIN_MODE, PLAIN_SIZE, SIZES, mode_box, size_choice
+from ..i18n.words import ENGLISH, LANGS
+from .display import MODES, PLAIN_MODE, PLAIN_SIZE, SIZES, language_menu, mode_box, size_choice
 from .head_labels import head_labels
 from .head_switches import heads_classes
 
@@ -209,6 +210,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("mode", mode_box, DISPLAY, default=PLAIN_MODE,
             link=PlainKey("mode", choice_of(MODES), "`full` or `class` (the sentence, Run, the output, one head and "
                           "the switches; the rest behind More)", "Class view, More", plain=PLAIN_MODE)),
+    # The page's own words (explorer.app.i18n): the menu, or the browser's language on load; a Run's state line and
+    # notices in it. Model outputs and tokens are never translated.
+    Setting("lang", language_menu, DISPLAY, default=ENGLISH, rerun="input",
+            link=PlainKey("lang", choice_of(LANGS), "`en`, `fr`, `de` or `es` (no key: the browser's language)",
+                          "Language", plain=ENGLISH)),
     # The lesson in the lesson panel and its step (page.lesson_panel): not a Run's, so not /analyze parameters.
     Setting("lesson", lambda s: gr.Textbox("", visible=False, elem_id="lesson-id", label="lesson"), TAB_STRIP,
             default="", in_run=False,

@@ -8,8 +8,10 @@ Shapes: P prompt tokens (decoder-only), k the index of a token in its answer or 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
+from ..i18n.words import ENGLISH, t
 from .pair import Comparison
 from .sentence_outputs import GeneratedText, MaskFillers, NextTokens
 from .view import View
@@ -34,6 +36,29 @@ class Chips:
 
     items: list[tuple[str, str | None]]
     targets: list[ClickTarget | None]
+
+    def said(self, lang: str) -> list[tuple[str, str | None]]:
+        """The items with the page's own words (those without a category) in `lang`; tokens as they are."""
+        return [(in_language(text, lang) if category is None else text, category) for text, category in self.items]
+
+
+# The chips' own words (the rest are tokens): the English as laid out here -> the catalogue's key (explorer.app.i18n).
+CHIP_WORDS = {"Output:": "chips.output", "→ with the toggles:": "chips.with_toggles",
+              "· continues:": "chips.continues"}
+NEXT_AFTER = re.compile(r"Next after “(.*)”:", re.DOTALL)
+MASK_AT = re.compile(r"(.*) at position (\d+):", re.DOTALL)
+
+
+def in_language(text: str, lang: str) -> str:
+    if lang == ENGLISH:
+        return text
+    if text in CHIP_WORDS:
+        return t(CHIP_WORDS[text], lang)
+    if m := NEXT_AFTER.fullmatch(text):
+        return t("chips.next_after", lang, token=m.group(1))
+    if m := MASK_AT.fullmatch(text):
+        return t("chips.mask_at", lang, mask=m.group(1), position=m.group(2))
+    return text
 
 
 def answer_chips(base: GeneratedText, tog: GeneratedText, start: int, no_toggle: bool) -> Chips:

@@ -88,10 +88,12 @@ class RunRequest:
     view: View  # kind, layer, head, sentence, and the next-token position of a language model
     new_tokens: int  # tokens a language model continues with (a Hub encoder-decoder generates at most)
     sampling: Sampling | None = None  # how generated tokens are drawn; None: greedy (the most probable)
+    lang: str = "en"  # the page's language (explorer.app.i18n): its state line's and notices' words
 
     @classmethod
     def of(cls, session: Session, text1: Any, text2: Any, toggles: Toggles, view: View,
-           continue_tokens: Any = DEFAULT_CONTINUATION, sampling: Sampling | None = None) -> "RunRequest":
+           continue_tokens: Any = DEFAULT_CONTINUATION, sampling: Sampling | None = None,
+           lang: str = "en") -> "RunRequest":
         """A Run of the page's texts (any value; None = empty) with tokens to continue clamped to the page's range."""
         new_tokens = min(max(whole_number(continue_tokens, DEFAULT_CONTINUATION), 0), MAX_NEW_TOKENS)
-        return cls(session, str(text1 or ""), str(text2 or ""), toggles, view, new_tokens, sampling)
+        return cls(session, str(text1 or ""), str(text2 or ""), toggles, view, new_tokens, sampling, lang)

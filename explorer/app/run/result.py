@@ -28,12 +28,13 @@ from .inputs import token_table
 from .output_chips import output_chips
 from .output_table import output_table
 from .pair import Comparison, compare, compare_in_steps
+from ..i18n.words import t
 from .state_line import state_line
 from .toggles import Toggles
 from .unchanged import why_unchanged
 from .view import View
 
-WAITING = "Attention drawn; computing the next-token predictions and the continuation…"  # a language model's first look
+WAITING = t("run.waiting")  # a language model's first look
 
 
 def attention_kinds(run: Any) -> dict[str, tuple[int, int]]:

@@ -11,6 +11,7 @@ from typing import Any
 
 import gradio as gr
 
+from ..i18n.messages import language_of, message_in
 from .errors import escape_md, user_message
 
 PRIVATE = dict(api_visibility="private")  # an event the page uses, not part of the HTTP API
@@ -20,8 +21,8 @@ def reporting(handler: Callable) -> Callable:
     """An `Events` handler computes with its share of the cores (explorer.app.serving.cores), and an exception in it
     becomes a warning and a message in the status line; nothing else changes (a handler that yields updates keeps
     those it yielded before the error)."""
-    def failed(self: Any, err: Exception) -> dict:
-        message = user_message(err)
+    def failed(self: Any, err: Exception, args: tuple[Any, ...] = ()) -> dict:
+        message = message_in(user_message(err), language_of(args))  # in the page's language, when a form says it
         gr.Warning(message)
         return {self.status: "⚠️ " + escape_md(message)}
 
@@ -34,7 +35,7 @@ def reporting(handler: Callable) -> Callable:
                         yield update
                         use()  # resumed, perhaps on another worker thread: its torch threads are its own
                 except Exception as err:  # noqa: BLE001 - every error becomes a message
-                    yield failed(self, err)
+                    yield failed(self, err, args)
         return steps
 
     @functools.wraps(handler)
@@ -43,5 +44,5 @@ def reporting(handler: Callable) -> Callable:
             try:
                 return handler(self, *args, **kwargs)
             except Exception as err:  # noqa: BLE001 - every error becomes a message
-                return failed(self, err)
+                return failed(self, err, args)
     return run

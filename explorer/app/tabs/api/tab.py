@@ -9,34 +9,36 @@ from typing import Any
 
 import gradio as gr
 
+from ...i18n.words import LANGS, t
 from ..base import Tab
 from .endpoints import endpoint_list, endpoints
 
 ADDRESS = "http://127.0.0.1:7860/"  # in the example until the page script puts the page's own address there
-API_TEXT = f"""
-The page's actions, from a program: each is a named HTTP endpoint (listed below with its parameters in order;
-`client.view_api()` gives their types and defaults, docs/http-api.md in the repository what each returns).
-From Python, with `pip install gradio_client`:
-
+# The example, its comments in the page's language (explorer.app.i18n: the catalogue's api.* strings).
+EXAMPLE = f"""
 ```python
 from gradio_client import Client
 
 client = Client("{ADDRESS}")
 client.predict("date-translator", "", "auto", api_name="/load_model")
-heads = [f"L{{l}} H{{h}}" for l in range(2) for h in range(4) if (l, h) != (1, 1)]   # cross L1 H1 off
+heads = [f"L{{l}} H{{h}}" for l in range(2) for h in range(4) if (l, h) != (1, 1)]   # api.heads_comment
 result = client.predict(sentence1="martedì 10 giugno 2014", sentence2="", cross_heads_on=heads,
-                        api_name="/analyze")   # parameters left out take the page's defaults
-status, tokens, summary, output = result[:4]   # then the figures, as Plotly JSON
-print(output["data"])                           # baseline vs toggled answers, per-token probabilities
+                        api_name="/analyze")   # api.defaults_comment
+status, tokens, summary, output = result[:4]   # api.figures_comment
+print(output["data"])                           # api.output_comment
 ```
-
-Each client keeps its own session, so the model chosen with `/load_model` is the one `/analyze` uses. Layer, head
-and sentence are whole numbers (`1` or `"1"`); a value of another type than `client.view_api()` lists is refused
-with a line naming the parameter, what it got and what it takes. Save any figure as PNG with the camera button of
-its toolbar.
-
-The endpoints:
 """
+
+
+def api_prose(lang: str = "en") -> str:
+    """The tab's words before the endpoint list: what the API is, the example, what a client may rely on."""
+    example = EXAMPLE
+    for key in ("heads_comment", "defaults_comment", "figures_comment", "output_comment"):
+        example = example.replace(f"api.{key}", t(f"api.{key}", lang))
+    return f"\n{t('api.intro', lang)}\n{example}\n{t('api.after', lang)}\n\n{t('api.endpoints', lang)}\n"
+
+
+API_TEXT = api_prose()
 # The example names the address this page was opened at (on a Space, its *.hf.space address), once it is drawn.
 SCRIPT = f"""
 const pageAddress = () => {{
@@ -69,11 +71,14 @@ class ApiTab(Tab):
 
     def page_wired(self, parts: ApiParts, demo: Any) -> None:
         parts.text.value = parts.text.postprocess(api_text(demo))
+        # its words in every language, for explorer.app.i18n.relabel (read only once the page is built)
+        parts.text.in_languages = {lang: api_text(demo, lang) for lang in LANGS}
 
 
-def api_text(demo: Any) -> str:
-    """The tab's text on a wired page: the example, then every named endpoint of `demo`."""
-    return API_TEXT + endpoint_list(endpoints(demo)) + "\n"
+def api_text(demo: Any, lang: str = "en") -> str:
+    """The tab's text on a wired page: the example, then every named endpoint of `demo` (their lines as the API
+    describes itself: English)."""
+    return api_prose(lang) + endpoint_list(endpoints(demo)) + "\n"
 
 
 TAB = ApiTab()

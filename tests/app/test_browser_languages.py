@@ -1,0 +1,43 @@
+"""The page in French, German and Spanish in Chromium (explorer.app.i18n): a link's `lang=` puts the labels, the
+tabs and the Run button in that language, the state line after the Run too, with numbers the language's way
+(0,8), the model's headline (its size 259.783 in German); nothing in the title row overflows its box (German words
+are long); the API tab's prose in French. The catalogues themselves:
+tests/app/test_i18n.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from explorer.app.i18n.words import t
+
+pytestmark = pytest.mark.browser
+
+TEXT = "s => document.querySelector(s).innerText"
+# Every button and label of the title row and the sentences' row whose text is wider than its box (clipped words).
+OVERFLOWING = """() => [...document.querySelectorAll('#title button, #title label span, #inputs button, #inputs label span')]
+  .filter(e => e.offsetParent !== null && e.scrollWidth > e.clientWidth + 1).map(e => e.innerText)"""
+CASES = {  # the Run button, the sentence's label, a tab, the state line, a number, the headline's model size
+    "fr": ("Exécuter", "Phrase", "Toutes les têtes", "Réglages : Masque de remplissage désactivé", "T=0,8",
+           "259\u202f783 paramètres"),
+    "de": ("Ausführen", "Satz", "Alle Köpfe", "Einstellungen: Auffüllmaske aus", "T=0,8", "259.783 Parameter"),
+    "es": ("Ejecutar", "Frase", "Todas las cabezas", "Ajustes: Máscara de relleno desactivada", "T=0,8",
+           "259.783 parámetros"),
+}
+
+
+@pytest.mark.parametrize("lang", list(CASES))
+def test_a_link_opens_the_page_in_its_language(open_view, lang):
+    run, sentence, tab, state, temperature, size = CASES[lang]
+    api = t("api.endpoints", lang)
+    with open_view(f"lang={lang}&padding=0&sample=1&temperature=0.8") as (page, errors):
+        page.wait_for_function(f"() => document.querySelector('#run').innerText.trim() === {run!r}")
+        assert page.evaluate(TEXT, "#text1 label") .strip() == sentence
+        assert page.get_by_role("tab", name=tab).count() == 1
+        line = page.evaluate(TEXT, "#state-line")  # the first Run's, made after the language was set
+        assert line.startswith(state) and temperature in line and "in the figures" not in line, line
+        page.wait_for_function(f"() => document.querySelector('#headline').innerText.includes({size!r})")
+        assert page.evaluate(OVERFLOWING) == []
+        if lang == "fr":  # the API tab's prose, made in every language once the page was wired (one language: time)
+            page.get_by_role("tab", name="API").click()
+            page.wait_for_function(f"() => document.querySelector('#api-text').innerText.includes({api!r})")
+        assert not errors, errors
