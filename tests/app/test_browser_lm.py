@@ -211,23 +211,12 @@ COUNTED_JS = f"""() => {{
 }}"""
 
 
-@pytest.fixture(scope="module")
-def own_lm_app(lm_folder, free_port):
-    """The LM app served for the timer test alone: on the session's shared app, after the Compare tests, the held Run's
-    page showed no "processing" timer (a state those tests leave on the shared server; not found yet, docs/tests.md)."""
-    from explorer.app.demo import build_demo
-    from tests.app.browser import served
-
-    with served(build_demo(device="cpu", checkpoint="tiny-gpt2", allowed_dirs=[str(lm_folder)]), free_port()) as url:
-        yield url
-
-
-def test_a_run_shows_its_timer_on_the_status_line_alone(own_lm_app, browser, monkeypatch):
+def test_a_run_shows_its_timer_on_the_status_line_alone(lm_app, browser, monkeypatch):
     """While a Run computes its attention, a timer on the status line (drawn: Gradio gives its minimal tracker no
     height, which clipped the timer away), counting at ten frames a second, and no progress overlay on any output."""
     from explorer.app.events import PageEvents
 
-    with opened(own_lm_app, browser, init_script=FRAMES_INIT) as (page, errors):
+    with opened(lm_app, browser, init_script=FRAMES_INIT) as (page, errors):
         page.wait_for_function(ANSWERED_JS)
         release = hold_run_of(monkeypatch, PageEvents, "A dog ran to the park")
         try:

@@ -10,81 +10,58 @@ browser test waiting out its hang guard about once per full suite on a loaded 2-
 each time; tests/hang_report.py showed the session's undelivered messages).
 
 The fix. A script placed first in the page (by the same middleware as idle_timers) wraps `window.fetch`, which the
-client calls for both: it counts the joins in flight and the events joined whose `process_completed` the page has
-not read; a `close_stream` read while any exist is held back, and once the server has ended that stream the wrapper
-opens the next one itself and hands its messages on the same stream the client is reading, so the client never sees
-its stream closed while it still waits for an answer. Every other request, and every other message, passes through
-as it was. An event joined more than `STALE_S` ago no longer holds a stream open (a page left waiting that long has
-other trouble, and a stream held for ever would take one of the browser's six connections to the server).
+client calls for both, so that the client's stream, once open, never closes while the page lives: `close_stream` is
+never handed on; when the server ends its stream the connection is let go, and the next one is opened by the script
+as soon as a join is answered (before the client reads that answer), on the same stream the client reads. The server
+ends a stream only when nothing of the page is pending, so no message waits on it longer than the join that brings
+it. A stream the server ends without `close_stream` (an error) ends for the client as it would have. A second race
+of the same kind was seen with a first version that still handed `close_stream` on when nothing seemed to wait.
 """
 
 from __future__ import annotations
 
-STALE_S = 600
-
 QUEUE_STREAM_JS = """(() => {
   const realFetch = window.fetch.bind(window);
-  const waiting = new Map();  // event id -> when it was joined: its process_completed not read yet
-  const early = new Set();    // event ids completed before their join's answer was read
-  let joining = 0;            // joins sent whose answer (and event id) is not read yet
-  const staleMs = STALE_MS;
+  let reopen = null;  // of the client's stream (the last it opened): connect it to the server again if let go
   const urlOf = (input) => typeof input === 'string' ? input : (input instanceof URL ? input.href : input.url);
-  const messageOf = (frame) => {
-    for (const line of frame.split('\\n')) {
-      if (line.startsWith('data:')) { try { return JSON.parse(line.slice(5)); } catch (e) { return null; } }
-    }
-    return null;
-  };
-  const stillWaiting = () => {
-    const now = Date.now();
-    for (const [id, since] of waiting) if (now - since > staleMs) waiting.delete(id);
-    return joining > 0 || waiting.size > 0;
-  };
+  const isClose = (frame) => frame.length < 300 && frame.split('\\n').some((line) => {
+    if (!line.startsWith('data:')) return false;
+    try { return JSON.parse(line.slice(5)).msg === 'close_stream'; } catch (e) { return false; }
+  });
   const join = async (input, init) => {
-    joining += 1;
-    try {
-      const response = await realFetch(input, init);
-      try {
-        const id = (await response.clone().json() || {}).event_id;
-        if (id && !early.delete(id)) waiting.set(id, Date.now());
-      } catch (e) { /* not JSON: an error answer, no event joined */ }
-      return response;
-    } finally { joining -= 1; }
+    const response = await realFetch(input, init);
+    if (reopen) await reopen();  // the event's messages may wait on the server for a stream: give it one first
+    return response;
   };
   const stream = async (input, init) => {
     const request = new Request(input, init);
     const first = await realFetch(request.clone());
     if (!first.ok || !first.body) return first;
-    let reader = first.body.getReader(), text = '', held = false;
+    let reader = first.body.getReader(), connecting = null, wake = null, text = '', closed = false;
+    const connect = () => connecting || (connecting = realFetch(request.url, {
+      headers: request.headers, signal: request.signal, credentials: request.credentials, cache: 'no-store',
+    }).then((next) => { if (next.ok && next.body) reader = next.body.getReader(); })
+      .finally(() => { connecting = null; if (wake) { wake(); wake = null; } }));
+    reopen = async () => { if (!reader && !request.signal.aborted) await connect(); };
     const decoder = new TextDecoder(), encoder = new TextEncoder();
     const body = new ReadableStream({
       async pull(controller) {
         for (;;) {
+          while (!reader) await new Promise((resolve) => { wake = resolve; });
           const { value, done } = await reader.read();
           if (done) {
-            if (!held) { controller.close(); return; }
-            held = false; text = '';
-            const next = await realFetch(request.url, { headers: request.headers, signal: request.signal,
-                                                        credentials: request.credentials, cache: 'no-store' });
-            if (!next.ok || !next.body) { controller.close(); return; }
-            reader = next.body.getReader();
-            continue;
+            reader = null; text = '';
+            if (closed) { closed = false; continue; }  // let go after close_stream: the next join reconnects
+            controller.close(); return;  // ended without close_stream (an error): as Gradio would
           }
           text += decoder.decode(value, { stream: true });
           const frames = text.split('\\n\\n');
           text = frames.pop();
-          const passed = [];
-          for (const frame of frames) {
-            const message = messageOf(frame);
-            if (message && message.msg === 'process_completed' && message.event_id
-                && !waiting.delete(message.event_id)) early.add(message.event_id);
-            if (message && message.msg === 'close_stream' && stillWaiting()) { held = true; continue; }
-            passed.push(frame + '\\n\\n');
-          }
-          if (passed.length) { controller.enqueue(encoder.encode(passed.join(''))); return; }
+          const passed = frames.filter((frame) => !(isClose(frame) && (closed = true)));
+          if (passed.length) { controller.enqueue(encoder.encode(passed.map((f) => f + '\\n\\n').join(''))); return; }
         }
       },
-      cancel(reason) { return reader.cancel(reason); },
+      cancel(reason) { return reader && reader.cancel(reason); },
     });
     return new Response(body, { status: first.status, statusText: first.statusText, headers: first.headers });
   };
@@ -94,4 +71,4 @@ QUEUE_STREAM_JS = """(() => {
     if (url.includes('/queue/data')) return stream(input, init);
     return realFetch(input, init);
   };
-})();""".replace("STALE_MS", str(STALE_S * 1000))
+})();"""
