@@ -127,7 +127,6 @@ def by_hand(page, runs) -> None:
     step(lambda: page.locator("#custom-mask").get_by_label("no self").check(), the_view, "with QUERY's settings")
 
 
-@pytest.mark.flaky(reruns=1)  # hung once in a full run (2026-11-29), cause not found: docs/tests.md
 def test_a_link_restores_the_view_made_by_hand_and_copy_link_gives_it_back(app_url, chromium, monkeypatch):
     runs = record_runs(monkeypatch)
     linked = chromium.open(f"{app_url}?{QUERY}")

@@ -27,6 +27,7 @@ from ...checkpoints import LoadedModel
 from ..i18n.words import best_language
 from ..page.layout import Page
 from ..run.view import default_kind
+from ..serving.api_inputs import quiet_refusals
 from ..serving.errors import escape_md, user_message
 from ..serving.handlers import PRIVATE, reporting
 from ..serving.session import Session, checked_source, get_model, load_session
@@ -231,6 +232,7 @@ class LinkEvents:
         state, cuts = fit_length(state, table=self.page.table)
         return state.to_query(self.page.table), notices + cuts
 
+    @quiet_refusals
     def address(self, *values: Any) -> Any:
         """The query of the page's view for the address bar (`link_inputs`' values; what a link leaves out is said by
         Copy link, not here): gr.skip() when there is none to write."""

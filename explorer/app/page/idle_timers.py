@@ -76,7 +76,5 @@ class FirstInHead:
 
 
 def page_middleware() -> list[Any]:
-    """The FastAPI `middleware` that installs this fix and queue_stream's on the page (for launch's `app_kwargs`)."""
-    from .queue_stream import QUEUE_STREAM_JS
-
-    return [Middleware(FirstInHead, html=f"<script>{QUEUE_STREAM_JS}\n{STOP_HIDDEN_TIMERS_JS}</script>")]
+    """The FastAPI `middleware` that installs the fix on the page (for launch's `app_kwargs`)."""
+    return [Middleware(FirstInHead, html=f"<script>{STOP_HIDDEN_TIMERS_JS}</script>")]

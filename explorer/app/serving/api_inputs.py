@@ -186,6 +186,14 @@ def accepted(block: Any, value: Any, name: str) -> Any:
     return value
 
 
+def quiet_refusals(fn: Callable) -> Callable:
+    """Mark a page's best-effort event (the address bar's link): inputs it refuses end it without a notice. Its page
+    can send values a model change has just made stale (the old model's head switches, as a lesson link opens on
+    another model); the event that follows the change's Run sends the right ones."""
+    fn.quiet_refusals = True  # type: ignore[attr-defined]
+    return fn
+
+
 def parameter_name(block_fn: Any, index: int, block: Any) -> str:
     """The HTTP API's name of an event's input (what view_api lists), else the component's label."""
     names = getattr(block_fn, "input_parameter_names", None) or ()
@@ -221,7 +229,8 @@ def _checked(original: Callable) -> Callable:
             except gr.Error as err:
                 refusals.append(err.message)
         if refusals:  # every one at once, a line each: a client fixes them in one go
-            raise gr.Error("\n".join(refusals), print_exception=False)
+            quiet = getattr(block_fn.fn, "quiet_refusals", False)
+            raise gr.Error("\n".join(refusals), print_exception=False, visible=not quiet)
         return await original(self, block_fn, inputs, state, *args, **kwargs)
     preprocess_data._checked_inputs = True  # type: ignore[attr-defined]
     return preprocess_data
