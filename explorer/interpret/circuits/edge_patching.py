@@ -88,21 +88,24 @@ def patched_logits(model: Transformer, graph: CircuitGraph, inputs: Inputs, patc
         or (fewer nodes to read) every difference minus the kept edges'. Only the nodes with such an edge are read."""
         buffer = fill(stream, prefix).flatten(2)  # (V, U_s, P T D)
         R = mask.shape[2]
-        out = buffer.new_zeros(V, R, buffer.shape[2])
+        out = buffer.new_empty(V, R, buffer.shape[2])
         patched_nodes, kept_nodes = mask.any(2), kept.any(2)  # (V, prefix)
         for v in range(V):
             complement = from_total(int(patched_nodes[v].sum()), int(kept_nodes[v].sum()))
             use, nodes = (kept[v], kept_nodes[v]) if complement else (mask[v], patched_nodes[v])
-            if complement:
-                out[v] = total(stream, prefix)[v]
+            start = total(stream, prefix)[v].expand(R, -1) if complement else None  # (R_s, P T D), not copied
             if 2 * int(nodes.sum()) > prefix:  # most of the prefix: a view of it reads less than a gather copies
                 weights, values = use.T.to(buffer.dtype), buffer[v, :prefix]
             elif nodes.any():
                 index = nodes.nonzero().flatten()
                 weights, values = use[index].T.to(buffer.dtype), buffer[v, index]
             else:
+                out[v] = 0.0 if start is None else start
                 continue
-            out[v].addmm_(weights, values, alpha=-1.0 if complement else 1.0)  # (R_s, nodes) @ (nodes, P T D)
+            if start is None:  # (R_s, nodes) @ (nodes, P T D)
+                torch.mm(weights, values, out=out[v])
+            else:
+                torch.addmm(start, weights, values, alpha=-1.0, out=out[v])
         return out
 
     def receivers(site: str, x: Tensor) -> Tensor:

@@ -1,19 +1,23 @@
 """One backward pass that scores every edge at once: the model run on the clean ids with its embeddings set on the
-path from the corrupted run's to the clean run's (alpha = 0: the corrupted run, 1: the clean run), every receiver
-reading its own copy of the stream (explorer.model receivers), and each receiver's gradient contracted with the
-upstream nodes' (corrupted - clean) outputs as it arrives:
+path from the corrupted run's to the clean run's (alpha = 0: the corrupted run, 1: the clean run), and each
+receiver's gradient contracted with the upstream nodes' (corrupted - clean) outputs as it arrives:
 
     score[u, r] += sum over positions and width of (a_u(corrupted) - a_u(clean)) . d metric / d input_r
 
-A head's q / k / v receivers are its rows of a per-head copy of the stream (B, T, H, D) before the block's norm; an
-MLP's and the logits' receiver is a view of the stream; cross-attention's k / v rebuild the encoder's last stream per
-head before the encoder's final norm (that norm is theirs). The gradient is taken with torch.autograd.grad with
-respect to the interpolated embeddings only: no parameter's .grad is touched, nothing is registered on a module (the
-hooks sit on this call's own tensors).
+A head's q / k / v receiver is its own copy of the stream before the block's norm. Its gradient is taken from an
+ordinary run: a hook on the block's q / k / v (explorer.model's Record) turns the gradient there back through the
+rotary turn, the head's rows of the projection and the norm (head_grads.py), so the block never runs on per-head
+copies. Grouped-query keys and values (a K/V head shared by a group: the heads' gradients are summed in it) and norms
+without a written backward still read a per-head copy of the stream (B, T, H, D), as cross-attention's k / v rebuild
+the encoder's last stream per head before the encoder's final norm (that norm is theirs). An MLP's and the logits'
+receiver is a view of the stream. The gradient is taken with torch.autograd.grad with respect to the interpolated
+embeddings only: no parameter's .grad is touched, nothing is registered on a module (the hooks sit on this call's
+own tensors).
 
     gradient_pass(model, graph, inputs, alphas (K,), corrupted, clean | None, metric, clean_logprobs)
         -> Pass(scores (K, U, R) summed over the pairs, embed (K, P) each pair's sum over the embeddings' edges,
-                metric (K, P), clean Snapshot when the pass made it (alpha 1 first, clean None))
+                metric (K, P), clean Snapshot when the pass made it (alpha 1 first, clean None: the other points
+                ride in the same run))
 
 Shapes: K integration points, P pairs, rows K P (point-major), T length, D width, U nodes, R receivers.
 """
@@ -108,10 +112,11 @@ class TapRecord(Record):
 def gradient_pass(model: Transformer, graph: CircuitGraph, inputs: Inputs, alphas: list[float], corrupted: Snapshot,
                   clean: Snapshot | None, metric: str, clean_logprobs: Tensor | None = None,
                   deltas: dict[str, Tensor] | None = None) -> Pass:
-    """See the module docstring. `clean` None: alphas must be [1.0], and the pass records the clean run. `deltas`:
+    """See the module docstring. `clean` None: the first alpha must be 1.0, and the pass records the clean run from
+    those rows (the other points ride along in the same run). `deltas`:
     the batch's stream_deltas from an earlier pass."""
-    if clean is None and list(alphas) != [1.0]:
-        raise ValueError("the clean run is the first pass (alpha 1) when no clean snapshot is given")
+    if clean is None and (not alphas or alphas[0] != 1.0):
+        raise ValueError("the clean run is the first point (alpha 1) when no clean snapshot is given")
     K, P = len(alphas), inputs.size
     U, R = graph.n_nodes, graph.n_receivers
     H = graph.config.n_heads
@@ -128,9 +133,9 @@ def gradient_pass(model: Transformer, graph: CircuitGraph, inputs: Inputs, alpha
         if site != f"{stream}.0.resid_pre":
             return x
         base = x.detach()  # the clean ids' embeddings
-        if clean is not None:
+        if list(alphas) != [1.0]:
             corr = corrupted.embed(stream).repeat(K, 1, 1)
-            base = corr + a.to(corr.dtype) * (base - corr)
+            base = torch.lerp(corr, base, a.to(corr.dtype))  # exactly the clean embeddings at alpha 1
         leaf = base.requires_grad_()
         leaves.append(leaf)
         return leaf
@@ -197,8 +202,7 @@ def gradient_pass(model: Transformer, graph: CircuitGraph, inputs: Inputs, alpha
         logits = run_logits(model, inputs, False, K, receivers=receivers, record=record, resid_hook=interpolate)
         snapshot = None
         if clean is None:
-            snapshot = Snapshot(logits.detach().float(), {k: v.detach() for k, v in record.tensors.items()
-                                                          if k.rsplit(".", 1)[-1] in RECORDED})
+            snapshot = Snapshot(logits[:P].detach().float(), {k: v[:P].detach() for k, v in record.tensors.items()})
             if clean_logprobs is None:
                 clean_logprobs = snapshot.logits.log_softmax(-1)
         reference = None if clean_logprobs is None else clean_logprobs.repeat(K, 1)
