@@ -33,6 +33,9 @@ from .batches import Inputs
 from .runner import RECORDED, Snapshot, group_outputs, run_logits
 
 
+SMALL = 2**20  # values (nodes x P T D) of one variant's differences under which the variants share one product
+
+
 def from_total(patched: int, kept: int) -> bool:
     """Rebuild a receiver block from every difference minus the kept edges' when fewer nodes have a kept edge."""
     return patched > kept
@@ -88,6 +91,8 @@ def patched_logits(model: Transformer, graph: CircuitGraph, inputs: Inputs, patc
         or (fewer nodes to read) every difference minus the kept edges'. Only the nodes with such an edge are read."""
         buffer = fill(stream, prefix).flatten(2)  # (V, U_s, P T D)
         R = mask.shape[2]
+        if prefix * buffer.shape[2] <= SMALL:  # a small model: one product for every variant, no loop over them
+            return torch.bmm(mask.transpose(1, 2).to(buffer.dtype), buffer[:, :prefix])  # (V, R_s, P T D)
         out = buffer.new_empty(V, R, buffer.shape[2])
         patched_nodes, kept_nodes = mask.any(2), kept.any(2)  # (V, prefix)
         for v in range(V):
