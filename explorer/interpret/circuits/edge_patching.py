@@ -16,7 +16,9 @@ an MLP, the logits) with nothing patched in any variant is not split at all.
 The variants' difference buffer (V, U_s, P, T, D) per stream is filled node group by node group as the run
 produces them (from its Record). A site's corrections are, for each variant, one product over the nodes that have a
 patched edge into it, or (when fewer nodes have a kept edge) the sum of every difference minus that product over the
-kept edges: a small circuit's receivers mostly read the corrupted stream whole, a large one's mostly their own. Receivers
+kept edges: a small circuit's receivers mostly read the corrupted stream whole, a large one's mostly their own. On a
+small model (under SMALL values of one variant's differences) every variant's corrections are one batched product
+over the whole prefix instead: there the loop over variants, not the arithmetic, is what costs. Receivers
 of a site patched alike (e.g. every edge into every head) read one input and the block is not split.
 
 Shapes: V variants, P pairs, rows V P (variant-major), T length, D width, U nodes (U_s of a stream), R receivers.
