@@ -222,7 +222,7 @@ def measured_values(res: dict[str, Any]) -> dict[str, float | None]:
     if shipped:
         v["circuits_shipped"] = max(r["s"] for r in shipped)
     tab = circ.get("tab") or []
-    if tab:
+    if tab and not circ.get("quick"):  # a --quick run times one run after a small warm-up: no target
         v["circuits_tab"] = max(r["s"] for r in tab)
     return v
 
