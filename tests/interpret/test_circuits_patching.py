@@ -106,7 +106,8 @@ def test_patching_every_edge_into_one_receiver_gives_it_the_corrupted_runs_strea
 @pytest.mark.parametrize("case", CASES)
 def test_both_ways_of_rebuilding_a_receiver_agree(case, monkeypatch):
     """A receiver block is rebuilt from the patched edges' differences, or from every difference minus the kept
-    edges' (whichever reads fewer nodes): forced one way, then the other, circuits of 10% and 60% of the edges give the
+    edges' (whichever reads fewer nodes), or for a small model every variant in one product: forced one way, then the
+    others, circuits of 10% and 60% of the edges give the
     same logits, alone or batched with the clean model."""
     from explorer.interpret.circuits import edge_patching
 
@@ -115,11 +116,14 @@ def test_both_ways_of_rebuilding_a_receiver_agree(case, monkeypatch):
     circuits = [graph.real & (torch.rand(graph.real.shape, generator=g) < share) for share in (0.1, 0.6)]
     patched = torch.stack([torch.zeros_like(graph.real)] + [graph.real & ~c for c in circuits])
     got = {}
+    monkeypatch.setattr(edge_patching, "SMALL", 0)  # variant by variant, as a large model's run goes
     for way in (True, False):
         monkeypatch.setattr(edge_patching, "from_total", lambda patched, kept, way=way: way)
         got[way] = patched_logits(model, graph, inputs, patched, corrupted)
     assert torch.allclose(got[True], got[False], atol=1e-5, rtol=0)
     monkeypatch.undo()
+    together = patched_logits(model, graph, inputs, patched, corrupted)  # a small model's: every variant at once
+    assert torch.allclose(together, got[True], atol=1e-5, rtol=0)
     alone = patched_logits(model, graph, inputs, patched[1:2], corrupted)[0]
     assert torch.allclose(alone, got[True][1], atol=1e-5, rtol=0)
     assert torch.allclose(got[True][0], clean.logits, atol=1e-5, rtol=0)

@@ -95,3 +95,20 @@ def test_refusals_name_what_is_wrong():
 def test_no_parameter_gets_a_gradient():
     model, graph, prepared, result = scored("decoder", "eap-ig")
     assert all(p.grad is None for p in model.parameters())
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_heads_gradients_from_q_k_v_equal_those_of_per_head_copies(case, monkeypatch):
+    """The heads' input gradients are read at q / k / v and turned back through rotary, the projection and the norm
+    (head_grads); running the blocks on a per-head copy of the stream instead gives the same scores in every layout
+    (LayerNorm, RMSNorm, partial rotary, grouped-query keys, cross-attention)."""
+    from explorer.interpret.circuits import gradients
+
+    model = tiny_model(case)
+    tapped = scored(case, "eap-ig", "logprob", model=model)[3]
+    assert gradients.tap_sites(model, CircuitGraph(model.config))  # the fast way is taken here
+    monkeypatch.setattr(gradients, "tap_sites", lambda model, graph: {})
+    copied = scored(case, "eap-ig", "logprob", model=model)[3]
+    assert tapped.scores.abs().max() > 1e-3
+    assert torch.allclose(tapped.scores, copied.scores, atol=1e-6 * float(copied.scores.abs().max()), rtol=0)
+    assert tapped.points == copied.points

@@ -16,7 +16,9 @@ an MLP, the logits) with nothing patched in any variant is not split at all.
 The variants' difference buffer (V, U_s, P, T, D) per stream is filled node group by node group as the run
 produces them (from its Record). A site's corrections are, for each variant, one product over the nodes that have a
 patched edge into it, or (when fewer nodes have a kept edge) the sum of every difference minus that product over the
-kept edges: a small circuit's receivers mostly read the corrupted stream whole, a large one's mostly their own. Receivers
+kept edges: a small circuit's receivers mostly read the corrupted stream whole, a large one's mostly their own. On a
+small model (under SMALL values of one variant's differences) every variant's corrections are one batched product
+over the whole prefix instead: there the loop over variants, not the arithmetic, is what costs. Receivers
 of a site patched alike (e.g. every edge into every head) read one input and the block is not split.
 
 Shapes: V variants, P pairs, rows V P (variant-major), T length, D width, U nodes (U_s of a stream), R receivers.
@@ -31,6 +33,9 @@ from ...model import Record, Transformer
 from .graph import CircuitGraph
 from .batches import Inputs
 from .runner import RECORDED, Snapshot, group_outputs, run_logits
+
+
+SMALL = 2**20  # values (nodes x P T D) of one variant's differences under which the variants share one product
 
 
 def from_total(patched: int, kept: int) -> bool:
@@ -88,21 +93,26 @@ def patched_logits(model: Transformer, graph: CircuitGraph, inputs: Inputs, patc
         or (fewer nodes to read) every difference minus the kept edges'. Only the nodes with such an edge are read."""
         buffer = fill(stream, prefix).flatten(2)  # (V, U_s, P T D)
         R = mask.shape[2]
-        out = buffer.new_zeros(V, R, buffer.shape[2])
+        if prefix * buffer.shape[2] <= SMALL:  # a small model: one product for every variant, no loop over them
+            return torch.bmm(mask.transpose(1, 2).to(buffer.dtype), buffer[:, :prefix])  # (V, R_s, P T D)
+        out = buffer.new_empty(V, R, buffer.shape[2])
         patched_nodes, kept_nodes = mask.any(2), kept.any(2)  # (V, prefix)
         for v in range(V):
             complement = from_total(int(patched_nodes[v].sum()), int(kept_nodes[v].sum()))
             use, nodes = (kept[v], kept_nodes[v]) if complement else (mask[v], patched_nodes[v])
-            if complement:
-                out[v] = total(stream, prefix)[v]
+            start = total(stream, prefix)[v].expand(R, -1) if complement else None  # (R_s, P T D), not copied
             if 2 * int(nodes.sum()) > prefix:  # most of the prefix: a view of it reads less than a gather copies
                 weights, values = use.T.to(buffer.dtype), buffer[v, :prefix]
             elif nodes.any():
                 index = nodes.nonzero().flatten()
                 weights, values = use[index].T.to(buffer.dtype), buffer[v, index]
             else:
+                out[v] = 0.0 if start is None else start
                 continue
-            out[v].addmm_(weights, values, alpha=-1.0 if complement else 1.0)  # (R_s, nodes) @ (nodes, P T D)
+            if start is None:  # (R_s, nodes) @ (nodes, P T D)
+                torch.mm(weights, values, out=out[v])
+            else:
+                torch.addmm(start, weights, values, alpha=-1.0, out=out[v])
         return out
 
     def receivers(site: str, x: Tensor) -> Tensor:

@@ -128,6 +128,8 @@ def edge_scores(model: Transformer, graph: CircuitGraph, pairs: list[Pair], meth
     at: dict[float, tuple[Tensor, Tensor, Tensor]] = {}
 
     def run_points(alphas: list[float]) -> None:
+        if not alphas:
+            return
         sums = torch.zeros(len(alphas), graph.n_nodes, graph.n_receivers, dtype=torch.float64)
         embeds, metrics = [], []
         for batch in prepared:
@@ -148,9 +150,9 @@ def edge_scores(model: Transformer, graph: CircuitGraph, pairs: list[Pair], meth
             at[alpha] = (sums[k], _in_task_order(prepared, [e[k] for e in embeds], n),
                          _in_task_order(prepared, [m[k] for m in metrics], n))
 
-    run_points([1.0])  # the clean run first: its outputs are every later pass's reference
-    if method == "eap-ig":
-        run_points([0.0])
+    # the clean run first (its outputs are every later point's reference), with EAP-IG's first level in the same run
+    first = [] if method == "eap" else [float(a) for a in simpson_rule(2 ** FIRST_LEVEL + 1)[0] if float(a) != 1.0]
+    run_points([1.0] + first)
     corrupted = at[0.0][2] if 0.0 in at else _in_task_order(
         prepared, [_metric_of(b, metric) for b in prepared], n)
     clean = at[1.0][2]
