@@ -27,8 +27,9 @@ def plain(markdown: str) -> str:
 class Why(ViewWidget):
     """The Contributions tab's answers for one token (module docstring)."""
 
-    def __init__(self, loaded: Any, text: str, position: int = -1, token: str = ""):
-        self.loaded, self.text = loaded, text
+    def __init__(self, loaded: Any, text: str, position: int = -1, token: str = "",
+                 method: str = "integrated_gradients"):
+        self.loaded, self.text, self.method = loaded, text, method
         controls = [Control("position", "position", "number"), Control("token", "token (blank: the top one)", "text")]
         super().__init__(controls + head_controls(loaded), {"position": position, "token": token})
 
@@ -37,7 +38,7 @@ class Why(ViewWidget):
         for kind, off in heads_off(values).items():
             on = {**(on or {}), **heads_on(self.loaded, off, kind)}
         position, token = whole(values, "position"), str(values.get("token") or "")
-        result = contributions(self.loaded, ContributionRequest(self.text, position, token, heads_on=on), MAX_TOKENS)
+        result = contributions(self.loaded, ContributionRequest(self.text, position, token, method=self.method, heads_on=on), MAX_TOKENS)
         ranked = why_token(self.loaded, WhyRequest(self.text, position, token, heads_on=on), MAX_TOKENS)
         dla, strip = contribution_figures(result)
         figures = [viz.figure_json(f, PLOT_CONFIG) for f in (dla, strip)]
@@ -48,6 +49,8 @@ class Why(ViewWidget):
                      data)
 
 
-def why(model: Any, text: str, position: int = -1, token: str = "", *, tokenizer: Any = None) -> Why:
-    """The widget for the token at `position` of `text`'s reading (`token`: text or "#id"; blank: the top one)."""
-    return Why(loaded_model(model, tokenizer), text, position, token)
+def why(model: Any, text: str, position: int = -1, token: str = "", *, method: str = "integrated_gradients",
+        tokenizer: Any = None) -> Why:
+    """The widget for the token at `position` of `text`'s reading (`token`: text or "#id"; blank: the top one);
+    `method`: the token attribution's, "integrated_gradients" or "input_x_gradient" (one gradient: faster)."""
+    return Why(loaded_model(model, tokenizer), text, position, token, method)
