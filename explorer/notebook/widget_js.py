@@ -10,7 +10,7 @@ function loadPlotly() {
 }
 
 function control(spec, values, set) {
-  const box = document.createElement('label');
+  const box = document.createElement(spec.type === 'heads' ? 'div' : 'label');  // a label may not hold labels
   box.className = 'explorer-control';
   const name = document.createElement('span');
   name.textContent = spec.label + ' ';
@@ -45,7 +45,7 @@ function control(spec, values, set) {
         check.dataset.head = spec.name + ':' + layer + ',' + head;
         check.addEventListener('change', () => {
           const now = Array.from(input.querySelectorAll('input')).filter((c) => !c.checked)
-            .map((c) => c.dataset.head.split(':')[1].split(',').map(Number));
+            .map((c) => c.dataset.head.split(':').pop().split(',').map(Number));
           set(spec.name, now);
         });
         cell.appendChild(check);
