@@ -16,7 +16,7 @@ from importlib import import_module
 
 _EXPORTS = {
     "show": "explorer.notebook.static",
-    "switches": "explorer.notebook.switches",
+    "switches": "explorer.notebook.run_widget",
     "why": "explorer.notebook.why",
     "inside_head": "explorer.notebook.head",
     "app": "explorer.notebook.serve",

@@ -19,8 +19,8 @@ from ..app.serving.limits import DEFAULT_CONTINUATION, MAX_TOKENS
 from ..app.tabs.head.computation import BlockRequest, computation_json, key_table, lines_heads, read_block
 from ..labels import unique_labels
 from ..viz.head_computation import head_computation_figure
-from .settings import kind_of, loaded_model, toggles
-from .switches import head_controls, heads_off
+from .arguments import kind_of, loaded_model, toggles
+from .run_widget import head_controls, heads_off
 from .widget import Control, Drawn, ViewWidget, table, whole
 
 

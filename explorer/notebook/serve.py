@@ -13,7 +13,7 @@ from ..app.demo import build_demo, launch_kwargs, queue
 from ..app.serving.limits import DEFAULT_MODEL_MEMORY
 from ..app.serving.registry import ModelRegistry, model_bytes
 from ..app.serving.session import Session
-from .settings import loaded_model
+from .arguments import loaded_model
 
 NAME = "notebook-model"  # the page's name for the model in memory
 

@@ -22,7 +22,7 @@ from .. import viz
 from ..app.page.assets import PLOT_CONFIG
 from ..app.tabs import analyze
 from . import plotly_js
-from .settings import HeadsOff, kind_of, loaded_model, toggles, view
+from .arguments import HeadsOff, kind_of, loaded_model, toggles, view
 
 FIGURES = ("overview", "head", "mask", "baseline", "difference")  # the page's names (tabs' RunFigure names)
 TOGGLED_ONLY = ("baseline", "difference")  # shown only when a toggle is in force (the page says so in words)

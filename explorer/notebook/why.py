@@ -15,8 +15,8 @@ from ..app.tabs.contributions.result import ContributionRequest, contributions
 from ..app.tabs.contributions.text import contribution_figures, summary_markdown
 from ..app.tabs.contributions.why_token import WHY_HEADERS, WhyRequest, why_markdown
 from ..app.tabs.contributions.why_token import why as why_token
-from .settings import heads_on, loaded_model
-from .switches import head_controls, heads_off
+from .arguments import heads_on, loaded_model
+from .run_widget import head_controls, heads_off
 from .widget import Control, Drawn, ViewWidget, table, whole
 
 

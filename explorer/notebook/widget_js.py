@@ -12,6 +12,7 @@ function loadPlotly() {
 function control(spec, values, set) {
   const box = document.createElement(spec.type === 'heads' ? 'div' : 'label');  // a label may not hold labels
   box.className = 'explorer-control';
+  box.style.marginRight = '1em';
   const name = document.createElement('span');
   name.textContent = spec.label + ' ';
   box.appendChild(name);
@@ -57,6 +58,7 @@ function control(spec, values, set) {
   } else {
     input = document.createElement('input');
     input.type = spec.type === 'number' ? 'number' : 'text';
+    input.style.width = spec.type === 'number' ? '4em' : '12em';
     input.value = value === null || value === undefined ? '' : String(value);
     input.addEventListener('change', () => set(spec.name, spec.type === 'number' ? Number(input.value) : input.value));
   }

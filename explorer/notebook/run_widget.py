@@ -9,7 +9,7 @@ from typing import Any
 
 from ..app.run.toggles import CUSTOM_MASKS
 from ..app.run.view import MEASURES
-from .settings import kind_of, loaded_model
+from .arguments import kind_of, loaded_model
 from .static import show
 from .widget import Control, Drawn, ViewWidget, table, whole
 
