@@ -11,9 +11,9 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..checkpoints import LoadedModel
 from ..app.run.toggles import Toggles
 from ..app.run.view import View, default_kind
+from ..checkpoints import LoadedModel
 
 HeadsOff = Iterable[tuple[int, int]] | Mapping[str, Iterable[tuple[int, int]]] | None
 

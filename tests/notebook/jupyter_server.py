@@ -5,12 +5,12 @@ is running (an event, bounded by the hang guard)."""
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import subprocess
 import sys
 import threading
-import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path

@@ -9,7 +9,6 @@ import explorer.notebook as nb
 from explorer.app.serving.session import Session
 from explorer.notebook.serve import NAME, registry_with
 from tests.hang import HANG_S, gradio_client
-from tests.notebook.conftest import DATE
 
 
 def test_the_registry_holds_the_model_itself(date_gpt):
