@@ -146,6 +146,7 @@ MIRRORED = ("explorer.model", "explorer.interpret", "explorer.outputs")  # what 
 
 TABS = "explorer.app.tabs"  # the tab registry (TABS): one module per tab, or a package per tab with modules of its own
 ASSEMBLES_THE_PAGE = {"explorer.app.demo"}  # build_demo lays out and wires the page: the one place that names TABS
+NOTEBOOK = "explorer.notebook"  # the tabs' views outside the page (in Jupyter): it reads the tabs as demo does
 
 
 def tab_of(module: str) -> str | None:
@@ -162,8 +163,15 @@ def test_no_import_runs_up_from_a_shared_module_to_the_tabs():
     registry or a tab: the tabs are passed in (`page.registry`, `RunFigures.of(tabs)`, `parse_link(..., tabs=)`).
     Only the module that assembles the page (explorer.app.demo: the layout, the events and TABS) names them."""
     up = {m: sorted(t for t in GRAPH[m] if t == TABS or tab_of(t)) for m in under("explorer")
-          if not m.startswith(TABS) and m not in ASSEMBLES_THE_PAGE}
+          if not m.startswith(TABS) and m not in ASSEMBLES_THE_PAGE and not m.startswith(NOTEBOOK)}
     assert {m: t for m, t in up.items() if t} == {}
+
+
+def test_the_page_never_imports_the_notebook_views():
+    """explorer.notebook shows the tabs' views in a notebook, reading the tabs as the page does; the page (and so
+    every tab) never imports it back."""
+    assert {m: sorted(t for t in GRAPH[m] if t.startswith(NOTEBOOK)) for m in under("explorer.app")
+            if any(t.startswith(NOTEBOOK) for t in GRAPH[m])} == {}
 
 
 def test_a_tab_imports_no_other_tab():
