@@ -69,3 +69,34 @@ def test_axe_is_the_packaged_one():
 
     script = Path(axe_playwright_python.__file__).with_name("axe.min.js").read_text()[:200]
     assert "axe v4." in script, script
+
+
+# The focused element's outline: [style, width in px, colour as "rgb(r, g, b)"].
+OUTLINE = """() => { const s = getComputedStyle(document.activeElement);
+  return [s.outlineStyle, parseFloat(s.outlineWidth), s.outlineColor]; }"""
+
+
+def contrast(rgb: str, against: tuple[int, int, int] = (255, 255, 255)) -> float:
+    """WCAG contrast ratio of an "rgb(r, g, b)" colour against another."""
+    def lum(c):
+        c = [x / 255 for x in c]
+        c = [x / 12.92 if x <= 0.03928 else ((x + 0.055) / 1.055) ** 2.4 for x in c]
+        return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2]
+    a, b = sorted((lum([int(v) for v in rgb[rgb.index("(") + 1:-1].split(",")[:3]]), lum(against)), reverse=True)
+    return (a + 0.05) / (b + 0.05)
+
+
+def test_the_first_tab_press_reaches_the_skip_link_which_moves_the_focus(open_view):
+    """Keys only: Tab shows "Skip to results" with a visible outline (3:1 on white at least); Enter puts the focus on
+    the results bar, outlined too."""
+    with open_view() as (page, errors):
+        page.keyboard.press("Tab")
+        assert page.evaluate("() => document.activeElement.innerText") == "Skip to results"
+        style, width, colour = page.evaluate(OUTLINE)
+        assert style == "solid" and width >= 2 and contrast(colour) >= 3, (style, width, colour)
+        page.keyboard.press("Enter")
+        page.wait_for_function("() => document.activeElement.id === 'results-bar'")
+        style, width, colour = page.evaluate(OUTLINE)
+        assert style == "solid" and width >= 2 and contrast(colour) >= 3, (style, width, colour)
+        page.screenshot(path="/tmp/a11y-focus.png")
+    assert errors == [], errors
