@@ -18,6 +18,7 @@ from ..device import server_torch_threads
 from .serving import api_inputs
 from .events import PageEvents
 from .link.guard import guard_middleware
+from .page.a11y import THEME
 from .page.assets import CSS, page_js
 from .page.gradio_fixes import STATUS_WORDS, keep_one_entry_per_component
 from .page.idle_timers import page_middleware
@@ -103,7 +104,7 @@ def launch_kwargs() -> dict[str, Any]:
     gets a page in words (link.guard); the page's HTML starts with a script that stops Gradio's leaked timer loops
     (idle_timers); Gradio's upload routes are refused (upload_guard: the app takes no files). i18n: words for the
     status announcement Gradio's catalogue lacks (gradio_fixes.STATUS_WORDS)."""
-    return dict(css=CSS, theme=gr.themes.Soft(), js=page_js(TABS), run_history=False, enable_monitoring=False,
+    return dict(css=CSS, theme=THEME, js=page_js(TABS), run_history=False, enable_monitoring=False,
                 state_session_capacity=SESSION_CAPACITY, i18n=STATUS_WORDS,
                 app_kwargs=dict(middleware=[*guard_middleware(), *page_middleware(), *upload_middleware()]))
 

@@ -5,6 +5,7 @@ it shows; the display's size and class view, page.display; each tab adds its own
 from collections.abc import Iterable
 from typing import Any
 
+from . import a11y
 from .display import display_js
 from .figure_alt import FIGURE_ALT_CSS, alt_of, figure_alt_js
 from .glossary import GLOSS_JS
@@ -121,7 +122,7 @@ def page_js(tabs: Iterable[Any]) -> str:
     (`display.display_js`), each figure's words and table and the live regions (`figure_alt.figure_alt_js`), the
     glossary's (`glossary.GLOSS_JS`: the jargon of every output glossed) and each tab's
     own (`Tab.script`), each in its own scope."""
-    parts = [f"({TICKS_JS.strip()})();", SAVE_TITLE_JS.strip(), f"{{ {display_js().strip()} }}",
+    parts = [a11y.JS.strip(), f"({TICKS_JS.strip()})();", SAVE_TITLE_JS.strip(), f"{{ {display_js().strip()} }}",
              f"{{ {figure_alt_js().strip()} }}",
              f"{{ {GLOSS_JS.strip()} }}",
              *(f"{{ {t.script.strip()} }}" for t in tabs if t.script)]
@@ -132,7 +133,7 @@ CSS = """
 .gradio-container {max-width: 1600px !important}
 #title {align-items: center; flex-wrap: wrap}
 #title-text {min-width: max-content !important} #headline {min-width: 200px !important}  /* wrap, never crush */
-#title-text h2 {margin: 0 0 0 12px}
+#title-text h1 {margin: 0 0 0 12px; font-size: var(--text-xxl)}
 #headline p {margin: 0; font-size: 13px; color: #555; text-align: right}
 .intro p {margin: 0; font-size: 13px}
 .examples {margin-top: 2px}
@@ -176,8 +177,8 @@ th.glossed {text-decoration: underline dotted; cursor: help}  /* a header with j
   .column:has(> #inputs) {margin: 0 -24px !important; gap: 8px !important}  /* its items, flattened below */
   #title {flex-wrap: wrap !important; gap: 2px !important}
   #title-text, #headline {flex: 1 1 100% !important}
-  #title-text h2 {font-size: 20px !important; margin-left: 32px !important}
-  #headline p {font-size: 11px; line-height: 1.3; text-align: left; margin-left: 32px}
+  #title-text h1 {font-size: 20px !important; margin-left: 32px !important}
+  #headline p {font-size: 12px; line-height: 1.3; text-align: left; margin-left: 32px}
   .intro p {font-size: 12px}
   /* ... and so do the figures' column, the tabs, the shown tab and the controls: the output (pinned), the tab strip
      and the tab's first figures, then the head switches and masks, then the view's pickers, then the Attention tab's
@@ -252,3 +253,4 @@ th.glossed {text-decoration: underline dotted; cursor: help}  /* a header with j
 """
 CSS += LESSON_CSS  # the lesson panel and the Lessons menu (page.lesson_panel)
 CSS += FIGURE_ALT_CSS  # each figure's words and table (page.figure_alt)
+CSS += a11y.CSS  # the skip link, the focus outline, text of 12 px at least (page.a11y)

@@ -15,7 +15,7 @@ CLASS_HIDDEN = (".intro", "#sentence2-col", "#class-view", "#download-view", "#v
 # page's own fixed sizes, for a projector: about 1.5 times.
 PROJECTOR_TEXT = {"--text-xxs": 14, "--text-xs": 16, "--text-sm": 19, "--text-md": 22, "--text-lg": 25,
                   "--text-xl": 32, "--text-xxl": 40}
-PROJECTOR_FIXED = {"#title-text h2": 34, "#headline p": 18, ".intro p": 19, "#state-line p": 22,
+PROJECTOR_FIXED = {"#title-text h1": 34, "#headline p": 18, ".intro p": 19, "#state-line p": 22,
                    "#state-line p + p": 18, "#output-tokens .token": 24, ".tab-text p": 20, ".heads label": 17,
                    ".heads label span": 17,
                    "#download-view": 17}

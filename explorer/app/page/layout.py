@@ -24,6 +24,7 @@ import gradio as gr
 from ..i18n.words import ENGLISH, t
 from ..serving.kept import Shown
 from ..serving.limits import DELETE_CACHE
+from .a11y import skip_link
 from .controls import Controls, controls
 from .display import Display, class_view_button, more_button
 from .glossary import glossed
@@ -150,9 +151,10 @@ def layout(start: Start, session_value: Any, tabs: Sequence[Any], table: Sequenc
         # A key to the last Run's result in the app's store of kept results, its request, the tab opened last
         # (explorer.app.serving.kept.Shown): small, so no time to live; the store bounds the results by bytes.
         kept = gr.State(Shown())
+        skip_link()  # the first focusable element (page.a11y)
         model = model_panel(start)
         with gr.Row(elem_id="title", equal_height=True):
-            gr.Markdown("## Transformer Explorer", elem_id="title-text")
+            gr.Markdown("# Transformer Explorer", elem_id="title-text")  # the page's one h1
             headline = gr.Markdown(start.info.headline if start.info else "", elem_id="headline")
             menu = lessons_menu(lessons)  # choosing a lesson opens its link (in the browser only)
             shown_as = lay(table, DISPLAY, start)

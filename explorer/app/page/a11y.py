@@ -1,0 +1,90 @@
+"""What makes the page pass axe-core and work from the keyboard (WCAG 2.2 AA, docs/accessibility.md): the theme with
+AA contrast, the skip link, the visible focus, and fixes for what Gradio (6.31) marks up wrong.
+
+- THEME: Gradio's Soft theme with its indigo darkened where text or a control sits on it: white on indigo-500
+  (#6366f1) is 4.46:1, on indigo-600 6.29:1; indigo-500 labels on indigo-100 3.62:1, indigo-700 6.41:1; grey-400
+  notes on white 2.5:1, grey-600 7.6:1 (AA asks 4.5:1 for text, 3:1 for large text and a control's parts).
+- skip_link(): "Skip to results", the page's first focusable element; it moves the focus to the results bar (the state
+  line and the output tokens), so a keyboard user passes the title row, the model panel and the sentences.
+- CSS: a 3 px indigo-700 outline (7.9:1 on white) on whatever has the keyboard's focus; no text below 12 px.
+- JS: Gradio 6 puts `aria-label` on an empty figure's placeholder div, which has no role (axe: aria-prohibited-attr):
+  it becomes role="img", which may carry one; a box that scrolls its content (a wide table, a step list) takes the
+  focus (tabindex 0), so a keyboard user can scroll it (axe: scrollable-region-focusable).
+"""
+
+from __future__ import annotations
+
+import gradio as gr
+
+FOCUS = "#4338ca"  # indigo-700: the focus outline, 7.9:1 on white, 6.4:1 on the labels' indigo-100
+
+THEME = gr.themes.Soft().set(
+    button_primary_background_fill="*primary_600",  # white text 6.29:1 (indigo-500: 4.46:1)
+    button_primary_background_fill_hover="*primary_700",
+    button_primary_border_color="*primary_600",
+    button_primary_border_color_hover="*primary_700",
+    checkbox_label_background_fill_selected="*primary_600",  # a switched-on head's white label
+    checkbox_background_color_selected="*primary_600",
+    block_label_text_color="*primary_700",  # labels on indigo-100: 6.41:1 (indigo-500: 3.62:1)
+    block_title_text_color="*primary_700",
+    color_accent="*primary_600",  # a table's header, a slider's thumb, a link
+    body_text_color_subdued="*neutral_600",  # notes under a control, the footer: 7.6:1 (grey-400: 2.5:1)
+    input_placeholder_color="*neutral_500",  # 4.8:1
+)
+
+SKIP = "skip-to-results"
+
+CSS = f"""
+#{SKIP} {{padding: 0 !important; min-height: 0 !important; border: none !important}}
+#{SKIP} a {{position: absolute; left: 8px; top: -48px; z-index: 2000; padding: 6px 12px; background: #fff;
+           color: {FOCUS}; font-weight: 600; border-radius: 4px; text-decoration: underline}}
+#{SKIP} a:focus {{top: 8px}}
+#results-bar:focus {{outline: 3px solid {FOCUS} !important; outline-offset: 2px}}
+/* whatever the keyboard focuses shows it: Gradio draws its own focus only on some inputs, as a faint shadow */
+:focus-visible {{outline: 3px solid {FOCUS} !important; outline-offset: 2px !important}}
+.heads label:has(input:focus-visible) {{outline: 3px solid {FOCUS} !important; outline-offset: 1px}}
+/* the API tab's code (Prism's colours: strings #690 3.1:1, comments and punctuation 2.6-3.9:1 on grey-100) */
+.token.string, .token.selector, .token.attr-value, .token.builtin, .token.inserted {{color: #3f6212 !important}}
+.token.comment, .token.prolog, .token.punctuation {{color: #4b5563 !important}}
+.token.operator, .token.entity, .token.url {{color: #7c4a03 !important}}
+.token.function, .token.class-name {{color: #b0223f !important}}
+.token.keyword, .token.atrule {{color: #00587a !important}}
+.token.regex, .token.important, .token.variable {{color: #8a4b00 !important}}
+/* no text below 12 px (the head switches were 11 px) */
+.heads label, .heads label span {{font-size: 12px !important}}
+"""
+
+JS = f"""
+(() => {{
+  const link = document.querySelector('#{SKIP} a');
+  if (link) link.addEventListener('click', (event) => {{
+    event.preventDefault();
+    const target = document.querySelector('#results-bar');
+    if (!target) return;
+    target.setAttribute('tabindex', '-1');
+    target.focus();
+    target.scrollIntoView({{block: 'nearest'}});
+  }});
+  const fix = () => {{
+    for (const box of document.querySelectorAll('div.empty[aria-label]:not([role])')) box.setAttribute('role', 'img');
+    for (const box of document.querySelectorAll('#compare-summary, .head-steps > div, pre')) {{
+      if (box.hasAttribute('tabindex')) continue;
+      const style = getComputedStyle(box);
+      if (!/(auto|scroll)/.test(style.overflowX + style.overflowY)) continue;
+      if (box.scrollWidth > box.clientWidth || box.scrollHeight > box.clientHeight) box.setAttribute('tabindex', '0');
+    }}
+  }};
+  let pending = false;
+  new MutationObserver(() => {{
+    if (pending) return;
+    pending = true;
+    requestAnimationFrame(() => {{ pending = false; fix(); }});
+  }}).observe(document.body, {{childList: true, subtree: true}});
+  fix();
+}})();
+"""
+
+
+def skip_link() -> gr.HTML:
+    """The page's first element: a link shown while it has the focus, moving the focus to the results bar."""
+    return gr.HTML('<a href="#results-bar">Skip to results</a>', elem_id=SKIP, container=False, padding=False)
