@@ -35,8 +35,10 @@ THEME = gr.themes.Soft().set(
 SKIP = "skip-to-results"
 
 CSS = f"""
-#{SKIP} {{padding: 0 !important; min-height: 0 !important; border: none !important}}
+#{SKIP} {{position: absolute !important; top: 0; left: 0; width: 1px; height: 1px; overflow: visible !important;
+         padding: 0 !important; min-height: 0 !important; border: none !important}}  /* out of the flow */
 #{SKIP} a {{position: absolute; left: 8px; top: -48px; z-index: 2000; padding: 6px 12px; background: #fff;
+           white-space: nowrap;
            color: {FOCUS}; font-weight: 600; border-radius: 4px; text-decoration: underline}}
 #{SKIP} a:focus {{top: 8px}}
 #results-bar:focus {{outline: 3px solid {FOCUS} !important; outline-offset: 2px}}

@@ -26,9 +26,14 @@ def plot(fig: Any) -> Any:
     worker, explorer.app.serving.compute)."""
     from gradio.components.plot import PlotData
 
+    return PlotData(type="plotly", plot=plot_json(fig))
+
+
+def plot_json(fig: Any) -> str:
+    """The JSON text `plot` sends (toolbar config and text alternative): the notebook views draw the same."""
     from ... import viz
 
-    return PlotData(type="plotly", plot=viz.figure_json(fig, PLOT_CONFIG, alt_of(fig)))
+    return viz.figure_json(fig, PLOT_CONFIG, alt_of(fig))
 
 
 # Opening or closing the model panel changes the width of the main column without a window resize event:
@@ -133,7 +138,10 @@ CSS = """
 .gradio-container {max-width: 1600px !important}
 #title {align-items: center; flex-wrap: wrap}
 #title-text {min-width: max-content !important} #headline {min-width: 200px !important}  /* wrap, never crush */
-#title-text h1 {margin: 0 0 0 12px; font-size: var(--text-xxl)}
+#title-text h1 {margin: 0 0 0 12px; font-size: 24px}
+#title {gap: 8px !important}  /* the title row in one line at 1280 px, the headline on two or three */
+#page-size {flex: 0 1 140px !important; min-width: 130px !important}
+#page-lang {flex: 0 1 110px !important; min-width: 100px !important}
 #headline p {margin: 0; font-size: 13px; color: #555; text-align: right}
 .intro p {margin: 0; font-size: 13px}
 .examples {margin-top: 2px}
