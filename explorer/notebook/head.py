@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import viz
-from ..app.page.assets import PLOT_CONFIG
+from ..app.page.assets import plot_json
 from ..app.run.toggles import CUSTOM_MASKS
 from ..app.run.view import KIND_SHORT
 from ..app.serving.limits import DEFAULT_CONTINUATION, MAX_TOKENS
@@ -60,7 +60,7 @@ class InsideHead(ViewWidget):
                 "baseline": computation_json(base), "toggled": computation_json(toggled)}
         words = (f"{KIND_SHORT[block.kind]} L{block.layer} H{head}, query {base.query} ({label}); "
                  f"toggles: {', '.join(block.changes) or 'none'}")
-        return Drawn([viz.figure_json(f, PLOT_CONFIG) for f in figures],
+        return Drawn([plot_json(f) for f in figures],
                      [table("The strongest keys", list(frame.columns), frame.values.tolist())],
                      [words, *block.notices], data)
 

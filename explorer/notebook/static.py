@@ -18,8 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import viz
-from ..app.page.assets import PLOT_CONFIG
+from ..app.page.assets import plot_json
 from ..app.tabs import analyze
 from . import plotly_js
 from .arguments import HeadsOff, kind_of, loaded_model, toggles, view
@@ -50,7 +49,7 @@ class Shown:
 def figure_jsons(analysis: Any, toggled: bool) -> dict[str, str]:
     """name -> JSON text, exactly what the page's gr.Plot gets (explorer.app.page.assets.plot)."""
     names = [n for n in FIGURES if toggled or n not in TOGGLED_ONLY]
-    return {name: viz.figure_json(analysis.figure(name, keep=False), PLOT_CONFIG) for name in names}
+    return {name: plot_json(analysis.figure(name, keep=False)) for name in names}
 
 
 def numbers(analysis: Any) -> dict[str, Any]:

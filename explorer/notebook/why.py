@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import viz
-from ..app.page.assets import PLOT_CONFIG
+from ..app.page.assets import plot_json
 from ..app.serving.limits import MAX_TOKENS
 from ..app.tabs.contributions.result import ContributionRequest, contributions
 from ..app.tabs.contributions.text import contribution_figures, summary_markdown
@@ -41,7 +40,7 @@ class Why(ViewWidget):
         result = contributions(self.loaded, ContributionRequest(self.text, position, token, method=self.method, heads_on=on), MAX_TOKENS)
         ranked = why_token(self.loaded, WhyRequest(self.text, position, token, heads_on=on), MAX_TOKENS)
         dla, strip = contribution_figures(result)
-        figures = [viz.figure_json(f, PLOT_CONFIG) for f in (dla, strip)]
+        figures = [plot_json(f) for f in (dla, strip)]
         data = {"contributions": result, "why": ranked, "token": ranked.token, "position": ranked.position,
                 "baseline_prob": ranked.baseline_prob, "ranking": {"headers": WHY_HEADERS, "rows": ranked.rows}}
         return Drawn(figures, [table("Heads ranked by their effect, each switched off alone", WHY_HEADERS,
