@@ -211,12 +211,24 @@ COUNTED_JS = f"""() => {{
 }}"""
 
 
-def test_a_run_shows_its_timer_on_the_status_line_alone(lm_app, browser, monkeypatch):
+@pytest.fixture(scope="module")
+def own_lm_app(lm_folder, free_port):
+    """The LM app served for the timer test alone: on the session's shared app, after the Compare tests, the held
+    Run's page never saw its "processing" message (twice in a row, 2026-11-29; the hang report showed the page's
+    undelivered messages on the server: Gradio's queue-stream race, docs/tests.md)."""
+    from explorer.app.demo import build_demo
+    from tests.app.browser import served
+
+    with served(build_demo(device="cpu", checkpoint="tiny-gpt2", allowed_dirs=[str(lm_folder)]), free_port()) as url:
+        yield url
+
+
+def test_a_run_shows_its_timer_on_the_status_line_alone(own_lm_app, browser, monkeypatch):
     """While a Run computes its attention, a timer on the status line (drawn: Gradio gives its minimal tracker no
     height, which clipped the timer away), counting at ten frames a second, and no progress overlay on any output."""
     from explorer.app.events import PageEvents
 
-    with opened(lm_app, browser, init_script=FRAMES_INIT) as (page, errors):
+    with opened(own_lm_app, browser, init_script=FRAMES_INIT) as (page, errors):
         page.wait_for_function(ANSWERED_JS)
         release = hold_run_of(monkeypatch, PageEvents, "A dog ran to the park")
         try:
