@@ -4,7 +4,7 @@ The model core lives in `explorer.model`; figures in `explorer.viz`; the app in 
 Names are imported lazily so that light modules (tokenizer, data, viz) do not pay for torch.
 """
 
-from importlib import import_module
+from .lazy import lazy_getattr
 
 _EXPORTS = {
     "Transformer": "explorer.model",
@@ -17,8 +17,4 @@ _EXPORTS = {
 
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        return getattr(import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'explorer' has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _EXPORTS)

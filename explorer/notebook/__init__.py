@@ -12,7 +12,7 @@ plotly.js shipped inside the plotly package (nothing is fetched from the interne
 the views import the app's run code (and with it Gradio) only when first used.
 """
 
-from importlib import import_module
+from ..lazy import lazy_getattr
 
 _EXPORTS = {
     "show": "explorer.notebook.static",
@@ -24,8 +24,4 @@ _EXPORTS = {
 
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        return getattr(import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'explorer.notebook' has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _EXPORTS)
