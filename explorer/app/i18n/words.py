@@ -1,5 +1,6 @@
 """The catalogues and their look-up: `t(key, lang, **values)` gives the string of `key` (dotted: "state.nothing")
-in `lang`'s catalogue (`<lang>.toml` beside this module, read once with tomllib), its `{placeholders}` filled;
+in `lang`'s catalogue (`<lang>.toml` beside this module and its parts `<lang>.<part>.toml`, read once with
+tomllib; a key in two files is an error), its `{placeholders}` filled;
 `number(x, lang)` formats a number the language's way (babel: 0,62 in French, 1.234 in German). The language is an
 argument, never state here: it travels with each request (the page's `lang` setting, a Run's `RunRequest.lang`).
 """
@@ -31,9 +32,16 @@ def flat(table: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, str]
 
 @functools.cache
 def catalogue(lang: str) -> dict[str, str]:
-    """Every string of `lang` (one of LANGS) by dotted key."""
-    with open(HERE / f"{lang}.toml", "rb") as f:
-        return dict(flat(tomllib.load(f)))
+    """Every string of `lang` (one of LANGS) by dotted key, from `<lang>.toml` and its parts (`<lang>.lessons.toml`:
+    one file per area, so that each area's words are kept together)."""
+    strings: dict[str, str] = {}
+    for path in [HERE / f"{lang}.toml", *sorted(HERE.glob(f"{lang}.*.toml"))]:
+        with open(path, "rb") as f:
+            for key, text in flat(tomllib.load(f)):
+                if key in strings:
+                    raise ValueError(f"{path.name}: the key {key} is already in another {lang} catalogue file")
+                strings[key] = text
+    return strings
 
 
 def language(value: Any) -> str:
