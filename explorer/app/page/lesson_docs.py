@@ -54,7 +54,9 @@ def lessons_markdown(lessons: tuple[Lesson, ...] = LESSONS, example: str | None 
            "server from your last Run (its output with and without your toggles, the heads off, the masks, the tab "
            "shown), after every Run and every tab you open: “✓ the month changed to 05”, or “✗ not yet: …” with "
            "what your Run gave. `step=` in a link opens a step; **Copy link** keeps the lesson and its step; a "
-           "link's own keys win over the lesson's view.", "",
+           "link's own keys win over the lesson's view. The panel speaks the page's language (`lang=`, or the "
+           "menu: choosing another rewrites the open panel); the built-in lessons' words are in "
+           "`explorer/app/i18n/<lang>.lessons.toml`.", "",
            "<!-- generated from explorer.app.page.lessons.LESSONS by scripts/docs_tables.py; tests/app/test_lessons.py "
            "checks it -->", ""]
     for n, lesson in enumerate(lessons, 1):
@@ -73,7 +75,10 @@ def lessons_markdown(lessons: tuple[Lesson, ...] = LESSONS, example: str | None 
             "[link.md](link.md), copied from the page's **Copy link**), `notice` (optional: what to notice), and 1 "
             f"to {MAX_STEPS} `[[steps]]`, each with `do` (what to do, Markdown) and optionally a check: a "
             "`[steps.check]` table of conditions that must all hold on the learner's Run, with `passed` (the words of "
-            "“✓ …”) and `hint` (the words of “✗ not yet: …”). The conditions:", "",
+            "“✓ …”) and `hint` (the words of “✗ not yet: …”). A lesson may carry its translations: a table per "
+            "language (`[fr]`, `[de]`, `[es]`) with `title`, `goal` and `notice`, and in a step `do_fr`, `passed_fr`, "
+            "`hint_fr` (likewise `_de`, `_es`); the page in that language shows them, and the file's own words where "
+            "a translation is not given. The conditions:", "",
             *vocabulary(), "",
             "“Sentence 1's output” is the text the model wrote for the first sentence: the answer of a "
             "date model, a language model's continuation, a masked model's top filler, a classifier's class. The "

@@ -1,5 +1,6 @@
 """The lesson panel's events: the panel follows the lesson and step settings (a link, the menu, previous / next /
-leave), and after every Run (a tab's button that runs the page too) and every tab opened it says the step's check on the learner's own Run.
+leave) and the page's language (its `lang` setting: the panel and the menu's titles rewritten in it), and after every
+Run (a tab's button that runs the page too) and every tab opened it says the step's check on the learner's own Run.
 
 The check reads the session's last Run on the server (serving.kept.Shown: its request, with the toggles, and its
 kept result: sentence 1's output with and without them, run.answers), never words written in advance
@@ -12,12 +13,13 @@ from typing import Any
 
 import gradio as gr
 
+from ..i18n.words import language
 from ..serving.handlers import PRIVATE, reporting
 from ..serving.kept import Shown
 from ..serving.session import get_model
 from .lesson_files import Catalogue
 from .lesson_format import RunFacts
-from .lesson_panel import LessonPanel, panel_text, unknown_text
+from .lesson_panel import LessonPanel, menu_choices, panel_text, unknown_text
 
 
 def run_facts(shown: Any, tab: str, app: Any) -> RunFacts | None:
@@ -51,27 +53,31 @@ class LessonEvents:
         self.app, self.panel, self.catalogue = app, panel, panel.catalogue
         self.ctx, self.status = app.ctx, app.status  # `reporting`: an error becomes the status line's message
         page = app.page
-        self.lesson, self.step = page.setting("lesson"), page.setting("lesson_step")
-        self.inputs = [self.lesson, self.step, page.visible_tab, page.kept]
+        self.lesson, self.step, self.lang = page.setting("lesson"), page.setting("lesson_step"), page.setting("lang")
+        self.inputs = [self.lesson, self.step, page.visible_tab, page.kept, self.lang]
         self.outputs = [panel.box, panel.text, panel.about, self.step, panel.menu, self.status]
 
     @reporting
-    def show(self, key: Any, step: Any, tab: Any, shown: Any) -> dict:
-        """The panel for lesson `key` at `step`, its check on the last Run; hidden when no lesson runs."""
-        p = self.panel
+    def show(self, key: Any, step: Any, tab: Any, shown: Any, lang: Any = "en") -> dict:
+        """The panel for lesson `key` at `step` in the page's language `lang`, its check on the last Run; hidden when
+        no lesson runs (the menu's titles in `lang` either way)."""
+        p, lang = self.panel, language(lang)
+        choices = menu_choices(self.catalogue, lang)
         if not str(key or "").strip():
-            return {p.box: gr.update(visible=False), p.text: "", p.about: "", p.menu: ""}
+            return {p.box: gr.update(visible=False), p.text: "", p.about: "", p.menu: gr.update(choices=choices,
+                                                                                                   value="")}
         found = self.catalogue.find(str(key))
         if found is None:
-            return {p.box: gr.update(visible=True), p.text: unknown_text(str(key), self.catalogue), p.about: "",
-                    self.step: gr.skip()}
+            return {p.box: gr.update(visible=True), p.text: unknown_text(str(key), self.catalogue, lang), p.about: "",
+                    self.step: gr.skip(), p.menu: gr.update(choices=choices)}
         n, lesson = found
+        lesson = lesson.in_language(lang)
         k = step_number(step, len(lesson.shown_steps))
         check = lesson.shown_steps[k - 1].check
-        verdict = None if check is None else check.verdict(run_facts(shown, str(tab or ""), self.app))[1]
-        text, about = panel_text(n, lesson, len(self.catalogue.lessons), k, verdict)
+        verdict = None if check is None else check.verdict(run_facts(shown, str(tab or ""), self.app), lang)[1]
+        text, about = panel_text(n, lesson, len(self.catalogue.lessons), k, verdict, lang)
         return {p.box: gr.update(visible=True), p.text: text, p.about: about, self.step: k if k != step else gr.skip(),
-                p.menu: self.catalogue.key_of(n)}
+                p.menu: gr.update(choices=choices, value=self.catalogue.key_of(n))}
 
     def moved(self, by: int, key: Any, step: Any) -> Any:
         """Previous (-1) or next (+1): the step setting moved within the lesson."""
@@ -84,7 +90,7 @@ class LessonEvents:
         """The settings' changes, the buttons, and a check after every Run and every tab opened."""
         app, p = self.app, self.panel
         quiet = dict(show_progress="hidden", **PRIVATE)  # the panel never greys out while its check is computed
-        for setting in (self.lesson, self.step):
+        for setting in (self.lesson, self.step, self.lang):  # the language: the panel and the menu rewritten in it
             setting.change(self.show, self.inputs, self.outputs, **quiet)
         p.previous.click(lambda key, step: self.moved(-1, key, step), [self.lesson, self.step], [self.step], **PRIVATE)
         p.next.click(lambda key, step: self.moved(1, key, step), [self.lesson, self.step], [self.step], **PRIVATE)

@@ -13,6 +13,9 @@
     heads_off_at_least = 2
     output_contains = "-05-"
 
+A translation is optional, per language (fr, de, es): a `[fr]` table with `title`, `goal`, `notice`, and in a step
+`do_fr`, `passed_fr`, `hint_fr`; a word not given is shown in the file's own language.
+
 Bounds: a file of at most LESSON_BYTES, at most MAX_FILES files a folder, read through explorer.file_reads (messages
 name the file by its name and folder, never the server's path); a file that is a link, or whose real path leaves its
 folder, is refused. A name in a link or the menu only picks a lesson of the catalogue: it never reaches a path.
@@ -28,14 +31,18 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from ...file_reads import CheckpointError, describe, read_bounded
+from ..i18n.words import LANGS
 from .lesson_format import CHECKS, LESSON_ID, Check, Lesson, LessonError, Step
 from .lessons import LESSONS
 
 LESSON_BYTES = 64 * 1024  # a lesson of 5 steps is 1-3 KB
 MAX_FILES = 50  # lesson files read from one folder
 FOLDER = "lessons"  # inside an allowed folder
-LESSON_KEYS = ("title", "goal", "view", "notice", "steps")
-STEP_KEYS = ("do", "check", "passed", "hint")
+OTHER_LANGS = LANGS[1:]  # a lesson's translations: the page's languages but English (the file's own words)
+TRANSLATED = ("title", "goal", "notice")  # the words of a lesson a `[fr]` table may give
+LESSON_KEYS = ("title", "goal", "view", "notice", "steps", *OTHER_LANGS)
+STEP_WORDS = ("do", "passed", "hint")  # a step's words, translated as `do_fr`, `passed_fr`, `hint_fr`
+STEP_KEYS = ("do", "check", "passed", "hint", *(f"{w}_{lang}" for lang in OTHER_LANGS for w in STEP_WORDS))
 
 
 def text_of(data: dict, key: str, where: str, required: bool = True) -> str:
@@ -88,7 +95,26 @@ def lesson_of(data: dict, lesson_id: str, source: str) -> Lesson:
     view = text_of(data, "view", "").strip().lstrip("?")
     return Lesson(text_of(data, "title", ""), view, goal, goal=goal, steps=tuple(step_of(s, n) for n, s in
                                                                                  enumerate(steps, 1)),
-                  notice=text_of(data, "notice", "", required=False), id=lesson_id, source=source)
+                  notice=text_of(data, "notice", "", required=False), id=lesson_id, source=source,
+                  translations=translations_of(data, steps))
+
+
+def translations_of(data: dict, steps: list) -> dict[str, dict[str, str]]:
+    """A file's translations, language -> its words by name as Lesson.translations has them ("step2_hint")."""
+    found: dict[str, dict[str, str]] = {}
+    for lang in OTHER_LANGS:
+        table = data.get(lang, {})
+        if not isinstance(table, dict):
+            raise LessonError(f"`{lang}` must be a table: [{lang}] with {', '.join(TRANSLATED)}")
+        unknown(table, TRANSLATED, f"[{lang}]: ")
+        words = {k: text_of(table, k, f"[{lang}]: ") for k in TRANSLATED if k in table}
+        for n, step in enumerate(steps, 1):
+            for w in STEP_WORDS:
+                if f"{w}_{lang}" in step:
+                    words[f"step{n}" if w == "do" else f"step{n}_{w}"] = text_of(step, f"{w}_{lang}", f"step {n}: ")
+        if words:
+            found[lang] = words
+    return found
 
 
 def read_lesson(path: Path, check_view: Callable[[str], list[str]] | None = None) -> Lesson:

@@ -1,19 +1,21 @@
 """What a lesson is (`Lesson`: a title, the view it opens as a link query, a goal, 3-5 steps, what to notice) and the
 small fixed vocabulary of checks a step may ask of the learner's own Run (`CHECKS`), evaluated on `RunFacts`: what
 the page's last Run produced and was run with (its model, the tab shown, sentence 1's output with and without the
-toggles, the heads switched off, the masks). Pure: no Gradio, no files (page.lesson_files reads a teacher's file,
+toggles, the heads switched off, the masks). Pure: no Gradio, no files but the catalogues of words (page.lesson_files reads a teacher's file,
 page.lesson_panel shows a lesson and gathers the facts).
 
 A check's verdict is computed from the facts, never written in advance: "✓ " + the lesson's words for success, or
-"✗ not yet: " + its hint, each followed by what the Run measured (its output, the heads off).
+"✗ not yet: " + its hint, each followed by what the Run measured (its output, the heads off), in the page's language
+(`lang`, the request's: explorer.app.i18n; a lesson's own words in it through `Lesson.in_language`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..i18n.words import ENGLISH, language, t
 from ..link.setting_keys import LESSON_KEY as LESSON_ID  # a lesson's id in a link (`lesson=month-heads`)
 from ..serving.errors import escape_md
 
@@ -41,15 +43,20 @@ class RunFacts:
     def changed(self) -> bool:
         return self.toggled != self.baseline
 
-    def measured(self) -> str:
-        """What the Run gave, in words (shown after every verdict; the outputs escaped for Markdown)."""
-        out = f"your Run's output: “{escape_md(self.baseline)}”" if self.baseline else "your Run has no text output"
+    def measured(self, lang: str = ENGLISH) -> str:
+        """What the Run gave, in words of `lang` (shown after every verdict; the outputs escaped for Markdown; the
+        masks' names are the link's words)."""
+        out = (t("lesson.output", lang, output=escape_md(self.baseline)) if self.baseline
+               else t("lesson.no_output", lang))
         if self.changed:
-            out += f" → with your toggles: “{escape_md(self.toggled)}”"
+            out += t("lesson.toggled", lang, output=escape_md(self.toggled))
         off = sum(self.heads_off.values())
-        out += f"; {off} head{'s' if off != 1 else ''} off" if off else "; every head on"
-        if self.masks_off:
-            out += "; " + " and ".join(sorted(self.masks_off)) + " mask off"
+        out += (t("lesson.heads_off", lang, n=off) if off > 1 else t("lesson.one_head_off", lang) if off
+                else t("lesson.every_head_on", lang))
+        masks = sorted(self.masks_off)
+        if masks:
+            out += (t("lesson.mask_off", lang, mask=masks[0]) if len(masks) == 1
+                    else t("lesson.masks_off", lang, first=masks[0], second=masks[1]))
         return out
 
 
@@ -115,12 +122,15 @@ class Check:
             if not words.strip():
                 raise LessonError("a check needs `passed` and `hint` words")
 
-    def verdict(self, facts: RunFacts | None) -> tuple[bool, str]:
-        """(passed?, the line the panel shows) for the learner's last Run (None: no Run yet)."""
+    def verdict(self, facts: RunFacts | None, lang: str = ENGLISH) -> tuple[bool, str]:
+        """(passed?, the line the panel shows, in `lang`) for the learner's last Run (None: no Run yet); `passed` and
+        `hint` are said as they are (a lesson in `lang`: Lesson.in_language)."""
         if facts is None:
-            return False, f"✗ not yet: {self.hint} (press **Run** first)"
+            return False, t("lesson.no_run", lang, hint=self.hint)
         ok = all(CHECKS[kind].passes(facts, value) for kind, value in self.conditions)
-        return ok, f"{'✓ ' + self.passed if ok else '✗ not yet: ' + self.hint} ({facts.measured()})"
+        measured = facts.measured(lang)
+        return ok, (t("lesson.passed", lang, passed=self.passed, measured=measured) if ok
+                    else t("lesson.not_yet", lang, hint=self.hint, measured=measured))
 
 
 def check(*conditions: tuple[str, Any] | str, passed: str, hint: str) -> Check:
@@ -140,7 +150,8 @@ class Step:
 class Lesson:
     """A lesson: `title`, the view it opens (`query`: a link query, docs/link.md's keys), `text` (the lesson in a
     paragraph: docs/lessons.md, and the goal of a lesson given no `goal`), its steps and what to notice. `id`: its
-    name in a link (`lesson=<id>`; a built-in lesson is also `lesson=<its number>`)."""
+    name in a link (`lesson=<id>`; a built-in lesson is also `lesson=<its number>`). `translations`: language ->
+    its words by name ("title", "goal", "notice", "step2", "step2_passed", "step2_hint"; a word missing: English)."""
 
     title: str
     query: str  # no "?" (explorer.app.link.state.parse_link reads it)
@@ -150,6 +161,7 @@ class Lesson:
     notice: str = ""  # what to notice
     id: str = ""
     source: str = ""  # "" built in; a teacher's file: its name ("month.toml in lessons")
+    translations: Mapping[str, Mapping[str, str]] = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         if not self.title.strip() or not (self.text.strip() or self.goal.strip()):
@@ -158,9 +170,25 @@ class Lesson:
             raise LessonError(f"lesson id {self.id[:60]!r}: lowercase letters, digits and '-', at most 40")
         if len(self.steps) > MAX_STEPS:
             raise LessonError(f"a lesson has at most {MAX_STEPS} steps, not {len(self.steps)}")
-        texts = [self.title, self.text, self.goal, self.notice, *(s.do for s in self.steps)]
+        texts = [self.title, self.text, self.goal, self.notice, *(s.do for s in self.steps),
+                 *(w for words in self.translations.values() for w in words.values())]
         if max(map(len, texts)) > MAX_TEXT:
             raise LessonError(f"a text of a lesson is longer than {MAX_TEXT} characters")
+
+    def in_language(self, lang: Any) -> Lesson:
+        """This lesson with its words in `lang` where it has them (its translations), English where it has not."""
+        words = self.translations.get(language(lang), {})
+        if not words:
+            return self
+
+        def step(n: int, s: Step) -> Step:
+            c = s.check
+            return Step(words.get(f"step{n}", s.do), c and replace(c, passed=words.get(f"step{n}_passed", c.passed),
+                                                                    hint=words.get(f"step{n}_hint", c.hint)))
+
+        return replace(self, title=words.get("title", self.title), goal=words.get("goal", self.goal),
+                       notice=words.get("notice", self.notice),
+                       steps=tuple(step(n, s) for n, s in enumerate(self.steps, 1)))
 
     @property
     def shown_goal(self) -> str:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import gradio as gr
 
+from ..i18n.words import ENGLISH, t
 from ..serving.errors import escape_md
 from .lesson_files import Catalogue
 from .lesson_format import Lesson
@@ -99,11 +100,14 @@ def menu_js() -> str:
 }}"""
 
 
-def menu_choices(catalogue: Catalogue) -> list[tuple[str, str]]:
-    """The menu's entries: "Lessons …", each lesson by number and title, then each lesson file that could not be
-    read, named with what is wrong ("⚠️ not loaded: month.toml in lessons: step 2: ..."; never the server's path)."""
-    return ([("Lessons …", "")] + [(f"{n}. {x.title}", catalogue.key_of(n)) for n, x in enumerate(catalogue.lessons, 1)]
-            + [(f"⚠️ not loaded: {error[:160]}", f"{REFUSED}{k}") for k, error in enumerate(catalogue.errors, 1)])
+def menu_choices(catalogue: Catalogue, lang: str = ENGLISH) -> list[tuple[str, str]]:
+    """The menu's entries in `lang`: "Lessons …", each lesson by number and title, then each lesson file that could
+    not be read, named with what is wrong ("⚠️ not loaded: month.toml in lessons: step 2: ..."; never the server's
+    path)."""
+    return ([(t("lesson.menu", lang), "")]
+            + [(f"{n}. {x.in_language(lang).title}", catalogue.key_of(n)) for n, x in enumerate(catalogue.lessons, 1)]
+            + [(t("lesson.not_loaded", lang, error=error[:160]), f"{REFUSED}{k}")
+               for k, error in enumerate(catalogue.errors, 1)])
 
 
 def refused_note(catalogue: Catalogue) -> gr.Markdown:
@@ -141,21 +145,25 @@ def lesson_panel(catalogue: Catalogue, menu: gr.Dropdown) -> LessonPanel:
     return LessonPanel(catalogue, menu, box, text, about, previous, nxt, leave)
 
 
-def panel_text(n: int, lesson: Lesson, total: int, step: int, verdict: str | None) -> tuple[str, str]:
-    """The panel's Markdown for step `step` (from 1) of lesson `n` of `total`: the title, the step and its check's
-    line (`verdict`; None: the step has no check), then the goal and what to notice."""
+def panel_text(n: int, lesson: Lesson, total: int, step: int, verdict: str | None,
+               lang: str = ENGLISH) -> tuple[str, str]:
+    """The panel's Markdown for step `step` (from 1) of lesson `n` of `total`, in `lang` (the lesson's own words in
+    it where it has them): the title, the step and its check's line (`verdict`, already in `lang`; None: the step
+    has no check), then the goal and what to notice."""
+    lesson = lesson.in_language(lang)
     steps = lesson.shown_steps
-    s = steps[step - 1]
-    where = f" · from {lesson.source}" if lesson.source else ""
-    main = [f"### Lesson {n} of {total}: {lesson.title}{where}",
-            f"**Step {step} of {len(steps)}.** {s.do}",
-            verdict if verdict is not None else ("Nothing to check here: read it, then **Next ▶**."
-                                                 if step < len(steps) else "The last step: **✕ Leave** ends it.")]
-    about = [f"**Goal:** {lesson.shown_goal}"] + ([f"**Notice:** {lesson.notice}"] if lesson.notice else [])
+    do = steps[step - 1].do if lesson.steps else t("lesson.try_goal", lang)
+    where = t("lesson.from", lang, source=lesson.source) if lesson.source else ""
+    main = [t("lesson.heading", lang, n=n, total=total, title=lesson.title) + where,
+            t("lesson.step", lang, k=step, steps=len(steps), do=do),
+            verdict if verdict is not None else t("lesson.nothing_to_check" if step < len(steps) else "lesson.last_step",
+                                                  lang)]
+    about = ([t("lesson.goal", lang, goal=lesson.shown_goal)]
+             + ([t("lesson.notice", lang, notice=lesson.notice)] if lesson.notice else []))
     return "\n\n".join(main), "\n\n".join(about)
 
 
-def unknown_text(key: str, catalogue: Catalogue) -> str:
+def unknown_text(key: str, catalogue: Catalogue, lang: str = ENGLISH) -> str:
     ids = ", ".join(catalogue.key_of(n) for n in range(1, len(catalogue.lessons) + 1))
-    return (f"### No lesson “{escape_md(str(key)[:40])}” on this page\n\nThe lessons: 1 to "
-            f"{len(catalogue.lessons)}, or by name: {ids}. **✕ Leave** closes this.")
+    return (t("lesson.unknown", lang, key=escape_md(str(key)[:40])) + "\n\n"
+            + t("lesson.unknown_list", lang, count=len(catalogue.lessons), ids=ids))
