@@ -9,7 +9,7 @@ import html
 
 import pytest
 
-from explorer.app.page.glossary import GLOSSARY, abbr, gloss_of, glossed, unglossed, with_gloss
+from explorer.app.page.glossary import GLOSSARY, abbr, gloss_of, glossary, glossed, unglossed, with_gloss
 
 
 @pytest.fixture(scope="module")
@@ -73,5 +73,20 @@ def test_the_page_script_glosses_what_a_run_writes():
     from explorer.app.tabs import TABS
 
     assert GLOSS_JS.strip() in page_js(TABS)
-    terms = json.loads(GLOSS_JS.split("const terms = ", 1)[1].split(";\n", 1)[0])
-    assert terms == [[pattern, gloss] for _, pattern, gloss in GLOSSARY]
+    glossaries = json.loads(GLOSS_JS.split("const glossaries = ", 1)[1].split(", languages = ", 1)[0])
+    assert glossaries["en"] == [[pattern, gloss] for _, pattern, gloss in GLOSSARY]
+    assert glossaries["fr"] == [[pattern, gloss] for _, pattern, gloss in glossary("fr")]  # chosen by the page's menu
+    assert '"Deutsch": "de"' in GLOSS_JS
+
+
+@pytest.mark.parametrize("lang", ["fr", "de", "es"])
+def test_a_gloss_in_each_language_finds_the_languages_own_words(lang):
+    """The gloss is in the page's language and finds the word as the language writes it (Residualstrom) as well as
+    the English one it keeps (logit); each language's word is one the page's catalogue uses."""
+    from explorer.app.i18n.words import catalogue
+
+    own = {"fr": "flux résiduel", "de": "Residualstrom", "es": "flujo residual"}[lang]
+    out = glossed(f"{own} · logits", lang)
+    assert out.count("<abbr") == 2 and f'title="{html.escape(gloss_of("residual stream", lang))}">{own}</abbr>' in out
+    assert gloss_of("logit", lang) != gloss_of("logit") and not unglossed(out, lang) and unglossed(own, lang)
+    assert own in " ".join(catalogue(lang).values()) and unglossed(own) == []  # English does not know the word

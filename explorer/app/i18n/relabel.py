@@ -93,7 +93,7 @@ def translated(english: str, lang: str) -> str | None:
     if key is None:
         return None
     text = t(key, lang)
-    return glossed(text) if english != catalogue(ENGLISH)[key] else text
+    return glossed(text, lang) if english != catalogue(ENGLISH)[key] else text
 
 
 def relabel(texts: Iterable[Text], lang: Any) -> dict[Any, Any]:
