@@ -173,3 +173,59 @@ def test_a_runs_common_errors_are_said_in_the_forms_language(page_events):
                                 padding_mask=True, causal_mask=True, custom_mask="none", blocked_position=0, window=2,
                                 **heads, kind="cross", layer=0, head=0, sentence=1, lang="es")
     assert list(page_events.analyze(form))[-1][page_events.status] == "⚠️ " + escape_md(t("errors.empty", "es"))
+
+
+def test_a_lesson_speaks_the_language_its_request_carries(page_events):
+    """The lesson panel's handler writes the lesson (title, step, check's words, goal, notice) and the Lessons menu in
+    the page's language, an argument of each call: the same handler in German, then French, then English."""
+    from explorer.app.page.lesson_events import LessonEvents
+    from explorer.app.serving.kept import Shown
+
+    events, p = LessonEvents(page_events, page_events.page.lesson), page_events.page.lesson
+    total = len(events.catalogue.lessons)
+    for lang in ("de", "fr", "en", "es"):
+        out = events.show("month-heads", 3, "attention", Shown(), lang)
+        title, hint = t("lessons.month-heads.title", lang), t("lessons.month-heads.step3_hint", lang)
+        assert out[p.text] == "\n\n".join([t("lesson.heading", lang, n=3, total=total, title=title),
+                                           t("lesson.step", lang, k=3, steps=4, do=t("lessons.month-heads.step3", lang)),
+                                           t("lesson.no_run", lang, hint=hint)])
+        assert t("lessons.month-heads.goal", lang) in out[p.about] and t("lessons.month-heads.notice", lang) in out[
+            p.about]
+        assert out[p.menu]["choices"][3] == (f"3. {title}", "month-heads")
+    assert t("lessons.month-heads.title", "de") == "Die Cross-Attention-Köpfe, die den Monat lesen"
+
+
+def test_a_checks_verdict_in_each_language():
+    from explorer.app.page.lesson_format import RunFacts
+    from explorer.app.page.lessons import LESSONS
+    from explorer.app.serving.errors import escape_md
+
+    month = next(x for x in LESSONS if x.id == "month-heads")
+    check = month.in_language("de").steps[2].check
+    facts = RunFacts("date-translator", "attention", "lundi 3 mars 2025", "2025-03-03", "2025-05-03", {"cross": 2},
+                     frozenset({"causal"}))
+    assert check.verdict(facts, "de") == (True, f"✓ der Monat ist zu 05 geworden (die Ausgabe Ihres Laufs: "
+                                                f"„{escape_md('2025-03-03')}“ → mit Ihren Schaltern: "
+                                                f"„{escape_md('2025-05-03')}“; 2 Köpfe aus; Maske causal aus)")
+    assert month.in_language("es").steps[2].check.verdict(None, "es") == (
+        False, "✗ todavía no: apague tanto cross L0 H1 como cross L1 H3 (pulse primero **Ejecutar**)")
+
+
+def test_a_teachers_lesson_carries_its_translations(tmp_path):
+    """docs/examples/lessons/month-my-way.toml's [fr] table and do_fr ... words; German, which it lacks, is its own;
+    a translation table with an unknown word is refused, named."""
+    from pathlib import Path
+
+    from explorer.app.page.lesson_files import read_lesson
+    from explorer.app.page.lesson_format import LessonError
+
+    example = Path(__file__).resolve().parents[2] / "docs" / "examples" / "lessons" / "month-my-way.toml"
+    lesson = read_lesson(example)
+    fr = lesson.in_language("fr")
+    assert (fr.title, fr.steps[1].check.passed, fr.steps[2].do) == ("Le mois, à ma façon", "le mois est devenu 05",
+                                                                   "Recochez **L1 H3**.")
+    assert fr.steps[1].check.conditions == lesson.steps[1].check.conditions and lesson.in_language("de") == lesson
+    bad = tmp_path / "bad.toml"
+    bad.write_text(example.read_text().replace('[fr]\ntitle = ', '[fr]\ntitel = '))
+    with pytest.raises(LessonError, match=r"bad.toml in .*\[fr\]: unknown key 'titel'"):
+        read_lesson(bad)
