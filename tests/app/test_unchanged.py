@@ -6,6 +6,8 @@ nothing padded, sampling that cannot differ from greedy decoding (the sampled an
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -18,6 +20,7 @@ from explorer.app.run.result import Analysis
 from explorer.app.run.toggles import Toggles
 from explorer.app.run.unchanged import SURE, padding_reason, plain, sure, two_numbers
 from explorer.app.run.view import View
+from explorer.app.serving.errors import escape_md
 from explorer.app.serving.kept import Shown
 from explorer.app.serving.session import Session
 from explorer.app.tabs import TABS
@@ -136,12 +139,23 @@ def test_the_page_shows_the_words_and_its_button_switches_the_heads(translator, 
     r = page.results
     assert "fell from" in out[r.why] and out[r.step]["visible"] is True and out[r.step_target] is not None
     assert out[r.step_target].text == TEXT  # the Run's sentence, whatever the box says by the click
-    switched = steps.switch_pair(Session("date-translator", "cpu"), out[r.step_target], *heads)
+    switched = steps.switch_pair(Session("date-translator", "cpu"), out[r.step_target], "en", *heads)
     off = set(head_labels(*kinds["decoder"])) - set(switched[page.heads["decoder"]])
     off |= set(cross) - set(switched[page.heads["cross"]])
     assert len(off) == 2 and switched[r.said].startswith("Switched off ")
     after = steps.shown(shown, switched[r.said])  # the next Run's line starts with what was switched off
     assert after[r.why].startswith("Switched off ") and after[r.said] == ""
+    # the same kept result said in the language its request carries: the line, the button and a refusal
+    from explorer.app.i18n.words import t
+
+    shown.request = dataclasses.replace(shown.request, lang="de")
+    german = steps.shown(shown, "")
+    assert german[r.why].startswith(escape_md("Die Schalter haben keine Ausgabe geändert, aber der Lauf hat es "
+                                              "gemessen: p(„"))
+    assert " fiel von 1,0" in german[r.why] and "Mit 1 ausgeschaltetem Kopf" in german[r.why]
+    assert german[r.step]["value"] == t("why.step", "de", token=out[r.step_target].target.label)
+    refused = steps.switch_pair(Session("date-translator", "cpu"), None, "es", *heads)
+    assert refused[ev.status] == "⚠️ " + escape_md(t("why.run_first", "es"))
 
 
 def test_a_sampled_run_shows_the_greedy_answer_beside_it(app):
