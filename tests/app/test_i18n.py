@@ -229,3 +229,23 @@ def test_a_teachers_lesson_carries_its_translations(tmp_path):
     bad.write_text(example.read_text().replace('[fr]\ntitle = ', '[fr]\ntitel = '))
     with pytest.raises(LessonError, match=r"bad.toml in .*\[fr\]: unknown key 'titel'"):
         read_lesson(bad)
+
+
+def test_a_tabs_refusal_and_a_links_notice_in_the_pages_language(page_events):
+    """A tab's button pressed too early is refused in the language of the page's last Run (its kept request: each
+    call's own, never a module's); a link's notice line in the link's language."""
+    from explorer.app.link.state import notice_line
+    from explorer.app.serving.errors import escape_md
+    from explorer.app.serving.kept import Shown
+    from explorer.app.serving.session import Session
+
+    tab = page_events.tab_events["contributions"]
+    for lang in ("fr", "en", "de", "es"):
+        shown = Shown()
+        shown.request = SimpleNamespace(lang=lang)
+        out = tab.open_head(Session("date-translator", "cpu"), "cross L1 H3", None, shown)
+        assert out[tab.status] == "⚠️ " + escape_md(t("refusal.attribute_first", lang))
+    assert notice_line(["unknown key zz", "layer given twice (the first one is used)"], lang="de") == (
+        "Link: unbekannter Schlüssel zz; layer zweimal angegeben (der erste gilt). Der Rest des Links wurde "
+        "wiederhergestellt.")
+    assert notice_line(["something new"], "link.in_link", "es") == "Enlace: something new. El resto está en el enlace."

@@ -1,7 +1,8 @@
-"""The most common error messages of a Run in the page's language: a handler's exception becomes English words
-(serving.errors.user_message); those listed here are read back by their pattern and said in the language of the
-request (`reporting` finds it on the handler's form: RunForm.lang). A message not listed stays in English
-(docs/languages.md, "Still in English")."""
+"""The most common error messages of a Run, of a model change, of the tabs' buttons and of a link in the page's
+language: a handler's exception becomes English words (serving.errors.user_message); those listed here are read back
+by their pattern and said in the language of the request (`reporting` finds it on the handler's form, RunForm.lang,
+or in the page's last Run, kept.Shown's request; a link's notices: link.opening). A message not listed stays in
+English (docs/languages.md, "Still in English")."""
 
 from __future__ import annotations
 
@@ -17,6 +18,21 @@ MESSAGES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"This page's session was lost: reload the page\."), "errors.session_lost"),
     (re.compile(r"head L(?P<layer>\d+) H(?P<head>\d+) does not exist in the (?P<kind>\w+) attention "
                 r"\((?P<layers>\d+) layers x (?P<heads>\d+) heads\)"), "errors.no_head"),
+    # a model change and the tabs' buttons pressed before what they need (notices.toml [refusal])
+    (re.compile(r"Could not load (?P<source>'.*'): (?P<why>.*)", re.DOTALL), "refusal.could_not_load"),
+    (re.compile(r"Choose a second model to compare with \(a shipped name, a Hub id or an allowed folder\)\."),
+     "refusal.second_model"),
+    (re.compile(r"Attribute first, then choose a head \(or click one in the map or the graph\) to open it\."),
+     "refusal.attribute_first"),
+    (re.compile(r"Rank the heads by their effect first: then the top one can be switched off\."),
+     "refusal.rank_first"),
+    (re.compile(r"Read the features first \(or type a latent\), then switch it\."), "refusal.read_first"),
+    # a link's notices (link.state, link.opening; notices.toml [link])
+    (re.compile(r"unknown key (?P<key>.+)"), "link.unknown_key"),
+    (re.compile(r"(?P<key>\S+) given twice \(the first one is used\)"), "link.twice"),
+    (re.compile(r"only the first (?P<n>\d+) of its (?P<m>\d+) keys were read"), "link.first_keys"),
+    (re.compile(r"model (?P<model>.+?) could not be loaded: (?P<why>.+)", re.DOTALL), "link.not_loaded"),
+    (re.compile(r"a built model has no name a link can carry, so the link opens the starting model"), "link.built"),
 )
 
 
@@ -32,5 +48,15 @@ def message_in(message: str, lang: Any = ENGLISH) -> str:
 
 
 def language_of(args: tuple[Any, ...]) -> str:
-    """The page's language carried by a handler's arguments (a form with a `lang` field), else English."""
-    return next((language(a.lang) for a in args if isinstance(getattr(a, "lang", None), str)), ENGLISH)
+    """The page's language carried by a handler's arguments (a form with a `lang` field, else the page's last Run:
+    a kept.Shown's request), else English."""
+    carried = [getattr(a, "lang", None) for a in args] + [getattr(getattr(a, "request", None), "lang", None)
+                                                          for a in args]
+    return next((language(lang) for lang in carried if isinstance(lang, str)), ENGLISH)
+
+
+def notices_line(notices: list[str], ending: str, lang: Any = ENGLISH) -> str:
+    """A link's notices in one line in `lang` ("" for none): "Link: a; b. <ending>" (`ending`: a catalogue key)."""
+    if not notices:
+        return ""
+    return t("link.line", lang, notices="; ".join(message_in(n, lang) for n in notices), ending=t(ending, lang))

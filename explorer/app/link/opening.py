@@ -24,7 +24,7 @@ import gradio as gr
 from gradio.utils import get_space
 
 from ...checkpoints import LoadedModel
-from ..i18n.words import best_language
+from ..i18n.words import best_language, language
 from ..page.layout import Page
 from ..run.view import default_kind
 from ..serving.api_inputs import quiet_refusals
@@ -147,7 +147,8 @@ class LinkEvents:
                 notices += tab_notices
         if "lang" not in state.values:
             updates.update(self.browser_language(request))
-        line = notice_line(notices)
+        lang = updates.get(self.page.setting("lang"), state.values.get("lang"))  # the link's, else the browser's
+        line = notice_line(notices, lang=language(lang))
         updates[self.page.inputs.link_notice] = "⚠️ " + escape_md(line) if line else ""
         return updates if "s2" in state.values else self.one_sentence(updates)
 
@@ -215,7 +216,7 @@ class LinkEvents:
     def link_of_page(self, form: LinkForm) -> dict:
         """The query of the page's view (the script puts the address before it), and a notice of what it leaves out."""
         query, notices = self.view_query(form)
-        line = notice_line(notices, ending="The rest is in the link.")
+        line = notice_line(notices, ending="link.in_link", lang=language(form.named.get("lang")))
         i = self.page.inputs
         return {i.link_query: query, i.link_url: gr.update(visible=True),
                 i.link_notice: "⚠️ " + escape_md(line) if line else ""}

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import quote, urlencode
 
+from ..i18n.messages import notices_line
 from ..page.settings import SETTINGS, Setting
 from ..run.view import default_kind
 from ..serving.limits import MAX_NAME_CHARS
@@ -142,8 +143,7 @@ def parse_link(query: Mapping[str, Any] | Iterable[tuple[str, Any]] | str, *, ch
     return LinkState(model, ordered, {k: tab_values[k] for k in own if k in tab_values}), reading.notices
 
 
-def notice_line(notices: list[str], ending: str = "The rest of the link was restored.") -> str:
-    """The one-line notice of a link that could not be taken whole ("" when it was)."""
-    if not notices:
-        return ""
-    return "Link: " + "; ".join(notices) + ". " + ending
+def notice_line(notices: list[str], ending: str = "link.restored", lang: str = "en") -> str:
+    """The one-line notice of a link that could not be taken whole ("" when it was), in `lang` (`ending`: the
+    catalogue key of its last sentence; the notices i18n.messages knows said in `lang`, the others in English)."""
+    return notices_line(notices, ending, lang)
