@@ -1,8 +1,8 @@
 """The page in French, German and Spanish in Chromium (explorer.app.i18n): a link's `lang=` puts the labels, the
 tabs and the Run button in that language, the state line after the Run too, with numbers the language's way
 (0,8), the model's headline (its size 259.783 in German); nothing in the title row overflows its box (German words
-are long); the API tab's prose in French. The catalogues themselves:
-tests/app/test_i18n.py."""
+are long); the API tab's prose in French; a lesson opened in German (`lang=de&lesson=month-heads`) shows its panel
+in German, its check's line too. The catalogues themselves: tests/app/test_i18n.py."""
 
 from __future__ import annotations
 
@@ -25,11 +25,18 @@ CASES = {  # the Run button, the sentence's label, a tab, the state line, a numb
 }
 
 
+# German opens a lesson too (the same page load; `mode=full` keeps every tab shown, as the other languages have it):
+# its panel's heading, step and check's line in German.
+LESSON = {"de": ("&lesson=month-heads&mode=full", "Lektion 3 von", "Die Heatmap ist cross L1 H3",
+                 "Die Cross-Attention-Köpfe")}
+
+
 @pytest.mark.parametrize("lang", list(CASES))
 def test_a_link_opens_the_page_in_its_language(open_view, lang):
     run, sentence, tab, state, temperature, size = CASES[lang]
     api = t("api.endpoints", lang)
-    with open_view(f"lang={lang}&padding=0&sample=1&temperature=0.8") as (page, errors):
+    lesson = LESSON.get(lang)
+    with open_view(f"lang={lang}&padding=0&sample=1&temperature=0.8" + (lesson[0] if lesson else "")) as (page, errors):
         page.wait_for_function(f"() => document.querySelector('#run').innerText.trim() === {run!r}")
         assert page.evaluate(TEXT, "#text1 label") .strip() == sentence
         assert page.get_by_role("tab", name=tab).count() == 1
@@ -37,6 +44,11 @@ def test_a_link_opens_the_page_in_its_language(open_view, lang):
         assert line.startswith(state) and temperature in line and "in the figures" not in line, line
         page.wait_for_function(f"() => document.querySelector('#headline').innerText.includes({size!r})")
         assert page.evaluate(OVERFLOWING) == []
+        if lesson:  # the panel written in the link's language, its check's line (✓ or ✗) too
+            page.wait_for_function("""([heading, step]) => { const p = document.querySelector('#lesson-text');
+              return p && p.innerText.includes(heading) && p.innerText.includes(step) &&
+                /(✓ |✗ noch nicht: )/.test(p.innerText); }""", arg=list(lesson[1:3]))
+            assert lesson[3] in page.evaluate(TEXT, "#lesson-text") and "Ziel:" in page.evaluate(TEXT, "#lesson-about")
         if lang == "fr":  # the API tab's prose, made in every language once the page was wired (one language: time)
             page.get_by_role("tab", name="API").click()
             page.wait_for_function(f"() => document.querySelector('#api-text').innerText.includes({api!r})")
