@@ -24,13 +24,16 @@ KINDS = {"encoder": (2, 4), "decoder": (2, 4), "cross": (2, 4)}
 EXPECTED_WRITTEN = {
     "model-info",  # the model's description in the sidebar (its numbers and names)    STILL ENGLISH
     "headline",  # the model in one line: LanguageEvents.model_words
-    "status", "link-notice",  # notices and error messages                          STILL ENGLISH (but the Run's wait)
+    # notices and errors: the Run's, a model change's, the early tab buttons' and a link's most common ones in the
+    # request's language (i18n.messages, notices.toml); the tabs' other refusals     STILL ENGLISH
+    "status", "link-notice",
     "state-line",  # the state line: run.state_line, in the request's language
-    "why-step", "features-switch-state",  # toggles that changed nothing; latent switches  STILL ENGLISH
+    "why-step",  # the why line's next step: run.unchanged, in the request's language
+    "features-switch-state",  # the Features tab's latent switches                  STILL ENGLISH
+    "lessons",  # the lessons' titles: page.lesson_events, in the page's language (lessons.toml, a teacher's [fr])
 }
 EXPECTED_AS_IS = {
-    "ex1", "ex2",  # the model's example sentences (their menu's first line "10 examples for …": STILL ENGLISH)
-    "lessons",  # the lessons' titles and steps (page.lessons and the teachers' TOML)  STILL ENGLISH
+    "ex1", "ex2",  # the model's example sentences (their menu's first line: in the page's language)
     "source", "model2", "pair", "features-sae",  # model and SAE names
     "kind", "kind2",  # encoder / decoder / cross: the link's and the API's words
     "page-lang",  # each language named in its own words

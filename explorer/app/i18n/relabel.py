@@ -23,13 +23,13 @@ from .words import ENGLISH, catalogue, language, t
 
 PROPS = ("label", "info", "placeholder")  # the page's words every component may carry
 VALUED = (gr.Markdown, gr.Button, gr.HTML)  # and whose value is words (a static one's)
-# Components whose value the events write (they start empty, or with words a handler replaces): their value is
-# never relabelled here, and the catalogue test does not ask for it.
+# Components whose value (a menu: its choices) the events write (they start empty, or with words a handler replaces,
+# in the request's language): never relabelled here, and the catalogue test does not ask for their words. The
+# Lessons menu: page.lesson_events writes its titles in the page's language.
 WRITTEN = frozenset({"model-info", "headline", "status", "link-notice", "state-line", "why-step",
-                     "features-switch-state"})
-# Menus whose choices are the model's or the teacher's words (examples, lessons, models, kinds, heads, SAEs).
-CHOSEN_AS_IS = frozenset({"ex1", "ex2", "lessons", "source", "model2", "kind", "kind2", "features-sae", "page-lang",
-                          "pair"})
+                     "features-switch-state", "lessons"})
+# Menus whose choices are the model's words (examples, models, kinds, heads, SAEs) or a language's own name.
+CHOSEN_AS_IS = frozenset({"ex1", "ex2", "source", "model2", "kind", "kind2", "features-sae", "page-lang", "pair"})
 
 
 @dataclass(frozen=True)
@@ -63,10 +63,10 @@ def page_texts(demo: gr.Blocks) -> list[Text]:
 
 
 def choice_texts(block: Any) -> list[Text]:
-    """A menu's or radio's choices, when the catalogue holds any of them (the others, such as a model's examples or a
-    lesson's title, are said as they are: CHOSEN_AS_IS)."""
+    """A menu's or radio's choices, when the catalogue holds any of them (the others, such as a model's examples, are
+    said as they are: CHOSEN_AS_IS; a lesson's title is written in the language by its events: WRITTEN)."""
     choices = getattr(block, "choices", None)
-    if not choices or getattr(block, "elem_id", None) in CHOSEN_AS_IS:
+    if not choices or getattr(block, "elem_id", None) in CHOSEN_AS_IS | WRITTEN:
         return []
     pairs = [tuple(c) if isinstance(c, (tuple, list)) else (c, c) for c in choices]
     if not any(isinstance(label, str) and label in english_keys() for label, _ in pairs):
