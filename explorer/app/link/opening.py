@@ -216,7 +216,7 @@ class LinkEvents:
     def link_of_page(self, form: LinkForm) -> dict:
         """The query of the page's view (the script puts the address before it), and a notice of what it leaves out."""
         query, notices = self.view_query(form)
-        line = notice_line(notices, ending="link.in_link", lang=language(form.named.get("lang")))
+        line = notice_line(notices, ending="link.in_link", lang=language(form.values.get("lang")))
         i = self.page.inputs
         return {i.link_query: query, i.link_url: gr.update(visible=True),
                 i.link_notice: "⚠️ " + escape_md(line) if line else ""}
