@@ -252,3 +252,19 @@ def test_a_tabs_refusal_and_a_links_notice_in_the_pages_language(page_events):
         "Link: unbekannter Schlüssel zz; layer zweimal angegeben (der erste gilt). Der Rest des Links wurde "
         "wiederhergestellt.")
     assert notice_line(["something new"], "link.in_link", "es") == "Enlace: something new. El resto está en el enlace."
+
+
+def test_a_links_notice_line_is_in_the_links_language(page_events):
+    """A page opened by a French link with an unknown key: its notice line in French; Copy link of that page keeps
+    `lang=fr` (the form's language, read where Copy link says what it leaves out)."""
+    from explorer.app.link.opening import LinkEvents
+    from explorer.app.serving.errors import escape_md
+    from tests.app.test_lessons import opened_page
+
+    page = page_events.page
+    opened, value = opened_page(page_events, "lang=fr&zz=1")
+    assert opened[page.inputs.link_notice] == "⚠️ " + escape_md("Lien : clé inconnue 'zz'. Le reste du lien a été "
+                                                                "rétabli.")
+    link = LinkEvents(page_events)
+    copied = link.link_of_page(link.link_form([value(c) for c in link.link_inputs()]))
+    assert "lang=fr" in copied[page.inputs.link_query] and copied[page.inputs.link_notice] == ""
