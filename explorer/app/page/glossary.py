@@ -59,6 +59,9 @@ def _pattern(lang: str) -> re.Pattern[str]:
     return re.compile("|".join(f"(?P<t{i}>{p})" for i, (_, p, _) in enumerate(glossary(lang))), re.IGNORECASE)
 
 
+_PATTERN = _pattern(ENGLISH)  # the English one (the page's layout is written in English)
+
+
 _ABBR = re.compile(r"<abbr\b[^>]*>.*?</abbr>", re.IGNORECASE | re.DOTALL)
 _TAG = re.compile(r"<[^>]*>")  # never glossed inside a tag
 _CODE = re.compile(r"`[^`\n]+`")  # a code span with a jargon word is glossed whole: <abbr ...>`W_O`</abbr>
