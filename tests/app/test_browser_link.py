@@ -188,16 +188,28 @@ RESULT = """id => {
 }"""
 
 
+# Pages loading together: the queue's 4 workers (explorer.app.demo.queue), one page per worker. 1: one after another.
+AT_ONCE = 4
+
+
 def test_a_link_to_any_tab_opens_it_computed(app_url, chromium):
     """?tab=<id> for every tab of the page (tabs.TABS): the tab is shown and its result is there (tabs a Run draws,
-    and tabs with their own button: as if the button had been pressed), with no warning on the status line."""
+    and tabs with their own button: as if the button had been pressed), with no warning on the status line. The pages
+    load AT_ONCE at a time in one context (each its own Gradio session): one page after another left a core idle while
+    a page waited for the server or the server for the page."""
     from explorer.app.tabs import TABS
 
     # Patching restores the difference between two sentences' answers: the page's example pair is one date in two
     # languages (one answer, nothing to restore: the tab says so), so its link names a sentence 2 with another date.
     own = {"patching": "&s2=samedi%2028%20novembre%202026"}
-    for tab in TABS:
-        page = chromium.open(f"{app_url}?tab={tab.id}{own.get(tab.id, '')}", first_run=False)
+
+    def open_on(tab):
+        return tab, chromium.open(f"{app_url}?tab={tab.id}{own.get(tab.id, '')}", first_run=False)
+
+    waiting = list(TABS)
+    loading = [open_on(waiting.pop(0)) for _ in range(min(AT_ONCE, len(waiting)))]
+    while loading:  # the oldest page checked and closed, the next tab's page opened in its place
+        tab, page = loading.pop(0)
         page.wait_for_function(f"() => ({RESULT})('{tab.result}')")
         page.wait_for_function(IDLE_JS)
         selected = page.locator("#views [role=tab][aria-selected=true]").inner_text()
@@ -205,3 +217,5 @@ def test_a_link_to_any_tab_opens_it_computed(app_url, chromium):
         status = page.evaluate(TEXT, "status")
         assert "⚠️" not in status and page.evaluate(TEXT, "link-notice") == "", (tab.id, status)
         page.close()
+        if waiting:
+            loading.append(open_on(waiting.pop(0)))
