@@ -1,6 +1,7 @@
 """A link opened on a phone: at 390 x 844 (portrait) the output and the chosen head's heatmap come right after the
 sentence and Run, then the head switches and masks (within the first two screens), then the long tables; the output
-stays in view while a switch is toggled; nothing is wider than the screen and no two tick labels overlap. At
+stays in view while a switch is toggled; nothing is wider than the screen and no two tick labels overlap; the state
+line and the output are on the first screen, one row of switches per layer (one page for these layout checks). At
 1280 x 800 the desktop layout (controls left of the figures) is kept, every token is labelled on the heatmap's axes and
 the output stays in view as the page scrolls, beside the switches, never over them.
 
@@ -44,6 +45,9 @@ def overlapping(boxes: list[list[float]]) -> list[tuple[list[float], list[float]
 
 
 def test_phone_shows_the_heatmap_after_the_sentence_and_run(open_view, tmp_path):
+    """The heatmap after the sentence and Run, the switches and masks on screen 1 or 2, nothing wider than the screen;
+    and, on the same page (a teacher's phone, a test of its own that opened the same page until issue 39), the state
+    line and the output on the first screen and one row of switches per layer."""
     with open_view(viewport=PHONE, phone=True) as (page, errors):
         page.wait_for_selector(HEATMAP_DRAWN)
         assert page.evaluate("() => window.scrollY") == 0
@@ -69,6 +73,17 @@ def test_phone_shows_the_heatmap_after_the_sentence_and_run(open_view, tmp_path)
             assert len(axes) == 2 and all(len(shown) >= 3 for _, shown in axes), axes  # labels remain
             for axis, shown in axes:
                 assert overlapping(shown) == [], (plot_id, axis)
+
+        # A teacher's phone: the state line and the output on the first screen, one row of switches per layer.
+        for selector in ("#state-line", "#output-tokens"):
+            shown = box(selector)
+            assert shown["height"] > 0 and shown["bottom"] <= PHONE[1], (selector, shown)
+        xs = page.evaluate("() => [...document.querySelectorAll('#cross-heads label')].map(l => "
+                           "[l.innerText.trim(), Math.round(l.getBoundingClientRect().x), "
+                           "Math.round(l.getBoundingClientRect().y)])")
+        where = {label: (x, y) for label, x, y in xs}
+        assert where["L1 H0"][0] == where["L0 H0"][0] and where["L1 H0"][1] > where["L0 H3"][1]  # layer 1: a new row
+        assert len({where[f"L0 H{h}"][1] for h in range(4)}) == 1  # layer 0's four heads: one row
 
         out = ROOT / "docs" / "screenshots" / "phone.png" if os.environ.get("EXPLORER_SCREENSHOTS") else \
             tmp_path / "phone.png"

@@ -1,7 +1,9 @@
 """A teacher's hour in headless Chromium, on the shipped models (issue 34's path): type a date, click the month of
 the answer to ask why, rank heads by their effect and find the pair that changes it, switch the top head off, see
 the state line name every toggle on every tab, load another model (sentences kept, unreadable words named, toggles
-reset), the API example with this page's address, a saved PNG's title, and the same page on a phone."""
+reset), the API example with this page's address, a saved PNG's title. The same page on a phone (the state
+line and the output first, one row of switches per layer) is checked on the phone's page in
+tests/app/test_browser_phone.py."""
 
 from __future__ import annotations
 
@@ -102,17 +104,4 @@ def test_a_teachers_path(app_url, browser, monkeypatch):
         assert "[UNK]" in status and "t0 … t299" in status, status
         assert page.locator("#text1 textarea").input_value() == "the cat sat on the mat the cat sat on the"
         assert page.evaluate(TEXT, "state-line").startswith("No toggle is active")
-    assert errors == [], errors
-
-
-def test_the_phone_shows_the_state_and_output_first_and_one_row_of_switches_per_layer(app_url, browser):
-    with opened(app_url, browser, viewport=(390, 844), is_mobile=True, has_touch=True) as (page, errors):
-        for selector in ("#state-line", "#output-tokens"):
-            on_first_screen(page, selector, 844)
-        xs = page.evaluate("() => [...document.querySelectorAll('#cross-heads label')].map(l => "
-                           "[l.innerText.trim(), Math.round(l.getBoundingClientRect().x), "
-                           "Math.round(l.getBoundingClientRect().y)])")
-        where = {label: (x, y) for label, x, y in xs}
-        assert where["L1 H0"][0] == where["L0 H0"][0] and where["L1 H0"][1] > where["L0 H3"][1]  # layer 1: a new row
-        assert len({where[f"L0 H{h}"][1] for h in range(4)}) == 1  # layer 0's four heads: one row
     assert errors == [], errors

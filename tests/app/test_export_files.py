@@ -1,6 +1,6 @@
 """The Download's files on disk (explorer.app.export.download_files): one per session, replaced by its next download and
 removed when the session ends, all of them within the server's budget, in a folder of the server's own under random
-names, and no copy by Gradio; served, 30 downloads from five clients never pass the budget, and nothing can be
+names, and no copy by Gradio; served, 10 downloads from five clients never pass the budget, and nothing can be
 uploaded."""
 
 from __future__ import annotations
@@ -109,19 +109,36 @@ def served(tmp_path, monkeypatch, free_port):
 BUDGET = 18 * 1024**2  # three files of the default view (about 4.8 MB each)
 
 
-def test_many_downloads_leave_bounded_bytes(served, tmp_path):
-    """30 /download_view calls from five clients: after each, the server's files in Gradio's folder and the temp
+def refuse_uploads(served, tmp_path) -> None:
+    """Gradio's upload routes would keep whatever any client posts (the app has no file input): refused in words."""
+    import httpx
+
+    from explorer.app.serving.upload_guard import MESSAGE
+
+    for route in ("gradio_api/upload", "gradio_api/upload/", "gradio_api/process_recording"):
+        answer = httpx.post(served.local_url + route, files={"files": ("a.bin", b"0" * 1_000_000)}, timeout=HANG_S)
+        assert (answer.status_code, answer.text) == (403, MESSAGE), route
+    assert on_disk(tmp_path / "gradio")[0] + on_disk(tmp_path / "tmp")[0] == 0
+    assert httpx.get(served.local_url + "config", timeout=HANG_S).status_code == 200  # the rest is served
+
+
+def test_many_downloads_leave_bounded_bytes_and_uploads_are_refused(served, tmp_path):
+    """10 /download_view calls from five clients: after each, the server's files in Gradio's folder and the temp
     folder take at most the budget (the least recently written let go), no file is copied; the clients still get
-    their file; a client that goes (its heartbeat ends: Gradio's unload) takes its file with it."""
+    their file; a client that goes (its heartbeat ends: Gradio's unload) takes its file with it. The size: five
+    sessions' first files pass the budget of three (the 4th and 5th let the oldest go), and each client's second
+    download replaces its own file; both rules show from the 6th call on (until issue 39: 30 calls). First, on the
+    same served app (one app built, not two), uploads are refused and write nothing (refuse_uploads)."""
     import gradio_client
 
+    refuse_uploads(served, tmp_path)
     written = [tmp_path / "gradio", tmp_path / "tmp"]
     clients = [gradio_client.Client(served.local_url, verbose=False, httpx_kwargs={"timeout": HANG_S},
                                     download_files=str(tmp_path / f"client-{n}")) for n in range(5)]
     for n, client in enumerate(clients):
         client.predict(sentence1=f"{n + 1} May 2024", sentence2="", api_name="/analyze")
     sizes = []
-    for call in range(30):
+    for call in range(10):
         client = clients[call % 5]
         got, status = client.predict("attention" if call % 2 else "overview", api_name="/download_view")
         assert status == "", status
@@ -146,16 +163,3 @@ def test_many_downloads_leave_bounded_bytes(served, tmp_path):
         client.close()
     served.close()  # the server stops: Gradio deletes what it was handed (delete_cache), the last two files
     assert on_disk(tmp_path / "gradio")[0] == 0
-
-
-def test_uploads_are_refused_unwritten(served, tmp_path):
-    """Gradio's upload routes would keep whatever any client posts (the app has no file input): refused in words."""
-    import httpx
-
-    from explorer.app.serving.upload_guard import MESSAGE
-
-    for route in ("gradio_api/upload", "gradio_api/upload/", "gradio_api/process_recording"):
-        answer = httpx.post(served.local_url + route, files={"files": ("a.bin", b"0" * 1_000_000)}, timeout=HANG_S)
-        assert (answer.status_code, answer.text) == (403, MESSAGE), route
-    assert on_disk(tmp_path / "gradio")[0] + on_disk(tmp_path / "tmp")[0] == 0
-    assert httpx.get(served.local_url + "config", timeout=HANG_S).status_code == 200  # the rest is served
