@@ -84,10 +84,11 @@ HOSTILE = {  # folder -> (how it is made, words the refusal holds, the file refu
 }
 
 
-@pytest.fixture
-def allowed(tmp_path) -> Path:
-    """allowed/ (the --allow-dir folder) with a good SAE and each hostile one."""
-    root = tmp_path / "allowed"
+@pytest.fixture(scope="module")
+def allowed(tmp_path_factory) -> Path:
+    """allowed/ (the --allow-dir folder) with a good SAE and each hostile one, built once for the module: the tests
+    only read it (the 300,000-tensor header alone takes a second to write)."""
+    root = tmp_path_factory.mktemp("hostile") / "allowed"
     saved(root / "good")
     for name, (build, _, _, _) in HOSTILE.items():
         build(saved(root / name))
@@ -95,13 +96,14 @@ def allowed(tmp_path) -> Path:
 
 
 def check_message(msg: str, words: list[str], tmp_path: Path) -> None:
+    """`tmp_path`: the folder the test's files sit in, whose absolute path no message may show."""
     assert all(w in msg for w in words), msg
     assert str(tmp_path) not in msg and "/tmp" not in msg, msg  # no server path
     assert len(msg) < 600 and "Traceback" not in msg, msg
 
 
 @pytest.mark.parametrize("name", sorted(HOSTILE))
-def test_hostile_sae_refused_by_the_loader_within_bounds(allowed, name, tmp_path, monkeypatch):
+def test_hostile_sae_refused_by_the_loader_within_bounds(allowed, name, monkeypatch):
     _, words, file, most = HOSTILE[name]
     parsed_by_library = []
     real_safe_open = checkpoints.safe_open
@@ -110,29 +112,29 @@ def test_hostile_sae_refused_by_the_loader_within_bounds(allowed, name, tmp_path
     reads = count_reads(monkeypatch)
     with pytest.raises(SAEFileError) as err:
         load_sae(name, allowed_dirs=[allowed])
-    check_message(str(err.value), words, tmp_path)
+    check_message(str(err.value), words, allowed.parent)
     assert 0 < reads[file] <= most, reads  # the refused file: never more than its bound
     if "header" in " ".join(words) or "lists" in " ".join(words):
         assert file not in parsed_by_library  # refused before the safetensors library parsed its header
 
 
 @pytest.mark.parametrize("name", sorted(HOSTILE))
-def test_hostile_sae_is_a_message_in_the_features_tab(allowed, name, tmp_path):
+def test_hostile_sae_is_a_message_in_the_features_tab(allowed, name):
     """The app's store (what the Features tab calls) turns each refusal into an AppError, whose words the page shows;
     the good SAE still loads afterwards."""
     source = SAESource.of(name, (str(allowed),))
     with pytest.raises(AppError) as err:
         shared_sae(source, "cpu")
-    check_message(str(err.value), [f"Could not load the SAE '{name}'", *HOSTILE[name][1]], tmp_path)
+    check_message(str(err.value), [f"Could not load the SAE '{name}'", *HOSTILE[name][1]], allowed.parent)
     good = shared_sae(SAESource.of("good", (str(allowed),)), "cpu")
-    assert good.d_sae == 96 and str(tmp_path) not in good.source
+    assert good.d_sae == 96 and str(allowed.parent) not in good.source
 
 
-def test_a_lone_surrogate_in_an_sae_name_is_a_message(allowed, tmp_path):
+def test_a_lone_surrogate_in_an_sae_name_is_a_message(allowed):
     for text in ("good\ud800", "\udcff", "owner/name/\ud83d"):
         with pytest.raises(AppError) as err:
             SAESource.of(text, (str(allowed),))
-        check_message(str(err.value), ["SAE name", "lone UTF-16 surrogate"], tmp_path)
+        check_message(str(err.value), ["SAE name", "lone UTF-16 surrogate"], allowed.parent)
         with pytest.raises(SAEFileError, match="surrogate"):
             load_sae(text, allowed_dirs=[allowed])
 
