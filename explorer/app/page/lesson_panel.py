@@ -1,7 +1,8 @@
 """The lesson panel and the Lessons menu: what a class sees of a lesson while it runs (its title, goal, the step to
 do, the check of the learner's own Run, what to notice, previous / next / leave), in view while the page scrolls
 (LESSON_CSS): a column at the window's right on a wide screen (the page narrowed beside it; "Fold" leaves its buttons),
-docked at the bottom of the window on a narrower one, and the menu that opens a lesson by its link (`?lesson=<id>`).
+docked at the bottom of the window on a narrower one (on a phone folded to its title and step until Unfold), and
+the menu that opens a lesson by its link (`?lesson=<id>`).
 
 The lesson shown and its step are page-wide settings (page.settings: `lesson`, `lesson_step`), so a link carries them
 and Copy link writes them; what the panel says is made here (`panel_text`), the check's verdict from the page's last
