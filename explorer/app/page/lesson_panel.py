@@ -37,7 +37,8 @@ LESSON_CSS = """
   #lesson-nav button {min-width: 0 !important; white-space: nowrap}
   #lessons .wrap {min-height: 0 !important}
   #lessons .wrap-inner {padding: 1px 8px !important}
-  #lessons input {font-size: 12px !important; margin: 0 !important}
+  #lessons input {font-size: 12px !important; margin: 0 !important;
+                  padding-right: 22px !important}  /* clear of the arrow: a title under it counts as cut */
   /* A wide screen: a column of its own at the window's right, the page narrowed beside it, so that it covers none of
      the results; "Fold" leaves only its buttons, the page taking the room back. */
   @media (min-width: 1024px) {
@@ -72,8 +73,9 @@ LESSON_CSS = """
     #lesson-nav button {padding: 0 4px !important; font-size: 12px !important}
     /* the menu on a line of its own while a lesson runs, its text a little smaller: the title readable */
     div:has(> #lesson-panel) #lessons {flex: 1 1 100% !important}
-    div:has(> #lesson-panel) #lessons input {font-size: 11px !important}
-    #lesson-panel {order: 99; max-height: 32vh; padding: 4px 8px !important}  /* after the page's other parts */
+    div:has(> #lesson-panel) #lessons input {font-size: 10.5px !important}
+    #lesson-panel {order: 99; max-height: 32vh; padding: 4px 8px !important;  /* after the page's other parts */
+                   z-index: 1150}  /* over the results bar (1100) where the two meet before it is pinned */
     #lesson-row {flex-wrap: wrap !important; gap: 4px !important}
     #lesson-row > div {min-width: 100% !important}
     #lesson-nav {order: -1; flex-direction: row !important; flex-wrap: nowrap !important}  /* one row, first */
