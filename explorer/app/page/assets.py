@@ -205,6 +205,10 @@ th.glossed {text-decoration: underline dotted; cursor: help}  /* a header with j
   #masks-group {order: 7}
   #view-group, #lm-controls {order: 8}
   #views > .tabitem > .column > .row:has(#head-plot) ~ * {order: 9}
+  /* the switches right under the chosen head's heatmap, the mask figure after the masks: a square map of a 24-token
+     sentence is 750 px tall at a phone's width, and the switches stay within two screens */
+  #views > .tabitem > .column > .row:has(#head-plot) {display: contents !important}
+  #head-plot {order: 5} #mask-plot {order: 7}
   #ex1 {order: 10}
   #sentence2-col {order: 11}
   /* figures side by side on a desktop: one under the other */
