@@ -21,6 +21,7 @@ FIGURE = """() => { const gd = document.querySelector('#head-plot .js-plotly-plo
   return [gd.layout.title.font.size, gd.layout.xaxis.tickfont.size, gd._fullLayout.height,
           (gd.layout.meta && gd.layout.meta.explorerScale) || 1,
           parseFloat(getComputedStyle(gd.querySelector('.xtick text')).fontSize)]; }"""
+TITLE = "() => document.querySelector('#head-plot .js-plotly-plot').layout.title.text"
 FONT = "s => parseFloat(getComputedStyle(document.querySelector(s)).fontSize)"
 
 
@@ -38,6 +39,8 @@ def test_a_class_view_shows_one_head_and_the_switches_and_more_shows_the_rest(op
         # line above the figure); the heatmap takes the row the mask figure left
         assert picker["right"] < plot["x"] and abs(picker["y"] - plot["y"]) < 200, (picker, plot)
         assert plot["width"] > 800 and plot["y"] < 800, plot  # drawn on the first screen
+        # the simplest view first: the sentence looking at itself (docs/app.md), not cross-attention
+        assert "encoder self-attn. L0 H0" in page.evaluate(TITLE), page.evaluate(TITLE)
 
         page.locator("#causal input").uncheck()  # the masks lesson: the mask figure comes back with the mask off
         page.wait_for_function(f"() => ({SHOWN})('#mask-plot')")

@@ -105,7 +105,7 @@ def test_date_translator_vs_date_gpt_as_a_suggested_pair(lm_url, browser, monkey
         assert page.locator("#text1 textarea").input_value() != DATE
         page.locator("#text1 textarea").fill(DATE)
         page.locator("#run").click()
-        shows(page, 1, "date-translator", "cross-attention", "[EOS]")
+        shows(page, 1, "date-translator", "encoder self-attention", "[EOS]")  # the first kind, as it opens
         shows(page, 2, "date-gpt", "decoder self-attention", "[SEP]")
         for side in (1, 2):
             page.wait_for_function(f"() => ({TEXT_JS})('compare{side}-output').includes('2026-11-21')")

@@ -2,8 +2,9 @@
 its panel in view (a column beside the results on a wide screen, covering none of them; folded to its buttons on
 demand), and walking its steps by hand (a tab opened, a mask or head switched, a sentence typed) turns
 each step's check from "✗ not yet" to "✓" on the learner's own Run; the Lessons menu (named "Lessons" for a screen
-reader) opens a lesson, Copy link keeps it and its step, Leave closes it; on a phone the panel does not cover the
-output. The downloaded file, opened from disk with the network blocked, draws its figures and shows the settings.
+reader, its title never cut) opens a lesson, Copy link keeps it and its step, Leave closes it; on a phone the panel
+opens folded to its title and step (at most 120 px) and does not cover the output. The downloaded file, opened from
+disk with the network blocked, draws its figures and shows the settings.
 
 The checks themselves, on real Runs both ways, without a browser: tests/app/test_lessons.py."""
 
@@ -67,6 +68,8 @@ def act(page, action) -> None:
 
 
 RECT = "s => document.querySelector(s).getBoundingClientRect().toJSON()"
+UNCUT = "s => { const e = document.querySelector(s); return e.clientWidth > 0 && e.scrollWidth <= e.clientWidth; }"
+HEIGHT = "() => document.querySelector('#lesson-panel').getBoundingClientRect().height"
 
 
 def apart(page, *selectors: str) -> bool:
@@ -125,6 +128,7 @@ def test_the_menu_opens_a_lesson_copy_link_keeps_it_and_leave_closes_it(app_url,
     panel_says(page, "Step 1 of 4.", "✓ the model answers 2025-03-03")
     assert page.locator("#text1 textarea").input_value() == "lundi 3 mars 2025"
     assert page.get_by_role("combobox", name="Lessons").input_value() == f"3. {lesson.title}"
+    assert page.evaluate(UNCUT, "#lessons input"), "the Lessons menu's title is cut beside the panel"
     page.locator("#lesson-next").click()
     panel_says(page, "Step 2 of 4.", "✗ not yet")
     page.locator("#lesson-prev").click()
@@ -136,7 +140,7 @@ def test_the_menu_opens_a_lesson_copy_link_keeps_it_and_leave_closes_it(app_url,
     page.locator("#lesson-fold").click()  # folded to its buttons: the results take the room back, still uncovered
     page.wait_for_function(f"() => document.querySelector('#results-bar').getBoundingClientRect().width > {wide}")
     assert apart(page, "#results-bar", "#views") and not page.locator("#lesson-text").is_visible()
-    page.locator("#lesson-fold").click()
+    page.locator("#lesson-unfold").click()
     page.wait_for_function(f"() => document.querySelector('#results-bar').getBoundingClientRect().width === {wide}")
     page.wait_for_function(IDLE_JS)
     page.locator("#copy-link").click()
@@ -156,7 +160,9 @@ def test_the_menu_opens_a_lesson_copy_link_keeps_it_and_leave_closes_it(app_url,
     chromium.errors[:] = [e for e in chromium.errors if not e.startswith(aborted)]
 
 
-def test_on_a_phone_the_panel_is_in_view_and_leaves_the_output_uncovered(app_url, browser):
+def test_on_a_phone_the_panel_is_folded_in_view_and_leaves_the_output_uncovered(app_url, browser):
+    """Folded as it opens (its buttons, title and step: at most 120 px of 844), unfolded and folded on demand; the
+    menu's title uncut."""
     from tests.app.browser import new_page
 
     context, page = new_page(browser, viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
@@ -169,7 +175,13 @@ def test_on_a_phone_the_panel_is_in_view_and_leaves_the_output_uncovered(app_url
         panel, output = (page.evaluate("s => document.querySelector(s).getBoundingClientRect().toJSON()", s)
                          for s in ("#lesson-panel", "#output-tokens"))
         assert panel["top"] >= output["bottom"]  # under the output, not over it
-        assert panel["height"] <= 0.4 * 844
+        assert panel["height"] <= 120 and page.locator("#lesson-text").is_visible(), panel
+        assert not page.locator("#lesson-about").is_visible() and page.evaluate(UNCUT, "#lessons input")
+        page.locator("#lesson-unfold").click()  # the goal and what to notice too, at most a third of the screen
+        page.wait_for_function(f"() => ({HEIGHT})() > 120")
+        assert page.locator("#lesson-about").is_visible() and page.evaluate(HEIGHT) <= 0.34 * 844
+        page.locator("#lesson-fold").click()
+        page.wait_for_function(f"() => ({HEIGHT})() <= 120")
     finally:
         context.close()
 

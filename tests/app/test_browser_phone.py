@@ -56,10 +56,12 @@ def test_phone_shows_the_heatmap_after_the_sentence_and_run(open_view, tmp_path)
         assert cells["y"] <= PHONE[1] - 150 and cells["height"] > 100, cells  # 150 px of it on the first screen
         text1, run, output, plot = box("#text1 textarea"), box("#run"), box("#results-bar"), box("#head-plot")
         assert 0 <= text1["y"] < run["y"] < output["y"] and output["bottom"] <= plot["y"], (text1, run, output, plot)
-        # the head switches, then the masks, right after the figures and before the long tables, on screen 1 or 2
-        heads, masks = box("#heads-group"), box("#masks-group")
-        assert box("#mask-plot")["bottom"] <= heads["y"] < 2 * PHONE[1], heads
-        assert heads["bottom"] <= masks["y"] <= box("#view-group")["y"] <= box("#output-table")["y"], masks
+        # the head switches right under the heatmap, on screen 1 or 2, then the masks and the mask figure, before the
+        # long tables
+        heads, masks, mask_plot = box("#heads-group"), box("#masks-group"), box("#mask-plot")
+        assert box("#head-plot")["bottom"] <= heads["y"] < 2 * PHONE[1], heads
+        assert heads["bottom"] <= masks["y"] < masks["bottom"] <= mask_plot["y"], (masks, mask_plot)
+        assert mask_plot["bottom"] <= box("#view-group")["y"] <= box("#output-table")["y"], mask_plot
         assert box("#output-table")["bottom"] <= box("#tokens")["y"]
         assert box("#text2")["y"] > box("#tokens")["bottom"]  # the optional second sentence last
 

@@ -171,6 +171,14 @@ def test_view_is_clamped_to_what_exists(app):
     assert (a.view.kind, a.view.layer, a.view.head, a.view.sentence) == ("encoder", 1, 0, 1)
 
 
+def test_the_first_view_is_a_models_simplest_kind():
+    """The page opens on a model's first kind (docs/app.md): one sentence looking at itself, never cross-attention."""
+    from explorer.app.run.view import default_kind
+
+    assert default_kind({"encoder": (2, 4), "decoder": (2, 4), "cross": (2, 4)}) == "encoder"
+    assert default_kind({"decoder": (4, 4)}) == "decoder" and default_kind({"encoder": (6, 12)}) == "encoder"
+
+
 def test_only_the_figures_asked_for_are_built(app):
     """An Analysis draws a tab's figures when asked: drawing the attention tab draws no overview."""
     from dataclasses import replace

@@ -157,6 +157,7 @@ th.glossed {text-decoration: underline dotted; cursor: help}  /* a header with j
 .heads label {padding: 2px 4px !important; gap: 4px !important; font-size: 11px !important; min-height: 0 !important;
               margin: 0 !important; white-space: nowrap; overflow: visible}
 .heads label input {width: 12px !important; height: 12px !important; margin: 0 !important; flex: none}
+.heads label span {margin-left: 0 !important}  /* Gradio's 8 px beside the gap cut "L0 H0" to "L0 H(" at 4 a row */
 .tab-text p {margin: 0 0 4px 0; font-size: 13px; color: #444}
 /* the results bar (results_bar.py): the state line and the output tokens in two short lines above the tabs, pinned
    at the top of the window as the page scrolls (the switches it reacts to are left of it, or below it on a phone) */
@@ -197,11 +198,17 @@ th.glossed {text-decoration: underline dotted; cursor: help}  /* a header with j
   #run {order: 2}
   #status, #link-notice, #link-url {order: 3}
   #results-bar {order: 4; box-shadow: 0 3px 3px -2px rgba(0, 0, 0, 0.12)}
+  #why-same-row {order: 4; flex-wrap: wrap !important}  /* under the output it explains (not above Run) */
+  #why-same {min-width: 100% !important} #why-same p {font-size: 13px}
   #more, #views .tab-wrapper, #views > .tabitem > .column > * {order: 5}
   #heads-group {order: 6}
   #masks-group {order: 7}
   #view-group, #lm-controls {order: 8}
   #views > .tabitem > .column > .row:has(#head-plot) ~ * {order: 9}
+  /* the switches right under the chosen head's heatmap, the mask figure after the masks: a square map of a 24-token
+     sentence is 750 px tall at a phone's width, and the switches stay within two screens */
+  #views > .tabitem > .column > .row:has(#head-plot) {display: contents !important}
+  #head-plot {order: 5} #mask-plot {order: 7}
   #ex1 {order: 10}
   #sentence2-col {order: 11}
   /* figures side by side on a desktop: one under the other */

@@ -1,7 +1,8 @@
 """The lesson panel and the Lessons menu: what a class sees of a lesson while it runs (its title, goal, the step to
 do, the check of the learner's own Run, what to notice, previous / next / leave), in view while the page scrolls
 (LESSON_CSS): a column at the window's right on a wide screen (the page narrowed beside it; "Fold" leaves its buttons),
-docked at the bottom of the window on a narrower one, and the menu that opens a lesson by its link (`?lesson=<id>`).
+docked at the bottom of the window on a narrower one (on a phone folded to its title and step until Unfold), and
+the menu that opens a lesson by its link (`?lesson=<id>`).
 
 The lesson shown and its step are page-wide settings (page.settings: `lesson`, `lesson_step`), so a link carries them
 and Copy link writes them; what the panel says is made here (`panel_text`), the check's verdict from the page's last
@@ -37,7 +38,8 @@ LESSON_CSS = """
   #lesson-nav button {min-width: 0 !important; white-space: nowrap}
   #lessons .wrap {min-height: 0 !important}
   #lessons .wrap-inner {padding: 1px 8px !important}
-  #lessons input {font-size: 12px !important; margin: 0 !important}
+  #lessons input {font-size: 12px !important; margin: 0 !important;
+                  padding-right: 22px !important}  /* clear of the arrow: a title under it counts as cut */
   /* A wide screen: a column of its own at the window's right, the page narrowed beside it, so that it covers none of
      the results; "Fold" leaves only its buttons, the page taking the room back. */
   @media (min-width: 1024px) {
@@ -48,6 +50,8 @@ LESSON_CSS = """
                    min-width: 0 !important; max-height: calc(100vh - 16px); z-index: 1200;  /* above the pinned bar */
                    box-shadow: -4px 0 14px rgba(0, 0, 0, 0.15)}
     #lesson-panel.folded {width: 124px !important}
+    /* the menu, while a lesson runs, as wide as its longest title (376 px at its 12 px): never cut */
+    div:has(> #lesson-panel) #lessons {flex: 1 1 400px !important; min-width: min(100%, 400px) !important}
     #lesson-panel.folded #lesson-text, #lesson-panel.folded #lesson-about {display: none}
     #lesson-row {flex-direction: column !important}
     #lesson-row > div {min-width: 0 !important; width: 100% !important}
@@ -55,10 +59,24 @@ LESSON_CSS = """
     #lesson-nav button {flex: 1 1 40% !important; width: auto !important}  /* two a row */
     #lesson-panel.folded #lesson-nav {flex-direction: column !important}
   }
-  #lesson-fold {display: none}
-  @media (min-width: 1024px) { #lesson-fold {display: inline-flex} }
+  #lesson-fold, #lesson-unfold {display: none}
+  @media (min-width: 1024px) {
+    #lesson-panel:not(.folded) #lesson-fold, #lesson-panel.folded #lesson-unfold {display: inline-flex}
+  }
   @media (max-width: 640px) {
-    #lesson-panel {order: 99; max-height: 32vh; padding: 4px 8px !important}  /* after the page's other parts */
+    #lesson-panel.open #lesson-fold, #lesson-panel:not(.open) #lesson-unfold {display: inline-flex}
+    /* folded unless opened: the buttons, the title on one line and the step, scrolled inside (at most 120 px) */
+    #lesson-panel:not(.open) {max-height: 120px !important; overflow: hidden !important}
+    #lesson-panel:not(.open) #lesson-about {display: none}
+    #lesson-panel:not(.open) #lesson-text {max-height: 76px; overflow-y: auto}
+    #lesson-panel:not(.open) #lesson-text h3 {white-space: nowrap; overflow: hidden; text-overflow: ellipsis;
+                                              font-size: 13px}
+    #lesson-nav button {padding: 0 4px !important; font-size: 12px !important}
+    /* the menu on a line of its own while a lesson runs, its text a little smaller: the title readable */
+    div:has(> #lesson-panel) #lessons {flex: 1 1 100% !important}
+    div:has(> #lesson-panel) #lessons input {font-size: 10.5px !important}
+    #lesson-panel {order: 99; max-height: 32vh; padding: 4px 8px !important;  /* after the page's other parts */
+                   z-index: 1150}  /* over the results bar (1100) where the two meet before it is pinned */
     #lesson-row {flex-wrap: wrap !important; gap: 4px !important}
     #lesson-row > div {min-width: 100% !important}
     #lesson-nav {order: -1; flex-direction: row !important; flex-wrap: nowrap !important}  /* one row, first */
@@ -82,11 +100,14 @@ class LessonPanel:
     leave: gr.Button
 
 
-# The panel folded to its buttons (a wide screen's side column) or unfolded: the page's own, no server round trip.
+# The panel folded or unfolded, the page's own (no server round trip): a wide screen's side column opens unfolded
+# and folds to its buttons ("folded"); a phone's opens folded to its title and step, so it covers little of the page,
+# and unfolds ("open"). Fold and Unfold are two buttons, each shown in the state it changes (LESSON_CSS).
 FOLD_JS = """() => {
-  const panel = document.querySelector('#lesson-panel'), button = document.querySelector('#lesson-fold');
-  const folded = panel.classList.toggle('folded');
-  if (button) { button.setAttribute('aria-pressed', String(folded)); button.title = folded ? 'Show the lesson' : ''; }
+  const panel = document.querySelector('#lesson-panel');
+  const phone = window.matchMedia('(max-width: 640px)').matches;
+  const open = phone ? panel.classList.toggle('open') : !panel.classList.toggle('folded');
+  for (const b of document.querySelectorAll('#lesson-fold, #lesson-unfold')) b.setAttribute('aria-expanded', String(open));
 }"""
 REFUSED = "!"  # a menu value that names a lesson file not loaded (no lesson id starts with it)
 
@@ -140,8 +161,9 @@ def lesson_panel(catalogue: Catalogue, menu: gr.Dropdown) -> LessonPanel:
                 previous = gr.Button("◀ Previous", size="sm", elem_id="lesson-prev")
                 nxt = gr.Button("Next ▶", size="sm", elem_id="lesson-next")
                 leave = gr.Button("✕ Leave", size="sm", elem_id="lesson-leave")
-                fold = gr.Button("⇥ Fold", size="sm", elem_id="lesson-fold")  # in the browser only
-                fold.click(None, js=FOLD_JS, queue=False, api_visibility="private")
+                for label, elem_id in (("⇥ Fold", "lesson-fold"), ("⇤ Unfold", "lesson-unfold")):  # in the browser only
+                    gr.Button(label, size="sm", elem_id=elem_id).click(None, js=FOLD_JS, queue=False,
+                                                                        api_visibility="private")
     return LessonPanel(catalogue, menu, box, text, about, previous, nxt, leave)
 
 

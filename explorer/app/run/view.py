@@ -17,9 +17,9 @@ KIND_SHORT = {"encoder": "encoder self-attn.", "decoder": "decoder self-attn.", 
 
 
 def default_kind(kinds: Mapping[str, Any]) -> str:
-    """The attention the page shows first for a model: cross-attention where there is one (what an encoder-decoder
-    is about), else its first kind."""
-    return "cross" if "cross" in kinds else next(iter(kinds))
+    """The attention the page shows first for a model: its first kind (encoder, then decoder, then cross), the
+    simplest: one sentence looking at itself, a square map, before two sequences read one another (docs/app.md)."""
+    return next(iter(kinds))
 
 
 MEASURES = {"weights": "attention weights", "values": "weight × |value written| (Kobayashi et al. 2020)"}
