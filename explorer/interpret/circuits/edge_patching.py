@@ -154,7 +154,7 @@ def patched_logits(model: Transformer, graph: CircuitGraph, inputs: Inputs, patc
             mask = mask[:, :, :1]
         source = final["encoder"] if s.norm == "encoder_final" else x  # cross k / v: the encoder's last stream
         own = inputs_of(s.stream, s.prefix, mask, source)  # (V, P T, R, D)
-        T, D = shapes[s.stream]
+        T = shapes[s.stream][0]
         own = own.view(V * P, T, *own.shape[2:])
         if shared or s.role not in ("q", "k", "v"):
             own = own[:, :, 0]
