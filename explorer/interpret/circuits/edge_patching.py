@@ -13,10 +13,11 @@ an MLP, the logits) with nothing patched in any variant is not split at all.
 
     patched_logits(model, graph, inputs, patched (V, U, R) bool, corrupted Snapshot) -> (V, P, vocab)
 
-The variants' difference buffer (V, U_s, P, T, D) per stream is filled node group by node group as the run
-produces them (from its Record). A site's corrections are, for each variant, one product over the nodes that have a
+The run's node differences sit in one buffer per stream, (1 + U_s, V, P T D), filled node group by node group as
+the run produces them (from its Record). A site's inputs are, for each variant, one product over the nodes that have a
 patched edge into it, or (when fewer nodes have a kept edge) the sum of every difference minus that product over the
-kept edges: a small circuit's receivers mostly read the corrupted stream whole, a large one's mostly their own. On a
+kept edges; the buffer's row 0 holds that base (the stream, or the stream plus every difference), so the product
+gives each receiver's whole input, written straight in the (rows, T, heads, D) layout the block reads. On a
 small model (under SMALL values of one variant's differences) every variant's corrections are one batched product
 over the whole prefix instead: there the loop over variants, not the arithmetic, is what costs. Receivers
 of a site patched alike (e.g. every edge into every head) read one input and the block is not split.
@@ -32,7 +33,7 @@ from torch import Tensor
 from ...model import Record, Transformer
 from .graph import CircuitGraph
 from .batches import Inputs
-from .runner import RECORDED, Snapshot, group_outputs, run_logits
+from .runner import RECORDED, Snapshot, attention_module, run_logits
 
 
 SMALL = 2**20  # values (nodes x P T D) of one variant's differences under which the variants share one product
@@ -41,6 +42,19 @@ SMALL = 2**20  # values (nodes x P T D) of one variant's differences under which
 def from_total(patched: int, kept: int) -> bool:
     """Rebuild a receiver block from every difference minus the kept edges' when fewer nodes have a kept edge."""
     return patched > kept
+
+
+def node_outputs(model: Transformer, record: Record, group, V: int, out: Tensor) -> Tensor:
+    """(size, V, P T D) a group's outputs in this run, node-major: a head's written into `out` straight from the
+    product z_h W_O^h (no transposed copy), the embeddings' or an MLP's a view of the Record's."""
+    value = record.tensors[group.site]
+    if group.kind != "heads":
+        return value.reshape(1, V, -1)  # (V P, T, D) -> (1, V, P T D)
+    H, Dh = value.shape[1], value.shape[3]
+    weight = attention_module(model, group.attention, group.layer).out_proj.weight.view(-1, H, Dh)  # (D, H, Dh)
+    z = value.transpose(0, 1).reshape(H, -1, Dh)  # (V P, H, T, Dh) -> (H, V P T, Dh)
+    torch.bmm(z, weight.permute(1, 2, 0).to(z.dtype), out=out.view(H, z.shape[1], -1))
+    return out
 
 
 @torch.no_grad()
@@ -55,7 +69,11 @@ def patched_logits(model: Transformer, graph: CircuitGraph, inputs: Inputs, patc
     patched = patched.to(device) & graph.real.to(device)
     record = Record(only=RECORDED)
     corr = {s: corrupted.outputs(model, graph, s).transpose(0, 1) for s in graph.streams}  # (U_s, P, T, D)
-    diffs: dict[str, Tensor] = {}  # stream -> (V, U_s, P, T, D): corrupted - this run, filled group by group
+    shapes = {s: corr[s].shape[2:] for s in graph.streams}  # (T, D)
+    corr = {s: c.reshape(c.shape[0], 1, -1) for s, c in corr.items()}  # (U_s, 1, P T D)
+    # stream -> (1 + U_s, V, P T D): row 1 + u node u's corrupted - this run's output, filled group by group as the
+    # run writes them; row 0 the base a receiver adds the differences to (so one product gives its whole input)
+    diffs: dict[str, Tensor] = {}
     filled = {s: 0 for s in graph.streams}  # groups of each stream filled so far
     groups = {s: [g for g in graph.groups if g.stream == s] for s in graph.streams}
     final: dict[str, Tensor] = {}
@@ -64,14 +82,13 @@ def patched_logits(model: Transformer, graph: CircuitGraph, inputs: Inputs, patc
         """The difference buffer of `stream` with its first `upto` nodes written."""
         buffer = diffs.get(stream)
         if buffer is None:
-            U_s, _, T, D = corr[stream].shape
-            buffer = diffs[stream] = corr[stream].new_empty(V, U_s, P, T, D)
+            U_s, _, PTD = corr[stream].shape
+            buffer = diffs[stream] = corr[stream].new_empty(1 + U_s, V, PTD)
         todo = groups[stream]
         while filled[stream] < len(todo) and todo[filled[stream]].start < upto:
             g = todo[filled[stream]]
-            now = group_outputs(model, graph, record, g)  # (V P, size, T, D) in this run
-            now = now.reshape(V, P, *now.shape[1:]).transpose(1, 2)  # (V, size, P, T, D)
-            torch.sub(corr[stream][None, g.start:g.start + g.size], now, out=buffer[:, g.start:g.start + g.size])
+            rows = buffer[1 + g.start:1 + g.start + g.size]
+            torch.sub(corr[stream][g.start:g.start + g.size], node_outputs(model, record, g, V, rows), out=rows)
             filled[stream] += 1
         return buffer
 
@@ -82,37 +99,44 @@ def patched_logits(model: Transformer, graph: CircuitGraph, inputs: Inputs, patc
         upto, value = sums.get(stream, (0, None))
         buffer = fill(stream, prefix)
         if value is None or prefix < upto:  # the first call, or (never in forward order) a shorter prefix
-            upto, value = 0, buffer[:, :0].sum(1).flatten(1)
+            upto, value = 0, buffer[1:1].sum(0)
         if prefix > upto:
-            value = value + buffer[:, upto:prefix].sum(1).flatten(1)
+            value = value + buffer[1 + upto:1 + prefix].sum(0)
         sums[stream] = (prefix, value)
         return value
 
-    def corrections(stream: str, prefix: int, mask: Tensor, kept: Tensor) -> Tensor:
-        """(V, R_s, P T D) what each receiver adds to the stream, variant by variant: the patched edges' differences,
-        or (fewer nodes to read) every difference minus the kept edges'. Only the nodes with such an edge are read."""
-        buffer = fill(stream, prefix).flatten(2)  # (V, U_s, P T D)
-        R = mask.shape[2]
-        if prefix * buffer.shape[2] <= SMALL:  # a small model: one product for every variant, no loop over them
-            return torch.bmm(mask.transpose(1, 2).to(buffer.dtype), buffer[:, :prefix])  # (V, R_s, P T D)
-        out = buffer.new_empty(V, R, buffer.shape[2])
+    def inputs_of(stream: str, prefix: int, mask: Tensor, x: Tensor) -> Tensor:
+        """(V, P T, R_s, D) each receiver's input, variant by variant: x plus the patched edges' differences, or
+        (fewer nodes to read) x plus every difference minus the kept edges', as one product whose first row is that
+        base. Only the nodes with such an edge are read."""
+        buffer = fill(stream, prefix)  # (1 + U_s, V, P T D)
+        R, D = mask.shape[2], x.shape[-1]
+        xs = x.reshape(V, -1)  # (V, P T D)
+        PT = xs.shape[1] // D
+        out = x.new_empty(V, PT, R, D)
+        if prefix * xs.shape[1] <= SMALL:  # a small model: one product for every variant, no loop over them
+            fix = torch.bmm(mask.transpose(1, 2).to(buffer.dtype), buffer[1:1 + prefix].transpose(0, 1))
+            return torch.add(xs.view(V, PT, 1, D), fix.view(V, R, PT, D).transpose(1, 2), out=out)
+        kept = ~mask  # every edge of the prefix is real
         patched_nodes, kept_nodes = mask.any(2), kept.any(2)  # (V, prefix)
         for v in range(V):
             complement = from_total(int(patched_nodes[v].sum()), int(kept_nodes[v].sum()))
             use, nodes = (kept[v], kept_nodes[v]) if complement else (mask[v], patched_nodes[v])
-            start = total(stream, prefix)[v].expand(R, -1) if complement else None  # (R_s, P T D), not copied
-            if 2 * int(nodes.sum()) > prefix:  # most of the prefix: a view of it reads less than a gather copies
-                weights, values = use.T.to(buffer.dtype), buffer[v, :prefix]
-            elif nodes.any():
-                index = nodes.nonzero().flatten()
-                weights, values = use[index].T.to(buffer.dtype), buffer[v, index]
-            else:
-                out[v] = 0.0 if start is None else start
+            base = buffer[0, v]  # (P T D): x, or x plus every difference
+            torch.add(xs[v], total(stream, prefix)[v], out=base) if complement else base.copy_(xs[v])
+            if not nodes.any():
+                out[v] = base.view(PT, 1, D)
                 continue
-            if start is None:  # (R_s, nodes) @ (nodes, P T D)
-                torch.mm(weights, values, out=out[v])
+            sign = -1.0 if complement else 1.0
+            if 2 * int(nodes.sum()) > prefix:  # most of the prefix: a view of it reads less than a gather copies
+                weights, values = use.T, buffer[:1 + prefix, v]
             else:
-                torch.addmm(start, weights, values, alpha=-1.0, out=out[v])
+                index = nodes.nonzero().flatten()
+                weights, values = use[index].T, buffer[torch.cat([index.new_zeros(1), 1 + index]), v]
+            weights = torch.cat([weights.new_ones(R, 1), weights], 1).to(buffer.dtype)  # (R, 1 + nodes)
+            weights[:, 1:] *= sign
+            # (P T, R, 1 + nodes) @ (P T, 1 + nodes, D): written straight in the (rows, T, R, D) layout the block reads
+            torch.matmul(weights, values.view(-1, PT, D).transpose(0, 1), out=out[v])
         return out
 
     def receivers(site: str, x: Tensor) -> Tensor:
@@ -128,19 +152,15 @@ def patched_logits(model: Transformer, graph: CircuitGraph, inputs: Inputs, patc
         shared = bool((mask == mask[:, :, :1]).all())
         if shared:
             mask = mask[:, :, :1]
-        kept = ~mask  # every edge of the prefix is real
-        R = mask.shape[2]
-        T, D = corr[s.stream].shape[2:]
-        fix = corrections(s.stream, s.prefix, mask, kept)
-        fix = fix.view(V, R, P, T, D).permute(0, 2, 3, 1, 4).reshape(V * P, T, R, D)  # (V P, T, R, D)
-        if shared:
-            fix = fix[:, :, 0]
-        if s.norm == "encoder_final":  # cross k / v: the encoder's last stream, corrected per head, then its norm
-            own = (final["encoder"] if shared else final["encoder"].unsqueeze(2)) + fix
+        source = final["encoder"] if s.norm == "encoder_final" else x  # cross k / v: the encoder's last stream
+        own = inputs_of(s.stream, s.prefix, mask, source)  # (V, P T, R, D)
+        T = shapes[s.stream][0]
+        own = own.view(V * P, T, *own.shape[2:])
+        if shared or s.role not in ("q", "k", "v"):
+            own = own[:, :, 0]
+        if s.norm == "encoder_final":  # then the encoder's final norm, per head
             return own if model.encoder.norm is None else model.encoder.norm(own)
-        if s.role in ("q", "k", "v") and not shared:
-            return x.unsqueeze(2) + fix  # (V P, T, H, D): each head its own input
-        return x + fix if shared else x + fix[:, :, 0]
+        return own  # (V P, T, H, D): each head its own input, or (V P, T, D)
 
     logits = run_logits(model, inputs, False, V, receivers=receivers, record=record)
     return logits.float().view(V, P, -1)

@@ -148,21 +148,24 @@ def gradient_pass(model: Transformer, graph: CircuitGraph, inputs: Inputs, alpha
         items = pending.pop(key)
         stream, prefix = key
         first = graph.offsets[stream]
-        columns = torch.cat([g for _, g in items], 1) if len(items) > 1 else items[0][1]  # (P T D, K sum R_s)
-        product = deltas[stream][:prefix] @ columns  # (prefix, K sum R_s): one product over every pair
-        for (s, _), part in zip(items, product.split([K * s.size for s, _ in items], 1)):
-            part = part.view(prefix, K, s.size).transpose(0, 1)
+        rows = torch.cat([g for _, g in items], 0) if len(items) > 1 else items[0][1]  # (sum R_s K, P T D)
+        product = deltas[stream][:prefix] @ rows.T  # (prefix, sum R_s K): one product over every pair
+        for (s, _), part in zip(items, product.split([s.size * K for s, _ in items], 1)):
+            part = part.view(prefix, s.size, K).permute(2, 0, 1)  # (K, prefix, R_s)
             totals[:, first:first + prefix, s.start:s.start + s.size] += part.double()
 
-    def contract(s: Site, grad: Tensor) -> None:
-        g = grad if grad.dim() == 4 else grad.unsqueeze(2)  # (K P, T, R, D)
-        T, D = g.shape[1], g.shape[3]
-        g = g.reshape(K, P, T, s.size, D).permute(1, 2, 4, 0, 3).reshape(P * T * D, K * s.size)  # (P T D, K R)
-        delta = deltas[s.stream]  # (U_s, P T D)
-        per_pair = torch.einsum("pn,pnk->kp", delta[0].view(P, T * D), g.view(P, T * D, K, s.size).sum(-1))
+    def contract(s: Site, grad: Tensor, head_first: bool = False) -> None:
+        """grad (R_s, K P, T, D) head first (head_grads' layout), or as the model's copies give it: (K P, T, R_s, D)
+        per head, (K P, T, D) for an MLP or the logits."""
+        if grad.dim() == 3:
+            grad = grad.unsqueeze(0)
+        elif not head_first:  # a per-head copy's (K P, T, H, D)
+            grad = grad.permute(2, 0, 1, 3)
+        g = grad.reshape(s.size, K, P, -1)  # (R_s, K, P, T D)
+        per_pair = torch.einsum("pn,kpn->kp", deltas[s.stream][0].view(P, -1), g.sum(0))
         embed.add_(per_pair.double())  # each pair's embeddings' edges (node 0 of the stream), for completeness
         key = (s.stream, s.prefix)
-        pending.setdefault(key, []).append((s, g))
+        pending.setdefault(key, []).append((s, g.reshape(s.size * K, -1)))  # rows r K + k
         if len(pending[key]) == group_sizes[key]:
             flush(key)
 
@@ -195,7 +198,7 @@ def gradient_pass(model: Transformer, graph: CircuitGraph, inputs: Inputs, alpha
                 mask = inputs.src_mask if s.stream == "encoder" else inputs.mask
                 rotary[s.stream] = rotary_tables(position_ids(mask.repeat(K, 1), grad.shape[2]), model.config)
             turn = rotary[s.stream]
-        contract(s, head_input_grads(grad, weight, norm, tapped.pop(site), turn))
+        contract(s, head_input_grads(grad, weight, norm, tapped.pop(site), turn), head_first=True)
 
     record = TapRecord(on_head_grad, set(taps), RECORDED if clean is None else ())
     with torch.inference_mode(False), torch.enable_grad():
