@@ -9,9 +9,10 @@ AA contrast, the skip link, the visible focus, and fixes for what Gradio (6.31) 
 - CSS: a 3 px indigo-700 outline (7.9:1 on white) on whatever has the keyboard's focus; no text below 12 px; a closed
   sidebar's controls out of the Tab order (Gradio only slides it off screen).
 - JS: Gradio 6 puts `aria-label` on an empty figure's placeholder div, which has no role (axe: aria-prohibited-attr):
-  it becomes role="img", which may carry one; a box that scrolls its content (a wide table, a step list) takes the
-  focus (tabindex 0), so a keyboard user can scroll it (axe: scrollable-region-focusable); in a Dataframe that
-  scrolls, its first header cell takes it (its viewport's role="none" may not).
+  it becomes role="img", which may carry one; a box that scrolls its content (a tab's summary, which German's longer
+  words overflow; a step list; code) takes the focus (tabindex 0), so a keyboard user can scroll it (axe:
+  scrollable-region-focusable); in a Dataframe that scrolls, its first header cell takes it (its viewport's
+  role="none" may not).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ CSS = f"""
 #{SKIP} {{position: absolute !important; top: 0; left: 0; width: 1px; height: 1px; overflow: visible !important;
          padding: 0 !important; min-height: 0 !important; border: none !important}}  /* out of the flow */
 #{SKIP} a {{position: absolute; left: 8px; top: -48px; z-index: 2000; padding: 6px 12px; background: #fff;
-           white-space: nowrap;
+           white-space: nowrap; transition: none;  /* shown at once when focused (Gradio's links ease 0.2 s) */
            color: {FOCUS}; font-weight: 600; border-radius: 4px; text-decoration: underline}}
 #{SKIP} a:focus {{top: 8px}}
 #results-bar:focus {{outline: 3px solid {FOCUS} !important; outline-offset: 2px}}
@@ -73,7 +74,7 @@ JS = f"""
   }});
   const fix = () => {{
     for (const box of document.querySelectorAll('div.empty[aria-label]:not([role])')) box.setAttribute('role', 'img');
-    for (const box of document.querySelectorAll('#compare-summary, .head-steps > div, pre')) {{
+    for (const box of document.querySelectorAll('[id$="-summary"], .head-steps > div, pre')) {{
       if (box.hasAttribute('tabindex')) continue;
       const style = getComputedStyle(box);
       if (!/(auto|scroll)/.test(style.overflowX + style.overflowY)) continue;
