@@ -284,8 +284,8 @@ class PageEvents:
                 page.setting(s.name).submit(None, js=BLUR_ON_ENTER, **PRIVATE)
         sample = page.setting("sample")  # its numbers shown while it is ticked (by a click or by a link: `change`)
         sample.change(lambda on: gr.update(visible=bool(on)), [sample], [c.sampling], **PRIVATE)
-        for box, text in ((i.ex1, page.setting("sentence1")), (i.ex2, page.setting("sentence2"))):
-            self.then_analyze(box.input(lambda value, text=text: {text: value} if value else {}, [box], [text],
+        for box, text in ((i.ex1, page.setting("sentence1")), (i.ex2, page.setting("sentence2"))):  # Tab out sends ""
+            self.then_analyze(box.input(lambda value, text=text: {text: value} if value else gr.skip(), [box], [text],
                                         **PRIVATE))
         view_inputs = [page.session, page.setting("kind"), page.setting("layer"), page.setting("head")]
         for button, mode in ((c.all_on, "all"), (c.only_this, "only")):

@@ -6,10 +6,13 @@ AA contrast, the skip link, the visible focus, and fixes for what Gradio (6.31) 
   notes on white 2.5:1, grey-600 7.6:1 (AA asks 4.5:1 for text, 3:1 for large text and a control's parts).
 - skip_link(): "Skip to results", the page's first focusable element; it moves the focus to the results bar (the state
   line and the output tokens), so a keyboard user passes the title row, the model panel and the sentences.
-- CSS: a 3 px indigo-700 outline (7.9:1 on white) on whatever has the keyboard's focus; no text below 12 px.
+- CSS: a 3 px indigo-700 outline (7.9:1 on white) on whatever has the keyboard's focus; no text below 12 px; a closed
+  sidebar's controls out of the Tab order (Gradio only slides it off screen).
 - JS: Gradio 6 puts `aria-label` on an empty figure's placeholder div, which has no role (axe: aria-prohibited-attr):
-  it becomes role="img", which may carry one; a box that scrolls its content (a wide table, a step list) takes the
-  focus (tabindex 0), so a keyboard user can scroll it (axe: scrollable-region-focusable).
+  it becomes role="img", which may carry one; a box that scrolls its content (a tab's summary, which German's longer
+  words overflow; a step list; code) takes the focus (tabindex 0), so a keyboard user can scroll it (axe:
+  scrollable-region-focusable); in a Dataframe that scrolls, its first header cell takes it (its viewport's
+  role="none" may not).
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ CSS = f"""
 #{SKIP} {{position: absolute !important; top: 0; left: 0; width: 1px; height: 1px; overflow: visible !important;
          padding: 0 !important; min-height: 0 !important; border: none !important}}  /* out of the flow */
 #{SKIP} a {{position: absolute; left: 8px; top: -48px; z-index: 2000; padding: 6px 12px; background: #fff;
-           white-space: nowrap;
+           white-space: nowrap; transition: none;  /* shown at once when focused (Gradio's links ease 0.2 s) */
            color: {FOCUS}; font-weight: 600; border-radius: 4px; text-decoration: underline}}
 #{SKIP} a:focus {{top: 8px}}
 #results-bar:focus {{outline: 3px solid {FOCUS} !important; outline-offset: 2px}}
@@ -52,6 +55,8 @@ CSS = f"""
 .token.function, .token.class-name {{color: #b0223f !important}}
 .token.keyword, .token.atrule {{color: #00587a !important}}
 .token.regex, .token.important, .token.variable {{color: #8a4b00 !important}}
+/* Gradio's closed Sidebar slides off screen but keeps its controls in the Tab order: the focus would go out of sight */
+.sidebar:not(.open) > .sidebar-content {{visibility: hidden}}
 /* no text below 12 px (the head switches were 11 px) */
 .heads label, .heads label span {{font-size: 12px !important}}
 """
@@ -69,19 +74,28 @@ JS = f"""
   }});
   const fix = () => {{
     for (const box of document.querySelectorAll('div.empty[aria-label]:not([role])')) box.setAttribute('role', 'img');
-    for (const box of document.querySelectorAll('#compare-summary, .head-steps > div, pre')) {{
+    for (const box of document.querySelectorAll('[id$="-summary"], .head-steps > div, pre')) {{
       if (box.hasAttribute('tabindex')) continue;
       const style = getComputedStyle(box);
       if (!/(auto|scroll)/.test(style.overflowX + style.overflowY)) continue;
       if (box.scrollWidth > box.clientWidth || box.scrollHeight > box.clientHeight) box.setAttribute('tabindex', '0');
     }}
+    // a Dataframe's scrolling viewport has role="none" (it may not take the focus): its first header cell does, as
+    // the ARIA grid pattern's entry cell; Gradio's arrow keys then move cell to cell and scroll the viewport
+    for (const view of document.querySelectorAll('.virtual-table-viewport')) {{
+      if (view.scrollWidth <= view.clientWidth && view.scrollHeight <= view.clientHeight) continue;
+      const cell = view.querySelector('[role=columnheader], [role=gridcell]');
+      if (cell && !view.querySelector('[tabindex="0"]')) cell.setAttribute('tabindex', '0');
+    }}
   }};
   let pending = false;
-  new MutationObserver(() => {{
+  const later = () => {{
     if (pending) return;
     pending = true;
     requestAnimationFrame(() => {{ pending = false; fix(); }});
-  }}).observe(document.body, {{childList: true, subtree: true}});
+  }};
+  new MutationObserver(later).observe(document.body, {{childList: true, subtree: true}});
+  window.addEventListener('resize', later);  // a box may start (or stop) scrolling when the window narrows
   fix();
 }})();
 """
