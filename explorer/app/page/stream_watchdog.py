@@ -83,7 +83,9 @@ STREAM_WATCHDOG_JS = f"""(() => {{
     streams += 1;
     let response;
     try {{ response = await realFetch(input, init); }} catch (error) {{ streams -= 1; pending.clear(); throw error; }}
-    if (!response.body) {{ streams -= 1; quietSince = performance.now(); arm(); return response; }}
+    if (!response.ok || !response.body) {{  // the client takes a refused stream as a broken connection
+      streams -= 1; quietSince = performance.now(); pending.clear(); return response;
+    }}
     const [theirs, mine] = response.body.tee();  // both branches get each chunk as it arrives
     watch(mine.getReader());
     return new Response(theirs, {{ status: response.status, statusText: response.statusText, headers: response.headers }});
