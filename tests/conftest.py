@@ -80,6 +80,9 @@ def pytest_collection_modifyitems(config, items):
     does): those run before it."""
     items[:] = [i for i in items if "browser" not in i.fixturenames] + \
         [i for i in items if "browser" in i.fixturenames]
+    for item in items:  # Gradio 6.31's queue-stream race: the watchdog missed 2 page loads of 63 (docs/tests.md)
+        if "browser" in item.fixturenames and not item.get_closest_marker("flaky"):
+            item.add_marker(pytest.mark.flaky(reruns=1))
 
 
 @pytest.hookimpl(hookwrapper=True)
