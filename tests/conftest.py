@@ -80,7 +80,7 @@ def pytest_collection_modifyitems(config, items):
     does): those run before it."""
     items[:] = [i for i in items if "browser" not in i.fixturenames] + \
         [i for i in items if "browser" in i.fixturenames]
-    for item in items:  # Gradio 6.31's queue-stream race can leave a page waiting (docs/tests.md, "Known flaky")
+    for item in items:  # Gradio 6.31's queue-stream race: the watchdog missed 2 page loads of 63 (docs/tests.md)
         if "browser" in item.fixturenames and not item.get_closest_marker("flaky"):
             item.add_marker(pytest.mark.flaky(reruns=1))
 
@@ -95,6 +95,17 @@ def pytest_runtest_makereport(item, call):
         from tests.hang_report import report
 
         rep.sections.append(("hang report", report()))
+
+
+def pytest_terminal_summary(terminalreporter):
+    """How often the page's queue-stream watchdog had to reopen a page's stream (explorer.app.page.stream_watchdog:
+    Gradio's race, docs/tests.md), counted over the session's browser pages (tests/hang_report.py)."""
+    from tests.hang_report import BROWSERS, WATCHDOG_FIRED
+
+    if BROWSERS:
+        tests = sorted(set(WATCHDOG_FIRED))
+        terminalreporter.write_line(f"stream watchdog: fired {len(WATCHDOG_FIRED)} times, in {len(tests)} tests "
+                                    f"{tests}")
 
 
 def _free_port() -> int:

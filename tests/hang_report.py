@@ -4,6 +4,7 @@ apps run in this process's threads). Printed in the test's report so that a hang
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import traceback
@@ -13,13 +14,16 @@ from typing import Any
 SERVED: list[Any] = []  # the Blocks that tests/app/browser.served launched and has not closed
 BROWSERS: list[Any] = []  # the session's Chromium (tests/conftest.py `browser`), watched by `watch_browser`
 CLOSED_LOGS: deque[list[str]] = deque(maxlen=1)  # the request log of the context closed last
+WATCHDOG_FIRED: list[str] = []  # the test under way at each click of the queue stream's watchdog (page.stream_watchdog)
 STATUS_JS = """() => [...document.querySelectorAll('#status, #output-summary, [data-testid=status-tracker]')]
   .map(e => (e.id || e.className) + ': ' + e.innerText.trim().slice(0, 120)).join(' | ')"""
 
 
 def watch_browser(browser: Any) -> None:
-    """Each new context of `browser` logs its pages' HTTP requests (start, end, failure) and console errors, for
-    `report`: a page stuck waiting shows which request never ended or which never left."""
+    """Each new context of `browser` logs its pages' HTTP requests (start, end, failure), console errors and the
+    watchdog's clicks, for `report`: a page stuck waiting shows which request never ended or which never left."""
+    from explorer.app.page.stream_watchdog import FIRED
+
     BROWSERS.append(browser)
     new_context = browser.new_context
 
@@ -30,6 +34,12 @@ def watch_browser(browser: Any) -> None:
         clock = __import__("time").monotonic
         start = clock()
 
+        def on_console(message: Any) -> None:
+            if message.text == FIRED:  # counted for the session's summary (tests/conftest.py)
+                WATCHDOG_FIRED.append(os.environ.get("PYTEST_CURRENT_TEST", "?").split(" ")[0])
+            if message.type == "error" or message.text == FIRED:
+                log.append(f"console {message.type}: {message.text[:150]}")
+
         def note(what: str, request: Any) -> None:
             if "/assets/" in request.url or "/static/" in request.url:
                 return  # the page's own files: many, and never what a page waits for
@@ -39,7 +49,7 @@ def watch_browser(browser: Any) -> None:
         context.on("request", lambda r: note("start", r))
         context.on("requestfinished", lambda r: note("end  ", r))
         context.on("requestfailed", lambda r: note(f"FAIL {r.failure}", r))
-        context.on("console", lambda m: log.append(f"console {m.type}: {m.text[:150]}") if m.type == "error" else None)
+        context.on("console", on_console)
         context.on("close", lambda _: CLOSED_LOGS.append(log))  # a test's `finally` may close it before the report
         return context
 

@@ -5,7 +5,7 @@ it shows; the display's size and class view, page.display; each tab adds its own
 from collections.abc import Iterable
 from typing import Any
 
-from . import a11y
+from . import a11y, stream_watchdog
 from .display import display_js
 from .figure_alt import FIGURE_ALT_CSS, alt_of, figure_alt_js
 from .glossary import GLOSS_JS
@@ -127,7 +127,7 @@ def page_js(tabs: Iterable[Any]) -> str:
     (`display.display_js`), each figure's words and table and the live regions (`figure_alt.figure_alt_js`), the
     glossary's (`glossary.GLOSS_JS`: the jargon of every output glossed) and each tab's
     own (`Tab.script`), each in its own scope."""
-    parts = [a11y.JS.strip(), f"({TICKS_JS.strip()})();", SAVE_TITLE_JS.strip(), f"{{ {display_js().strip()} }}",
+    parts = [a11y.JS.strip(), stream_watchdog.MARK_JS, f"({TICKS_JS.strip()})();", SAVE_TITLE_JS.strip(), f"{{ {display_js().strip()} }}",
              f"{{ {figure_alt_js().strip()} }}",
              f"{{ {GLOSS_JS.strip()} }}",
              *(f"{{ {t.script.strip()} }}" for t in tabs if t.script)]
@@ -269,3 +269,4 @@ th.glossed {text-decoration: underline dotted; cursor: help}  /* a header with j
 CSS += LESSON_CSS  # the lesson panel and the Lessons menu (page.lesson_panel)
 CSS += FIGURE_ALT_CSS  # each figure's words and table (page.figure_alt)
 CSS += a11y.CSS  # the skip link, the focus outline, text of 12 px at least (page.a11y)
+CSS += stream_watchdog.CSS  # the watchdog's button, hidden (page.stream_watchdog)

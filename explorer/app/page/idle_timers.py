@@ -76,5 +76,8 @@ class FirstInHead:
 
 
 def page_middleware() -> list[Any]:
-    """The FastAPI `middleware` that installs the fix on the page (for launch's `app_kwargs`)."""
-    return [Middleware(FirstInHead, html=f"<script>{STOP_HIDDEN_TIMERS_JS}</script>")]
+    """The FastAPI `middleware` that installs the fix and the queue stream's watchdog (stream_watchdog) on the page,
+    before Gradio's client loads (for launch's `app_kwargs`)."""
+    from .stream_watchdog import STREAM_WATCHDOG_JS
+
+    return [Middleware(FirstInHead, html=f"<script>{STOP_HIDDEN_TIMERS_JS}\n{STREAM_WATCHDOG_JS}</script>")]

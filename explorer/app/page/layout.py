@@ -33,6 +33,7 @@ from .lesson_panel import LessonPanel, lesson_panel, lessons_menu, refused_note
 from .model_panel import ModelPanel, Start, model_panel
 from .results_bar import Results, results_bar
 from .settings import DISPLAY, HEAD_GROUPS, SENTENCE1, SENTENCE2, SETTINGS, TAB_STRIP, Setting, check_table, lay
+from .stream_watchdog import watchdog_button
 
 INTRO = ("Type a sentence and press **Run**, then switch heads off and change masks to see what changes. Other "
          "models: the panel behind **›** at the top left.")
@@ -177,5 +178,6 @@ def layout(start: Start, session_value: Any, tabs: Sequence[Any], table: Sequenc
                             parts[tab.id] = tab.layout(start)
                 made |= in_column | lay(table, TAB_STRIP, start) | shown_as
         lesson = lesson_panel(lessons, menu)  # last: docked to the window's bottom while a lesson runs
+        watchdog_button()  # clicked by the page's script only, when a queue stream was left closed (stream_watchdog)
     return Page(demo, session, kept, headline, model, inputs, ctl, results, tab_strip, shown, parts, tuple(tabs),
                 {s.name: made[s.name] for s in table}, tuple(table), Display(more, class_view), lesson)

@@ -1,0 +1,68 @@
+"""explorer.app.page.stream_watchdog on the served default app: a page left in the state Gradio's queue-stream race
+leaves it in (its stream closed by `close_stream` while its Run's messages wait on the server) waits for ever without
+the watchdog, and with it gets its Run. The state is made, not waited for: Playwright answers the page's next
+`/queue/data` request with a lone `close_stream` (the server never sees that request), later streams reach the
+server. The watchdog's button is hidden from the layout, the keyboard and screen readers."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+from explorer.app.page.stream_watchdog import BUTTON_ID
+from tests.app.browser import IDLE_JS, opened, record_runs
+from tests.hang_report import WATCHDOG_FIRED
+
+pytestmark = pytest.mark.browser
+
+CLOSED = 'data: {"msg":"close_stream"}\n\n'
+STUCK_MS = 2000  # how long the page without the watchdog is seen waiting (an absence: any wait shows it, keep it short)
+BUTTON = f"""() => {{ const b = document.getElementById('{BUTTON_ID}');
+  return b && [b.getAttribute('aria-hidden'), b.tabIndex, getComputedStyle(b).display]; }}"""
+STATE = "() => window.explorerStreamWatchdogState()"
+
+
+def close_streams(page) -> dict:
+    """From now on, while `blocked["on"]`, each queue stream the page opens gets a lone `close_stream` (the server
+    never sees the request); then they reach the server. `blocked["closed"]` counts the streams closed so."""
+    blocked = {"on": True, "closed": 0}
+
+    def answer(route) -> None:
+        if blocked["on"]:
+            blocked["closed"] += 1
+            route.fulfill(status=200, headers={"content-type": "text/event-stream"}, body=CLOSED)
+        else:
+            route.continue_()
+
+    page.route(re.compile(r"/queue/data\?"), answer)
+    return blocked
+
+
+def test_a_page_whose_stream_was_closed_gets_its_run_through_the_watchdog(default_app, browser, monkeypatch):
+    with opened(default_app, browser) as (page, errors):
+        assert page.evaluate(BUTTON) == ["true", -1, "none"]  # in the DOM, out of sight, focus and the a11y tree
+        before = page.evaluate(STATE)
+        page.evaluate("() => { window.explorerStreamWatchdog = 'off'; }")
+        blocked = close_streams(page)
+        # A stream may be open, idle (Gradio opens one for a join answered after its event's end was read): one
+        # queued event's end ends it (nothing else pending), and every stream opened since gets only close_stream.
+        page.evaluate(f"() => document.getElementById('{BUTTON_ID}').click()")
+        page.wait_for_function(f"() => {{ const s = ({STATE})(); return s.joins > {before['joins']} && !s.streams; }}")
+        runs = record_runs(monkeypatch)
+        page.locator("#run").click()
+        runs.wait_for(lambda run: True, "after the click")  # computed: its messages wait on the server
+        page.wait_for_function(f"() => !({IDLE_JS})()")  # the Run's timer shows: the page waits for it
+        with pytest.raises(PlaywrightTimeout):  # without the watchdog it would wait for ever
+            page.wait_for_function(IDLE_JS, timeout=STUCK_MS)
+        assert blocked["closed"] >= 1 and page.evaluate(STATE)["fired"] == before["fired"]
+
+        blocked["on"] = False
+        fired = len(WATCHDOG_FIRED)
+        page.evaluate("() => { window.explorerStreamWatchdog = 'on'; }")
+        page.wait_for_function(IDLE_JS)  # the Run's last update applied
+        assert page.evaluate(STATE)["fired"] == before["fired"] + 1  # one click, said in the console:
+        assert len(WATCHDOG_FIRED) == fired + 1
+        assert page.locator("#output-summary").inner_text().strip()  # the Run's outputs, drawn
+    assert errors == [], errors
