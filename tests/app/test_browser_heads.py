@@ -27,7 +27,8 @@ def app_url(default_app):
 
 
 def test_roles_ablation_and_patching_draw(app_url, browser):
-    with opened(app_url, browser) as (page, errors):
+    # The Roles tab scores the view kind's self-attention stack: the page opens on the encoder, ask for the decoder's.
+    with opened(app_url + "?kind=decoder", browser) as (page, errors):
         views = page.locator("#views")
 
         views.get_by_role("tab", name="Roles").click()

@@ -46,7 +46,8 @@ def test_a_teachers_path(app_url, browser, monkeypatch):
         for selector in ("#state-line", "#output-tokens"):
             on_first_screen(page, selector, 800)
         assert "".join(page.evaluate(CHIPS)[1:]) == "2026-11-21[EOS]"
-        assert "“2·2” in the figures = the 2nd “2”" in page.evaluate(TEXT, "state-line")  # the answer repeats its digits
+        # The page opens on the encoder's view of the sentence, which repeats its spaces.
+        assert "“␣·2” in the figures = the 2nd “␣”" in page.evaluate(TEXT, "state-line")
         # Type a date and Run.
         page.locator("#text1 textarea").fill(DATE)
         page.locator("#run").click()
