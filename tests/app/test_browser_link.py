@@ -190,8 +190,10 @@ RESULT = """id => {
 }"""
 
 
-# Pages loading together: the queue's 4 workers (explorer.app.demo.queue), one page per worker. 1: one after another.
-AT_ONCE = 4
+# Pages loading together (the queue has 4 workers, explorer.app.demo.queue). 1: one after another. Four at once
+# hung both tries of one idle fresh-clone run (2026-11-29, 12:40) with the server idle: one at a time until the
+# queue-stream race (docs/tests.md) is cured.
+AT_ONCE = 1
 
 
 def test_a_link_to_any_tab_opens_it_computed(app_url, chromium):

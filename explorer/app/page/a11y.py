@@ -57,6 +57,8 @@ CSS = f"""
 .token.regex, .token.important, .token.variable {{color: #8a4b00 !important}}
 /* Gradio's closed Sidebar slides off screen but keeps its controls in the Tab order: the focus would go out of sight */
 .sidebar:not(.open) > .sidebar-content {{visibility: hidden}}
+/* Plotly's modebar buttons are about 20 px: WCAG 2.2's target size asks 24 px (axe target-size, seen on a phone) */
+.js-plotly-plot .modebar-btn {{min-width: 24px; min-height: 24px; box-sizing: border-box}}
 /* no text below 12 px (the head switches were 11 px) */
 .heads label, .heads label span {{font-size: 12px !important}}
 """
