@@ -135,3 +135,13 @@ def heads_on(run: SimpleNamespace, kind: str) -> frozenset[tuple[int, int]] | No
     """The (layer, head) pairs of `kind` that were on in a recorded Run (None: all)."""
     on = run.toggles.heads_on
     return None if on is None else on.get(kind)
+
+
+# A tab's result is there (an element id): its figure drawn, or its text written.
+RESULT = """id => {
+  const el = document.querySelector('#' + id);
+  if (!el) return false;
+  const gd = el.querySelector('.js-plotly-plot');
+  if (gd) return !!(gd.data && gd.data.length);
+  return el.innerText.trim() !== '';
+}"""

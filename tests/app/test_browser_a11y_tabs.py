@@ -23,7 +23,7 @@ from urllib.parse import quote
 import pytest
 
 from explorer.app.i18n.words import LANGS, NAMES, t
-from tests.app.browser import IDLE_JS, opened
+from tests.app.browser import IDLE_JS, RESULT, opened
 
 pytestmark = pytest.mark.browser
 
@@ -36,14 +36,6 @@ SENTENCES = {
     "date-gpt": ("samedi 21 novembre 2026", "samedi 28 novembre 2026"),
     "induction-gpt": ("t1 t2 t3 t4 t5 t6 t1 t2 t3 t4", "t1 t2 t3 t4 t5 t6 t1 t2 t3 t5"),
 }
-# A tab's result is there: its figure drawn, or its text written (as tests/app/test_browser_link.py waits).
-RESULT = """id => {
-  const el = document.querySelector('#' + id);
-  if (!el) return false;
-  const gd = el.querySelector('.js-plotly-plot');
-  if (gd) return !!(gd.data && gd.data.length);
-  return el.innerText.trim() !== '';
-}"""
 # Nothing of the page under way: no Run, and no text faded by Gradio while its event runs (axe would measure the fade).
 SETTLED = f"() => ({IDLE_JS})() && !document.querySelector('.pending')"
 SHOW_ALL = "show-every-panel"

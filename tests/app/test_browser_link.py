@@ -10,7 +10,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.app.browser import FIRST_RUN_JS, IDLE_JS, heads_on, record_runs
+from tests.app.browser import FIRST_RUN_JS, IDLE_JS, RESULT, heads_on, record_runs
 from tests.hang import HANG_MS
 
 pytestmark = pytest.mark.browser
@@ -179,15 +179,6 @@ def test_an_invalid_value_is_named_and_the_rest_restored(app_url, chromium, monk
     assert page.locator("#kind input").input_value() == "decoder"
     assert not page.locator("#padding input").is_checked()
     assert "date-translator" in page.evaluate(TEXT, "headline")  # the page's own model
-
-
-RESULT = """id => {
-  const el = document.querySelector('#' + id);
-  if (!el) return false;
-  const gd = el.querySelector('.js-plotly-plot');
-  if (gd) return !!(gd.data && gd.data.length);
-  return el.innerText.trim() !== '';
-}"""
 
 
 # Pages loading together (the queue has 4 workers, explorer.app.demo.queue). 1: one after another. Four at once
