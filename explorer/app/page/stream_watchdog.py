@@ -63,7 +63,7 @@ STREAM_WATCHDOG_JS = f"""(() => {{
   const completed = /data: ?\\{{"msg": ?"process_completed", ?"event_id": ?"([^"]+)"/g;
   const watch = async (reader) => {{
     const decoder = new TextDecoder();
-    let tail = '', broken = false;
+    let tail = '';
     try {{
       for (;;) {{
         const {{ value, done: end }} = await reader.read();
@@ -73,19 +73,18 @@ STREAM_WATCHDOG_JS = f"""(() => {{
         if (done.size > 100) done.clear();  // ids no join of this page named: never waited for
         tail = text.slice(-200);
       }}
-    }} catch (error) {{
-      broken = error.name !== 'AbortError';  // the client aborts after close_stream: an ordinary end
-    }}
-    if (broken) pending.clear();  // the client told every waiting event "broken connection"
+    }} catch (error) {{}}  // the client aborts after close_stream: an ordinary end; a broken one alike (below)
     streams -= 1; quietSince = performance.now(); arm();
   }};
   const stream = async (input, init) => {{
     streams += 1;
     let response;
-    try {{ response = await realFetch(input, init); }} catch (error) {{ streams -= 1; pending.clear(); throw error; }}
-    if (!response.ok || !response.body) {{  // the client takes a refused stream as a broken connection
-      streams -= 1; quietSince = performance.now(); pending.clear(); return response;
+    // A stream that fails, is refused or is aborted before its answer keeps the pending events pending: an abort can
+    // come from the race itself (close_stream read just then), and for a truly broken one the clicks are bounded.
+    try {{ response = await realFetch(input, init); }} catch (error) {{
+      streams -= 1; quietSince = performance.now(); arm(); throw error;
     }}
+    if (!response.ok || !response.body) {{ streams -= 1; quietSince = performance.now(); arm(); return response; }}
     const [theirs, mine] = response.body.tee();  // both branches get each chunk as it arrives
     watch(mine.getReader());
     return new Response(theirs, {{ status: response.status, statusText: response.statusText, headers: response.headers }});
