@@ -16,7 +16,8 @@ BROWSERS: list[Any] = []  # the session's Chromium (tests/conftest.py `browser`)
 CLOSED_LOGS: deque[list[str]] = deque(maxlen=1)  # the request log of the context closed last
 WATCHDOG_FIRED: list[str] = []  # the test under way at each click of the queue stream's watchdog (page.stream_watchdog)
 STATUS_JS = """() => [...document.querySelectorAll('#status, #output-summary, [data-testid=status-tracker]')]
-  .map(e => (e.id || e.className) + ': ' + e.innerText.trim().slice(0, 120)).join(' | ')"""
+  .map(e => (e.id || e.className) + ': ' + e.innerText.trim().slice(0, 120)).join(' | ')
+  + ' | watchdog: ' + JSON.stringify(window.explorerStreamWatchdogState ? window.explorerStreamWatchdogState() : null)"""
 
 
 def watch_browser(browser: Any) -> None:
