@@ -76,36 +76,68 @@ def browser(chromium_path, chromium_args):
 def pytest_collection_modifyitems(config, items):
     """Tests that use the session's Chromium (`browser`) run last, in their collected order. While Playwright's sync
     API is started it holds an event loop as the main thread's running loop, so from its first use on nothing may
-    call asyncio.run (tests/app/test_gradio_fixes.py does) or start another sync_playwright (benchmarks/browser.py
-    does): those run before it."""
-    items[:] = [i for i in items if "browser" not in i.fixturenames] + \
-        [i for i in items if "browser" in i.fixturenames]
-    for item in items:  # Gradio 6.31's queue-stream race: the watchdog missed 2 page loads of 63 (docs/tests.md)
-        if "browser" in item.fixturenames and not item.get_closest_marker("flaky"):
+    call asyncio.run or start another sync_playwright: those tests (marked `event_loop`) run before it.
+
+    On pytest-xdist's workers (`-n 2 --dist loadgroup`, pyproject.toml) the browser tests and the `event_loop` ones
+    form one group, run by one worker in this order, while the other worker takes every other test: one Chromium and
+    one set of served apps per run, as without workers."""
+    items[:] = [i for i in items if not _uses_browser(i)] + [i for i in items if _uses_browser(i)]
+    for item in items:
+        if _uses_browser(item) or item.get_closest_marker("event_loop"):
+            item.add_marker(pytest.mark.xdist_group(PAGE_GROUP))
+        # Gradio 6.31's queue-stream race: the watchdog missed 2 page loads of 63 (docs/tests.md)
+        if _uses_browser(item) and not item.get_closest_marker("flaky"):
             item.add_marker(pytest.mark.flaky(reruns=1))
+
+
+PAGE_GROUP = "browser"
+
+
+def _uses_browser(item) -> bool:
+    return "browser" in getattr(item, "fixturenames", ())
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     """A test that failed on a hang guard (a Playwright or pytest-timeout timeout, a wait's assertion) gets the served
-    apps' queues and every thread's stack in its report (tests/hang_report.py): a hang seen once in CI can be read."""
+    apps' queues and every thread's stack in its report (tests/hang_report.py): a hang seen once in CI can be read.
+    A browser test's teardown report carries how often the page's stream watchdog clicked during it."""
     outcome = yield
     rep = outcome.get_result()
     if rep.failed and call.excinfo is not None and "Timeout" in call.excinfo.typename + str(call.excinfo.value)[:200]:
         from tests.hang_report import report
 
         rep.sections.append(("hang report", report()))
+    if call.when == "teardown" and _uses_browser(item):
+        from tests.hang_report import WATCHDOG_FIRED
+
+        rep.user_properties.append((WATCHDOG_PROPERTY, WATCHDOG_FIRED.count(item.nodeid)))
+        WATCHDOG_FIRED[:] = [t for t in WATCHDOG_FIRED if t != item.nodeid]  # a rerun counts afresh
+
+
+WATCHDOG_PROPERTY = "stream_watchdog_fired"
 
 
 def pytest_terminal_summary(terminalreporter):
     """How often the page's queue-stream watchdog had to reopen a page's stream (explorer.app.page.stream_watchdog:
-    Gradio's race, docs/tests.md), counted over the session's browser pages (tests/hang_report.py)."""
-    from tests.hang_report import BROWSERS, WATCHDOG_FIRED
-
-    if BROWSERS:
-        tests = sorted(set(WATCHDOG_FIRED))
-        terminalreporter.write_line(f"stream watchdog: fired {len(WATCHDOG_FIRED)} times, in {len(tests)} tests "
-                                    f"{tests}")
+    Gradio's race, docs/tests.md), summed over the browser tests' reports: the same line with or without xdist's
+    workers (a report, unlike a module's list, travels from a worker to the controller)."""
+    fired: dict[str, int] | None = None
+    for reports in terminalreporter.stats.values():
+        for rep in reports:
+            for name, value in getattr(rep, "user_properties", ()):
+                if name == WATCHDOG_PROPERTY:
+                    fired = {} if fired is None else fired
+                    if value:
+                        fired[rep.nodeid] = fired.get(rep.nodeid, 0) + value
+    if fired is not None:
+        terminalreporter.write_line(f"stream watchdog: fired {sum(fired.values())} times, in {len(fired)} tests "
+                                    f"{sorted(fired)}")
+    for rep in terminalreporter.stats.get("rerun", []):  # a try that failed and passed again: why it failed
+        hang = dict(getattr(rep, "sections", ())).get("hang report")
+        terminalreporter.write_line(f"rerun {rep.nodeid}: {str(rep.longrepr).splitlines()[-1][:200]}")
+        if hang:
+            terminalreporter.write_line("\n".join(hang.splitlines()[:80]))
 
 
 def _free_port() -> int:

@@ -17,6 +17,8 @@ import pytest
 from benchmarks import assets, report
 from benchmarks.__main__ import main, parse_only
 
+pytestmark = pytest.mark.event_loop  # asyncio.run / its own Playwright: before the browser tests
+
 
 def measured(*values) -> bool:
     """Times and rates as a benchmark writes them: numbers, finite and not negative (0.0 allowed: rounded)."""

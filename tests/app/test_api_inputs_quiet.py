@@ -10,6 +10,8 @@ import pytest
 
 from explorer.app.serving import api_inputs
 
+pytestmark = pytest.mark.event_loop  # asyncio.run / its own Playwright: before the browser tests
+
 
 def refusal(fn) -> gr.Error:
     """The error of `fn`'s event given a head switch that is not among the group's (none) choices."""

@@ -7,9 +7,12 @@ from __future__ import annotations
 import asyncio
 
 import gradio as gr
+import pytest
 from gradio.state_holder import SessionState
 
 from explorer.app.page import gradio_fixes
+
+pytestmark = pytest.mark.event_loop  # asyncio.run / its own Playwright: before the browser tests
 
 
 def alternate(value: str, n: int) -> dict:

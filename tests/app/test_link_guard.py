@@ -7,7 +7,11 @@ from __future__ import annotations
 import asyncio
 from urllib.parse import quote
 
+import pytest
+
 from explorer.app.link.guard import MAX_URL, LongLinkGuard
+
+pytestmark = pytest.mark.event_loop  # asyncio.run / its own Playwright: before the browser tests
 
 
 async def the_app(scope, receive, send):
