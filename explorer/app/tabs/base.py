@@ -74,6 +74,7 @@ class Tab:
     help: str = ""  # Markdown under the tab's title
     result: str = ""  # elem_id of what shows the tab's result (empty until computed: tests wait for it)
     button: str | None = None  # elem_id of the button that computes the tab; None: the page's Run draws it
+    opens_computed: bool = False  # computed when opened and after each Run while shown: a link never presses `button`
     figures: tuple[RunFigure, ...] = ()  # drawn from each Run (their names are fields of the parts holding gr.Plot)
     link_keys: tuple[LinkKey, ...] = ()
     script: str = ""  # JavaScript run once on the page (a function body's statements), e.g. click bindings
