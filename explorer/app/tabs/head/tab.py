@@ -277,8 +277,8 @@ class HeadTab(Tab):
         clicked = endpoint(HeadForm, ev.clicked, "head_clicked", extra=("click", "state", "shown"))
         p.click.change(clicked, [*inputs, p.click, p.state, page.kept],
                        [*outputs, page.visible_tab, page.tab_strip], **PRIVATE)
-        app.then_analyze(p.masked.change(ev.to_masked, [page.session, p.masked, p.state],
-                                         [app.status, page.setting("kind"), p.state], **PRIVATE))
+        app.add_run(app.then_analyze(p.masked.change(ev.to_masked, [page.session, p.masked, p.state],  # then drawn
+                                                     [app.status, page.setting("kind"), p.state], **PRIVATE)))
         return ev
 
     def restore_link(self, parts: HeadParts, app: Any, values: dict[str, Any]) -> tuple[dict, list[str]]:
