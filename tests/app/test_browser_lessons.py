@@ -70,7 +70,8 @@ def act(page, action) -> None:
 RECT = "s => document.querySelector(s).getBoundingClientRect().toJSON()"
 UNCUT = "s => { const e = document.querySelector(s); return e.clientWidth > 0 && e.scrollWidth <= e.clientWidth; }"
 HEIGHT = "() => document.querySelector('#lesson-panel').getBoundingClientRect().height"
-WHOLE = "s => { const e = document.querySelector(s); return e.clientHeight > 0 && e.scrollHeight <= e.clientHeight + 1; }"
+WHOLE = ("s => { const e = document.querySelector(s); "
+         "return e.clientHeight > 0 && e.scrollHeight <= e.clientHeight + 1; }")
 
 
 def apart(page, *selectors: str) -> bool:
@@ -92,7 +93,8 @@ FORMS = {"induction": "#role", "month-circuit": "#circuit-task, #circuit-generat
 CUT = """sel => [...document.querySelectorAll(sel)].flatMap(b => {
   const out = [], title = b.querySelector('[data-testid="block-info"]');
   if (!title || title.getBoundingClientRect().height > 30) out.push(b.id + ': its label on several lines');
-  for (const l of b.querySelectorAll('label')) if (l.scrollWidth > l.clientWidth + 1) out.push(b.id + ': ' + l.innerText);
+  for (const l of b.querySelectorAll('label'))
+    if (l.scrollWidth > l.clientWidth + 1) out.push(b.id + ': ' + l.innerText);
   const input = b.querySelector('input[role=combobox]'), arrow = b.querySelector('.icon-wrap');
   if (input && arrow) {
     const ctx = document.createElement('canvas').getContext('2d'); ctx.font = getComputedStyle(input).font;

@@ -168,8 +168,6 @@ def test_nothing_masked_says_why_and_the_button_opens_a_middle_query_with_masked
     and offers decoder self-attention; the button's handler sets the page's kind and the next draw (the chained Run's)
     is at the middle query, where the causal mask hides every later key. A language model's last token: the same
     kind, its middle query. No button where no causal mask can help (causal off)."""
-    from explorer.app.tabs.head.tab import HeadState
-
     f = form(ev, "date-translator", DATE1, "", kind="encoder", layer=0, head=0, words="plain")
     html = ev.shown_tab(f, None)[ev.parts.steps]
     assert "Nothing is masked for this query:</b> in the encoder" in html and 'data-head-masked="decoder"' in html

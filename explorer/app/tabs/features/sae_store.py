@@ -127,7 +127,8 @@ def saes_for(model_name: str | None) -> list[str]:
 
 
 def sae_choice(model_name: str | None, current: Any) -> tuple[list[str], str | None]:
-    """A new model's SAE menu: its shipped SAEs, and the value: a typed SAE (not a shipped one) stays, else the first."""
+    """A new model's SAE menu: its shipped SAEs, and its value: a typed SAE (not a shipped one) stays, else the
+    first."""
     choices, value = saes_for(model_name), str(current or "")
     keep = value and (value in choices or value not in shipped_saes())
     return choices, value if keep else (choices[0] if choices else None)

@@ -29,7 +29,8 @@ from .click import SCRIPT
 from .dashboards import cached
 from .forms import (DEFAULT_COEFFICIENT, NO_SAE, FeatureForm, LatentClick, SteerForm, SwitchForm, coefficient_key,
                     latent_key, layer_key, read_key, sae_key, sae_source, switches_key, text_key, whole_or_none)
-from .result import FeatureRequest, most_tokens, SwitchRequest, feature_bytes, features, outputs_bytes, steer, switch_latents
+from .result import (FeatureRequest, SwitchRequest, feature_bytes, features, most_tokens, outputs_bytes, steer,
+                     switch_latents)
 from .sae_store import SAESource, sae_choice, saes_for, shared_sae
 from .switch_state import NONE, switches_line, with_switch
 from .text import (TOKEN_HEADERS, latent_figures, latent_markdown, output_markdown, output_table, reading_heatmap,
