@@ -112,7 +112,8 @@ def test_phone_keeps_the_output_in_view_while_a_switch_is_toggled(open_view):
         causal = page.locator("#causal input")
         causal.scroll_into_view_if_needed()
         causal.uncheck()
-        page.wait_for_function("() => document.querySelector('#why-same').innerText.includes('causal mask')")
+        page.wait_for_function("() => ((document.querySelector('#why-same') || {}).innerText || '')"
+                               ".includes('causal mask')")  # (not in the page until there is a why)
         why, bar = page.evaluate(IN_WINDOW, "#why-same"), page.evaluate(IN_WINDOW, "#results-bar")
         assert bar["y"] == 0 and 0 < why["y"] and why["bottom"] <= min(bar["bottom"], why["inner"]), (why, bar)
         assert why["bottom"] <= 0.4 * why["inner"], why  # the bar leaves most of the screen to the page
