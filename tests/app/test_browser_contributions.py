@@ -1,6 +1,7 @@
 """The Contributions tab in headless Chromium on the starting model (date-translator): Attribute draws the DLA map
 and the token-attribution strip; clicking a head's cell of the map shows that head's promoted / suppressed tokens
-(the page script sends the cell to the server, which answers from the kept result). No console errors."""
+(the page script sends the cell to the server, which answers from the kept result); its form comes before its help,
+which is folded. No console errors."""
 
 from __future__ import annotations
 
@@ -45,6 +46,9 @@ def app_url(default_app):
 def test_contributions_tab_draws_and_a_click_shows_the_heads_tokens(app_url, browser):
     with opened(app_url, browser) as (page, errors):
         page.locator("#views").get_by_role("tab", name="Contributions").click()
+        # the form first, the long help folded under it ("How to read this")
+        form, help_box = (page.locator(s).bounding_box() for s in ("#contrib-run", "#views .tab-help"))
+        assert form["y"] < help_box["y"] and not page.get_by_text("Why the model chose a token").first.is_visible()
         page.locator("#contrib-steps input").fill("8")
         page.locator("#contrib-run").click()
         for plot in ("contrib-plot", "contrib-strip"):

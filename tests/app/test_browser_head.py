@@ -2,7 +2,8 @@
 computed in plain words (the worked example with its strips; the details hidden); a key typed into the picker joins
 the steps; "All details" shows the jargon glossed and draws the neuron view, the table, the heads as lines and the
 query-key map; a click on a row of the
-Attention tab's heatmap opens this tab on that query (the page script writes the row to the server). No console
+Attention tab's heatmap opens this tab on that query (the page script writes the row to the server); at the last
+token, where nothing is masked, the mask step's button opens the middle query, whose later keys are masked. No console
 errors."""
 
 from __future__ import annotations
@@ -94,5 +95,10 @@ def test_a_link_opens_the_keys_and_all_details(app_url, browser):
         page.wait_for_function(IDLE_JS)
         keys = [line for line in page.evaluate(TEXT, "head-steps").split("\n") if line.startswith("k of ")]
         assert [k.split()[2] for k in keys] == ["0", "4"], keys
+        # the last token: nothing masked, said in the mask step; its button opens the middle query (causal: masked)
+        assert "none come after the last one" in page.evaluate(TEXT, "head-steps")
+        page.locator("#head-steps [data-head-masked]").click()
+        page.wait_for_function(f"() => ({QUERY})() === '6' && ({TEXT})('head-steps').includes('masked (0)')")
+        assert "Nothing is masked" not in page.evaluate(TEXT, "head-steps")
     finally:
         context.close()

@@ -70,6 +70,8 @@ def act(page, action) -> None:
 RECT = "s => document.querySelector(s).getBoundingClientRect().toJSON()"
 UNCUT = "s => { const e = document.querySelector(s); return e.clientWidth > 0 && e.scrollWidth <= e.clientWidth; }"
 HEIGHT = "() => document.querySelector('#lesson-panel').getBoundingClientRect().height"
+WHOLE = ("s => { const e = document.querySelector(s); "
+         "return e.clientHeight > 0 && e.scrollHeight <= e.clientHeight + 1; }")
 
 
 def apart(page, *selectors: str) -> bool:
@@ -84,6 +86,23 @@ def in_view(page, selector: str) -> bool:
       return r.height > 0 && r.top >= 0 && r.bottom <= window.innerHeight + 1; }""", selector)
 
 
+# The forms beside the panel (1280 px): a lesson's tab squeezed into what the panel leaves. What is cut: a block's
+# label on more than one line, a choice wider than its box, a menu's value running under its arrow.
+FORMS = {"induction": "#role", "month-circuit": "#circuit-task, #circuit-generated, #circuit-held, #circuit-fresh, "
+                                                 "#circuit-method, #circuit-metric, #circuit-edges"}
+CUT = """sel => [...document.querySelectorAll(sel)].flatMap(b => {
+  const out = [], title = b.querySelector('[data-testid="block-info"]');
+  if (!title || title.getBoundingClientRect().height > 30) out.push(b.id + ': its label on several lines');
+  for (const l of b.querySelectorAll('label'))
+    if (l.scrollWidth > l.clientWidth + 1) out.push(b.id + ': ' + l.innerText);
+  const input = b.querySelector('input[role=combobox]'), arrow = b.querySelector('.icon-wrap');
+  if (input && arrow) {
+    const ctx = document.createElement('canvas').getContext('2d'); ctx.font = getComputedStyle(input).font;
+    const end = input.getBoundingClientRect().left + parseFloat(getComputedStyle(input).paddingLeft)
+      + ctx.measureText(input.value).width;
+    if (end > arrow.getBoundingClientRect().left) out.push(b.id + ': ' + input.value + ' under the arrow');
+  }
+  return out; })"""
 WALKED = [x for x in LESSONS if x.id in WALK]  # a lesson of one unchecked step (old format) has nothing to walk
 
 
@@ -112,6 +131,8 @@ def test_walk_every_lesson_with_its_checks(app_url, chromium, lesson):
         assert apart(page, "#results-bar", "#views"), (lesson.id, k)  # a column beside the results, over none
         if k < n:
             page.locator("#lesson-next").click()
+    if lesson.id in FORMS:
+        assert page.evaluate(CUT, FORMS[lesson.id]) == []
     page.evaluate("() => window.scrollTo(0, document.body.scrollHeight / 2)")  # docked while the page scrolls
     assert in_view(page, "#lesson-panel")
     assert page.evaluate(TEXT, "link-notice") == ""
@@ -161,8 +182,8 @@ def test_the_menu_opens_a_lesson_copy_link_keeps_it_and_leave_closes_it(app_url,
 
 
 def test_on_a_phone_the_panel_is_folded_in_view_and_leaves_the_output_uncovered(app_url, browser):
-    """Folded as it opens (its buttons, title and step: at most 120 px of 844), unfolded and folded on demand; the
-    menu's title uncut."""
+    """Folded as it opens (its buttons, the step's first sentence and the verdict, whole: at most 120 px of 844),
+    unfolded and folded on demand; the menu's title uncut."""
     from tests.app.browser import new_page
 
     context, page = new_page(browser, viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
@@ -176,6 +197,9 @@ def test_on_a_phone_the_panel_is_folded_in_view_and_leaves_the_output_uncovered(
                          for s in ("#lesson-panel", "#output-tokens"))
         assert panel["top"] >= output["bottom"]  # under the output, not over it
         assert panel["height"] <= 120 and page.locator("#lesson-text").is_visible(), panel
+        # the step's first sentence and the verdict whole: nothing cut nor scrolled inside (the rest on Unfold)
+        assert page.evaluate(WHOLE, "#lesson-text") and page.evaluate(WHOLE, "#lesson-panel")
+        assert "✓" in page.evaluate("() => document.querySelector('#lesson-text').innerText")
         assert not page.locator("#lesson-about").is_visible() and page.evaluate(UNCUT, "#lessons input")
         page.locator("#lesson-unfold").click()  # the goal and what to notice too, at most a third of the screen
         page.wait_for_function(f"() => ({HEIGHT})() > 120")

@@ -96,7 +96,8 @@ def test_phone_shows_the_heatmap_after_the_sentence_and_run(open_view, tmp_path)
 
 def test_phone_keeps_the_output_in_view_while_a_switch_is_toggled(open_view):
     """Scrolled down to the switches (4,000 px below the output before), a switch toggled: the output bar is pinned at
-    the top of the window, showing the new state, and the switch itself is not under it."""
+    the top of the window, showing the new state, and the switch itself is not under it; the causal mask unticked
+    further down: why it changed nothing is in view, inside the pinned bar."""
     with open_view(viewport=PHONE, phone=True) as (page, errors):
         switch = page.locator("#cross-heads label").filter(has_text="L1 H3")
         switch.scroll_into_view_if_needed()
@@ -107,6 +108,15 @@ def test_phone_keeps_the_output_in_view_while_a_switch_is_toggled(open_view):
         assert bar["y"] == 0 and 0 < tokens["y"] and tokens["bottom"] <= bar["bottom"] < 120, (bar, tokens)
         label = page.evaluate(IN_WINDOW, "#cross-heads")
         assert label["y"] >= bar["bottom"] and label["bottom"] <= label["inner"], (label, bar)
+        # the causal mask unticked (further down): why greedy decoding cannot see it, in view in the pinned bar
+        causal = page.locator("#causal input")
+        causal.scroll_into_view_if_needed()
+        causal.uncheck()
+        page.wait_for_function("() => ((document.querySelector('#why-same') || {}).innerText || '')"
+                               ".includes('causal mask')")  # (not in the page until there is a why)
+        why, bar = page.evaluate(IN_WINDOW, "#why-same"), page.evaluate(IN_WINDOW, "#results-bar")
+        assert bar["y"] == 0 and 0 < why["y"] and why["bottom"] <= min(bar["bottom"], why["inner"]), (why, bar)
+        assert why["bottom"] <= 0.4 * why["inner"], why  # the bar leaves most of the screen to the page
     assert errors == [], errors
 
 

@@ -12,6 +12,7 @@ import json
 import os
 import pickle
 
+import gradio as gr
 import numpy as np
 import pytest
 import torch
@@ -340,3 +341,24 @@ def test_the_latents_switched_are_said_beside_them_until_cleared():
     assert "until cleared" in line and line.endswith("latents 7 added ×-2, 12 off, 40 clamped to 3.5.")
     assert switches_line("12:off").endswith("latent 12 off.")
     assert "⚠️" in switches_line("12:sideways") and "12" in switches_line("12:sideways")
+
+
+def test_the_tab_reads_itself_when_opened_and_again_only_when_its_reading_changed(page, root):
+    """auto_read (the tab opened, a Run while it is shown): the reading and the model's own output without the
+    button; nothing again for the same model, sentence and SAE, nor while another tab is shown; a model without a
+    shipped SAE: what to do, said."""
+    from explorer.app.tabs.features.forms import NO_SAE
+
+    ev, fe = page
+    session, _ = session_of(page, "date-gpt")
+    p, sae = fe.parts, "sae-date-gpt-blocks"
+    out = fe.auto_read(session, DATE, sae, "", 8, "features", "")
+    assert status(out, page) == "" and "explains" in out[p.summary] and out[p.latent] is not None
+    assert "Nothing is switched" in out[p.out_md] and out[p.read_key]
+    assert fe.auto_read(session, DATE, sae, "", 8, "features", out[p.read_key]) == {fe.status: gr.skip()}
+    assert fe.auto_read(session, DATE, sae, "", 8, "attention", "") == {fe.status: gr.skip()}
+    again = fe.auto_read(session, "3/5/2024", sae, "", 8, "features", out[p.read_key])
+    assert again[p.read_key] != out[p.read_key] and "explains" in again[p.summary]
+    tiny, _ = session_of(page, str(root / "tiny-gpt2"))
+    none = fe.auto_read(tiny, TEXT, "", "", 8, "features", "")
+    assert none[p.summary] == NO_SAE and p.out_md not in none

@@ -10,6 +10,7 @@ import json
 import re
 from dataclasses import replace
 
+import gradio as gr
 import numpy as np
 import pytest
 
@@ -160,3 +161,26 @@ def test_a_link_names_the_keys_and_the_words(ev):
     updates, notices = TAB.restore_link(ev.parts, ev, {"keys": [0, 4], "words": "details"})
     assert notices == [] and updates[ev.parts.words] == "details"
     assert updates[ev.parts.keys]["value"] == [0, 4] and updates[ev.parts.keys]["choices"] == [("0", 0), ("4", 4)]
+
+
+def test_nothing_masked_says_why_and_the_button_opens_a_middle_query_with_masked_keys(ev):
+    """Encoder self-attention at the last token (the page's opening view): the mask step says why nothing is masked
+    and offers decoder self-attention; the button's handler sets the page's kind and the next draw (the chained Run's)
+    is at the middle query, where the causal mask hides every later key. A language model's last token: the same
+    kind, its middle query. No button where no causal mask can help (causal off)."""
+    f = form(ev, "date-translator", DATE1, "", kind="encoder", layer=0, head=0, words="plain")
+    html = ev.shown_tab(f, None)[ev.parts.steps]
+    assert "Nothing is masked for this query:</b> in the encoder" in html and 'data-head-masked="decoder"' in html
+    assert "−∞ (" not in html
+    out = ev.to_masked(f.session, "decoder|1700000000", None)
+    assert out[ev.page.setting("kind")] == "decoder" and out[ev.parts.state].middle
+    assert ev.to_masked(f.session, "self|1", None) == {ev.status: gr.skip()}  # not a kind of this model
+    after = ev.shown_tab(replace(f, view=replace(f.view, kind="decoder")), out[ev.parts.state])
+    assert after[ev.parts.query] == 6 and "position 6" in after[ev.parts.summary]  # the middle of 12
+    assert "−∞ (a later token)" in after[ev.parts.steps] and "Nothing is masked" not in after[ev.parts.steps]
+    assert not after[ev.parts.state].middle  # once
+    lm = ev.shown_tab(form(ev, "tiny-gpt2", LM1, "", kind="decoder", layer=0, head=0, words="plain"), None)
+    assert "none come after the last one" in lm[ev.parts.steps] and 'data-head-masked="decoder"' in lm[ev.parts.steps]
+    off = form(ev, "date-translator", DATE1, "", kind="decoder", layer=0, head=0, words="plain", causal_mask=False)
+    steps = ev.shown_tab(off, None)[ev.parts.steps]
+    assert "the causal mask is off" in steps and "data-head-masked" not in steps

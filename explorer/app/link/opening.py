@@ -254,7 +254,7 @@ class LinkEvents:
         i = page.inputs
         opened = page.demo.load(self.open_page, [page.session], [*app.model_outputs, *self.restored], **PRIVATE)
         ran = app.after_model(opened)
-        buttons = {t.id: t.button for t in page.registry if t.button}
+        buttons = {t.id: t.button for t in page.registry if t.button and not t.opens_computed}
         ran.then(None, [page.visible_tab], None, js=run_tab_js(buttons), **PRIVATE)
         address = i.address
 

@@ -198,8 +198,9 @@ th.glossed {text-decoration: underline dotted; cursor: help}  /* a header with j
   #run {order: 2}
   #status, #link-notice, #link-url {order: 3}
   #results-bar {order: 4; box-shadow: 0 3px 3px -2px rgba(0, 0, 0, 0.12)}
-  #why-same-row {order: 4; flex-wrap: wrap !important}  /* under the output it explains (not above Run) */
-  #why-same {min-width: 100% !important} #why-same p {font-size: 13px}
+  #why-same-row {flex-wrap: wrap !important}  /* in the pinned bar (results_bar.py): the words, then the button */
+  #why-same {min-width: 100% !important; max-height: 168px; overflow-y: auto}  /* pinned: a fifth of the screen */
+  #why-same p {font-size: 13px}
   #more, #views .tab-wrapper, #views > .tabitem > .column > * {order: 5}
   #heads-group {order: 6}
   #masks-group {order: 7}

@@ -173,7 +173,7 @@ def layout(start: Start, session_value: Any, tabs: Sequence[Any], table: Sequenc
                     shown, parts = {}, {}
                     for tab in tabs:
                         with gr.Tab(tab.title, id=tab.id, visible=tab.shown_for(start.info)) as shown[tab.id]:
-                            if tab.help:
+                            if tab.help and not tab.help_folded:
                                 gr.Markdown(glossed(tab.help), elem_classes="tab-text")  # jargon explained
                             parts[tab.id] = tab.layout(start)
                 made |= in_column | lay(table, TAB_STRIP, start) | shown_as

@@ -11,6 +11,7 @@ Run on the server (page.lesson_events). Layout only: the events are page.lesson_
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import gradio as gr
@@ -65,12 +66,12 @@ LESSON_CSS = """
   }
   @media (max-width: 640px) {
     #lesson-panel.open #lesson-fold, #lesson-panel:not(.open) #lesson-unfold {display: inline-flex}
-    /* folded unless opened: the buttons, the title on one line and the step, scrolled inside (at most 120 px) */
+    /* folded unless opened: the buttons, the step's first sentence and the check's verdict, whole (at most 120 px;
+       the Lessons menu names the lesson); Unfold for the title, the rest of the step, what was measured, the goal */
     #lesson-panel:not(.open) {max-height: 120px !important; overflow: hidden !important}
-    #lesson-panel:not(.open) #lesson-about {display: none}
-    #lesson-panel:not(.open) #lesson-text {max-height: 76px; overflow-y: auto}
-    #lesson-panel:not(.open) #lesson-text h3 {white-space: nowrap; overflow: hidden; text-overflow: ellipsis;
-                                              font-size: 13px}
+    #lesson-panel:not(.open) #lesson-about, #lesson-panel:not(.open) #lesson-text h3,
+    #lesson-panel:not(.open) .lesson-rest, #lesson-panel:not(.open) .lesson-measured {display: none}
+    #lesson-panel:not(.open) #lesson-text p {line-height: 1.3}
     #lesson-nav button {padding: 0 4px !important; font-size: 12px !important}
     /* the menu on a line of its own while a lesson runs, its text a little smaller: the title readable */
     div:has(> #lesson-panel) #lessons {flex: 1 1 100% !important}
@@ -109,6 +110,7 @@ FOLD_JS = """() => {
   const open = phone ? panel.classList.toggle('open') : !panel.classList.toggle('folded');
   for (const b of document.querySelectorAll('#lesson-fold, #lesson-unfold')) b.setAttribute('aria-expanded', String(open));
 }"""
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z*`“(])")  # a sentence's end: a capital, bold, code or quote next
 REFUSED = "!"  # a menu value that names a lesson file not loaded (no lesson id starts with it)
 
 
@@ -177,12 +179,30 @@ def panel_text(n: int, lesson: Lesson, total: int, step: int, verdict: str | Non
     do = steps[step - 1].do if lesson.steps else t("lesson.try_goal", lang)
     where = t("lesson.from", lang, source=lesson.source) if lesson.source else ""
     main = [t("lesson.heading", lang, n=n, total=total, title=lesson.title) + where,
-            t("lesson.step", lang, k=step, steps=len(steps), do=do),
-            verdict if verdict is not None else t("lesson.nothing_to_check" if step < len(steps) else "lesson.last_step",
-                                                  lang)]
+            t("lesson.step", lang, k=step, steps=len(steps), do=folded(*first_sentence(do), "lesson-rest")),
+            folded(*measured(verdict), "lesson-measured") if verdict is not None else
+            t("lesson.nothing_to_check" if step < len(steps) else "lesson.last_step", lang)]
     about = ([t("lesson.goal", lang, goal=lesson.shown_goal)]
              + ([t("lesson.notice", lang, notice=lesson.notice)] if lesson.notice else []))
     return "\n\n".join(main), "\n\n".join(about)
+
+
+def first_sentence(text: str) -> tuple[str, str]:
+    """A step's first sentence and the rest ("" when it is one sentence)."""
+    parts = SENTENCE_END.split(text.strip(), maxsplit=1)
+    return (parts[0], " " + parts[1]) if len(parts) == 2 else (text, "")
+
+
+def measured(verdict: str) -> tuple[str, str]:
+    """A check's verdict and its last parenthesis (what the Run measured), "" when it has none."""
+    cut = verdict.rfind(" (")
+    return (verdict[:cut], verdict[cut:]) if verdict.endswith(")") and cut > 0 else (verdict, "")
+
+
+def folded(shown: str, rest: str, css_class: str) -> str:
+    """`shown`, then `rest` in a span of `css_class` that the folded phone panel hides (LESSON_CSS): its step and
+    verdict whole in a few lines, Unfold for the rest."""
+    return f'{shown}<span class="{css_class}">{rest}</span>' if rest else shown
 
 
 def unknown_text(key: str, catalogue: Catalogue, lang: str = ENGLISH) -> str:

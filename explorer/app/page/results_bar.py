@@ -2,8 +2,9 @@
 Download button beside them (explorer.app.export.download). It stays in view while the page scrolls (`#results-bar`
 is sticky, assets.CSS), so the output is seen change as switches below it are toggled.
 
-Laid out by page.layout; filled by events.PageEvents from run.result.Analysis (.state, .chips); under them, when the
-toggles changed no output, what the Run measured and a next step (run.unchanged, filled by page.next_step).
+Laid out by page.layout; filled by events.PageEvents from run.result.Analysis (.state, .chips); under them, in the
+pinned box, when the toggles changed no output, what the Run measured and a next step (run.unchanged, filled by
+page.next_step).
 """
 
 from __future__ import annotations
@@ -44,10 +45,11 @@ def results_bar() -> Results:
                                         show_inline_category=False, color_map=CHIP_COLOURS, container=False)
             download = gr.Button("⤓ Download", size="sm", scale=0, min_width=90, elem_id="download-view")
             download_file = gr.DownloadButton(visible="hidden", elem_id="download-file")
-    # below the pinned box, so the bar stays one line high while switches are toggled
-    with gr.Row(elem_id="why-same-row", equal_height=False, visible=False) as why_row:
-        why = gr.Markdown(elem_id="why-same")
-        step = gr.Button("Switch off the 2 heads that matter most", size="sm", scale=0, min_width=160, visible=False,
-                         elem_id="why-step")
+        # in the pinned box: on a phone the toggle that changed nothing is far down the page, and its why must be
+        # in view with the output (shown only then: otherwise the bar stays two short lines)
+        with gr.Row(elem_id="why-same-row", equal_height=False, visible=False) as why_row:
+            why = gr.Markdown(elem_id="why-same")
+            step = gr.Button("Switch off the 2 heads that matter most", size="sm", scale=0, min_width=160,
+                             visible=False, elem_id="why-step")
     return Results(state, output, gr.State([]), download, download_file, why, step, gr.State(None), gr.State(""),
                    why_row)

@@ -72,8 +72,10 @@ class Tab:
     id: str = ""
     title: str = ""
     help: str = ""  # Markdown under the tab's title
+    help_folded: bool = False  # True: folded under the tab's form instead ("How to read this": `folded_help`)
     result: str = ""  # elem_id of what shows the tab's result (empty until computed: tests wait for it)
     button: str | None = None  # elem_id of the button that computes the tab; None: the page's Run draws it
+    opens_computed: bool = False  # computed when opened and after each Run while shown: a link never presses `button`
     figures: tuple[RunFigure, ...] = ()  # drawn from each Run (their names are fields of the parts holding gr.Plot)
     link_keys: tuple[LinkKey, ...] = ()
     script: str = ""  # JavaScript run once on the page (a function body's statements), e.g. click bindings
@@ -81,6 +83,15 @@ class Tab:
     def layout(self, start: Any) -> Any:
         """The components inside the tab (called within its gr.Tab, after its help line); returns its parts."""
         raise NotImplementedError
+
+    def folded_help(self) -> None:
+        """The help folded, where the tab's layout calls this (under its form: a long help first pushed it down)."""
+        import gradio as gr
+
+        from ..page.glossary import glossed
+
+        with gr.Accordion("How to read this", open=False, elem_classes="tab-help"):
+            gr.Markdown(glossed(self.help), elem_classes="tab-text")  # jargon explained
 
     def shown_for(self, info: Any) -> bool:
         """Whether the tab is shown for a model (None: the starting model failed to load)."""

@@ -212,14 +212,14 @@ class CircuitTab(Tab):
     def layout(self, start: Any) -> CircuitParts:
         with gr.Row(equal_height=False):
             task = gr.Radio([(label, key) for key, label in TASKS.items()], value="generated", label="Task",
-                            elem_id="circuit-task", min_width=220)
+                            elem_id="circuit-task", min_width=260)
             generated = gr.Slider(GENERATED[0], GENERATED[1], value=GENERATED[2], step=1, label="Generated pairs",
-                                  elem_id="circuit-generated", min_width=160)
+                                  elem_id="circuit-generated", min_width=200)
             held_out = gr.Slider(0, GENERATED[1] - 1, value=DEFAULT_HELD_OUT, step=1, label="Held-out pairs",
-                                 info="kept out of the search, checked apart", elem_id="circuit-held", min_width=160)
+                                 info="kept out of the search, checked apart", elem_id="circuit-held", min_width=260)
             fresh = gr.Radio([(label, key) for key, label in FRESH.items()], value="second",
                              label="induction-gpt: the corrupted prompt's fresh half", elem_id="circuit-fresh",
-                             min_width=220)
+                             min_width=340)  # its label on one line (beside the lesson panel too)
         pairs = gr.Textbox(label="Pairs", lines=3, max_lines=12, placeholder=PLACEHOLDER, elem_id="circuit-pairs")
         file = gr.HTML(FILE_HTML, elem_id="circuit-file")
         with gr.Row(equal_height=False):

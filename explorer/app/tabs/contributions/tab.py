@@ -200,6 +200,7 @@ class ContributionsTab(Tab):
             "head for the tokens it promotes and suppresses. Below: each input token's attribution (integrated "
             "gradients or input × gradient) with its completeness delta. The page's masks do not apply here: the "
             "model reads sentence 1 with its own (causal for a language model).")
+    help_folded = True  # the form first (the help is long): folded under it
     button = "contrib-run"
     script = SCRIPT
     link_keys = (LinkKey("at", "position", whole_key(-10**6, 10**6), "the position read (−1: the last; a masked LM's "
@@ -225,6 +226,7 @@ class ContributionsTab(Tab):
             steps = gr.Number(DEFAULT_STEPS, label="Points", info="0 = until within 2%", precision=0, minimum=0,
                               maximum=MAX_STEPS, elem_id="contrib-steps", min_width=70)
             run_btn = gr.Button("Attribute", variant="primary", elem_id="contrib-run", min_width=100, scale=0)
+        self.folded_help()
         stale = gr.Markdown(elem_id="contrib-stale")
         summary = gr.Markdown(elem_id="contrib-summary")
         dla_plot = gr.Plot(label="Direct logit attribution", show_label=False, elem_id="contrib-plot")

@@ -73,6 +73,11 @@ class FeatureForm:
     latent: Any = None
 
 
+def read_key(session: Any, sentence1: Any, sae: Any) -> str:
+    """What a reading depends on besides its latent: the model, sentence 1 and the SAE (tab.auto_read)."""
+    return f"{getattr(session, 'key', '')}|{sae or ''}|{sentence1 or ''}"
+
+
 @dataclass(frozen=True)
 class SwitchForm:
     """/switch_latents: the output of sentence 1, baseline vs the latents switched ("12:off,40:clamp=3.5,7:add=-2")."""

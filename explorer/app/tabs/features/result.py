@@ -29,6 +29,7 @@ from ...run.inputs import codec_for, encode_inputs
 from ...run.readings import read_texts
 from ...run.request_memory import request_bytes
 from ...serving.errors import AppError
+from ...serving.limits import MAX_NEW_TOKENS
 from .changed_output import OutputComparison, compare_outputs
 from .dashboards import STREAM_BYTES, LatentCard, card_of
 from .sae_store import SAESource, fitted, shared_sae
@@ -209,3 +210,8 @@ def outputs_bytes(loaded: LoadedModel, tokens: int) -> int:
     """What a baseline-vs-changed comparison may hold (the memory gate): two runs and their generation, bounded by
     the page's estimate of a toggled Run (with every attention weight, which these runs do not even keep)."""
     return request_bytes(loaded.config, 1, tokens, toggled=True)
+
+
+def most_tokens(loaded: LoadedModel, text: str, max_tokens: int) -> int:
+    """Tokens of sentence 1 as the model reads it, at most (a sequence model adds its answer)."""
+    return len(encode_inputs(loaded, codec_for(loaded), text, None, max_tokens).rows[0]) + MAX_NEW_TOKENS

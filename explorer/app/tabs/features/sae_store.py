@@ -124,3 +124,11 @@ def saes_for(model_name: str | None) -> list[str]:
     want = model_key(model_name)
     return [name for name in shipped_saes()
             if (trained := _model_of(sources.SAES_DIR / name)) and model_key(trained) == want]
+
+
+def sae_choice(model_name: str | None, current: Any) -> tuple[list[str], str | None]:
+    """A new model's SAE menu: its shipped SAEs, and its value: a typed SAE (not a shipped one) stays, else the
+    first."""
+    choices, value = saes_for(model_name), str(current or "")
+    keep = value and (value in choices or value not in shipped_saes())
+    return choices, value if keep else (choices[0] if choices else None)

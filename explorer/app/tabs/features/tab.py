@@ -17,23 +17,22 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
-from ....interpret.sae import LatentSwitch, LatentSwitches, shipped_saes
+from ....interpret.sae import LatentSwitches
 from ...forms import endpoint, form_inputs
 from ...link.values import show
 from ...page.assets import plot
-from ...run.inputs import codec_for, encode_inputs
 from ...serving.errors import AppError
 from ...serving.handlers import PRIVATE, reporting
-from ...serving.limits import MAX_NEW_TOKENS
 from ...serving.session import get_model
 from ..base import LinkKey, Tab, TabEvents
 from .click import SCRIPT
 from .dashboards import cached
 from .forms import (DEFAULT_COEFFICIENT, NO_SAE, FeatureForm, LatentClick, SteerForm, SwitchForm, coefficient_key,
-                    latent_key, layer_key, sae_key, sae_source, switches_key, text_key, whole_or_none)
-from .result import FeatureRequest, SwitchRequest, feature_bytes, features, outputs_bytes, steer, switch_latents
-from .sae_store import SAESource, saes_for, shared_sae
-from .switch_state import NONE, switches_line
+                    latent_key, layer_key, read_key, sae_key, sae_source, switches_key, text_key, whole_or_none)
+from .result import (FeatureRequest, SwitchRequest, feature_bytes, features, most_tokens, outputs_bytes, steer,
+                     switch_latents)
+from .sae_store import SAESource, sae_choice, saes_for, shared_sae
+from .switch_state import NONE, switches_line, with_switch
 from .text import (TOKEN_HEADERS, latent_figures, latent_markdown, output_markdown, output_table, reading_heatmap,
                    reading_markdown, token_rows)
 
@@ -65,6 +64,7 @@ class FeatureParts:
     out_df: gr.Dataframe
     switch_state: gr.Markdown  # the latents switched now, in words (switch_state)
     clear_btn: gr.Button  # sets the switches back to none
+    read_key: gr.State  # what the reading shown was read on (auto_read reads again only when it changed)
 
     def reading(self) -> list[Any]:
         return [self.summary, self.heatmap, self.latent, self.latent_md, self.strip, self.hist, self.examples,
@@ -75,9 +75,7 @@ class FeatureEvents(TabEvents):
     parts: FeatureParts
 
     def tokens_of(self, session: Any, text: Any) -> int:
-        """Tokens of sentence 1 as the model reads it, at most (a sequence model adds its answer)."""
-        loaded = get_model(session, self.ctx)
-        return len(encode_inputs(loaded, codec_for(loaded), text, None, self.ctx.max_tokens).rows[0]) + MAX_NEW_TOKENS
+        return most_tokens(get_model(session, self.ctx), text, self.ctx.max_tokens)
 
     @reporting
     def read(self, form: FeatureForm) -> dict:
@@ -110,6 +108,19 @@ class FeatureEvents(TabEvents):
         return {self.status: "", p.summary: reading_markdown(r), p.heatmap: plot(reading_heatmap(r)),
                 p.latent: r.latent, p.latent_md: latent_markdown(r), p.strip: plot(strip), p.hist: plot(hist),
                 p.examples: examples, p.tokens: pd.DataFrame(token_rows(r), columns=TOKEN_HEADERS)}
+
+    @reporting
+    def auto_read(self, *values: Any) -> dict:
+        """The tab opened, or a Run while shown: the reading and the output (as switched) if sentence 1, the model
+        or the SAE changed since the last reading. A model without an SAE: what to do, said."""
+        *fields, tab, last = values
+        form = SwitchForm(*fields)
+        key = read_key(form.session, form.sentence1, form.sae)
+        if tab != FeaturesTab.id or key == last:
+            return {self.status: gr.skip()}
+        read = self._read(FeatureForm(form.session, form.sentence1, form.sae))
+        has_sae = sae_source(form.session, form.sae, self.ctx.allowed_dirs) is not None
+        return {**read, **(self._switch(form) if has_sae else {}), self.parts.read_key: key}
 
     @reporting
     def switch(self, form: SwitchForm) -> dict:
@@ -151,28 +162,19 @@ class FeatureEvents(TabEvents):
     @reporting
     def add_switch(self, switches: Any, latent: Any, mode: Any, value: Any) -> dict:
         """The latent shown, switched as chosen, in the switches text (replacing a switch of the same latent)."""
-        n = whole_or_none(latent, "latent")
-        if n is None:
-            raise AppError("Read the features first (or type a latent), then switch it.")
-        try:
-            current = LatentSwitches.parse(str(switches or ""))
-            new = LatentSwitch(n, str(mode or "off"), 0.0 if mode == "off" else float(value or 0))
-            return {self.status: "", self.parts.switches: LatentSwitches(
-                (*(s for s in current if s.latent != n), new)).format()}
-        except (TypeError, ValueError) as err:
-            raise AppError(f"Latent switches: {err}") from None
+        return {self.status: "", self.parts.switches: with_switch(switches, latent, mode, value)}
 
     def fit_to_model(self, session: Any, current: Any) -> dict:
         """A new model: the SAE dropdown lists its shipped SAEs; a typed SAE (not a shipped one) stays."""
-        choices = saes_for(getattr(session, "source", ""))
-        value = str(current or "")
-        keep = value and (value in choices or value not in shipped_saes())
-        return {self.parts.sae: gr.update(choices=choices, value=value if keep else (choices[0] if choices else None))}
+        choices, value = sae_choice(getattr(session, "source", ""), current)
+        return {self.parts.sae: gr.update(choices=choices, value=value)}
 
 
 class FeaturesTab(Tab):
     id = "features"
     title = "Features"
+    computed_by = "opening it, and each Run while it is shown (its button reads again)"
+    opens_computed = True  # a link to it: computed by the Run that follows, its button not pressed
     result = "features-summary"
     help = ("Sentence 1 read through a sparse autoencoder (SAE) at one point of the residual stream: the strongest "
             "latents at every token and how well the SAE rebuilds this sentence; click a cell for that latent's "
@@ -221,6 +223,7 @@ class FeaturesTab(Tab):
         with gr.Row(equal_height=True):
             switch_state = gr.Markdown(NONE, elem_id="features-switch-state")
             clear_btn = gr.Button("Clear the switches", elem_id="features-clear", size="sm", scale=0, min_width=140)
+        read_key = gr.State("")
         with gr.Accordion("Steer from a contrast (ActAdd, Turner et al. 2023): no SAE needed", open=False,
                           elem_id="features-steering"):
             with gr.Row(equal_height=False):
@@ -237,7 +240,7 @@ class FeaturesTab(Tab):
                               elem_id="features-output", max_height=360)
         return FeatureParts(sae, latent, run_btn, summary, heatmap, click, latent_md, strip, hist, examples, tokens,
                             switches, mode, value, add_btn, switch_btn, contrast, toward, layer, coefficient,
-                            steer_btn, out_md, out_df, switch_state, clear_btn)
+                            steer_btn, out_md, out_df, switch_state, clear_btn, read_key)
 
     def wire(self, parts: FeatureParts, app: Any) -> FeatureEvents:
         ev, page, p = FeatureEvents(app, parts), app.page, parts
@@ -257,7 +260,13 @@ class FeaturesTab(Tab):
                           api_name="steer",
                           api_description="The output steered at a layer by sentence 1 (or `toward`) minus a "
                                           "contrast text, beside the baseline.")
-        read.then(ev.after_read, switch_inputs, outputs, **PRIVATE)
+        read.then(ev.after_read, switch_inputs, outputs, **PRIVATE).then(read_key, [session, text, p.sae],
+                                                                          [p.read_key], **PRIVATE)
+        # Opened, or a Run while shown: read without the button (docs/app.md: Features)
+        auto = dict(fn=ev.auto_read, inputs=[*switch_inputs, page.visible_tab, p.read_key],
+                    outputs=[app.status, *p.reading(), p.out_md, p.out_df, p.read_key], **PRIVATE)
+        app.selected[self.id].then(**auto)
+        app.follow_runs(lambda run: run.then(**auto))
         p.click.change(ev.clicked, [p.click, session, text, p.sae], [app.status, *p.reading()], **PRIVATE)
         p.add_btn.click(ev.add_switch, [p.switches, p.latent, p.mode, p.value], [app.status, p.switches], **PRIVATE
                         ).then(ev.after_read, switch_inputs, outputs, **PRIVATE)
@@ -273,7 +282,7 @@ class FeaturesTab(Tab):
     def model_updates(self, parts: FeatureParts, info: Any) -> dict:
         p = parts
         return {p.summary: "", p.heatmap: None, p.latent: None, p.latent_md: "", p.strip: None, p.hist: None,
-                p.examples: "", p.tokens: None, p.switches: "", p.out_md: "", p.out_df: None}
+                p.examples: "", p.tokens: None, p.switches: "", p.out_md: "", p.out_df: None, p.read_key: ""}
 
     def restore_link(self, parts: FeatureParts, app: Any, values: dict[str, Any]) -> tuple[dict, list[str]]:
         """The link's values; its SAE through the allow-list (a notice, and the page's own SAE, when it fails)."""

@@ -1,5 +1,6 @@
 """The Inside a head tab's page script: a click on a query (a row of the Attention tab's heatmap, a query of the lines
-view or of the query-key map) is sent to the server through the hidden #head-click box (tab.HeadClick parses it)."""
+view or of the query-key map) is sent to the server through the hidden #head-click box (tab.HeadClick parses it); the
+steps' button to a query with masked keys through the hidden #head-masked box (masked.parse_target)."""
 
 from ....viz.head_view import FOCUS_ON_CLICK_JS
 
@@ -31,6 +32,15 @@ const bindHeadPlots = () => {
   bindQueries('#head-lines-plot', (point) => point.data.name === 'queries' ? point.customdata : -1, FOCUS);
   bindQueries('#head-qk-plot', (point) => point.data.name === 'queries' && point.customdata ? point.customdata[1] : -1);
 };
+// The steps' button to a query with masked keys (masked.py): its kind sent through the hidden #head-masked box.
+if (!window.__explorerHeadMasked) document.addEventListener('click', (event) => {
+  window.__explorerHeadMasked = true;
+  const go = event.target.closest && event.target.closest('[data-head-masked]');
+  const box = document.querySelector('#head-masked textarea, #head-masked input');
+  if (!go || !box) return;
+  box.value = go.dataset.headMasked + '|' + Date.now();
+  box.dispatchEvent(new Event('input', {bubbles: true}));
+});
 new MutationObserver(bindHeadPlots).observe(document.body, {childList: true, subtree: true});
 bindHeadPlots();
 """.replace("FOCUS", FOCUS_ON_CLICK_JS.strip())

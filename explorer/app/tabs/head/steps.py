@@ -7,7 +7,7 @@ escaped: it is shown as text, never read as HTML.
 
 Shapes: D model width, Dh head width; a strip is (n,) numbers.
 
-    steps_html(example, comp, key_labels, query_label, plain) -> str
+    steps_html(example, comp, key_labels, query_label, plain, unmasked) -> str
     plain_summary(read, comp, label) -> str (Markdown)
     key_choices(key_labels) -> [(label, position)]: the key picker's choices
 """
@@ -89,8 +89,10 @@ def _token(label: str) -> str:
     return f"“{html.escape(str(label))}”"
 
 
-def steps_html(ex: WorkedExample, comp: Any, key_labels: Sequence[str], query_label: str, plain: bool) -> str:
-    """The worked example (see the module docstring); `plain`: plain words, else every detail, jargon glossed."""
+def steps_html(ex: WorkedExample, comp: Any, key_labels: Sequence[str], query_label: str, plain: bool,
+               unmasked: str = "") -> str:
+    """The worked example (see the module docstring); `plain`: plain words, else every detail, jargon glossed;
+    `unmasked`: the mask step's line when no key is masked for this query (masked.unmasked_html)."""
     Dh, D = len(ex.q), len(ex.x)
     q_tok = _token(query_label)
     scale = "no division (T5 does none)" if ex.scale == 1.0 else f"÷ √{round(ex.scale ** -2)} (= × {num(ex.scale)})"
@@ -146,6 +148,8 @@ def steps_html(ex: WorkedExample, comp: Any, key_labels: Sequence[str], query_la
                 f"<td {TABLE[1]}><b>sum = {num(ex.exp_sum)}</b></td><td {TABLE[1]}><b>{num(ex.weight_total)}</b>"
                 f"</td></tr>")
     out.append(f'<div style="overflow-x:auto"><table {TABLE[0]}>{"".join(rows)}</table></div>')
+    if not any(comp.blocked_by):
+        out.append(unmasked)
     if ex.exp_sum == 0:
         out.append("<p>Every key is masked for this query: no weights, and the head passes nothing on (0).</p>")
     else:

@@ -36,6 +36,7 @@ from ...serving.session import Session, get_model
 from ..base import LinkKey, Tab, TabEvents
 from .computation import BlockRead, computation_json, from_shown, key_table, lines_heads, read_block, summary_markdown
 from .forms import HeadClick, HeadForm, keys_key, lines_key, query_key, words_key
+from .masked import parse_target, unmasked_html
 from .script import SCRIPT
 from .steps import key_choices, plain_summary, steps_html
 
@@ -48,6 +49,7 @@ class HeadState:
     seq: int = 0
     block: Any = None  # (model key, BlockRequest) of the kept BlockRead
     lines: Any = None  # (block, heads, measure) of the lines view drawn
+    middle: bool = False  # the next draw: at the sentence's middle query (the button to a masked key asked for it)
 
 
 @dataclass
@@ -68,6 +70,7 @@ class HeadParts:
     words: gr.Radio  # "plain" words (the default) or every "details"
     steps: gr.HTML  # the worked example
     details: gr.Column  # the neuron view, the table, the lines and the query-key map: shown with "details"
+    masked: gr.Textbox  # the page script writes "kind|stamp" here: the steps' button to a query with masked keys
 
     def shown(self) -> list[Any]:
         return [self.summary, self.computation, self.table, self.lines, self.query_key, self.lines_heads, self.state]
@@ -81,9 +84,7 @@ class HeadEvents(TabEvents):
 
     def block(self, form: HeadForm, state: HeadState, keep: bool, shown: Any = None) -> tuple[BlockRead, HeadState]:
         """The form's block: the tab's kept one, the last Run's (`shown`), or read (a model run; kept if `keep`)."""
-        if not isinstance(form.session, Session):
-            raise AppError("This page's session was lost: reload the page.")
-        loaded = get_model(form.session, self.ctx)
+        loaded = self.loaded(form.session)
         request = form.block(loaded.config.attention_kinds())
         key = (form.session.key, request)
         store = f"head:{state.key}"
@@ -96,13 +97,21 @@ class HeadEvents(TabEvents):
                 self.ctx.kept.keep(store, state.seq, found)
         return found or ran, state
 
+    def loaded(self, session: Any) -> Any:
+        if not isinstance(session, Session):
+            raise AppError("This page's session was lost: reload the page.")
+        return get_model(session, self.ctx)
+
     def draw(self, form: HeadForm, state: Any, api: bool = False, shown: Any = None) -> tuple[dict, dict]:
         """The tab's updates (the lines view only when it changed; an API client's: always, and nothing kept) and the
         numbers as JSON."""
         state = state if isinstance(state, HeadState) else HeadState(secrets.token_hex(16))
+        middle, state.middle = state.middle and not api, False
         block, state = self.block(form, state, not api, shown)
-        head = block.head(whole_number(form.view.head, 0))
-        base, toggled = block.computation(head, whole_number(form.query, -1))
+        head, query = block.head(whole_number(form.view.head, 0)), whole_number(form.query, -1)
+        if middle:  # the steps' button asked for a query with masked keys: the middle of the sentence
+            query = block.real_queries // 2
+        base, toggled = block.computation(head, query)
         measure = str(form.measure or "weights")
         if measure not in MEASURES:
             raise AppError(f"unknown measure {measure!r}; choose from {', '.join(MEASURES)}")
@@ -119,19 +128,20 @@ class HeadEvents(TabEvents):
             example = worked_example(shown_comp, picked)
         except ValueError as err:
             raise AppError(str(err)) from None
-        p, plain = self.parts, form.plain
+        p, plain, kinds = self.parts, form.plain, self.loaded(form.session).config.attention_kinds()
         notices = block.notices + ([f"key {', '.join(map(str, left_out))} is not one of the {len(keys)} keys here: "
                                     "left out of the steps."] if left_out else [])
         updates: dict = {self.status: "⚠️ " + escape_md(" ".join(notices)) if notices else "",
                          p.summary: plain_summary(block, shown_comp, label) if plain else
                          glossed(summary_markdown(block, base, toggled, label)),
-                         p.steps: steps_html(example, shown_comp, keys, label, plain),
+                         p.steps: steps_html(example, shown_comp, keys, label, plain, unmasked_html(
+                             block.kind, block.request.toggles.causal, base.query, block.real_queries, kinds)),
                          p.keys: gr.update(choices=key_choices(keys))}
         data = {"changes": list(block.changes), "query_labels": block.query_labels, "key_labels": block.key_labels,
                 "lines_heads": list(heads), "baseline": computation_json(base), "toggled": computation_json(toggled),
                 "steps": example_json(example)}
         if not api:
-            updates[p.details] = gr.update(visible=not plain)
+            updates[p.details], updates[p.query] = gr.update(visible=not plain), query if middle else gr.skip()
             if plain:  # the details are hidden: drawn when shown
                 return {**updates, **{c: gr.skip() for c in (p.computation, p.table, p.lines, p.query_key)},
                         p.lines_heads: gr.skip(), p.state: state}, data
@@ -181,6 +191,18 @@ class HeadEvents(TabEvents):
                 page.tab_strip: gr.update(selected=HeadTab.id)}
 
     @reporting
+    def to_masked(self, session: Any, text: Any, state: Any) -> dict:
+        """The steps' button (masked.py): the page's view set to its kind, the next draw at the middle query; the
+        page's Run chained after this draws the tab there."""
+        kinds = self.loaded(session).config.attention_kinds()
+        try:
+            kind = parse_target(text, kinds)
+        except ValueError:
+            return {self.status: gr.skip()}
+        state = state if isinstance(state, HeadState) else HeadState(secrets.token_hex(16))
+        return {self.status: "", self.page.setting("kind"): kind, self.parts.state: replace(state, middle=True)}
+
+    @reporting
     def api(self, form: HeadForm) -> dict:
         updates, data = self.draw(form, None, api=True)
         return {**updates, self.parts.data: data}
@@ -228,15 +250,17 @@ class HeadTab(Tab):
             lines = gr.Plot(label="Heads as lines", show_label=False, elem_id="head-lines-plot")
             qk = gr.Plot(label="Queries and keys", show_label=False, elem_id="head-qk-plot")
         click = gr.Textbox(visible="hidden", elem_id="head-click", label="clicked query")
+        masked = gr.Textbox(visible="hidden", elem_id="head-masked", label="clicked query")
         state = gr.State(None)
         api_btn = gr.Button(visible=False)
         data = gr.JSON(visible=False, label="the numbers")
         return HeadParts(query, heads, run_btn, summary, computation, table, lines, qk, click, state, api_btn, data,
-                         keys, words, steps, details)
+                         keys, words, steps, details, masked)
 
     def wire(self, parts: HeadParts, app: Any) -> Any:
         ev, page, p = HeadEvents(app, parts), app.page, parts
-        inputs, outputs = form_inputs(HeadForm, page, own=p), [app.status, *p.shown(), *p.steps_shown(), p.details]
+        inputs = form_inputs(HeadForm, page, own=p)
+        outputs = [app.status, *p.shown(), *p.steps_shown(), p.details, p.query]
         p.api_btn.click(endpoint(HeadForm, ev.api, "head_computation"), inputs,
                         [app.status, *p.shown(), p.data, *p.steps_shown()],
                         api_name="head_computation",
@@ -252,7 +276,9 @@ class HeadTab(Tab):
         app.follow_runs(lambda run: run.then(after_run, run_inputs, outputs, **PRIVATE))
         clicked = endpoint(HeadForm, ev.clicked, "head_clicked", extra=("click", "state", "shown"))
         p.click.change(clicked, [*inputs, p.click, p.state, page.kept],
-                       [*outputs, p.query, page.visible_tab, page.tab_strip], **PRIVATE)
+                       [*outputs, page.visible_tab, page.tab_strip], **PRIVATE)
+        app.add_run(app.then_analyze(p.masked.change(ev.to_masked, [page.session, p.masked, p.state],  # then drawn
+                                                     [app.status, page.setting("kind"), p.state], **PRIVATE)))
         return ev
 
     def restore_link(self, parts: HeadParts, app: Any, values: dict[str, Any]) -> tuple[dict, list[str]]:

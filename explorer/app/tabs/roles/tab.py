@@ -188,7 +188,7 @@ class RolesTab(Tab):
     def layout(self, start: Any) -> RolesParts:
         with gr.Row(equal_height=True):
             score_btn = gr.Button("Score the heads", variant="primary", elem_id="roles-run", min_width=120)
-            role = gr.Dropdown(list(ROLES), value="induction", label="Role", elem_id="role", min_width=110)
+            role = gr.Dropdown(list(ROLES), value="induction", label="Role", elem_id="role", min_width=160)
             k = gr.Number(1, label="Top k", precision=0, minimum=1, maximum=64, elem_id="role-k", min_width=70)
             rank_by = gr.Radio(list(RANK_BY), value=RANK_BY[0], label="Switch off the top k, ranked on",
                                elem_id="rank-by", min_width=150)
