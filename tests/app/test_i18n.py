@@ -24,8 +24,8 @@ KINDS = {"encoder": (2, 4), "decoder": (2, 4), "cross": (2, 4)}
 EXPECTED_WRITTEN = {
     "model-info",  # the model's description in the sidebar (its numbers and names)    STILL ENGLISH
     "headline",  # the model in one line: LanguageEvents.model_words
-    # notices and errors: the Run's, a model change's, the early tab buttons' and a link's most common ones in the
-    # request's language (i18n.messages, notices.toml); the tabs' other refusals     STILL ENGLISH
+    # notices and errors: the Run's, a model change's, the tabs' refusals and a link's in the request's language
+    # (i18n.messages, notices.toml, refusals.toml); a message nowhere in the catalogue stays English
     "status", "link-notice",
     "state-line",  # the state line: run.state_line, in the request's language
     "why-step",  # the why line's next step: run.unchanged, in the request's language
@@ -81,7 +81,7 @@ def test_the_page_is_relabelled_in_each_language_and_back(page_events, lang):
                                            (t("page.choice.weight_value_written", lang), "values")]
     assert not {c for c in updates if getattr(c, "elem_id", None) in WRITTEN and "value" in updates[c]}
     api = next(x for x in texts if getattr(x.component, "elem_id", None) == "api-text")  # its prose, made per language
-    assert t("api.endpoints", lang) in updates[api.component]["value"] and "- `/lens(sentence1)`:" in api.english
+    assert t("api.endpoints", lang) in updates[api.component]["value"] and "- `/lens(sentence1, lang)`:" in api.english
     assert 'api_name="/analyze")   # ' + t("api.defaults_comment", lang) in updates[api.component]["value"]
     if lang != "en":  # every text of the layout changes, but names and symbols
         unchanged = [x.english for x in texts if updates[x.component].get(x.prop) == x.english]
@@ -268,3 +268,33 @@ def test_a_links_notice_line_is_in_the_links_language(page_events):
     link = LinkEvents(page_events)
     copied = link.link_of_page(link.link_form([value(c) for c in link.link_inputs()]))
     assert "lang=fr" in copied[page.inputs.link_query] and copied[page.inputs.link_notice] == ""
+
+
+def test_a_tabs_refusal_is_said_in_its_forms_language(page_events):
+    """A tab's form carries the page's language (its last parameter, `lang`): Patching without a corrupted sentence
+    refuses in it; a refusal's numbers are written the language's way and a load reason is read back too."""
+    from explorer.app.i18n.messages import message_in, templates
+    from explorer.app.serving.errors import escape_md
+    from explorer.app.serving.session import Session
+    from explorer.app.tabs.patching import PatchingForm
+
+    tab = page_events.tab_events["patching"]
+    for lang in LANGS:
+        form = PatchingForm(Session("date-translator", "cpu"), "3 mai 2024", "", "", "", lang)
+        assert tab.patched(form)[tab.status] == "⚠️ " + escape_md(t("refuse.patching_two", lang))
+    english = ("This task holds 12,345 tokens; on a model of 124,439,808 parameters one request takes at most 8,000: "
+               "use fewer or shorter pairs (nothing was computed).")
+    assert message_in(english, "de") == t("refuse.task_tokens", "de", tokens="12.345", parameters="124.439.808",
+                                          most="8.000")
+    assert message_in("Could not load 'zz': folder zz does not exist", "es") == (
+        "No se pudo cargar 'zz': la carpeta zz no existe")
+    # a query outside the sentence, with and without padding: the more specific text is read first
+    padded = ("query position 9 is outside the 5 query tokens of sentence 1 (with 2 padding positions after them): "
+              "use 0..6, or -5..-1 from its last token")
+    assert message_in(padded, "fr").startswith("la position de requête 9 est hors des 5 jetons") and "2 positions" in (
+        message_in(padded, "fr"))
+    unread = ("Sentence 2: 3 characters are not in this model's vocabulary and are read as [UNK]: “€”, “½”. This "
+              "model reads its 80 characters: a–z, 0–9.")
+    assert message_in(unread, "de") == ("Satz 2: 3 Zeichen sind nicht im Vokabular dieses Modells und werden als [UNK] "
+                                       "gelesen: “€”, “½”. Dieses Modell liest seine 80 Zeichen: a–z, 0–9.")
+    assert len(templates()) > 100

@@ -71,6 +71,7 @@ class FeatureForm:
     sentence1: Any
     sae: Any = ""
     latent: Any = None
+    lang: Any = "en"  # the page's language: what the tab refuses is said in it (i18n.messages)
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,7 @@ class SwitchForm:
     sae: Any = ""
     switches: Any = ""
     continue_tokens: Any = None
+    lang: Any = "en"  # the page's language: what the tab refuses is said in it (i18n.messages)
 
 
 @dataclass(frozen=True)
@@ -96,6 +98,7 @@ class SteerForm:
     layer: Any = 0
     coefficient: Any = DEFAULT_COEFFICIENT
     continue_tokens: Any = None
+    lang: Any = "en"  # the page's language: what the tab refuses is said in it (i18n.messages)
 
     def request(self) -> SteerRequest:
         try:
