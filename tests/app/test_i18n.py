@@ -6,6 +6,7 @@ tests/app/test_link.py's (FULL); the page in Chromium, tests/app/test_browser_la
 
 from __future__ import annotations
 
+import re
 import string
 from types import SimpleNamespace
 
@@ -298,3 +299,32 @@ def test_a_tabs_refusal_is_said_in_its_forms_language(page_events):
     assert message_in(unread, "de") == ("Satz 2: 3 Zeichen sind nicht im Vokabular dieses Modells und werden als [UNK] "
                                        "gelesen: “€”, “½”. Dieses Modell liest seine 80 Zeichen: a–z, 0–9.")
     assert len(templates()) > 100
+
+
+def test_a_runs_figures_speak_the_runs_language(page_events):
+    """The Run's attention map drawn in the form's language: its title, axes and text alternative (its numbers with a
+    decimal comma); its ticks (the tokens) untouched; an English page's figure is sent as drawn."""
+    import orjson
+    import plotly.graph_objects as go
+
+    from explorer.app.i18n.result_words import plot_in
+    from explorer.app.page.assets import plot
+    from explorer.app.serving.session import Session
+
+    form = page_events.run_form(session=Session("date-translator", "cpu"), sentence1="3 mai 2024", sentence2="",
+                                padding_mask=True, causal_mask=True, custom_mask="none", blocked_position=0, window=2,
+                                encoder_heads_on=None, decoder_heads_on=None, cross_heads_on=None, kind="cross",
+                                layer=1, head=3, sentence=1, lang="de")
+    sent = {c: v for update in page_events.analyze(form) for c, v in update.items()}  # the first look's, then the rest
+    layout = orjson.loads(sent[page_events.plots["head"]].plot)["layout"]
+    where = t("figure.where", "de", kind=t("figure.cross", "de"), layer=1, head=3, sentence=1)
+    assert layout["title"]["text"] == t("figure.with_toggles_off", "de", where=where)  # no head on: L1 H3 off
+    assert (layout["xaxis"]["title"]["text"], layout["yaxis"]["title"]["text"]) == (t("figure.key", "de"),
+                                                                                   t("figure.query", "de"))
+    assert {"m", "a", "i"} <= set(layout["xaxis"]["ticktext"])  # the source's characters, as the model reads them
+    alt = layout["meta"]["alt"]["text"]
+    assert alt.startswith(layout["title"]["text"] + ". Gewicht: ") and "Am stärksten: " in alt and "schaut am meisten auf" in alt
+    assert not re.search(r"\b0\.\d", alt), alt  # 0,907, not 0.907
+    english = plot(go.Figure(layout={"title": "weight"}))
+    assert orjson.loads(plot_in(english, "fr").plot)["layout"]["title"]["text"] == "poids"
+    assert plot_in(english, "en") is english and plot_in(None, "es") is None

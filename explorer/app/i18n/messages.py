@@ -15,11 +15,15 @@ from typing import Any
 
 from .words import ENGLISH, catalogue, language, number, t
 
-TEMPLATED = ("refuse.",)  # the catalogue sections whose English texts are their own patterns
-NESTED = frozenset({"why", "err", "reads"})  # placeholders holding another message (a reason from deeper down): read back too
+TEMPLATED = ("refuse.", "figure.", "result.")  # the catalogue sections whose English texts are their own patterns
+# placeholders holding other words read back too (a reason from deeper down, a figure's title or axis); "cells": a
+# figure's text alternative's strongest cells, each read back ("‘a’ attends most to ‘b’, 0.62; ...")
+NESTED = frozenset({"why", "err", "reads", "where", "kind", "run", "measure", "rows", "columns", "title", "rest",
+                    "notes"})
+SPANNING = NESTED | {"cells"}
 # an English number worth rewriting: with a decimal point or thousands commas ("0.62", "12,345"); a bare integer (a
 # layer, a token id) reads the same in every language
-_NUMBER = re.compile(r"-?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+)")
+_NUMBER = re.compile(r"([-+−]?)((?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+))")
 
 # (the English message as a pattern, its catalogue key; the pattern's named groups are the key's placeholders)
 MESSAGES: tuple[tuple[re.Pattern[str], str], ...] = (
@@ -57,7 +61,9 @@ def templates() -> tuple[tuple[re.Pattern[str], str], ...]:
         for literal, name, _, _ in string.Formatter().parse(text):
             parts.append(re.escape(literal))
             if name is not None:  # a name used twice is the same text both times
-                parts.append(f"(?P={name})" if name in seen else f"(?P<{name}>.*?)")
+                # a value holds no "; " (the next item of a list), but words read back may
+                parts.append(f"(?P={name})" if name in seen else f"(?P<{name}>.*?)" if name in SPANNING else
+                             f"(?P<{name}>(?:(?!; ).)*?)")
                 seen.add(name)
         literal_chars = sum(len(lit) for lit, _, _, _ in string.Formatter().parse(text))
         found.append((-literal_chars, key, re.compile("".join(parts), re.DOTALL)))
@@ -67,11 +73,13 @@ def templates() -> tuple[tuple[re.Pattern[str], str], ...]:
 def _value_in(name: str, value: str, lang: str) -> str:
     if name in NESTED:
         return message_in(value, lang)
+    if name == "cells":
+        return "; ".join(message_in(cell, lang) for cell in value.split("; "))
     if name in ("unit", "units") and f"unit.{value}" in catalogue(ENGLISH):  # "character": one; "characters": several
         return t(f"unit.{value}{'s' if name == 'units' else ''}", lang)
-    if _NUMBER.fullmatch(value):
-        digits = len(value.partition(".")[2])
-        return number(float(value.replace(",", "")), lang, digits=digits)
+    if m := _NUMBER.fullmatch(value):  # its sign as written ("−0.95", "+0.52"), the rest the language's way
+        sign, digits = m.group(1), len(m.group(2).partition(".")[2])
+        return sign + number(float(m.group(2).replace(",", "")), lang, digits=digits)
     return value
 
 
