@@ -328,3 +328,18 @@ def test_a_runs_figures_speak_the_runs_language(page_events):
     english = plot(go.Figure(layout={"title": "weight"}))
     assert orjson.loads(plot_in(english, "fr").plot)["layout"]["title"]["text"] == "poids"
     assert plot_in(english, "en") is english and plot_in(None, "es") is None
+
+
+def test_a_tabs_summary_is_said_in_its_forms_language(page_events):
+    """The Lens tab's summary in the form's language, its numbers the language's way, the token as the model wrote
+    it; in English, as the tab wrote it."""
+    from explorer.app.serving.session import Session
+    from explorer.app.tabs.lens import LensForm
+
+    tab = page_events.tab_events["lens"]
+    said = {lang: tab.read(LensForm(Session("date-translator", "cpu"), "3 mai 2024", lang))[tab.parts.summary]
+            for lang in LANGS}
+    assert said["en"].startswith("After the last token (") and "(p = 1.000)" in said["en"]
+    for lang in LANGS[1:]:
+        assert said[lang].startswith(t("result.lens", lang).split("(")[0]) and "(p = 1,000)" in said[lang], said[lang]
+        assert "**\\[EOS\\]**" in said[lang] and "the output" not in said[lang]
