@@ -23,7 +23,8 @@ KINDS = {"encoder": (2, 4), "decoder": (2, 4), "cross": (2, 4)}
 # The components whose value the events write (their words come from the handler, not the layout). Those marked
 # STILL ENGLISH are the groups of words issue 42 item 5 has not translated yet: named here, never passed silently.
 EXPECTED_WRITTEN = {
-    "model-info",  # the model's description in the sidebar (its numbers and names)    STILL ENGLISH
+    "model-info",  # the model's description in the sidebar: LanguageEvents.model_words (its architecture's line, its
+    #                task's own description and notes as they are)
     "headline",  # the model in one line: LanguageEvents.model_words
     # notices and errors: the Run's, a model change's, the tabs' refusals and a link's in the request's language
     # (i18n.messages, notices.toml, refusals.toml); a message nowhere in the catalogue stays English
@@ -136,7 +137,9 @@ def test_the_models_headline_and_examples_follow_the_language(page_events):
 
     page, events, session = page_events.page, LanguageEvents(page_events), Session("date-translator", "cpu")
     words = events.model_words("de", session)
-    assert words[page.headline].endswith(" · encoder-decoder · 259.783 Parameter · date-translation")
+    assert words[page.headline] == ("mitgelieferter Checkpoint date-translator · encoder-decoder · 259.783 Parameter · "
+                                    "date-translation")
+    assert "- **Vokabular**: 135 Tokens \\(Modell: 135\\)" in words[page.model.model_md]  # the sidebar's description
     assert words[page.inputs.ex1]["choices"][0] == ("10 Beispiele für Satz 1 …", "")
     assert words[page.inputs.ex2]["choices"][1:] == events.model_words("en", session)[page.inputs.ex2]["choices"][1:]
     # a model change in a page whose last Run was French: its words and its notices in French
