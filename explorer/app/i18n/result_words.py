@@ -36,11 +36,19 @@ def plot_in(plot: Any, lang: Any) -> Any:
     spec_text = getattr(plot, "plot", None)
     if lang == ENGLISH or getattr(plot, "type", None) != "plotly" or not isinstance(spec_text, str):
         return plot
+    return type(plot)(type="plotly", plot=figure_json_in(spec_text, lang))
+
+
+def figure_json_in(spec_text: str, lang: Any) -> str:
+    """A figure's JSON text ({"data", "layout"[, "config"]}) with its words in `lang`."""
+    lang = language(lang)
+    if lang == ENGLISH:
+        return spec_text
     spec = orjson.loads(spec_text)
     spec["layout"] = words_in(spec.get("layout", {}), lang)
     spec["data"] = [{**trace, **words_in({k: trace[k] for k in ("name", "colorbar") if k in trace}, lang)}
                     for trace in spec.get("data", [])]
-    return type(plot)(type="plotly", plot=html_safe(orjson.dumps(spec).decode()))
+    return html_safe(orjson.dumps(spec).decode())
 
 
 def result_in(markdown: str, lang: Any) -> str:
