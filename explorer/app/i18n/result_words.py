@@ -23,8 +23,13 @@ TEXT_KEYS = frozenset({"text", "name", "caption", "note"})  # the words a figure
 def words_in(value: Any, lang: str) -> Any:
     """`value` (a figure's layout or trace, as JSON data) with every word of TEXT_KEYS in `lang`."""
     if isinstance(value, dict):
-        return {k: (message_in(v, lang) if isinstance(v, str) and k in TEXT_KEYS else words_in(v, lang))
+        said = {k: (message_in(v, lang) if isinstance(v, str) and k in TEXT_KEYS else words_in(v, lang))
                 for k, v in value.items()}
+        if isinstance(value.get("colorbar"), dict) and isinstance(value["colorbar"].get("ticktext"), list):
+            # a colour bar's ticks are words ("allowed (1)"); an axis's are tokens, never translated
+            said["colorbar"]["ticktext"] = [message_in(x, lang) if isinstance(x, str) else x
+                                            for x in value["colorbar"]["ticktext"]]
+        return said
     if isinstance(value, list) and value and not isinstance(value[0], (int, float, str)):
         return [words_in(v, lang) for v in value]
     return value
