@@ -85,6 +85,7 @@ def test_the_page_is_relabelled_in_each_language_and_back(page_events, lang):
     api = next(x for x in texts if getattr(x.component, "elem_id", None) == "api-text")  # its prose, made per language
     assert t("api.endpoints", lang) in updates[api.component]["value"] and "- `/lens(sentence1, lang)`:" in api.english
     assert 'api_name="/analyze")   # ' + t("api.defaults_comment", lang) in updates[api.component]["value"]
+    assert "- `/lens(sentence1, lang)`: " + t("endpoint.lens", lang) in updates[api.component]["value"]
     if lang != "en":  # every text of the layout changes, but names and symbols
         unchanged = [x.english for x in texts if updates[x.component].get(x.prop) == x.english]
         assert len(unchanged) < 25, unchanged

@@ -15,7 +15,7 @@ from typing import Any
 
 from .words import ENGLISH, catalogue, language, number, t
 
-TEMPLATED = ("refuse.", "figure.", "result.", "source.")  # the catalogue sections whose English texts are their own patterns
+TEMPLATED = ("refuse.", "figure.", "result.", "source.", "endpoint.")  # the catalogue sections whose English texts are their own patterns
 # placeholders holding other words read back too (a reason from deeper down, a figure's title or axis); "cells": a
 # figure's text alternative's strongest cells, each read back ("‘a’ attends most to ‘b’, 0.62; ...")
 NESTED = frozenset({"why", "err", "reads", "where", "kind", "run", "measure", "rows", "columns", "title", "rest",
