@@ -30,7 +30,7 @@ from .run.figures import RunFigures
 from .run.pair import drawn_with
 from .run.request import RunRequest
 from .run.request_memory import analysis_bytes
-from .run.result import Analysis, FirstLook
+from .run.result import Analysis, FirstLook, status_in
 from .run.state_line import note_in, state_line
 from .run.view import default_kind
 from .serving.compute import Compute
@@ -123,7 +123,7 @@ class PageEvents:
                         figures = step.figures(drawn_tab)
                         if looked is None or looked[0] != drawn_tab or looked[2] != shown.opened:
                             looked = (drawn_tab, set(), shown.opened)
-                            said = [step.status, words.t("run.waiting", lang)]
+                            said = [status_in(step.notices, lang), words.t("run.waiting", lang)]
                             yield {self.status: "\n\n".join(filter(None, said)), **waiting,
                                    **state, **self.plots_of(figures)}
                         else:
@@ -136,7 +136,7 @@ class PageEvents:
                 figures = a.figures(tab_now, skip=on_page)
                 texts = {k: v for t in page.registry for k, v in t.run_updates(page.parts[t.id], a).items()}
                 state = {page.results.state: "\n\n".join(escape_md(x) for x in (line, note_in(a.note, lang)) if x)}
-                status = "\n\n".join(filter(None, [shown.take_model_notice(), a.status]))
+                status = "\n\n".join(filter(None, [shown.take_model_notice(), status_in(a.notices, lang)]))
                 yield {self.status: status, **texts, page.kept: shown, **state, page.results.output: a.chips.said(lang),
                        page.results.targets: a.chips.targets, **self.plots_of(figures)}
                 # (`shown` ends below: the same object, changed in place)

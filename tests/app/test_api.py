@@ -241,7 +241,7 @@ def test_head_computation_example_runs_as_written(client):
     analyze = client.view_api(print_info=False, return_format="dict")["named_endpoints"]["/analyze"]["parameters"]
     names = [p["parameter_name"] for p in info["parameters"]]
     assert names[:14] == [p["parameter_name"] for p in analyze][:14]
-    assert names[14:] == ["continue_tokens", "measure", "query", "lines_heads", "keys", "words"]
+    assert names[14:] == ["continue_tokens", "measure", "query", "lines_heads", "keys", "words", "lang"]
     scope = run_documented(client, "docs/http-api.md", 'api_name="/head_computation"')
     numbers, base, toggled = scope["numbers"], scope["base"], scope["toggled"]
     assert scope["status"] == "" and numbers["changes"] == ["causal mask off", "decoder L0 H1 off"]

@@ -69,7 +69,7 @@ def test_every_endpoint_has_its_one_line_where_it_is_wired_and_the_api_tab_lists
         assert line.endswith(".") and "\n" not in line and len(line) <= 120, name
     text = next(b.value for b in served.blocks.values() if getattr(b, "elem_id", None) == "api-text")
     assert endpoint_list(tuple(found.values())) in text and "api_name=\"/analyze\"" in text  # the example stays
-    assert "- `/lens(sentence1)`: Logit lens" in text
+    assert "- `/lens(sentence1, lang)`: Logit lens" in text
 
 
 # ------------------------------------------------------------------ a tab added to the page

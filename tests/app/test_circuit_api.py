@@ -89,7 +89,7 @@ def client(default_app):
 
 def test_circuit_is_named_and_documented_and_its_example_runs(client):
     info = client.view_api(print_info=False, return_format="dict")["named_endpoints"]["/circuit"]
-    assert [p["parameter_name"] for p in info["parameters"]] == PARAMETERS and len(info["returns"]) == RETURNS
+    assert [p["parameter_name"] for p in info["parameters"]] == [*PARAMETERS, "lang"] and len(info["returns"]) == RETURNS
     doc = (Path(__file__).resolve().parents[2] / "docs" / "circuit-tab.md").read_text()
     assert all(f"`{p}`" in doc for p in PARAMETERS) and "`/circuit`" in doc
     scope = run_documented(client, "docs/circuit-tab.md", 'api_name="/circuit"')

@@ -80,9 +80,9 @@ def alone(folder, name, text, toggles, view, new_tokens):
 
 def test_endpoints_and_their_parameters(url):
     api = gradio_client(url).view_api(print_info=False, return_format="dict")["named_endpoints"]
-    assert [p["parameter_name"] for p in api["/compare_models"]["parameters"]] == PARAMETERS
+    assert [p["parameter_name"] for p in api["/compare_models"]["parameters"]] == [*PARAMETERS, "lang"]
     assert len(api["/compare_models"]["returns"]) == len(OUTPUTS)
-    assert [p["parameter_name"] for p in api["/set_model2"]["parameters"]] == ["model2"]
+    assert [p["parameter_name"] for p in api["/set_model2"]["parameters"]] == ["model2", "lang"]
 
 
 def test_two_language_models_with_their_own_tokens_and_switches(url, folder):

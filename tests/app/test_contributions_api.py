@@ -32,7 +32,7 @@ def test_parameters_are_documented(client):
     from pathlib import Path
 
     info = client.view_api(print_info=False, return_format="dict")["named_endpoints"]["/contributions"]
-    assert [p["parameter_name"] for p in info["parameters"]] == PARAMETERS
+    assert [p["parameter_name"] for p in info["parameters"]] == [*PARAMETERS, "lang"]  # the page's language last
     doc = (Path(__file__).resolve().parents[2] / "docs" / "contributions.md").read_text()
     assert all(f"`{name}`" in doc for name in PARAMETERS)
     assert len(info["returns"]) == 11

@@ -23,12 +23,12 @@ EVIL = "<script>alert(1)</script>"
 MAX_BYTES = 5 * 1024 * 1024
 
 
-def run(ev, text, shown, tab="attention"):
+def run(ev, text, shown, tab="attention", lang="en"):
     kinds = get_model(Session(MODEL, "cpu"), ev.ctx).config.attention_kinds()
     enc, dec, cross = (head_labels(*kinds[k]) for k in ("encoder", "decoder", "cross"))
     cross = [h for h in cross if h not in ("L0 H1", "L1 H3")]
     form = RunForm(Session(MODEL, "cpu"), text, "", True, True, "none", 0, 2, enc, dec, cross, "cross", 1, 3, 1,
-                   tab=tab)
+                   tab=tab, lang=lang)
     list(ev.analyze(form, shown))
     return dict(session=Session(MODEL, "cpu"), sentence1=text, sentence2="", tab=tab, kind="cross", layer=1, head=3,
                 sentence=1, measure="weights", encoder_heads_on=enc, decoder_heads_on=dec, cross_heads_on=cross,
@@ -88,6 +88,22 @@ def test_download_draws_the_kept_result_without_running_the_model(page_events, m
     assert link.startswith("http://127.0.0.1:7860/?model=date-translator&amp;s1=lundi%203%20mars%202025&amp;"), link
     for part in ("tab=attention", "kind=cross", "layer=1", "head=3", "off=cross:L0H1,L1H3"):
         assert f"&amp;{part}&amp;" in link, (part, link)
+
+
+def test_the_file_speaks_the_language_of_the_pages_run(page_events):
+    """A Run in Spanish: the file's own words, its settings' names, its state line, its figures' titles and text
+    alternatives in Spanish (the sentence and the tokens as typed and read)."""
+    ev, shown = page_events, Shown()
+    d = DownloadEvents(ev)
+    values = run(ev, "lundi 3 mars 2025", shown, lang="es")
+    page = Path(d.download("attention", shown, Session(MODEL, "cpu"), None,
+                           *link_values(d, values))[ev.page.results.download_file]).read_text()
+    assert '<html lang="es">' in page and "<dt>Enlace</dt>" in page and "<dt>Pestaña</dt><dd>Atención y salida</dd>" in page
+    assert "<dt>Ajustes</dt><dd>Ajustes: cruzada L0 H1, L1 H3 apagadas</dd>" in page and "lundi 3 mars 2025" in page
+    assert "→ con los ajustes: 2 0 2 5 - 0 5 - 0 3" in page  # the output bar, its own words in Spanish
+    assert '"Con los ajustes: atención cruzada L1 H3 · frase 1 (apagada)"' in page  # a title, in its JSON
+    words = re.findall(r'<details class="fig-alt"><summary>(.*?)</summary>', page)
+    assert any("mira sobre todo a" in w for w in words) and not any("attends most to" in w for w in words)
 
 
 def test_a_sentence_with_html_is_text_in_the_file(page_events):

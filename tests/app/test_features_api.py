@@ -30,7 +30,7 @@ def test_the_endpoints_are_named_and_documented(client):
     info = client.view_api(print_info=False, return_format="dict")["named_endpoints"]
     doc = (Path(__file__).resolve().parents[2] / "docs" / "features.md").read_text()
     for name, parameters in PARAMETERS.items():
-        assert [p["parameter_name"] for p in info[name]["parameters"]] == parameters, name
+        assert [p["parameter_name"] for p in info[name]["parameters"]] == [*parameters, "lang"], name
         assert len(info[name]["returns"]) == RETURNS[name], name
         assert f"`{name}`" in doc and all(f"`{p}`" in doc for p in parameters)
 

@@ -7,7 +7,6 @@ tests/app/test_link.py's (FULL); the page in Chromium, tests/app/test_browser_la
 from __future__ import annotations
 
 import re
-
 import string
 from types import SimpleNamespace
 
@@ -24,10 +23,11 @@ KINDS = {"encoder": (2, 4), "decoder": (2, 4), "cross": (2, 4)}
 # The components whose value the events write (their words come from the handler, not the layout). Those marked
 # STILL ENGLISH are the groups of words issue 42 item 5 has not translated yet: named here, never passed silently.
 EXPECTED_WRITTEN = {
-    "model-info",  # the model's description in the sidebar (its numbers and names)    STILL ENGLISH
+    "model-info",  # the model's description in the sidebar: LanguageEvents.model_words (its architecture's line, its
+    #                task's own description and notes as they are)
     "headline",  # the model in one line: LanguageEvents.model_words
-    # notices and errors: the Run's, a model change's, the early tab buttons' and a link's most common ones in the
-    # request's language (i18n.messages, notices.toml); the tabs' other refusals     STILL ENGLISH
+    # notices and errors: the Run's, a model change's, the tabs' refusals and a link's in the request's language
+    # (i18n.messages, notices.toml, refusals.toml); a message nowhere in the catalogue stays English
     "status", "link-notice",
     "state-line",  # the state line: run.state_line, in the request's language
     "why-step",  # the why line's next step: run.unchanged, in the request's language
@@ -83,8 +83,9 @@ def test_the_page_is_relabelled_in_each_language_and_back(page_events, lang):
                                            (t("page.choice.weight_value_written", lang), "values")]
     assert not {c for c in updates if getattr(c, "elem_id", None) in WRITTEN and "value" in updates[c]}
     api = next(x for x in texts if getattr(x.component, "elem_id", None) == "api-text")  # its prose, made per language
-    assert t("api.endpoints", lang) in updates[api.component]["value"] and "- `/lens(sentence1)`:" in api.english
+    assert t("api.endpoints", lang) in updates[api.component]["value"] and "- `/lens(sentence1, lang)`:" in api.english
     assert 'api_name="/analyze")   # ' + t("api.defaults_comment", lang) in updates[api.component]["value"]
+    assert "- `/lens(sentence1, lang)`: " + t("endpoint.lens", lang) in updates[api.component]["value"]
     if lang != "en":  # every text of the layout changes, but names and symbols
         unchanged = [x.english for x in texts if updates[x.component].get(x.prop) == x.english]
         assert len(unchanged) < 25, unchanged
@@ -137,7 +138,9 @@ def test_the_models_headline_and_examples_follow_the_language(page_events):
 
     page, events, session = page_events.page, LanguageEvents(page_events), Session("date-translator", "cpu")
     words = events.model_words("de", session)
-    assert words[page.headline].endswith(" · encoder-decoder · 259.783 Parameter · date-translation")
+    assert words[page.headline] == ("mitgelieferter Checkpoint date-translator · encoder-decoder · 259.783 Parameter · "
+                                    "date-translation")
+    assert "- **Vokabular**: 135 Tokens \\(Modell: 135\\)" in words[page.model.model_md]  # the sidebar's description
     assert words[page.inputs.ex1]["choices"][0] == ("10 Beispiele für Satz 1 …", "")
     assert words[page.inputs.ex2]["choices"][1:] == events.model_words("en", session)[page.inputs.ex2]["choices"][1:]
     # a model change in a page whose last Run was French: its words and its notices in French
@@ -271,3 +274,77 @@ def test_a_links_notice_line_is_in_the_links_language(page_events):
     link = LinkEvents(page_events)
     copied = link.link_of_page(link.link_form([value(c) for c in link.link_inputs()]))
     assert "lang=fr" in copied[page.inputs.link_query] and copied[page.inputs.link_notice] == ""
+
+
+def test_a_tabs_refusal_is_said_in_its_forms_language(page_events):
+    """A tab's form carries the page's language (its last parameter, `lang`): Patching without a corrupted sentence
+    refuses in it; a refusal's numbers are written the language's way and a load reason is read back too."""
+    from explorer.app.i18n.messages import message_in, templates
+    from explorer.app.serving.errors import escape_md
+    from explorer.app.serving.session import Session
+    from explorer.app.tabs.patching import PatchingForm
+
+    tab = page_events.tab_events["patching"]
+    for lang in LANGS:
+        form = PatchingForm(Session("date-translator", "cpu"), "3 mai 2024", "", "", "", lang)
+        assert tab.patched(form)[tab.status] == "⚠️ " + escape_md(t("refuse.patching_two", lang))
+    english = ("This task holds 12,345 tokens; on a model of 124,439,808 parameters one request takes at most 8,000: "
+               "use fewer or shorter pairs (nothing was computed).")
+    assert message_in(english, "de") == t("refuse.task_tokens", "de", tokens="12.345", parameters="124.439.808",
+                                          most="8.000")
+    assert message_in("Could not load 'zz': folder zz does not exist", "es") == (
+        "No se pudo cargar 'zz': la carpeta zz no existe")
+    # a query outside the sentence, with and without padding: the more specific text is read first
+    padded = ("query position 9 is outside the 5 query tokens of sentence 1 (with 2 padding positions after them): "
+              "use 0..6, or -5..-1 from its last token")
+    assert message_in(padded, "fr").startswith("la position de requête 9 est hors des 5 jetons") and "2 positions" in (
+        message_in(padded, "fr"))
+    unread = ("Sentence 2: 3 characters are not in this model's vocabulary and are read as [UNK]: “€”, “½”. This "
+              "model reads its 80 characters: a–z, 0–9.")
+    assert message_in(unread, "de") == ("Satz 2: 3 Zeichen sind nicht im Vokabular dieses Modells und werden als [UNK] "
+                                       "gelesen: “€”, “½”. Dieses Modell liest seine 80 Zeichen: a–z, 0–9.")
+    assert len(templates()) > 100
+
+
+def test_a_runs_figures_speak_the_runs_language(page_events):
+    """The Run's attention map drawn in the form's language: its title, axes and text alternative (its numbers with a
+    decimal comma); its ticks (the tokens) untouched; an English page's figure is sent as drawn."""
+    import orjson
+    import plotly.graph_objects as go
+
+    from explorer.app.i18n.result_words import plot_in
+    from explorer.app.page.assets import plot
+    from explorer.app.serving.session import Session
+
+    form = page_events.run_form(session=Session("date-translator", "cpu"), sentence1="3 mai 2024", sentence2="",
+                                padding_mask=True, causal_mask=True, custom_mask="none", blocked_position=0, window=2,
+                                encoder_heads_on=None, decoder_heads_on=None, cross_heads_on=None, kind="cross",
+                                layer=1, head=3, sentence=1, lang="de")
+    sent = {c: v for update in page_events.analyze(form) for c, v in update.items()}  # the first look's, then the rest
+    layout = orjson.loads(sent[page_events.plots["head"]].plot)["layout"]
+    where = t("figure.where", "de", kind=t("figure.cross", "de"), layer=1, head=3, sentence=1)
+    assert layout["title"]["text"] == t("figure.with_toggles_off", "de", where=where)  # no head on: L1 H3 off
+    assert (layout["xaxis"]["title"]["text"], layout["yaxis"]["title"]["text"]) == (t("figure.key", "de"),
+                                                                                   t("figure.query", "de"))
+    assert {"m", "a", "i"} <= set(layout["xaxis"]["ticktext"])  # the source's characters, as the model reads them
+    alt = layout["meta"]["alt"]["text"]
+    assert alt.startswith(layout["title"]["text"] + ". Gewicht: ") and "Am stärksten: " in alt and "schaut am meisten auf" in alt
+    assert not re.search(r"\b0\.\d", alt), alt  # 0,907, not 0.907
+    english = plot(go.Figure(layout={"title": "weight"}))
+    assert orjson.loads(plot_in(english, "fr").plot)["layout"]["title"]["text"] == "poids"
+    assert plot_in(english, "en") is english and plot_in(None, "es") is None
+
+
+def test_a_tabs_summary_is_said_in_its_forms_language(page_events):
+    """The Lens tab's summary in the form's language, its numbers the language's way, the token as the model wrote
+    it; in English, as the tab wrote it."""
+    from explorer.app.serving.session import Session
+    from explorer.app.tabs.lens import LensForm
+
+    tab = page_events.tab_events["lens"]
+    said = {lang: tab.read(LensForm(Session("date-translator", "cpu"), "3 mai 2024", lang))[tab.parts.summary]
+            for lang in LANGS}
+    assert said["en"].startswith("After the last token (") and "(p = 1.000)" in said["en"]
+    for lang in LANGS[1:]:
+        assert said[lang].startswith(t("result.lens", lang).split("(")[0]) and "(p = 1,000)" in said[lang], said[lang]
+        assert "**\\[EOS\\]**" in said[lang] and "the output" not in said[lang]

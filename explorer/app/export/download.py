@@ -17,6 +17,7 @@ import html
 import json
 import os
 import time
+from dataclasses import replace
 from typing import Any
 
 import gradio as gr
@@ -31,6 +32,12 @@ from ..page.assets import PLOT_CONFIG
 from ..page.figure_alt import alt_of
 from ..page.head_labels import head_label
 from ..page.model_panel import model_info
+from ..i18n.messages import message_in
+from ..i18n.relabel import translated
+from ..i18n.result_words import figure_json_in, result_in
+from ..i18n import words
+from ..run.pair import drawn_with
+from ..run.state_line import state_line
 from ..serving.errors import AppError
 from ..serving.handlers import PRIVATE, reporting
 from ..serving.kept import RECOMPUTED, Shown
@@ -148,8 +155,8 @@ class DownloadEvents:
             texts += [note for j, note in shown_figures if note]
         tables = [x for c, v in mine if isinstance(c, gr.Dataframe) and (x := frame_table(c, v))]
         query = self.links.link_of_page(self.links.link_form(link_values)).get(self.page.inputs.link_query, "")
-        view = ViewExport(t.title, figures, settings(shown, analysis, t.title), f"{base_address(request)}?{query}",
-                          texts, tables)
+        view = self.in_language(ViewExport(t.title, figures, [], f"{base_address(request)}?{query}", texts, tables),
+                                shown, analysis)
         return {self.page.results.download_file: self.written(view, tab, request),
                 self.status: "⚠️ " + notice if notice else gr.skip()}
 
@@ -172,10 +179,21 @@ class DownloadEvents:
         updates = t.run_updates(parts, analysis)
         tables = [x for c in vars(parts).values()
                   if isinstance(c, gr.Dataframe) and (x := frame_table(c, updates.get(c)))]
-        view = ViewExport(t.title, figures, settings(shown, analysis, t.title),
-                          f"{base_address(request)}?{self.request_query(shown.request, tab)}", notes, tables)
+        view = self.in_language(ViewExport(t.title, figures, [], f"{base_address(request)}?"
+                                           f"{self.request_query(shown.request, tab)}", notes, tables), shown, analysis)
         return {self.page.results.download_file: self.written(view, tab, request),
                 self.status: "⚠️ " + notice if notice else ""}
+
+    def in_language(self, view: ViewExport, shown: Shown, analysis: Any) -> ViewExport:
+        """The file's view with its words in the language of the page's Run (its title, settings, figures, texts)."""
+        r, lang = shown.request, shown.request.lang
+        loaded = get_model(r.session, self.ctx)
+        state = None if lang == "en" else state_line(r.toggles, loaded.config.attention_kinds(),
+                                                      drawn_with(loaded, r.sampling), lang)
+        title = translated(view.tab_title, lang) or view.tab_title
+        return replace(view, tab_title=title, settings=settings(shown, analysis, title, state), lang=lang,
+                       figures=[figure_json_in(f, lang) for f in view.figures],
+                       texts=[result_in(x, lang) for x in view.texts])
 
     def request_query(self, r: Any, tab: str) -> str:
         """The link query of a Run's request (as Copy link writes the page's): the values the Run was checked to, by
@@ -239,17 +257,19 @@ def session_of(request: Any) -> str | None:
     return getattr(request, "session_hash", None)
 
 
-def settings(shown: Shown, analysis: Any, title: str) -> list[tuple[str, str]]:
-    """The view's settings in words (plain text: the file escapes them)."""
+def settings(shown: Shown, analysis: Any, title: str, state: str | None = None) -> list[tuple[str, str]]:
+    """The view's settings in words (plain text: the file escapes them), in the Run's language (`state`: its state
+    line in it; None: the Run's, in English)."""
     r = shown.request
-    v = r.view
-    source = r.session.source if r.session.build is None else "a model built on the page (random weights)"
-    rows = [("Tab", title), ("Model", str(source)), ("Sentence", r.text1)]
+    v, lang = r.view, r.lang
+    source = r.session.source if r.session.build is None else words.t("download.built", lang)
+    rows = [("tab", title), ("model", message_in(str(source), lang)), ("sentence", r.text1)]
     if r.text2:
-        rows.append(("Second sentence", r.text2))
-    rows += [("View", f"{v.kind or 'first'} attention, layer {v.layer}, head {v.head}, sentence {v.sentence}, "
-                      f"{v.measure}"), ("State", analysis.state)]
-    output = " ".join(text for n, (text, _) in enumerate(analysis.chips.items) if n or text != "Output:")
+        rows.append(("second_sentence", r.text2))
+    rows += [("view", words.t("download.view_line", lang, kind=v.kind or "first", layer=v.layer, head=v.head,
+                        sentence=v.sentence, measure=v.measure)), ("state", state or analysis.state)]
+    output = " ".join(said for n, ((text, _), (said, _)) in enumerate(zip(analysis.chips.items, analysis.chips.said(lang)))
+                      if n or text != "Output:")
     if output:
-        rows.append(("Output", output))
-    return rows
+        rows.append(("output", output))
+    return [(words.t(f"download.{name}", lang), value) for name, value in rows]

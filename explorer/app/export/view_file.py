@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 
 from ...viz.serialize import html_safe
+from ..i18n import words
 
 PAGE_CSS = """body{font-family:system-ui,sans-serif;margin:1.5rem;color:#111}h1{font-size:1.3rem;margin:0 0 .5rem}
 dl{display:grid;grid-template-columns:max-content 1fr;gap:.2rem .8rem;margin:0 0 1rem}dt{font-weight:600}
@@ -51,6 +52,7 @@ class ViewExport:
     link: str
     texts: list[str] = field(default_factory=list)
     tables: list[Table] = field(default_factory=list)
+    lang: str = "en"  # the language of the file's own words (the page's Run's: its `lang`)
 
 
 def table_html(table: Table) -> str:
@@ -100,12 +102,12 @@ def view_html(view: ViewExport, script: str | None = None) -> str:
                       f'<script type="application/json" class="figure-data">{figure_text(f)}</script>{alt_html(f)}'
                       for n, f in enumerate(view.figures))
     js = (script if script is not None else plotly_js()).replace("</script", "<\\/script")
-    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+    return (f'<!DOCTYPE html>\n<html lang="{e(view.lang)}"><head><meta charset="utf-8">'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<title>Transformer Explorer: {e(view.tab_title)}</title><style>{PAGE_CSS}</style>"
             f"<script>{js}</script></head><body>"
             f"<h1>Transformer Explorer: {e(view.tab_title)}</h1>"
-            f'<dl id="settings">{rows}<dt>Link</dt><dd><a id="view-link" href="{link}">{link}</a></dd></dl>'
+            f'<dl id="settings">{rows}<dt>{e(words.t("download.link", view.lang))}</dt><dd><a id="view-link" href="{link}">{link}</a></dd></dl>'
             f'<section id="texts">{texts}</section><section id="tables">{tables}</section>'
             f'<section id="figures">{figures}</section>'
             f"<script>{DRAW_JS}</script></body></html>\n")

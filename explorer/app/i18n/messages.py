@@ -1,15 +1,29 @@
 """The most common error messages of a Run, of a model change, of the tabs' buttons and of a link in the page's
 language: a handler's exception becomes English words (serving.errors.user_message); those listed here are read back
 by their pattern and said in the language of the request (`reporting` finds it on the handler's form, RunForm.lang,
-or in the page's last Run, kept.Shown's request; a link's notices: link.opening). A message not listed stays in
-English (docs/languages.md, "Still in English")."""
+or in the page's last Run, kept.Shown's request; a link's notices: link.opening). The tabs' refusals and notices
+(`<lang>.refusals.toml`, `[refuse]`) need no hand-written pattern: each English text is its own pattern, its
+`{placeholders}` what varies; a number in a value is written the language's way, and a value named `why` or `err` (a
+reason from deeper down) is itself read back. A message not listed stays in English (docs/languages.md)."""
 
 from __future__ import annotations
 
+import functools
 import re
+import string
 from typing import Any
 
-from .words import ENGLISH, language, t
+from .words import ENGLISH, catalogue, language, number, t
+
+TEMPLATED = ("refuse.", "figure.", "result.", "source.", "endpoint.")  # the catalogue sections whose English texts are their own patterns
+# placeholders holding other words read back too (a reason from deeper down, a figure's title or axis); "cells": a
+# figure's text alternative's strongest cells, each read back ("‘a’ attends most to ‘b’, 0.62; ...")
+NESTED = frozenset({"why", "err", "reads", "where", "kind", "run", "measure", "rows", "columns", "title", "rest",
+                    "notes", "explanation"})
+SPANNING = NESTED | {"cells"}
+# an English number worth rewriting: with a decimal point or thousands commas ("0.62", "12,345"); a bare integer (a
+# layer, a token id) reads the same in every language
+_NUMBER = re.compile(r"([-+−]?)((?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+))")
 
 # (the English message as a pattern, its catalogue key; the pattern's named groups are the key's placeholders)
 MESSAGES: tuple[tuple[re.Pattern[str], str], ...] = (
@@ -36,14 +50,47 @@ MESSAGES: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
+@functools.cache
+def templates() -> tuple[tuple[re.Pattern[str], str], ...]:
+    """(pattern, key) of every TEMPLATED English text, the most specific (longest literal text) first."""
+    found = []
+    for key, text in catalogue(ENGLISH).items():
+        if not key.startswith(TEMPLATED):
+            continue
+        parts, seen = [], set()
+        for literal, name, _, _ in string.Formatter().parse(text):
+            parts.append(re.escape(literal))
+            if name is not None:  # a name used twice is the same text both times
+                # a value holds no "; " (the next item of a list), but words read back may
+                parts.append(f"(?P={name})" if name in seen else f"(?P<{name}>.*?)" if name in SPANNING else
+                             f"(?P<{name}>(?:(?!; ).)*?)")
+                seen.add(name)
+        literal_chars = sum(len(lit) for lit, _, _, _ in string.Formatter().parse(text))
+        found.append((-literal_chars, key, re.compile("".join(parts), re.DOTALL)))
+    return tuple((pattern, key) for _, key, pattern in sorted(found))
+
+
+def _value_in(name: str, value: str, lang: str) -> str:
+    if name in NESTED:
+        return message_in(value, lang)
+    if name == "cells":
+        return "; ".join(message_in(cell, lang) for cell in value.split("; "))
+    if name in ("unit", "units") and f"unit.{value}" in catalogue(ENGLISH):  # "character": one; "characters": several
+        return t(f"unit.{value}{'s' if name == 'units' else ''}", lang)
+    if m := _NUMBER.fullmatch(value):  # its sign as written ("−0.95", "+0.52"), the rest the language's way
+        sign, digits = m.group(1), len(m.group(2).partition(".")[2])
+        return sign + number(float(m.group(2).replace(",", "")), lang, digits=digits)
+    return value
+
+
 def message_in(message: str, lang: Any = ENGLISH) -> str:
-    """`message` in `lang` when it is one of MESSAGES, else as it is."""
+    """`message` in `lang` when it is one of MESSAGES or a TEMPLATED text, else as it is."""
     lang = language(lang)
     if lang == ENGLISH:
         return message
-    for pattern, key in MESSAGES:
+    for pattern, key in MESSAGES + templates():
         if m := pattern.fullmatch(message):
-            return t(key, lang, **m.groupdict())
+            return t(key, lang, **{k: _value_in(k, v or "", lang) for k, v in m.groupdict().items()})
     return message
 
 

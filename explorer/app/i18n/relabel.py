@@ -17,7 +17,7 @@ import gradio as gr
 
 from ..page.glossary import glossed
 from ..page.layout import example_choices
-from ..page.model_panel import headline
+from ..page.model_panel import describe, headline
 from ..serving.session import get_model
 from .words import ENGLISH, catalogue, language, t
 
@@ -126,8 +126,8 @@ class LanguageEvents:
         return relabel(self.texts, lang)
 
     def model_words(self, lang: Any, session: Any) -> dict[Any, Any]:
-        """The words about the session's model that a model change wrote (the headline, the examples menus' first
-        line), in `lang`; nothing when the model is gone."""
+        """The words about the session's model that a model change wrote (the headline, its description in the
+        sidebar, the examples menus' first line), in `lang`; nothing when the model is gone."""
         lang = language(lang)
         try:
             loaded = get_model(session, self.app.ctx)
@@ -136,13 +136,13 @@ class LanguageEvents:
         examples, i = self.app.info_of(loaded).examples, self.page.inputs
         return {i.ex1: gr.update(choices=example_choices(examples, "sentence 1", lang)),
                 i.ex2: gr.update(choices=example_choices(examples, "sentence 2", lang)),
-                self.page.headline: headline(loaded, lang)}
+                self.page.headline: headline(loaded, lang), self.page.model.model_md: describe(loaded, lang)}
 
     def wire(self) -> None:
         page, lang = self.page, self.page.setting("lang")
         outputs = list(dict.fromkeys(text.component for text in page_texts(page.demo)))  # the same components
         quiet = dict(show_progress="hidden", api_visibility="private")
-        model_outputs = [page.inputs.ex1, page.inputs.ex2, page.headline]
+        model_outputs = [page.inputs.ex1, page.inputs.ex2, page.headline, page.model.model_md]
         # (a model change writes them in the language of the page's last Run: page.model_events)
         lang.change(self.relabel, [lang], outputs, **quiet).then(self.model_words, [lang, page.session],
                                                                   model_outputs, **quiet)

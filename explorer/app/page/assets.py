@@ -223,9 +223,10 @@ th.glossed {text-decoration: underline dotted; cursor: help}  /* a header with j
   #circuit-graph > div {min-width: 720px}
   .tab-text p {font-size: 12px}
   #state-line p {font-size: 12px}
-  /* the title row's menus and buttons in one row (a projector's size is of no use on a phone) */
+  /* the title row's menu and buttons in one row (a projector's size is of no use on a phone) */
   #page-size {display: none !important}
-  #lessons {flex: 1 1 0 !important; min-width: 0 !important}
+  /* the Lessons menu on a line of its own: squeezed beside them it showed two letters ("Le" of "Lektionen") */
+  #lessons {flex: 1 1 100% !important; min-width: 0 !important}
   #class-view, #copy-link {flex: none !important; min-width: 0 !important; padding: 0 8px !important;
                            white-space: nowrap}
   #output-tokens .token {font-size: 12px}

@@ -22,7 +22,7 @@ from ..serving.limits import DEFAULT_CONTINUATION
 from ..serving.session import Session, build_session, load_session
 from .head_switches import switch_updates
 from .layout import example_choices
-from .model_panel import ModelInfo, headline, model_info
+from .model_panel import ModelInfo, describe, headline, model_info
 from .settings import KEEP
 
 RESET = t("model.reset")  # in English; a page in another language: t("model.reset", lang)
@@ -64,7 +64,7 @@ class ModelEvents:
         ex, kinds = info.examples, info.kinds
         kind = default_kind(kinds)
         n_layers, n_heads = kinds[kind]
-        updates = {self.status: message, page.session: session, page.model.model_md: info.markdown,
+        updates = {self.status: message, page.session: session, page.model.model_md: describe(loaded, lang),
                    page.headline: headline(loaded, lang),
                    i.ex1: gr.update(choices=example_choices(ex, "sentence 1", lang), value=""),
                    i.ex2: gr.update(choices=example_choices(ex, "sentence 2", lang), value=""),

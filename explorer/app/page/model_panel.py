@@ -12,6 +12,7 @@ import gradio as gr
 
 from ...checkpoints import LoadedModel
 from ...model import PRESETS
+from ..i18n.messages import message_in
 from ..i18n.words import ENGLISH, number, t
 from ..run.inputs import answer_length
 from ..run.model_run import is_language_model, takes_length
@@ -87,13 +88,16 @@ def architecture(loaded: LoadedModel) -> str:
             f"{'pre' if c.norm_first else 'post'}-norm, {c.positional} positions")
 
 
-def describe(loaded: LoadedModel) -> str:
+def describe(loaded: LoadedModel, lang: str = ENGLISH) -> str:
+    """The model's description in the sidebar, its words in `lang` (its names, architecture's identifiers, task's
+    own description and notes as they are)."""
     c = loaded.config
-    rows = [("architecture", architecture(loaded)), ("parameters", f"{loaded.model.num_parameters():,}"),
-            ("device", str(loaded.model.device)),
-            ("vocabulary", f"{loaded.tokenizer.vocab_size:,} tokens (model: {c.vocab_size:,})"),
-            ("weights from", loaded.source), ("task", loaded.task.get("name", "?"))]
-    lines = [f"- **{k}**: {escape_md(v)}" for k, v in rows]
+    vocabulary = t("model_info.vocabulary_size", lang, n=number(loaded.tokenizer.vocab_size, lang),
+                   model=number(c.vocab_size, lang))
+    rows = [("architecture", architecture(loaded)), ("parameters", number(loaded.model.num_parameters(), lang)),
+            ("device", str(loaded.model.device)), ("vocabulary", vocabulary),
+            ("weights_from", message_in(loaded.source, lang)), ("task", loaded.task.get("name", "?"))]
+    lines = [f"- **{t('model_info.' + k, lang)}**: {escape_md(v)}" for k, v in rows]
     if loaded.task.get("description"):
         lines += ["", escape_md(loaded.task["description"])]
     lines += [line for note in loaded.notes or [] for line in ("", f"_note:_ {escape_md(note)}")]
@@ -102,7 +106,7 @@ def describe(loaded: LoadedModel) -> str:
 
 def headline(loaded: LoadedModel, lang: str = ENGLISH) -> str:
     """The model in one line for the top of the page, in `lang` (its names as they are, its size the language's way)."""
-    return escape_md(t("model.headline", lang, source=loaded.source, arch=loaded.config.arch,
+    return escape_md(t("model.headline", lang, source=message_in(loaded.source, lang), arch=loaded.config.arch,
                        parameters=number(loaded.model.num_parameters(), lang), task=loaded.task.get("name", "?")))
 
 

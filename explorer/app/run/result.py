@@ -28,6 +28,7 @@ from .inputs import token_table
 from .output_chips import output_chips
 from .output_table import output_table
 from .pair import Comparison, compare, compare_in_steps
+from ..i18n.messages import message_in
 from ..i18n.words import t
 from .state_line import state_line
 from .toggles import Toggles
@@ -91,8 +92,8 @@ class Analysis:
         Run's outputs and its visible tab are sent first (`analyze_in_steps`); until then this holds the runs."""
         reduced = reduced if reduced is not None else Reductions(cmp, view, figures.reductions)
         self.view = view = reduced.view
-        notes = ["⚠️ " + escape_md(n) for n in cmp.notices]
-        self.status = "\n\n".join(notes)  # Markdown: notices about the input and masks (the toggles: self.state)
+        self.notices = tuple(cmp.notices)  # English: said in a page's language by `status_in`
+        self.status = status_in(self.notices)  # Markdown: notices about the input and masks (the toggles: self.state)
         self.tokens = token_table(cmp.inputs)
         self.output = output_table(cmp, view)
         self.change_by_layer = change_by_layer(cmp, view)
@@ -169,6 +170,11 @@ def analyze(loaded: LoadedModel, text1: str | None, text2: str | None, toggles: 
                     figures)
 
 
+def status_in(notices: tuple[str, ...], lang: str = "en") -> str:
+    """A Run's notices (English, as computed and kept) as the status line's Markdown in `lang`."""
+    return "\n\n".join("⚠️ " + escape_md(message_in(n, lang)) for n in notices)
+
+
 class FirstLook:
     """A Run whose attention is known and outputs are not yet: its notices and the reductions of some figures of the
     one tab it was asked for (plain arrays and labels: it may cross spaces.GPU's process boundary,
@@ -176,7 +182,8 @@ class FirstLook:
 
     def __init__(self, reduced: Reductions, cmp: Comparison, tab: str, figures: tuple[RunFigure, ...]):
         self.tab, self.names = tab, tuple(f.name for f in figures)
-        self.status = "\n\n".join("⚠️ " + escape_md(n) for n in cmp.notices)
+        self.notices = tuple(cmp.notices)
+        self.status = status_in(self.notices)
         self._figures = figures
         self.reduced = {f.reduction.name: reduced(f.reduction) for f in figures}
 

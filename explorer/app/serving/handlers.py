@@ -1,5 +1,6 @@
 """What every handler of the page shares: the flag that keeps an event out of the HTTP API, and `reporting`, which
-runs a handler with its request's share of the cores and turns an exception into a message on the status line.
+runs a handler with its request's share of the cores, says its figures' and results' words in the language its form
+carries (i18n.result_words) and turns an exception into a message on the status line.
 `reporting` wraps methods of an object with `ctx` (an AppContext) and `status` (the status line component)."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Any
 
 import gradio as gr
 
+from ..i18n.result_words import updates_in
 from ..i18n.messages import language_of, message_in
 from .errors import escape_md, user_message
 
@@ -31,8 +33,9 @@ def reporting(handler: Callable) -> Callable:
         def steps(self: Any, *args: Any, **kwargs: Any) -> Iterator[dict]:
             with self.ctx.cores.share() as use:
                 try:
+                    lang = language_of(args)
                     for update in handler(self, *args, **kwargs):
-                        yield update
+                        yield updates_in(update, lang)
                         use()  # resumed, perhaps on another worker thread: its torch threads are its own
                 except Exception as err:  # noqa: BLE001 - every error becomes a message
                     yield failed(self, err, args)
@@ -42,7 +45,7 @@ def reporting(handler: Callable) -> Callable:
     def run(self: Any, *args: Any, **kwargs: Any) -> dict:
         with self.ctx.cores.share():
             try:
-                return handler(self, *args, **kwargs)
+                return updates_in(handler(self, *args, **kwargs), language_of(args))
             except Exception as err:  # noqa: BLE001 - every error becomes a message
                 return failed(self, err, args)
     return run

@@ -88,6 +88,7 @@ class ImportanceForm:
     session: Any
     text: PageText
     kind: Any
+    lang: Any = "en"  # the page's language: what the tab refuses is said in it (i18n.messages)
 
 
 @dataclass(frozen=True)

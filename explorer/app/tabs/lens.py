@@ -73,6 +73,7 @@ class LensForm:
 
     session: Any
     sentence1: Any
+    lang: Any = "en"  # the page's language: what the tab refuses is said in it (i18n.messages)
 
 
 @dataclass(frozen=True)

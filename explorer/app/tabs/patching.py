@@ -114,6 +114,7 @@ class PatchingForm:
     sentence2: Any
     clean_answer: Any
     corrupted_answer: Any
+    lang: Any = "en"  # the page's language: what the tab refuses is said in it (i18n.messages)
 
 
 @dataclass(frozen=True)

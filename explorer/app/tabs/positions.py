@@ -83,6 +83,7 @@ class PositionalForm:
     d_model: Any
     positions: Any
     base: Any
+    lang: Any = "en"  # the page's language: what the tab refuses is said in it (i18n.messages)
 
 
 def draw(view: PositionalView) -> PositionalView:

@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ...i18n.messages import message_in
+
 REQUIRED = object()  # the default of a parameter a client must give
 
 
@@ -80,9 +82,10 @@ def signature(e: Endpoint) -> str:
     return f"`{e.name}({', '.join(p.name for p in e.parameters)})`"
 
 
-def endpoint_list(found: tuple[Endpoint, ...]) -> str:
-    """The API tab's list: each endpoint's name and parameters, in order, and what it does."""
-    return "\n".join(f"- {signature(e)}: {e.description}" for e in found)
+def endpoint_list(found: tuple[Endpoint, ...], lang: str = "en") -> str:
+    """The API tab's list: each endpoint's name and parameters, in order, and what it does (in `lang` where
+    model.toml's [endpoint] has its description)."""
+    return "\n".join(f"- {signature(e)}: {message_in(e.description, lang)}" for e in found)
 
 
 def short_type(python_type: str) -> str:

@@ -77,8 +77,8 @@ class ApiTab(Tab):
 
 def api_text(demo: Any, lang: str = "en") -> str:
     """The tab's text on a wired page: the example, then every named endpoint of `demo` (their lines as the API
-    describes itself: English)."""
-    return api_prose(lang) + endpoint_list(endpoints(demo)) + "\n"
+    describes itself, said in `lang` where the catalogue has it)."""
+    return api_prose(lang) + endpoint_list(endpoints(demo), lang) + "\n"
 
 
 TAB = ApiTab()

@@ -69,6 +69,7 @@ class CircuitForm:
     held_out: Any = DEFAULT_HELD_OUT
     generated: Any = GENERATED[2]
     fresh: Any = "second"
+    lang: Any = "en"  # the page's language: what the tab refuses is said in it (i18n.messages)
 
     def request(self) -> CircuitRequest:
         """The checked request; AppError naming the value that is wrong."""

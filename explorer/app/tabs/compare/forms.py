@@ -31,6 +31,7 @@ class SecondModelForm:
 
     session: Any
     model2: Any
+    lang: Any = "en"  # the page's language: what the tab refuses is said in it (i18n.messages)
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ class CompareForm:
     encoder_heads_on2: Any
     decoder_heads_on2: Any
     cross_heads_on2: Any
+    lang: Any = "en"  # the page's language: what the tab refuses is said in it (i18n.messages)
 
     def side_forms(self) -> tuple[RunForm, RunForm]:
         """The first and the second model's Runs as the page's RunForm: shared sentences, masks, sentence, position,

@@ -224,7 +224,7 @@ class CompareTab(Tab):
                             api_description="Two models on the same sentences, side by side: each one's chosen "
                                             "head, every head and its output.")
         again = dict(fn=compare, inputs=inputs, outputs=outputs, **PRIVATE)
-        p.model2.input(endpoint(SecondModelForm, ev.set_second, "set_model2"), [page.session, p.model2],
+        p.model2.input(endpoint(SecondModelForm, ev.set_second, "set_model2"), form_inputs(SecondModelForm, page, own=p),
                        [app.status, *p.second()], api_name="set_model2",
                        api_description="Choose /compare_models' second model: its attention kinds, layers, heads "
                                        "and head switches."

@@ -26,6 +26,7 @@ class ContributionForm:
     decoder_heads_on: Any = None
     cross_heads_on: Any = None
     threshold: Any = DEFAULT_THRESHOLD
+    lang: Any = "en"  # the page's language: what the tab refuses is said in it (i18n.messages)
 
     def request(self, kinds: Any, extend: Any = (), asked: Any = "") -> ContributionRequest:
         toggles = toggles_from(True, True, "none", 0, 0, page_heads(kinds, self.encoder_heads_on,

@@ -71,6 +71,7 @@ class FeatureForm:
     sentence1: Any
     sae: Any = ""
     latent: Any = None
+    lang: Any = "en"  # the page's language: what the tab refuses is said in it (i18n.messages)
 
 
 def read_key(session: Any, sentence1: Any, sae: Any) -> str:
@@ -87,6 +88,7 @@ class SwitchForm:
     sae: Any = ""
     switches: Any = ""
     continue_tokens: Any = None
+    lang: Any = "en"  # the page's language: what the tab refuses is said in it (i18n.messages)
 
 
 @dataclass(frozen=True)
@@ -101,6 +103,7 @@ class SteerForm:
     layer: Any = 0
     coefficient: Any = DEFAULT_COEFFICIENT
     continue_tokens: Any = None
+    lang: Any = "en"  # the page's language: what the tab refuses is said in it (i18n.messages)
 
     def request(self) -> SteerRequest:
         try:

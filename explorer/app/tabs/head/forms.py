@@ -34,6 +34,7 @@ class HeadForm:
     lines_heads: Any = None
     keys: Any = None
     words: Any = "plain"
+    lang: Any = "en"  # the page's language: what the tab refuses is said in it (i18n.messages)
 
     @property
     def plain(self) -> bool:

@@ -42,6 +42,7 @@ class RolesForm:
     encoder_heads_on: Any
     decoder_heads_on: Any
     cross_heads_on: Any
+    lang: Any = "en"  # the page's language: what the tab refuses is said in it (i18n.messages)
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,7 @@ class SwitchOffForm:
     role: Any
     k: Any
     rank_by: Any
+    lang: Any = "en"  # the page's language: what the tab refuses is said in it (i18n.messages)
 
 
 @dataclass(frozen=True)

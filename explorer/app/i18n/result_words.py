@@ -1,0 +1,73 @@
+"""A figure's and a tab's result words in the request's language. The figures are drawn in English by explorer.viz
+(which knows no language) and sent as JSON (a PlotData, page.assets.plot); `plot_in` rewrites that JSON's words: the
+title, the axes' and colour bars' titles, the notes (annotations), the traces' names and the text alternative
+(layout.meta.alt, page.figure_alt), each read back by i18n.messages from the English texts of `<lang>.figures.toml`
+(`[figure]`: each English text its own pattern). `result_in` does the same for a tab's Markdown result, paragraph by
+paragraph (`[result]`). A text found in no catalogue stays as it is: tokens, model outputs and names are never
+translated. Shapes: none (words only; the numbers of a figure are never read or changed).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from ...viz.serialize import html_safe
+from .messages import message_in
+from .words import ENGLISH, language
+
+TEXT_KEYS = frozenset({"text", "name", "caption", "note"})  # the words a figure carries
+
+
+def words_in(value: Any, lang: str) -> Any:
+    """`value` (a figure's layout or trace, as JSON data) with every word of TEXT_KEYS in `lang`."""
+    if isinstance(value, dict):
+        said = {k: (message_in(v, lang) if isinstance(v, str) and k in TEXT_KEYS else words_in(v, lang))
+                for k, v in value.items()}
+        if isinstance(value.get("colorbar"), dict) and isinstance(value["colorbar"].get("ticktext"), list):
+            # a colour bar's ticks are words ("allowed (1)"); an axis's are tokens, never translated
+            said["colorbar"]["ticktext"] = [message_in(x, lang) if isinstance(x, str) else x
+                                            for x in value["colorbar"]["ticktext"]]
+        return said
+    if isinstance(value, list) and value and not isinstance(value[0], (int, float, str)):
+        return [words_in(v, lang) for v in value]
+    return value
+
+
+def plot_in(plot: Any, lang: Any) -> Any:
+    """A gr.Plot's value (PlotData) with its words in `lang`; anything else (None, an update) as it is."""
+    lang = language(lang)
+    spec_text = getattr(plot, "plot", None)
+    if lang == ENGLISH or getattr(plot, "type", None) != "plotly" or not isinstance(spec_text, str):
+        return plot
+    return type(plot)(type="plotly", plot=figure_json_in(spec_text, lang))
+
+
+def figure_json_in(spec_text: str, lang: Any) -> str:
+    """A figure's JSON text ({"data", "layout"[, "config"]}) with its words in `lang`."""
+    lang = language(lang)
+    if lang == ENGLISH:
+        return spec_text
+    spec = orjson.loads(spec_text)
+    spec["layout"] = words_in(spec.get("layout", {}), lang)
+    spec["data"] = [{**trace, **words_in({k: trace[k] for k in ("name", "colorbar") if k in trace}, lang)}
+                    for trace in spec.get("data", [])]
+    return html_safe(orjson.dumps(spec).decode())
+
+
+def result_in(markdown: str, lang: Any) -> str:
+    """A tab's Markdown result in `lang`, paragraph by paragraph (a paragraph found in no catalogue: as it is)."""
+    lang = language(lang)
+    if lang == ENGLISH or not markdown:
+        return markdown
+    return "\n\n".join(message_in(p, lang) for p in markdown.split("\n\n"))
+
+
+def updates_in(updates: Any, lang: Any) -> Any:
+    """A handler's updates (component -> value) with every plot's and Markdown result's words in `lang`."""
+    lang = language(lang)
+    if lang == ENGLISH or not isinstance(updates, dict):
+        return updates
+    return {c: plot_in(v, lang) if hasattr(v, "plot") else result_in(v, lang) if isinstance(v, str) else v
+            for c, v in updates.items()}
