@@ -55,6 +55,10 @@ CSS = f"""
 .token.function, .token.class-name {{color: #b0223f !important}}
 .token.keyword, .token.atrule {{color: #00587a !important}}
 .token.regex, .token.important, .token.variable {{color: #8a4b00 !important}}
+/* The status line never scrolls: Gradio's blocks are `overflow: auto`, Chromium makes a box that scrolls a Tab stop, and
+   a follow-up event's timer overflowed the line for a moment: Tab from Run landed there and the focus was lost (to the
+   body) when it shrank back */
+#status {{overflow: visible !important}}
 /* Gradio's closed Sidebar slides off screen but keeps its controls in the Tab order: the focus would go out of sight */
 .sidebar:not(.open) > .sidebar-content {{visibility: hidden}}
 /* Plotly's modebar buttons are about 20 px: WCAG 2.2's target size asks 24 px (axe target-size, seen on a phone) */
