@@ -1,6 +1,6 @@
-"""axe-core over every tab of the page after a Run, on each shipped model, at 1280 x 800 and 390 x 844, in English and
-in one more language per model (French, German and Spanish each on one), with no serious or critical violation of
-WCAG 2.x A/AA (docs/accessibility.md).
+"""axe-core over every tab of the page after a Run, on each shipped model, in English at 1280 x 800 and 390 x 844 and
+in one more language per model at 1280 x 800 (French, German and Spanish each on one), with no serious or critical
+violation of WCAG 2.x A/AA (docs/accessibility.md).
 
 What is checked, one page per model (date-translator, date-gpt, induction-gpt):
 - Each tab is opened in turn and computed: its own button pressed where it has one (tabs.base.Tab.button; Patching
@@ -9,11 +9,10 @@ What is checked, one page per model (date-translator, date-gpt, induction-gpt):
   others with display: none), so ONE axe run per (language, size) checks the whole page: the title row, the controls,
   the results bar and every computed panel, the Attention tab's Plotly figures included (the other tabs' Plotly SVG is
   left out: the same markup, half the page's elements).
-- English, then the model's second language (SECOND), set by the page's own language menu (it relabels the page and
-  runs it again; the tabs keep their results). At 1280 x 800 every rule runs in both; at 390 x 844 every rule but
-  color-contrast, except on the default model in English (CONTRAST_390): the colours are the page's CSS, the same for
-  every model and language, while a language or a model changes the words and the layout (names, overflow, target
-  sizes: checked at both sizes).
+- English at both sizes, then the model's second language (SECOND) at 1280 x 800, set by the page's own language menu
+  (it relabels the page and runs it again; the tabs keep their results). Every rule runs, except color-contrast at
+  390 x 844 other than on the default model (CONTRAST_390): the colours are the page's CSS, the same for every model,
+  while a model changes the words and the layout (names, overflow, target sizes).
 - The phone size is the same window narrowed to 390 x 844 (test_browser_a11y checks a page opened on a touch phone).
 - Gradio fades an output to 20% while an event that writes it runs (the Compare tab's check after each Run writes its
   hidden summary); axe would measure that fade, so the test-only style turns it off (the settled page has none).
@@ -24,8 +23,9 @@ pays for the whole document (about 20,000 elements with every panel shown) whate
 small tab took 7-10 s there, over all of them 20-25 s; color-contrast is about 60% of a run (it measures some 1,000
 text elements; `noHtml` did not help). So the test makes few runs over everything, axe injected once per page and
 answering only the serious findings; the full matrix (3 models x 4 languages x 2 sizes, every rule) took 215 s for
-one model on that machine, about twice the test's budget for all three, hence one more language per model and
-color-contrast on a phone once.
+one model on that machine, about twice the test's budget for all three. With one more language per model at both
+sizes the test took 429 s at load 10-13 against the previous version's 222 s at load 7-9 (date-translator in four
+languages, date-gpt in English): over budget, hence the second language at 1280 x 800 only.
 """
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ def test_each_language_is_checked_on_a_model():
 
 
 @pytest.mark.parametrize("model", MODELS)
-def test_every_tab_passes_axe_at_both_sizes_in_two_languages(model, serve, browser):
+def test_every_tab_passes_axe_in_english_at_both_sizes_and_in_a_second_language(model, serve, browser):
     url = serve(None if model == "date-translator" else model)
     s1, s2 = SENTENCES[model]
     with opened(f"{url}?s1={quote(s1)}&s2={quote(s2)}&lang=en", browser, viewport=SIZES[0]) as (page, errors):
@@ -123,7 +123,8 @@ def test_every_tab_passes_axe_at_both_sizes_in_two_languages(model, serve, brows
                 page.set_viewport_size({"width": SIZES[0][0], "height": SIZES[0][1]})
                 choose_language(page, lang)
             phone = OPTIONS if (model, lang) == CONTRAST_390 else BUT_CONTRAST
-            for (width, height), options in zip(SIZES, (OPTIONS, phone)):
+            cells = zip(SIZES, (OPTIONS, phone)) if lang == LANGS[0] else [(SIZES[0], OPTIONS)]  # the budget: below
+            for (width, height), options in cells:
                 page.set_viewport_size({"width": width, "height": height})
                 page.wait_for_function(SETTLED)
                 found[f"{lang} {width}"] = axe_serious(page, EVERY_PANEL, options)
