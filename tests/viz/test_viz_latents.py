@@ -45,3 +45,25 @@ def test_examples_are_text_with_every_token_escaped():
     assert "never fires" in viz.examples_html([])
     with pytest.raises(ValueError, match="one activation per token"):
         viz.examples_html([viz.LatentExampleRow(["a"], [1.0, 2.0], 0, 1.0, 0, 0)])
+
+
+def _luminance(rgb):
+    c = [x / 255 for x in rgb]
+    c = [x / 12.92 if x <= 0.03928 else ((x + 0.055) / 1.055) ** 2.4 for x in c]
+    return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2]
+
+
+def test_an_example_tokens_text_has_aa_contrast_on_every_shade():
+    """WCAG AA (4.5:1) for the token text over its shade at every activation, the darkest (alpha 1) included: the
+    shade is SHADE at alpha `share` over the white page."""
+    from explorer.viz.latents import SHADE, TOKEN_TEXT
+
+    text = tuple(int(TOKEN_TEXT[i:i + 2], 16) for i in (1, 3, 5))
+    assert f"color: {TOKEN_TEXT}" in viz.examples_html([viz.LatentExampleRow(["a"], [1.0], 0, 1.0, 0, 0)])
+    for share in np.linspace(0, 1, 21):
+        shade = [share * s + (1 - share) * 255 for s in SHADE]
+        hi, lo = sorted((_luminance(shade), _luminance(text)), reverse=True)
+        assert (hi + 0.05) / (lo + 0.05) >= 4.5, (share, shade)
+    # the grey-800 of the theme's text fails on the darkest shade: the check can fail
+    hi, lo = _luminance(SHADE), _luminance((0x1F, 0x29, 0x37))
+    assert (hi + 0.05) / (lo + 0.05) < 4.5

@@ -7,7 +7,8 @@ AA contrast, the skip link, the visible focus, and fixes for what Gradio (6.31) 
 - skip_link(): "Skip to results", the page's first focusable element; it moves the focus to the results bar (the state
   line and the output tokens), so a keyboard user passes the title row, the model panel and the sentences.
 - CSS: a 3 px indigo-700 outline (7.9:1 on white) on whatever has the keyboard's focus; no text below 12 px; a closed
-  sidebar's controls out of the Tab order (Gradio only slides it off screen).
+  sidebar's controls out of the Tab order (Gradio only slides it off screen); a status line that never scrolls (a box
+  that scrolls is a Tab stop in Chromium: the focus was lost when it stopped); targets of 24 px (WCAG 2.2).
 - JS: Gradio 6 puts `aria-label` on an empty figure's placeholder div, which has no role (axe: aria-prohibited-attr):
   it becomes role="img", which may carry one; a box that scrolls its content (a tab's summary, which German's longer
   words overflow; a step list; code) takes the focus (tabindex 0), so a keyboard user can scroll it (axe:
@@ -55,8 +56,15 @@ CSS = f"""
 .token.function, .token.class-name {{color: #b0223f !important}}
 .token.keyword, .token.atrule {{color: #00587a !important}}
 .token.regex, .token.important, .token.variable {{color: #8a4b00 !important}}
+/* The status line never scrolls: Gradio's blocks are `overflow: auto`, Chromium makes a box that scrolls a Tab stop, and
+   a follow-up event's timer overflowed the line for a moment: Tab from Run landed there and the focus was lost (to the
+   body) when it shrank back */
+#status {{overflow: visible !important}}
 /* Gradio's closed Sidebar slides off screen but keeps its controls in the Tab order: the focus would go out of sight */
 .sidebar:not(.open) > .sidebar-content {{visibility: hidden}}
+/* WCAG 2.2 target size (axe target-size, induction-gpt at 1280 px): the Download button was 16 px tall, 6 px from the
+   output tokens, whose clickable token is 16 px tall too: 24 px tall now, and 14 px from them */
+#download-view {{min-height: 24px !important; margin-left: 8px !important}}
 /* Plotly's modebar buttons are about 20 px: WCAG 2.2's target size asks 24 px (axe target-size, seen on a phone) */
 .js-plotly-plot .modebar-btn {{min-width: 24px; min-height: 24px; box-sizing: border-box}}
 /* no text below 12 px (the head switches were 11 px) */
