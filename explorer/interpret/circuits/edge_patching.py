@@ -38,6 +38,7 @@ from .batches import Inputs
 from .runner import RECORDED, Snapshot, attention_module, run_logits
 
 
+GATHER = 4  # nodes read by gathering their rows when fewer than 1 / GATHER of the prefix (else a view of it all)
 SMALL = 2**20  # values (nodes x P T D) of one variant's differences under which the variants share one product
 
 
@@ -148,7 +149,7 @@ def patched_logits(model: Transformer, graph: CircuitGraph, inputs: Inputs, patc
                 out[v] = base.view(PT, 1, D)
                 continue
             sign = -1.0 if complement else 1.0
-            if 2 * int(nodes.sum()) > prefix:  # most of the prefix: a view of it reads less than a gather copies
+            if GATHER * int(nodes.sum()) > prefix:  # a view of the prefix reads less than a gather copies
                 weights, values = use.T, buffer[:1 + prefix, v]
             else:
                 index = nodes.nonzero().flatten()
