@@ -12,8 +12,9 @@ passes timed before and after the circuit's parts and their median taken, so loa
   differentiates: no parameter gradient);
 - EAP-IG: `edge_scores(method="eap-ig")` with the points chosen per request (target 2%), its corrupted run included
   (`prepare`): target <= 12 forward + backward;
-- the curve: 20 circuit sizes from 1 edge to every edge (top edges by |score|; every edge needs no run: it is the
-  clean model), every pair, batched (`circuit_metrics`): target <= 20 forwards.
+- the curve: 20 circuit sizes from 1 edge to every edge (top edges by |score|, pruned; every edge needs no run: it is
+  the clean model; a size pruned to no edge is the corrupted run and one equal to a smaller size's is run once), every
+  pair, batched (`circuit_metrics`): target <= 20 forwards.
 
 - the shipped models' whole computation: `find_circuit` with its defaults (EAP-IG, greedy circuit at 0.9, the curve
   at 20 sizes, the 32 strongest edges patched exactly) on induction-gpt and date-translator, 64 generated pairs found
@@ -59,6 +60,13 @@ def cpu_timed(fn) -> tuple[float, float, Any]:
     c0, t0 = time.process_time(), time.perf_counter()
     out = fn()
     return time.perf_counter() - t0, time.process_time() - c0, out
+
+
+def patched_runs(graph, circuits: torch.Tensor) -> int:
+    """How many of the curve's circuits need a patched run: the distinct ones with an edge kept and one left out (no
+    edge is the corrupted run, every edge the clean one: circuit_metrics reads those off the plain runs)."""
+    distinct = torch.unique((circuits & graph.real).flatten(1), dim=0)
+    return int((distinct.any(1) & (distinct != graph.real.flatten()).any(1)).sum())
 
 
 def run(pairs: int = 32, tokens: int = 32, shape: dict[str, int] | None = None, repeats: int = 3) -> dict[str, Any]:
@@ -132,7 +140,8 @@ def run(pairs: int = 32, tokens: int = 32, shape: dict[str, int] | None = None, 
         "eap_ig_ms": round(eap_ig_s * 1e3, 1), "eap_ig_corrupted_run_ms": round(prepare_s * 1e3, 1),
         "eap_ig_points": scored.points, "eap_ig_gap": round(scored.gap, 5),
         "eap_ig_over_forward_backward": round(eap_ig_s / fwd_bwd, 2),
-        "curve_points": len(sizes) + 1, "curve_runs": len(sizes), "curve_ms": round(curve_s * 1e3, 1),
+        "curve_points": len(sizes) + 1, "curve_runs": len(sizes), "curve_patched": patched_runs(graph, circuits),
+        "curve_ms": round(curve_s * 1e3, 1),
         "curve_over_forward": round(curve_s / fwd, 2),
         "forward_cpu_s": round(fwd_cpu, 3), "forward_backward_cpu_s": round(fwd_bwd_cpu, 3),
         "eap_ig_cpu_s": round(eap_ig_cpu, 3), "curve_cpu_s": round(curve_cpu, 3),

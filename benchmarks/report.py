@@ -528,6 +528,14 @@ def head_effects_section(eff: dict[str, Any] | None) -> list[str]:
     return L
 
 
+def _curve_runs(circ: dict[str, Any]) -> str:
+    """The curve's patched runs in words (results before the distinct circuits were counted: every size's)."""
+    if circ.get("curve_patched") is None:
+        return f"{circ['curve_runs']} patched runs"
+    return (f"{circ['curve_patched']} patched runs: the distinct circuits of its {circ['curve_runs']} sizes below "
+            f"every edge, the ones pruned to no edge read off the corrupted run")
+
+
 def circuits_section(circ: dict[str, Any] | None) -> list[str]:
     """Section 18: circuits over a task (explorer.interpret.circuits): EAP-IG, the faithfulness curve, find_circuit."""
     if not circ:
@@ -538,7 +546,7 @@ def circuits_section(circ: dict[str, Any] | None) -> list[str]:
     L += [f"{circ['model']}: {circ['nodes']} nodes, {circ['edges']:,} edges; {circ['pairs']} pairs of "
           f"{circ['tokens']} tokens, the logit difference. EAP-IG with the points chosen per request "
           f"({circ['eap_ig_points']} points, completeness gap {circ['eap_ig_gap']:.2%}), its corrupted run included; "
-          f"the curve at {circ['curve_points']} sizes ({circ['curve_runs']} patched runs of every pair, batched; every "
+          f"the curve at {circ['curve_points']} sizes ({_curve_runs(circ)}, every pair, batched; every "
           f"edge is the clean model). The references are timed in the same run, before and after, median of "
           f"{2 * circ['repeats']}; {circ['threads']} torch threads; load average {circ['load_average_before']} before, "
           f"{circ['load_average_after']} after.", ""]

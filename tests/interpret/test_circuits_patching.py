@@ -129,3 +129,36 @@ def test_both_ways_of_rebuilding_a_receiver_agree(case, monkeypatch):
     assert torch.allclose(got[True][0], clean.logits, atol=1e-5, rtol=0)
     for out in got[True][1:]:
         assert not torch.allclose(out, clean.logits, atol=1e-4) and not torch.allclose(out, corrupted.logits, atol=1e-4)
+
+
+@pytest.mark.parametrize("with_clean", [False, True])
+def test_circuit_metrics_runs_each_distinct_circuit_once(with_clean, monkeypatch):
+    """The curve's shortcuts change no number: circuits repeated, of no edge (the corrupted run's metric) and of every
+    edge (the clean run's, when the batch has it) give what patching each circuit alone gives, within 1e-5, and
+    only the distinct circuits that need it are patched."""
+    from explorer.interpret.circuits import faithfulness
+    from explorer.interpret.circuits.metrics import metric_values
+    from explorer.interpret.circuits.scores import prepare
+
+    model, task, graph, inputs, clean, corrupted = setup("decoder")
+    (batch,) = prepare(model, graph, list(task.pairs), "logit_diff")
+    if with_clean:
+        batch.clean = plain_run(model, batch.inputs, False)
+    g = torch.Generator().manual_seed(5)
+    some = [graph.real & (torch.rand(graph.real.shape, generator=g) < share) for share in (0.1, 0.6)]
+    none, every = torch.zeros_like(graph.real), graph.real.clone()
+    circuits = torch.stack([some[0], none, some[1], some[0], every, none])
+    runs = []
+    real_patched = faithfulness.patched_logits
+    monkeypatch.setattr(faithfulness, "patched_logits", lambda m, gr, i, p, *a: runs.append(len(p)) or
+                        real_patched(m, gr, i, p, *a))
+    got = faithfulness.circuit_metrics(model, graph, [batch], circuits, "logit_diff")
+    assert sum(runs) == (2 if with_clean else 3)
+    b = batch.inputs
+    alone = torch.stack([metric_values("logit_diff", real_patched(model, graph, b, (graph.real & ~c)[None],
+                                                                  batch.corrupted)[0], b.answers, b.wrongs)
+                         for c in circuits]).double()[:, torch.argsort(b.index)]
+    assert torch.allclose(got, alone, atol=1e-5, rtol=0)
+    assert torch.equal(got[1], got[5]) and torch.equal(got[0], got[3])
+    corrupted_metric = metric_values("logit_diff", batch.corrupted.logits, b.answers, b.wrongs).double()
+    assert torch.equal(got[1][b.index], corrupted_metric)

@@ -11,7 +11,9 @@ precision), with every edge patched every receiver reads the corrupted run's str
 corrupted run). A receiver whose edges are all kept reads the stream itself; a site (an attention block's q, k or v,
 an MLP, the logits) with nothing patched in any variant is not split at all.
 
-    patched_logits(model, graph, inputs, patched (V, U, R) bool, corrupted Snapshot) -> (V, P, vocab)
+    patched_logits(model, graph, inputs, patched (V, U, R) bool, corrupted Snapshot, corr=None) -> (V, P, vocab)
+    corrupted_outputs(model, graph, corrupted Snapshot) -> {stream: (U_s, 1, P T D)} the corrupted run's node outputs,
+        node-major: what every patched run of a batch reads (made once per batch, passed as `corr`)
 
 The run's node differences sit in one buffer per stream, (1 + U_s, V, P T D), filled node group by node group as
 the run produces them (from its Record). A site's inputs are, for each variant, one product over the nodes that have a
@@ -36,6 +38,7 @@ from .batches import Inputs
 from .runner import RECORDED, Snapshot, attention_module, run_logits
 
 
+GATHER = 4  # nodes read by gathering their rows when fewer than 1 / GATHER of the prefix (else a view of it all)
 SMALL = 2**20  # values (nodes x P T D) of one variant's differences under which the variants share one product
 
 
@@ -44,10 +47,10 @@ def from_total(patched: int, kept: int) -> bool:
     return patched > kept
 
 
-def node_outputs(model: Transformer, record: Record, group, V: int, out: Tensor) -> Tensor:
+def node_outputs(model: Transformer, tensors, group, V: int, out: Tensor) -> Tensor:
     """(size, V, P T D) a group's outputs in this run, node-major: a head's written into `out` straight from the
     product z_h W_O^h (no transposed copy), the embeddings' or an MLP's a view of the Record's."""
-    value = record.tensors[group.site]
+    value = tensors[group.site]  # a Record's tensors, or a Snapshot's
     if group.kind != "heads":
         return value.reshape(1, V, -1)  # (V P, T, D) -> (1, V, P T D)
     H, Dh = value.shape[1], value.shape[3]
@@ -58,9 +61,28 @@ def node_outputs(model: Transformer, record: Record, group, V: int, out: Tensor)
 
 
 @torch.no_grad()
+def corrupted_outputs(model: Transformer, graph: CircuitGraph, corrupted: Snapshot) -> dict[str, Tensor]:
+    """{stream: (U_s, 1, P T D)} the corrupted run's node outputs, each group written in place by node_outputs (no
+    concatenated, transposed copy)."""
+    out = {}
+    for s in graph.streams:
+        embed = corrupted.embed(s)  # (P, T, D)
+        buffer = embed.new_empty(graph.stream_sizes[s], 1, embed.numel())
+        for g in graph.groups:
+            if g.stream == s:
+                rows = buffer[g.start:g.start + g.size]
+                value = node_outputs(model, corrupted.tensors, g, 1, rows)
+                if value is not rows:
+                    rows.copy_(value)
+        out[s] = buffer
+    return out
+
+
+@torch.no_grad()
 def patched_logits(model: Transformer, graph: CircuitGraph, inputs: Inputs, patched: Tensor,
-                   corrupted: Snapshot) -> Tensor:
-    """(V, P, vocab) logits at the answer positions, variant v with the edges patched[v] patched."""
+                   corrupted: Snapshot, corr: dict[str, Tensor] | None = None) -> Tensor:
+    """(V, P, vocab) logits at the answer positions, variant v with the edges patched[v] patched; `corr`: the
+    batch's corrupted_outputs, when the caller made them already."""
     V, P = patched.shape[0], inputs.size
     if tuple(patched.shape[1:]) != (graph.n_nodes, graph.n_receivers):
         raise ValueError(f"patched must be (variants, {graph.n_nodes}, {graph.n_receivers}), got "
@@ -68,9 +90,8 @@ def patched_logits(model: Transformer, graph: CircuitGraph, inputs: Inputs, patc
     device = inputs.clean.device
     patched = patched.to(device) & graph.real.to(device)
     record = Record(only=RECORDED)
-    corr = {s: corrupted.outputs(model, graph, s).transpose(0, 1) for s in graph.streams}  # (U_s, P, T, D)
-    shapes = {s: corr[s].shape[2:] for s in graph.streams}  # (T, D)
-    corr = {s: c.reshape(c.shape[0], 1, -1) for s, c in corr.items()}  # (U_s, 1, P T D)
+    shapes = {s: corrupted.embed(s).shape[1:] for s in graph.streams}  # (T, D)
+    corr = corrupted_outputs(model, graph, corrupted) if corr is None else corr  # {stream: (U_s, 1, P T D)}
     # stream -> (1 + U_s, V, P T D): row 1 + u node u's corrupted - this run's output, filled group by group as the
     # run writes them; row 0 the base a receiver adds the differences to (so one product gives its whole input)
     diffs: dict[str, Tensor] = {}
@@ -88,7 +109,7 @@ def patched_logits(model: Transformer, graph: CircuitGraph, inputs: Inputs, patc
         while filled[stream] < len(todo) and todo[filled[stream]].start < upto:
             g = todo[filled[stream]]
             rows = buffer[1 + g.start:1 + g.start + g.size]
-            torch.sub(corr[stream][g.start:g.start + g.size], node_outputs(model, record, g, V, rows), out=rows)
+            torch.sub(corr[stream][g.start:g.start + g.size], node_outputs(model, record.tensors, g, V, rows), out=rows)
             filled[stream] += 1
         return buffer
 
@@ -128,7 +149,7 @@ def patched_logits(model: Transformer, graph: CircuitGraph, inputs: Inputs, patc
                 out[v] = base.view(PT, 1, D)
                 continue
             sign = -1.0 if complement else 1.0
-            if 2 * int(nodes.sum()) > prefix:  # most of the prefix: a view of it reads less than a gather copies
+            if GATHER * int(nodes.sum()) > prefix:  # a view of the prefix reads less than a gather copies
                 weights, values = use.T, buffer[:1 + prefix, v]
             else:
                 index = nodes.nonzero().flatten()

@@ -24,7 +24,7 @@ from torch import Tensor
 from ...model import Transformer
 from .graph import CircuitGraph
 from .metrics import metric_values
-from .edge_patching import patched_logits
+from .edge_patching import corrupted_outputs, patched_logits
 from .runner import rows_per_run
 from .scores import Prepared
 
@@ -54,22 +54,38 @@ def faithfulness_of(circuit: Tensor, clean: Tensor, corrupted: Tensor, edges: in
 @torch.no_grad()
 def circuit_metrics(model: Transformer, graph: CircuitGraph, prepared: list[Prepared], circuits: Tensor,
                     metric: str, rows: int | None = None) -> Tensor:
-    """(V, N) float64: each pair's metric with each circuit kept (everything else patched)."""
+    """(V, N) float64: each pair's metric with each circuit kept (everything else patched). A circuit equal to an
+    earlier one is run once; one of no edge is the corrupted run and one of every edge the clean run (when the batch
+    has it): their metrics are read off those runs, not patched again."""
     V = circuits.shape[0]
-    patched = graph.real[None] & ~circuits  # (V, U, R)
+    circuits = circuits & graph.real[None]
+    distinct, which = torch.unique(circuits.flatten(1), dim=0, return_inverse=True)  # (W, U R), (V,)
+    empty, full = ~distinct.any(1), (distinct == graph.real.flatten()[None]).all(1)
     n = sum(b.inputs.size for b in prepared)
-    out = torch.empty(V, n, dtype=torch.float64)
+    values = torch.empty(distinct.shape[0], n, dtype=torch.float64)
     for batch in prepared:
         inputs, P = batch.inputs, batch.inputs.size
-        per_run = max(1, (rows or rows_per_run(graph, inputs, backward=False)) // P)
         reference = None if batch.clean is None else batch.clean.logits.log_softmax(-1)
-        for s in range(0, V, per_run):
-            logits = patched_logits(model, graph, inputs, patched[s:s + per_run], batch.corrupted)  # (v, P, vocab)
-            v = logits.shape[0]
-            values = metric_values(metric, logits.reshape(v * P, -1), inputs.answers.repeat(v),
-                                   inputs.wrongs.repeat(v), None if reference is None else reference.repeat(v, 1))
-            out[s:s + v, inputs.index] = values.view(v, P).double().cpu()
-    return out
+
+        def metrics_of(logits: Tensor) -> Tensor:  # (v P, vocab) -> (v, P)
+            v = logits.shape[0] // P
+            return metric_values(metric, logits, inputs.answers.repeat(v), inputs.wrongs.repeat(v),
+                                 None if reference is None else reference.repeat(v, 1)).view(v, P).double().cpu()
+
+        known = empty | (full & (batch.clean is not None))
+        values[torch.nonzero(empty).flatten()[:, None], inputs.index] = metrics_of(batch.corrupted.logits)
+        if batch.clean is not None:
+            values[torch.nonzero(full).flatten()[:, None], inputs.index] = metrics_of(batch.clean.logits)
+        todo = torch.nonzero(~known).flatten()
+        if not len(todo):
+            continue
+        patched = graph.real[None] & ~distinct[todo].view(-1, *graph.real.shape)  # (W', U, R)
+        corr = corrupted_outputs(model, graph, batch.corrupted)  # once per batch: every run reads them
+        per_run = max(1, (rows or rows_per_run(graph, inputs, backward=False)) // P)
+        for s in range(0, len(todo), per_run):
+            logits = patched_logits(model, graph, inputs, patched[s:s + per_run], batch.corrupted, corr)
+            values[todo[s:s + per_run, None], inputs.index] = metrics_of(logits.reshape(-1, logits.shape[-1]))
+    return values[which]
 
 
 def curve_sizes(n_edges: int, points: int = 20) -> list[int]:
