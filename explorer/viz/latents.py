@@ -35,7 +35,7 @@ SHADE = (217, 72, 1)  # an example token's background, its alpha the activation'
 # Inline styles (the HTML goes into a gr.HTML as it is): tokens in a monospace font, spaces kept.
 BOX_STYLE = "font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 13px; line-height: 2;"
 # Black text: 4.88:1 on the shade's darkest (SHADE at alpha 1 over white), more on every lighter one; the theme's
-# grey-800 text (#1f2937) was 3.4:1 there (WCAG AA asks 4.5:1; axe color-contrast on induction-gpt's examples).
+# grey-800 text was 3.4:1 there (WCAG AA asks 4.5:1; axe color-contrast on induction-gpt's examples).
 TOKEN_TEXT = "#000000"
 TOKEN_STYLE = f"white-space: pre; padding: 1px 1px; border-radius: 2px; color: {TOKEN_TEXT};"
 VALUE_STYLE = "display: inline-block; min-width: 3.2em; font-weight: 600;"
