@@ -227,6 +227,8 @@ th.glossed {text-decoration: underline dotted; cursor: help}  /* a header with j
   #page-size {display: none !important}
   /* the Lessons menu on a line of its own: squeezed beside them it showed two letters ("Le" of "Lektionen") */
   #lessons {flex: 1 1 100% !important; min-width: 0 !important}
+  /* the language menu's padding trimmed (26 px high, still a 24 px target): the Lessons line above cost the room */
+  #page-lang .wrap-inner {padding: 1px 8px !important}
   #class-view, #copy-link {flex: none !important; min-width: 0 !important; padding: 0 8px !important;
                            white-space: nowrap}
   #output-tokens .token {font-size: 12px}
