@@ -63,7 +63,10 @@ def test_a_runs_text_and_the_help_show_their_glosses(app_url, browser):
         again = page.evaluate(TEXT, "contrib-summary")
         assert again.count(again[:40]) == 1, again  # the new text once: nothing left of the old one, nothing doubled
         assert page.evaluate("() => document.querySelectorAll('#contrib-summary abbr abbr').length") == 0
-        # the help under the tab's title: its <abbr>s from the server
+        # the tab's help, folded under its form ("How to read this", tabs.base.Tab.folded_help): its <abbr>s from the
+        # server, once unfolded (Gradio renders a closed accordion's content when it opens)
+        page.locator("#views .tab-help").get_by_text("How to read this").click()
+        page.wait_for_selector("#views .tab-help .tab-text abbr[title]")
         helps = page.evaluate("() => [...document.querySelectorAll('.tab-text abbr[title]')].map(a => a.title)")
         assert gloss_of("logit") in helps
         # the tab's table headers and its figure's texts: each jargon word's gloss is the tooltip, the text unchanged
