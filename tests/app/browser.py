@@ -80,20 +80,8 @@ def opened(url: str, browser: Any, init_script: str | None = None, viewport: tup
         page.wait_for_selector("#head-plot .js-plotly-plot")
         page.wait_for_function(FIRST_RUN_JS)
         yield page, errors
-    except Exception:
-        note_watchdog(context, page)  # for the hang report, which runs after the context is closed
-        raise
     finally:
         context.close()
-
-
-def note_watchdog(context: Any, page: Any) -> None:
-    """The page's stream watchdog state (explorer.app.page.stream_watchdog) added to its context's request log."""
-    try:
-        state = page.evaluate("() => window.explorerStreamWatchdogState ? window.explorerStreamWatchdogState() : null")
-    except Exception as e:  # noqa: BLE001 - a closing page: the report says so instead
-        state = f"(not readable: {type(e).__name__})"
-    getattr(context, "_hang_log", []).append(f"watchdog at failure: {state}")
 
 
 class Runs:

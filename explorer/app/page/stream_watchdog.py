@@ -16,8 +16,6 @@ through the queue: its join finds the client's stream closed, so the client open
 what waits. At most `TRIES` clicks per stuck event, a second apart; then a console warning. A page sets
 `window.explorerStreamWatchdog = 'off'` to run without it (the test that shows the hang), and back to recover;
 `window.explorerStreamWatchdogState()` says what it sees (streams open, events pending, clicks made, joins answered).
-A status tracker shown with no stream open counts as waiting too (at most TRIES clicks until the page shows none): a
-hang while a page loaded left its events waiting on the server while the pending set was empty (docs/tests.md).
 """
 
 from __future__ import annotations
@@ -32,33 +30,23 @@ STREAM_WATCHDOG_JS = f"""(() => {{
   const realFetch = window.fetch;
   const pending = new Map();  // event id -> clicks made for it
   const done = new Set();  // ids seen completed (a completion may be read before its join's clone)
-  let streams = 0, quietSince = performance.now(), timer = null, fired = 0, joins = 0, shownClicks = 0;
-  // A status tracker shown says the page itself waits for an event, whatever the pending set saw (a hang seen while
-  // loading, 2026-11-29: 7 events waiting on the server, the set empty): it counts as waiting too.
-  const trackerShown = () => !!document.querySelector('[data-testid="status-tracker"].wrap:not(.hide)');
-  window.explorerStreamWatchdogState = () => ({{streams, pending: pending.size, fired, joins,
-                                                tracker: trackerShown()}});  // read by tests and hang reports
+  let streams = 0, quietSince = performance.now(), timer = null, fired = 0, joins = 0;
+  window.explorerStreamWatchdogState = () => ({{streams, pending: pending.size, fired, joins}});  // read by tests
   const urlOf = (input) => typeof input === 'string' ? input : (input instanceof URL ? input.href : input.url);
-  const waiting = () => pending.size > 0 || trackerShown();
-  const arm = () => {{
-    if (!trackerShown()) shownClicks = 0;  // the page waited for nothing since: a later wait may click again
-    if (!timer && !streams && waiting()) timer = setTimeout(check, 1000);
-  }};
+  const arm = () => {{ if (!timer && pending.size && !streams) timer = setTimeout(check, 1000); }};
   function check() {{
     timer = null;
-    if (streams || !waiting()) return;
+    if (streams || !pending.size) return;
     if (window.explorerStreamWatchdog === 'off') {{ timer = setTimeout(check, 1000); return; }}  // a test's switch
     const wait = 1000 - (performance.now() - quietSince);
     if (wait > 0) {{ timer = setTimeout(check, wait); return; }}
     const stuck = [...pending].filter(([, tries]) => tries < {TRIES});
     const button = document.getElementById('{BUTTON_ID}');
-    const byTracker = !pending.size && shownClicks < {TRIES};  // only the page's tracker says it waits
-    if (!button || (!stuck.length && !byTracker)) {{
+    if (!stuck.length || !button) {{
       console.warn('explorer: events waiting with no queue stream open', [...pending.keys()]);
       pending.clear(); return;
     }}
     for (const [id, tries] of stuck) pending.set(id, tries + 1);
-    if (byTracker) shownClicks += 1;
     fired += 1;
     console.info('{FIRED}');
     button.click();  // its join finds no stream open: the client opens one, which brings what waits
@@ -68,8 +56,7 @@ STREAM_WATCHDOG_JS = f"""(() => {{
   const joined = (response) => response.clone().json().then((answer) => {{
     const id = answer && answer.event_id;
     joins += 1;
-    if (id && !done.delete(id)) pending.set(id, 0);
-    arm();
+    if (id && !done.delete(id)) {{ pending.set(id, 0); arm(); }}
   }}).catch(() => {{}});
   // A completion starts a frame: `data: {{"msg":"process_completed","event_id":"..."` (orjson, compact). Inside an
   // event's data the same words are escaped (\\"msg\\"), so they never match; a tail is kept for a frame split in two.
