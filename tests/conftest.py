@@ -122,15 +122,13 @@ def pytest_terminal_summary(terminalreporter):
     """How often the page's queue-stream watchdog had to reopen a page's stream (explorer.app.page.stream_watchdog:
     Gradio's race, docs/tests.md), summed over the browser tests' reports: the same line with or without xdist's
     workers (a report, unlike a module's list, travels from a worker to the controller)."""
-    fired: dict[str, int] | None = None
-    for reports in terminalreporter.stats.values():
-        for rep in reports:
-            for name, value in getattr(rep, "user_properties", ()):
-                if name == WATCHDOG_PROPERTY:
-                    fired = {} if fired is None else fired
-                    if value:
-                        fired[rep.nodeid] = fired.get(rep.nodeid, 0) + value
-    if fired is not None:
+    counts = [(rep.nodeid, value) for reports in terminalreporter.stats.values() for rep in reports
+              for name, value in getattr(rep, "user_properties", ()) if name == WATCHDOG_PROPERTY]
+    fired: dict[str, int] = {}
+    for nodeid, value in counts:
+        if value:
+            fired[nodeid] = fired.get(nodeid, 0) + value
+    if counts:  # a browser test ran
         terminalreporter.write_line(f"stream watchdog: fired {sum(fired.values())} times, in {len(fired)} tests "
                                     f"{sorted(fired)}")
     for rep in terminalreporter.stats.get("rerun", []):  # a try that failed and passed again: why it failed
