@@ -134,8 +134,22 @@ def pytest_terminal_summary(terminalreporter):
     for rep in terminalreporter.stats.get("rerun", []):  # a try that failed and passed again: why it failed
         hang = dict(getattr(rep, "sections", ())).get("hang report")
         terminalreporter.write_line(f"rerun {rep.nodeid}: {str(rep.longrepr).splitlines()[-1][:200]}")
-        if hang:
-            terminalreporter.write_line("\n".join(hang.splitlines()[:80]))
+        for where in _test_lines(rep):
+            terminalreporter.write_line(f"  waited at {where}")
+        if hang:  # the queues, the pages and their trails; not the threads' stacks
+            terminalreporter.write_line("\n".join(hang.split("\n--- thread")[0].splitlines()[:250]))
+
+
+def _test_lines(rep) -> list[str]:
+    """Where in the tests a failed try was: each traceback entry under tests/ as `path:line: source`."""
+    entries = getattr(getattr(rep.longrepr, "reprtraceback", None), "reprentries", ())
+    out = []
+    for entry in entries:
+        loc = getattr(entry, "reprfileloc", None)
+        if loc is not None and "tests/" in loc.path:
+            source = next((line[1:].strip() for line in getattr(entry, "lines", ()) if line.startswith(">")), "")
+            out.append(f"{loc.path}:{loc.lineno}: {source[:120]}")
+    return out
 
 
 def _free_port() -> int:

@@ -15,9 +15,15 @@ SERVED: list[Any] = []  # the Blocks that tests/app/browser.served launched and 
 BROWSERS: list[Any] = []  # the session's Chromium (tests/conftest.py `browser`), watched by `watch_browser`
 CLOSED_LOGS: deque[list[str]] = deque(maxlen=1)  # the request log of the context closed last
 WATCHDOG_FIRED: list[str] = []  # the test under way at each click of the queue stream's watchdog (page.stream_watchdog)
-STATUS_JS = """() => [...document.querySelectorAll('#status, #output-summary, [data-testid=status-tracker]')]
-  .map(e => (e.id || e.className) + ': ' + e.innerText.trim().slice(0, 120)).join(' | ')
-  + ' | watchdog: ' + JSON.stringify(window.explorerStreamWatchdogState ? window.explorerStreamWatchdogState() : null)"""
+# A page's state: its status texts, the components whose status tracker shows them waiting, whether the first heatmap
+# is drawn, what the stream watchdog sees, and its trail of joins, streams and frames (page.stream_watchdog).
+STATUS_JS = """() => [...document.querySelectorAll('#status, #output-summary')]
+  .map(e => e.id + ': ' + e.innerText.trim().slice(0, 120)).join(' | ')
+  + ' | waiting: ' + [...document.querySelectorAll('[data-testid=status-tracker].wrap:not(.hide)')]
+    .map(e => (e.closest('[id]') || {id: '?'}).id).join(', ')
+  + ' | heatmap drawn: ' + !!document.querySelector('#head-plot .js-plotly-plot')
+  + ' | watchdog: ' + JSON.stringify(window.explorerStreamWatchdogState ? window.explorerStreamWatchdogState() : null)
+  + '\\n' + (window.explorerStreamTrail ? window.explorerStreamTrail() : '')"""
 
 
 def watch_browser(browser: Any) -> None:
@@ -52,24 +58,38 @@ def watch_browser(browser: Any) -> None:
         context.on("requestfailed", lambda r: note(f"FAIL {r.failure}", r))
         context.on("console", on_console)
         context.on("close", lambda _: CLOSED_LOGS.append(log))  # a test's `finally` may close it before the report
+        real_close = context.close
+
+        def close(*args: Any, **kwargs: Any) -> Any:
+            log.extend(f"at close: {state}" for state in _states(context))  # what a failed wait left, for the report
+            return real_close(*args, **kwargs)
+
+        context.close = close
         return context
 
     browser.new_context = logged_context
 
 
-def pages_state() -> list[str]:
-    """Every open page of the watched browsers: its URL, its status texts, and its context's last requests."""
+def _states(context: Any) -> list[str]:
+    """Each open page of `context`: its URL and STATUS_JS (a closing page says why it cannot)."""
     from playwright.sync_api import Error as PlaywrightError
 
     out = []
+    for page in context.pages:
+        try:
+            status = page.evaluate(STATUS_JS)
+        except PlaywrightError as e:  # the page may be closing; the report must still print
+            status = f"(not readable: {str(e)[:200]})"
+        out.append(f"page {page.url}\n  {status}")
+    return out
+
+
+def pages_state() -> list[str]:
+    """Every open page of the watched browsers: its URL, its status texts, and its context's last requests."""
+    out = []
     for browser in BROWSERS:
         for context in browser.contexts:
-            for page in context.pages:
-                try:
-                    status = page.evaluate(STATUS_JS)
-                except PlaywrightError as e:  # the page may be closing; the report must still print
-                    status = f"(not readable: {e})"
-                out.append(f"page {page.url}\n  {status}")
+            out.extend(_states(context))
             out.extend("  " + line for line in getattr(context, "_hang_log", []))
     if not out and CLOSED_LOGS:
         out = ["(no open page; the requests of the context closed last:)", *("  " + line for line in CLOSED_LOGS[-1])]

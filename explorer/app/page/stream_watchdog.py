@@ -31,7 +31,10 @@ STREAM_WATCHDOG_JS = f"""(() => {{
   const pending = new Map();  // event id -> clicks made for it
   const done = new Set();  // ids seen completed (a completion may be read before its join's clone)
   let streams = 0, quietSince = performance.now(), timer = null, fired = 0, joins = 0;
+  const trail = [];  // the last stream events, for a hang's report: [ms, what, detail]
+  const note = (what, detail) => {{ trail.push([Math.round(performance.now()), what, detail]); trail.splice(0, trail.length - 80); }};
   window.explorerStreamWatchdogState = () => ({{streams, pending: pending.size, fired, joins}});  // read by tests
+  window.explorerStreamTrail = () => trail.map((entry) => entry.join(' ')).join('\\n');  // read by tests' hang report
   const urlOf = (input) => typeof input === 'string' ? input : (input instanceof URL ? input.href : input.url);
   const arm = () => {{ if (!timer && pending.size && !streams) timer = setTimeout(check, 1000); }};
   function check() {{
@@ -56,11 +59,13 @@ STREAM_WATCHDOG_JS = f"""(() => {{
   const joined = (response) => response.clone().json().then((answer) => {{
     const id = answer && answer.event_id;
     joins += 1;
+    note('joined', String(id).slice(0, 8));
     if (id && !done.delete(id)) {{ pending.set(id, 0); arm(); }}
   }}).catch(() => {{}});
   // A completion starts a frame: `data: {{"msg":"process_completed","event_id":"..."` (orjson, compact). Inside an
   // event's data the same words are escaped (\\"msg\\"), so they never match; a tail is kept for a frame split in two.
   const completed = /data: ?\\{{"msg": ?"process_completed", ?"event_id": ?"([^"]+)"/g;
+  const frames = /data: ?\\{{"msg": ?"(\\w+)"(?:, ?"event_id": ?"([^"]{{0,8}}))?/g;  // every frame's kind, for the trail
   const watch = async (reader) => {{
     const decoder = new TextDecoder();
     let tail = '';
@@ -70,18 +75,23 @@ STREAM_WATCHDOG_JS = f"""(() => {{
         if (end) break;
         const text = tail + decoder.decode(value, {{ stream: true }});
         for (const match of text.matchAll(completed)) if (!pending.delete(match[1])) done.add(match[1]);
+        for (const match of text.matchAll(frames))  // ending in this chunk: not noted before
+          if (match.index + match[0].length > tail.length) note('frame', match.slice(1).join(' '));
         if (done.size > 100) done.clear();  // ids no join of this page named: never waited for
         tail = text.slice(-200);
       }}
-    }} catch (error) {{}}  // the client aborts after close_stream: an ordinary end; a broken one alike (below)
+    }} catch (error) {{ note('stream error', error && error.name); }}  // the client aborts after close_stream: an ordinary end
+    note('stream end', streams - 1);
     streams -= 1; quietSince = performance.now(); arm();
   }};
   const stream = async (input, init) => {{
     streams += 1;
+    note('stream open', streams);
     let response;
     // A stream that fails, is refused or is aborted before its answer keeps the pending events pending: an abort can
     // come from the race itself (close_stream read just then), and for a truly broken one the clicks are bounded.
     try {{ response = await realFetch(input, init); }} catch (error) {{
+      note('stream refused', error && error.name);
       streams -= 1; quietSince = performance.now(); arm(); throw error;
     }}
     if (!response.ok || !response.body) {{ streams -= 1; quietSince = performance.now(); arm(); return response; }}
@@ -93,7 +103,10 @@ STREAM_WATCHDOG_JS = f"""(() => {{
     const url = urlOf(input) || '';
     if (url.includes('/queue/data')) return stream(input, init);
     const answer = realFetch(input, init);
-    if (url.includes('/queue/join')) answer.then(joined, () => {{}});
+    if (url.includes('/queue/join')) {{
+      note('join', String(init && init.body).match(/"fn_index": ?(\\d+)/)?.[1]);
+      answer.then(joined, () => {{}});
+    }}
     return answer;
   }};
 }})();"""
