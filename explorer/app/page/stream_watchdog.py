@@ -1,21 +1,29 @@
-"""A watchdog for a race in Gradio's (6.31) browser client that can leave a page waiting for ever for an event's answer.
+"""The page's queue stream kept whole: two faults of Gradio's (6.31) browser client that leave a page waiting for ever
+or drawing nothing, worked around by a script placed first in the page (idle_timers.page_middleware) that wraps
+`window.fetch`, which the client calls for its joins (`POST .../queue/join`) and its stream (`GET .../queue/data`).
 
-The race. A page's events reach it over one stream per session (`GET .../queue/data`). When the session's last
-pending event completes, the server sends `close_stream` and ends the stream; the client marks its stream closed on
-reading it. After each join (`POST .../queue/join`) the client opens a stream only if it thinks none is open. A join
-the server takes just after it sent `close_stream`, whose answer the page reads before `close_stream`, opens none;
-then `close_stream` closes the old one, and that event's messages wait in the session's queue on the server for a
-stream nobody opens (docs/tests.md, "Gradio's queue-stream race").
+1. A lost stream. A page's events reach it over one stream per session. When the session's last pending event
+completes, the server sends `close_stream` and ends the stream; the client marks its stream closed on reading it.
+After each join the client opens a stream only if it thinks none is open. A join the server takes just after it sent
+`close_stream`, whose answer the page reads before `close_stream`, opens none; then `close_stream` closes the old
+one, and that event's messages wait on the server for a stream nobody opens (docs/tests.md). The watchdog: each
+join's answer (read from a clone) adds its event id to a pending set, each `process_completed` frame takes it out;
+when an event is still pending and no stream has been open for a second, the script clicks a hidden button
+(`watchdog_button`) whose do-nothing event goes through the queue: its join finds the client's stream closed, so the
+client opens one, and the server hands over what waits. At most `TRIES` clicks per stuck event, a second apart.
 
-The watchdog. A script placed first in the page (idle_timers.page_middleware) wraps `window.fetch`, which the client
-calls for both, and only watches: each join's answer (read from a clone) adds its event id to a pending set; each
-stream is teed, the client reading one branch untouched and in time, the script reading the other for the ids of
-`process_completed` frames (they leave the set) and for the stream's end. When an event is still pending and no
-stream has been open for a second, the script clicks a hidden button (`watchdog_button`) whose do-nothing event goes
-through the queue: its join finds the client's stream closed, so the client opens one, and the server hands over
-what waits. At most `TRIES` clicks per stuck event, a second apart; then a console warning. A page sets
-`window.explorerStreamWatchdog = 'off'` to run without it (the test that shows the hang), and back to recover;
-`window.explorerStreamWatchdogState()` says what it sees (streams open, events pending, clicks made, joins answered).
+2. Updates lost in place. A generator's event (the page's Run: its updates, then a last "keep" update so that its
+closing message carries no second copy of every figure) sends its later updates as diffs, and the client applies
+each diff *in place* to the objects of the update before. Frames of an event read before its join answer (the server
+answered the Run before the page read the answer: seen under load) are kept by the client and replayed at once, so
+the Run's updates become "keep" before the page draws them: no heatmap, empty tables (the load-time hang of
+docs/tests.md). The script passes each stream on whole frame by frame and rewrites a generator's diff that reaches
+inside a value into the whole value it makes (`["replace", [], value]`, kept per event from the frames before), so
+the client makes a new object and never changes one the page was given.
+
+Switches for the tests: `window.explorerStreamWatchdog = 'off'` (no clicks), `window.explorerStreamWhole = 'off'` (no
+rewrite); `window.explorerStreamWatchdogState()` says what it sees (streams open, events pending, clicks, joins) and
+`window.explorerStreamTrail()` its last joins, streams and frames (a hang's report prints both).
 """
 
 from __future__ import annotations
@@ -26,90 +34,133 @@ BUTTON_ID = "stream-watchdog"
 TRIES = 5  # clicks per stuck event: one reopens the stream; more only if a click's own join met the race again
 FIRED = "explorer: stream watchdog reopened the queue stream"  # the console's line at each click (tests count them)
 
-STREAM_WATCHDOG_JS = f"""(() => {{
+STREAM_WATCHDOG_JS = """(() => {
   const realFetch = window.fetch;
   const pending = new Map();  // event id -> clicks made for it
-  const done = new Set();  // ids seen completed (a completion may be read before its join's clone)
+  const done = new Set();  // ids seen completed (a completion may be read before its join's answer)
   let streams = 0, quietSince = performance.now(), timer = null, fired = 0, joins = 0;
   const trail = [];  // the last stream events, for a hang's report: [ms, what, detail]
-  const note = (what, detail) => {{ trail.push([Math.round(performance.now()), what, detail]); trail.splice(0, trail.length - 80); }};
-  window.explorerStreamWatchdogState = () => ({{streams, pending: pending.size, fired, joins}});  // read by tests
+  const note = (what, detail) => { trail.push([Math.round(performance.now()), what, detail]); trail.splice(0, trail.length - 80); };
+  window.explorerStreamWatchdogState = () => ({streams, pending: pending.size, fired, joins});  // read by tests
   window.explorerStreamTrail = () => trail.map((entry) => entry.join(' ')).join('\\n');  // read by tests' hang report
   const urlOf = (input) => typeof input === 'string' ? input : (input instanceof URL ? input.href : input.url);
-  const arm = () => {{ if (!timer && pending.size && !streams) timer = setTimeout(check, 1000); }};
-  function check() {{
+  const arm = () => { if (!timer && pending.size && !streams) timer = setTimeout(check, 1000); };
+  function check() {
     timer = null;
     if (streams || !pending.size) return;
-    if (window.explorerStreamWatchdog === 'off') {{ timer = setTimeout(check, 1000); return; }}  // a test's switch
+    if (window.explorerStreamWatchdog === 'off') { timer = setTimeout(check, 1000); return; }  // a test's switch
     const wait = 1000 - (performance.now() - quietSince);
-    if (wait > 0) {{ timer = setTimeout(check, wait); return; }}
-    const stuck = [...pending].filter(([, tries]) => tries < {TRIES});
-    const button = document.getElementById('{BUTTON_ID}');
-    if (!stuck.length || !button) {{
+    if (wait > 0) { timer = setTimeout(check, wait); return; }
+    const stuck = [...pending].filter(([, tries]) => tries < TRIES);
+    const button = document.getElementById('BUTTON_ID');
+    if (!stuck.length || !button) {
       console.warn('explorer: events waiting with no queue stream open', [...pending.keys()]);
       pending.clear(); return;
-    }}
+    }
     for (const [id, tries] of stuck) pending.set(id, tries + 1);
     fired += 1;
-    console.info('{FIRED}');
+    console.info('FIRED');
     button.click();  // its join finds no stream open: the client opens one, which brings what waits
     quietSince = performance.now();
     arm();
-  }}
-  const joined = (response) => response.clone().json().then((answer) => {{
+  }
+  // A frame is `data: {"msg": "...", "event_id": "..."...}` and a blank line (orjson: msg first). Inside an event's
+  // data the same words are escaped (\\"msg\\"), so only a frame's own head matches.
+  const head = /^data: ?\\{"msg": ?"(\\w+)"(?:, ?"event_id": ?"([^"]+)")?/;
+  const joined = (response) => response.clone().json().then((answer) => {
     const id = answer && answer.event_id;
     joins += 1;
     note('joined', String(id).slice(0, 8));
-    if (id && !done.delete(id)) {{ pending.set(id, 0); arm(); }}
-  }}).catch(() => {{}});
-  // A completion starts a frame: `data: {{"msg":"process_completed","event_id":"..."` (orjson, compact). Inside an
-  // event's data the same words are escaped (\\"msg\\"), so they never match; a tail is kept for a frame split in two.
-  const completed = /data: ?\\{{"msg": ?"process_completed", ?"event_id": ?"([^"]+)"/g;
-  const frames = /data: ?\\{{"msg": ?"(\\w+)"(?:, ?"event_id": ?"([^"]{{0,8}}))?/g;  // every frame's kind, for the trail
-  const watch = async (reader) => {{
-    const decoder = new TextDecoder();
-    let tail = '';
-    try {{
-      for (;;) {{
-        const {{ value, done: end }} = await reader.read();
-        if (end) break;
-        const text = tail + decoder.decode(value, {{ stream: true }});
-        for (const match of text.matchAll(completed)) if (!pending.delete(match[1])) done.add(match[1]);
-        for (const match of text.matchAll(frames))  // ending in this chunk: not noted before
-          if (match.index + match[0].length > tail.length) note('frame', match.slice(1).join(' '));
-        if (done.size > 100) done.clear();  // ids no join of this page named: never waited for
-        tail = text.slice(-200);
-      }}
-    }} catch (error) {{ note('stream error', error && error.name); }}  // the client aborts after close_stream: an ordinary end
-    note('stream end', streams - 1);
-    streams -= 1; quietSince = performance.now(); arm();
-  }};
-  const stream = async (input, init) => {{
+    if (id && !done.delete(id)) { pending.set(id, 0); arm(); }
+  }).catch(() => {});
+  // Gradio's client applies a generator's later updates (diffs) to the objects of its earlier ones in place, objects
+  // the page may not have drawn yet when the frames come together: a value followed by a no-op update ("keep") is
+  // then drawn as nothing. Each such diff is sent on as the whole value it makes (a new object), kept per event.
+  const values = new Map();  // event id -> its outputs' values, our own copies
+  const apply = (value, [action, path, change]) => {
+    if (!path.length) return action === 'replace' ? change : value + change;
+    let parent = value;
+    for (const key of path.slice(0, -1)) parent = parent[key];
+    const key = path[path.length - 1];
+    if (action === 'replace') parent[key] = change;
+    else if (action === 'append') parent[key] += change;
+    else if (action === 'add') Array.isArray(parent) ? parent.splice(Number(key), 0, change) : (parent[key] = change);
+    else if (action === 'delete') Array.isArray(parent) ? parent.splice(Number(key), 1) : delete parent[key];
+    return value;
+  };
+  const whole = (frame, kind, id) => {
+    if (kind === 'process_completed') values.delete(id);
+    if (kind !== 'process_generating' || !id || window.explorerStreamWhole === 'off') return frame;
+    const message = JSON.parse(frame.slice(frame.indexOf('{')));
+    const data = message.success && message.output && message.output.data;
+    if (!Array.isArray(data)) return frame;
+    const kept = values.get(id);
+    if (!kept) { values.set(id, data); return frame; }  // the first: whole values (this parse is our own copy)
+    let changed = false;
+    data.forEach((edits, i) => {
+      kept[i] = edits.reduce(apply, kept[i]);
+      if (edits.some(([, path]) => path.length)) { data[i] = [['replace', [], kept[i]]]; changed = true; }
+    });
+    return changed ? 'data: ' + JSON.stringify(message) + '\\n\\n' : frame;
+  };
+  // The client reads each stream through this one, whole frames in order, as they come.
+  const stream = async (input, init) => {
     streams += 1;
     note('stream open', streams);
     let response;
     // A stream that fails, is refused or is aborted before its answer keeps the pending events pending: an abort can
     // come from the race itself (close_stream read just then), and for a truly broken one the clicks are bounded.
-    try {{ response = await realFetch(input, init); }} catch (error) {{
+    try { response = await realFetch(input, init); } catch (error) {
       note('stream refused', error && error.name);
       streams -= 1; quietSince = performance.now(); arm(); throw error;
-    }}
-    if (!response.ok || !response.body) {{ streams -= 1; quietSince = performance.now(); arm(); return response; }}
-    const [theirs, mine] = response.body.tee();  // both branches get each chunk as it arrives
-    watch(mine.getReader());
-    return new Response(theirs, {{ status: response.status, statusText: response.statusText, headers: response.headers }});
-  }};
-  window.fetch = (input, init) => {{
+    }
+    if (!response.ok || !response.body) { streams -= 1; quietSince = performance.now(); arm(); return response; }
+    const reader = response.body.getReader(), decoder = new TextDecoder(), encoder = new TextEncoder();
+    let tail = '', finished = false;
+    const finish = (how) => {
+      if (finished) return;
+      finished = true;
+      note('stream end', how);
+      streams -= 1; quietSince = performance.now(); arm();
+    };
+    const body = new ReadableStream({
+      async pull(out) {
+        try {
+          const { value, done: end } = await reader.read();
+          if (end) {
+            tail += decoder.decode();
+            if (tail) out.enqueue(encoder.encode(tail));
+            out.close(); finish('closed'); return;
+          }
+          const frames = (tail + decoder.decode(value, { stream: true })).split('\\n\\n');
+          tail = frames.pop();
+          const passed = frames.map((frame) => {
+            const [, kind, id] = frame.match(head) || [];
+            if (kind) note('frame', kind + ' ' + (id || '').slice(0, 8));
+            if (kind === 'process_completed' && id && !pending.delete(id)) done.add(id);
+            try { return whole(frame + '\\n\\n', kind, id); } catch (error) { return frame + '\\n\\n'; }
+          });
+          if (done.size > 100) done.clear();  // ids no join of this page named: never waited for
+          if (passed.length) out.enqueue(encoder.encode(passed.join('')));
+        } catch (error) {  // the client aborts a stream after its close_stream: an ordinary end
+          out.error(error); finish(error && error.name);
+        }
+      },
+      cancel(reason) { reader.cancel(reason).catch(() => {}); finish('cancelled'); },
+    });
+    return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+  };
+  window.fetch = (input, init) => {
     const url = urlOf(input) || '';
     if (url.includes('/queue/data')) return stream(input, init);
     const answer = realFetch(input, init);
-    if (url.includes('/queue/join')) {{
+    if (url.includes('/queue/join')) {
       note('join', String(init && init.body).match(/"fn_index": ?(\\d+)/)?.[1]);
-      answer.then(joined, () => {{}});
-    }}
+      answer.then(joined, () => {});
+    }
     return answer;
-  }};
-}})();"""
+  };
+})();""".replace("BUTTON_ID", BUTTON_ID).replace("TRIES", str(TRIES)).replace("FIRED", FIRED)
 
 # The button is clicked by the script only: out of the layout, the accessibility tree and the tab order (it must stay
 # in the DOM to be clicked, so it is hidden by CSS, not `visible=False`); MARK_JS adds the attributes that say so.
