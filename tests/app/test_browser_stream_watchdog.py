@@ -14,7 +14,7 @@ import time
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from explorer.app.page.stream_watchdog import BUTTON_ID
+from explorer.app.page.stream_watchdog import BUTTON_ID, STREAM_WATCHDOG_JS
 from tests.app.browser import IDLE_JS, opened, record_runs
 from tests.hang_report import WATCHDOG_FIRED
 
@@ -128,5 +128,64 @@ def test_a_runs_updates_read_before_its_join_answer_are_all_drawn(default_app, b
             assert page.evaluate(TOKENS_SHOWN) > 0
         else:
             assert page.evaluate(TOKENS_SHOWN) == 0
+    finally:
+        context.close()
+
+
+# Gradio 6.31's client (@gradio/client, minified names kept) applying a generator's diffs: Tt/Et/Dt.
+GRADIO_DIFFS = """function Dt(e,t,n,r){if(t.length===0){if(n==='replace')return r;if(n==='append')return e+r;throw Error(n)}
+let i=e;for(let e=0;e<t.length-1;e++)i=i[t[e]];let a=t[t.length-1];switch(n){case'replace':i[a]=r;break;
+case'append':i[a]+=r;break;case'add':Array.isArray(i)?i.splice(Number(a),0,r):i[a]=r;break;
+case'delete':Array.isArray(i)?i.splice(Number(a),1):delete i[a];break}return e}
+function Et(e,t){return t.forEach(([t,n,r])=>{e=Dt(e,n,t,r)}),e}
+function Tt(e,t,n){e[t]?n.data.forEach((r,i)=>{let a=Et(i<e[t].length?e[t][i]:null,r);e[t][i]=a,n.data[i]=a}):
+(e[t]=[],n.data.forEach((n,r)=>{e[t][r]=n}))}"""
+# A Run-like event: figures and a table, then a "keep" of them and a new second figure, then one more change.
+FRAMES = [
+    {"msg": "process_generating", "event_id": "e1", "success": True, "output": {"data": [
+        {"type": "plotly", "plot": "P1"}, {"headers": ["a"], "data": [[1]]}, "summary", {"type": "plotly", "plot": "Q1"}]}},
+    {"msg": "process_generating", "event_id": "e1", "success": True, "output": {"data": [
+        [["delete", ["type"], None], ["delete", ["plot"], None], ["add", ["__type__"], "update"]],
+        [["delete", ["headers"], None], ["delete", ["data"], None], ["add", ["__type__"], "update"]],
+        [["replace", [], {"__type__": "update"}]], [["replace", ["plot"], "Q2"]]]}},
+    {"msg": "process_generating", "event_id": "e1", "success": True, "output": {"data": [
+        [], [], [], [["replace", ["plot"], "Q3"]]]}},
+    {"msg": "process_completed", "event_id": "e1", "success": True, "output": {"data": [{"__type__": "update"}] * 4}},
+    {"msg": "close_stream"},
+]
+
+
+def test_the_page_passes_a_generators_diffs_on_as_whole_values(browser):
+    """What each update of a generator's event is once Gradio's client has read them all back to back (as it does for
+    frames read before their event's join answer): through the page's stream (one frame split across two chunks),
+    each update stays what it was sent as; the frames as sent end with the first update turned into the later ones."""
+    from tests.app.browser import new_page
+
+    context, page = new_page(browser)
+    try:
+        text = "".join(f"data: {json.dumps(f)}\n\n" for f in FRAMES)
+        read = page.evaluate(f"""async ([text, script]) => {{
+          {GRADIO_DIFFS}
+          const cut = text.indexOf('Q2');  // a frame in two chunks
+          window.fetch = async () => new Response(new ReadableStream({{ start(c) {{
+            for (const part of [text.slice(0, cut), text.slice(cut)]) c.enqueue(new TextEncoder().encode(part));
+            c.close(); }} }}));
+          const raw = await (await window.fetch('/queue/data')).text();
+          eval(script);  // the page's script wraps fetch
+          const passed = await (await window.fetch('/gradio_api/queue/data?session_hash=s')).text();
+          return [raw, passed].map((stream) => {{
+            const diffs = {{}}, updates = [];
+            for (const frame of stream.split('\\n\\n').filter(Boolean)) {{
+              const message = JSON.parse(frame.slice(frame.indexOf('{{')));
+              if (message.msg === 'process_generating') {{ Tt(diffs, 'e1', message.output); updates.push(message.output.data); }}
+            }}
+            return JSON.stringify(updates);
+          }});
+        }}""", [text, STREAM_WATCHDOG_JS])
+        keep = {"__type__": "update"}
+        plot = {"type": "plotly", "plot": "Q3"}
+        assert json.loads(read[0])[0] == [keep, keep, "summary", plot]  # Gradio's own: the first update is lost
+        assert json.loads(read[1]) == [FRAMES[0]["output"]["data"], [keep, keep, keep, {"type": "plotly", "plot": "Q2"}],
+                                       [keep, keep, keep, plot]]
     finally:
         context.close()

@@ -76,7 +76,7 @@ STREAM_WATCHDOG_JS = """(() => {
   // Gradio's client applies a generator's later updates (diffs) to the objects of its earlier ones in place, objects
   // the page may not have drawn yet when the frames come together: a value followed by a no-op update ("keep") is
   // then drawn as nothing. Each such diff is sent on as the whole value it makes (a new object), kept per event.
-  const values = new Map();  // event id -> its outputs' values, our own copies
+  const events = new Map();  // event id -> {first: its first update's frame, later: edits since, values: parsed or null}
   const apply = (value, [action, path, change]) => {
     if (!path.length) return action === 'replace' ? change : value + change;
     let parent = value;
@@ -88,20 +88,32 @@ STREAM_WATCHDOG_JS = """(() => {
     else if (action === 'delete') Array.isArray(parent) ? parent.splice(Number(key), 1) : delete parent[key];
     return value;
   };
-  const whole = (frame, kind, id) => {
-    if (kind === 'process_completed') values.delete(id);
-    if (kind !== 'process_generating' || !id || window.explorerStreamWhole === 'off') return frame;
+  const dataOf = (frame) => {
     const message = JSON.parse(frame.slice(frame.indexOf('{')));
-    const data = message.success && message.output && message.output.data;
-    if (!Array.isArray(data)) return frame;
-    const kept = values.get(id);
-    if (!kept) { values.set(id, data); return frame; }  // the first: whole values (this parse is our own copy)
-    let changed = false;
-    data.forEach((edits, i) => {
-      kept[i] = edits.reduce(apply, kept[i]);
-      if (edits.some(([, path]) => path.length)) { data[i] = [['replace', [], kept[i]]]; changed = true; }
-    });
-    return changed ? 'data: ' + JSON.stringify(message) + '\\n\\n' : frame;
+    return [message, message.success && message.output && Array.isArray(message.output.data) ? message.output.data : null];
+  };
+  // A diff that makes a value a bare "keep" (every key deleted, `__type__: update` added) is that whole value: no need
+  // to know the value before (the first update may be megabytes: it is parsed only when a diff needs it).
+  const KEEP = { __type__: 'update' };
+  const keeps = (edits) => edits.some(([action]) => action === 'add') && edits.every(([action, path, change]) =>
+    path.length === 1 && (action === 'delete' || (action === 'add' && path[0] === '__type__' && change === 'update')));
+  const whole = (frame, kind, id) => {
+    if (kind === 'process_completed') events.delete(id);
+    if (kind !== 'process_generating' || !id || window.explorerStreamWhole === 'off') return frame;
+    const event = events.get(id);
+    if (!event) { events.set(id, { first: frame, later: [], values: null }); return frame; }
+    const [message, data] = dataOf(frame);
+    if (!data) return frame;
+    const edits = data.slice(), inside = edits.map((e) => e.some(([, path]) => path.length));
+    if (!event.values && edits.some((e, i) => inside[i] && !keeps(e))) {  // the values before are needed: parse them
+      event.values = dataOf(event.first)[1];
+      event.later.forEach((earlier) => earlier.forEach((e, i) => { event.values[i] = e.reduce(apply, event.values[i]); }));
+      event.later = [];
+    }
+    if (event.values) edits.forEach((e, i) => { event.values[i] = e.reduce(apply, event.values[i]); });
+    else event.later.push(edits);
+    edits.forEach((e, i) => { if (inside[i]) data[i] = [['replace', [], keeps(e) ? KEEP : event.values[i]]]; });
+    return inside.some(Boolean) ? 'data: ' + JSON.stringify(message) + '\\n\\n' : frame;
   };
   // The client reads each stream through this one, whole frames in order, as they come.
   const stream = async (input, init) => {
@@ -132,7 +144,9 @@ STREAM_WATCHDOG_JS = """(() => {
             if (tail) out.enqueue(encoder.encode(tail));
             out.close(); finish('closed'); return;
           }
-          const frames = (tail + decoder.decode(value, { stream: true })).split('\\n\\n');
+          const text = decoder.decode(value, { stream: true });
+          if (!(tail.slice(-1) + text).includes('\\n\\n')) { tail += text; return; }  // a long frame: read on
+          const frames = (tail + text).split('\\n\\n');
           tail = frames.pop();
           const passed = frames.map((frame) => {
             const [, kind, id] = frame.match(head) || [];
