@@ -70,6 +70,7 @@ SHOW_ALL = "show-every-panel"
 SHOW_ALL_JS = f"""() => {{ const s = document.createElement('style'); s.id = '{SHOW_ALL}';
   s.textContent = '#views > .tabitem {{display: flex !important}} .pending {{opacity: 1 !important}}';
   document.head.appendChild(s); }}"""
+HTML_LANG = "() => document.documentElement.lang"
 REAL_JS = f"() => document.getElementById('{SHOW_ALL}').remove()"
 # The Plotly SVG of every tab after the first, out of the page (a figure redrawn since, e.g. by the Run a language
 # switch makes, is taken out again): how many were taken.
@@ -121,6 +122,7 @@ def choose_language(page, lang: str) -> None:
     page.wait_for_function("""([run, tab]) => document.querySelector('#run').innerText.trim() === run &&
       document.querySelector('#views [role=tab]').innerText.trim() === tab""", arg=words)
     page.wait_for_function(SETTLED)
+    assert page.evaluate(HTML_LANG) == lang  # a screen reader reads the page in its language (WCAG 3.1.1)
 
 
 def resize(page, width: int) -> None:
@@ -148,6 +150,7 @@ def test_every_tab_passes_axe_in_every_language_at_both_sizes(model, serve, brow
         page.locator("#views [role=tab]").first.click()  # the first panel's figures as the page shows them
         page.wait_for_function(SETTLED)
         assert page.evaluate(LIGHTEN_JS) > 0
+        assert page.evaluate(HTML_LANG) == "en"
         page.evaluate(SHOW_ALL_JS)
         lang, width = CELLS[0]
         for cell in CELLS:

@@ -94,6 +94,7 @@ def test_the_keyboard_alone_types_and_runs_on_a_phone_in_german(default_app, bro
     with opened(f"{default_app}?lang=de", browser, viewport=(390, 844)) as (page, errors):
         page.wait_for_function(f"() => document.querySelector('#run').innerText.trim() === {t('page.text.run', 'de')!r}")
         type_and_run(page, runs)
+        assert page.evaluate("() => document.documentElement.lang") == "de"  # read with a German voice (WCAG 3.1.1)
     assert errors == [], errors
 
 
