@@ -9,7 +9,8 @@ One page per model (date-translator, date-gpt, induction-gpt), not per cell:
   in English at 1280 x 800, in German at 390 x 844 (its long words on a phone).
 - A test-only style then shows every tab panel at once (Gradio renders a panel once it was opened and hides the
   others with display: none), so ONE axe run per cell checks the whole page: the title row, the controls, the results
-  bar and every computed panel, every rule of the WCAG A/AA tags (color-contrast included).
+  bar and every computed panel, every rule of the WCAG A/AA tags; color-contrast in half the cells (CONTRAST: each
+  language and each size on every model, each cell on some model), for the budget below.
 - The cells follow each other with the fewest changes: the page's own language menu (it relabels the page and runs it
   again; the tabs keep their results) three times, the window's size four times: en 1280, en 390, de 390, de 1280,
   fr 1280, fr 390, es 390, es 1280. A language's cell runs once its Run button and its first tab carry that
@@ -19,9 +20,10 @@ One page per model (date-translator, date-gpt, induction-gpt), not per cell:
 - Gradio fades an output to 20% while an event that writes it runs (the Compare tab's check after each Run writes its
   hidden summary); axe would measure that fade, so the test-only style turns it off (the settled page has none).
 
-Where the time goes (docs/accessibility.md has the numbers): loading the page and computing its 15 tabs, about a
-third; axe, about half: each run walks the whole document, and color-contrast, about half of a run, measures each of
-the ~1,100 visible texts; each language switch (a Run of the model) about 2-6 s. Two things made it affordable:
+Where the time goes (docs/accessibility.md has the numbers; induction-gpt with color-contrast in all 8 cells, 152 s at
+load 10-11 on 2 cores): the page 10 s, computing its 15 tabs 22 s, the 8 axe runs 70 s and the 2 real-layout runs 5 s,
+3 language switches (a Run each) 20 s, 4 resizes 19 s. color-contrast is about 70% of an axe run (some 1,150 visible
+texts; 12-16 s a run with it, 2.5-6.6 s without, at load 11-13), hence CONTRAST. Two things made it affordable:
 - The Plotly SVG of the tabs after the first (about 10,000 of the page's 21,000 elements; the same markup as the
   Attention tab's figures, which are checked) is taken out of the page once the tabs are computed: axe no longer walks
   it, and a change of the window's size no longer makes Plotly redraw some 80 hidden-then-shown figures (10-14 s per
