@@ -7,7 +7,7 @@ What each part covers, and why not more: one axe run costs 1-3 s here, and the s
 - 200% zoom: 1280 px shown at zoom 2 is a 640 CSS-px window: nothing reaches past its right edge (no sideways scroll).
 - Text sizes: every visible text of the first screen at 200% zoom, measured as drawn; Plotly's figures (SVG text
   sized by the figure's layout) are left out.
-Every tab at both sizes, on each model, in English and one more language each: test_browser_a11y_tabs.py; the
+Every tab at both sizes, on each model, in every language: test_browser_a11y_tabs.py; the
 keys-only path: test_browser_keyboard.py.
 """
 

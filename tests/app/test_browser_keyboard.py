@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import pytest
 
+from explorer.app.i18n.words import t
 from tests.app.browser import IDLE_JS, heads_on, opened, record_runs
 
 pytestmark = pytest.mark.browser
@@ -62,28 +63,46 @@ def tab_to(page, test: str, back: bool = False, limit: int = 120) -> list[str]:
     raise AssertionError(f"{test} not reached in {limit} presses: {passed[-8:]}")
 
 
+def type_and_run(page, runs) -> None:
+    """The path's first steps: Tab to sentence 1, type SENTENCE, Tab to Run and Enter; the focus stays on Run, and
+    Tab then Shift+Tab right after the Run come back to it."""
+    # Type a sentence: the sentence box comes after the skip link and the title row (the closed sidebar is passed)
+    passed = tab_to(page, "e.closest('#text1')")
+    assert len(passed) < 20 and not any("#source" in p for p in passed), passed
+    page.keyboard.press("Control+A")
+    page.keyboard.type(SENTENCE)
+    # Run: Enter on the Run button; the focus stays on it
+    tab_to(page, "e.id === 'run'", limit=6)
+    since = runs.mark()
+    press(page, "Enter")
+    runs.wait_for(lambda r: r.text1 == SENTENCE, "on the typed sentence", since)
+    page.wait_for_function(IDLE_JS)
+    assert page.evaluate("() => document.activeElement.id") == "run"
+    focus_visible(page)
+    # the status line, next to Run, never scrolls (a box that scrolls is a Tab stop while it overflows)
+    assert page.evaluate("() => getComputedStyle(document.getElementById('status')).overflowY") == "visible"
+    press(page, "Tab")  # to the next control, shown and outlined (press asserts it), and back
+    press(page, "Shift+Tab")
+    assert page.evaluate("() => document.activeElement.id") == "run"
+
+
+def test_the_keyboard_alone_types_and_runs_on_a_phone_in_german(default_app, browser, monkeypatch):
+    """The path's first steps at 390 x 844 with the page in German (its longer words wrap the title row and the
+    controls differently): the same Tab order, the focus shown in the window after every key. The later steps use the
+    same components in the same DOM order at every size and language (budget: docs/accessibility.md)."""
+    runs = record_runs(monkeypatch)
+    with opened(f"{default_app}?lang=de", browser, viewport=(390, 844)) as (page, errors):
+        page.wait_for_function(f"() => document.querySelector('#run').innerText.trim() === {t('page.text.run', 'de')!r}")
+        type_and_run(page, runs)
+        assert page.evaluate("() => document.documentElement.lang") == "de"  # read with a German voice (WCAG 3.1.1)
+    assert errors == [], errors
+
+
 def test_the_keyboard_alone_does_the_teachers_path(default_app, browser, monkeypatch):
     runs = record_runs(monkeypatch)
     with opened(default_app, browser, viewport=(1280, 800),
                 permissions=["clipboard-read", "clipboard-write"]) as (page, errors):
-        # Type a sentence: the sentence box comes after the skip link and the title row (the closed sidebar is passed)
-        passed = tab_to(page, "e.closest('#text1')")
-        assert len(passed) < 20 and not any("#source" in p for p in passed), passed
-        page.keyboard.press("Control+A")
-        page.keyboard.type(SENTENCE)
-        # Run: Enter on the Run button; the focus stays on it
-        tab_to(page, "e.id === 'run'", limit=6)
-        since = runs.mark()
-        press(page, "Enter")
-        runs.wait_for(lambda r: r.text1 == SENTENCE, "on the typed sentence", since)
-        page.wait_for_function(IDLE_JS)
-        assert page.evaluate("() => document.activeElement.id") == "run"
-        focus_visible(page)
-        # the status line, next to Run, never scrolls (a box that scrolls is a Tab stop while it overflows)
-        assert page.evaluate("() => getComputedStyle(document.getElementById('status')).overflowY") == "visible"
-        press(page, "Tab")  # to the next control, shown and outlined (press asserts it), and back
-        press(page, "Shift+Tab")
-        assert page.evaluate("() => document.activeElement.id") == "run"
+        type_and_run(page, runs)
         # Switch a head off: Space on the first decoder head's switch; the page runs; the focus stays on it
         tab_to(page, "e.closest('#dec-heads') && e.type === 'checkbox'", limit=80)
         since = runs.mark()

@@ -13,12 +13,16 @@ AA contrast, the skip link, the visible focus, and fixes for what Gradio (6.31) 
   it becomes role="img", which may carry one; a box that scrolls its content (a tab's summary, which German's longer
   words overflow; a step list; code) takes the focus (tabindex 0), so a keyboard user can scroll it (axe:
   scrollable-region-focusable); in a Dataframe that scrolls, its first header cell takes it (its viewport's
-  role="none" may not).
+  role="none" may not); the document's language (`<html lang>`) follows the page's language menu (WCAG 3.1.1).
 """
 
 from __future__ import annotations
 
+import json
+
 import gradio as gr
+
+from ..i18n.words import NAMES
 
 FOCUS = "#4338ca"  # indigo-700: the focus outline, 7.9:1 on white, 6.4:1 on the labels' indigo-100
 
@@ -37,6 +41,7 @@ THEME = gr.themes.Soft().set(
 )
 
 SKIP = "skip-to-results"
+LANG_CODES = json.dumps({name: code for code, name in NAMES.items()})  # the language menu's words -> <html lang>
 
 CSS = f"""
 #{SKIP} {{position: absolute !important; top: 0; left: 0; width: 1px; height: 1px; overflow: visible !important;
@@ -82,7 +87,13 @@ JS = f"""
     target.focus();
     target.scrollIntoView({{block: 'nearest'}});
   }});
+  // WCAG 3.1.1: the document says the page's language (Gradio writes <html lang="en">), so a screen reader reads the
+  // German page with a German voice; the menu shows the chosen language's own name
+  const codes = {LANG_CODES};
   const fix = () => {{
+    const chosen = document.querySelector('#page-lang input');
+    const code = chosen && codes[chosen.value];
+    if (code && document.documentElement.lang !== code) document.documentElement.lang = code;
     for (const box of document.querySelectorAll('div.empty[aria-label]:not([role])')) box.setAttribute('role', 'img');
     for (const box of document.querySelectorAll('[id$="-summary"], .head-steps > div, pre')) {{
       if (box.hasAttribute('tabindex')) continue;

@@ -3,8 +3,9 @@
 Every figure the page gets through `assets.plot` carries its text alternative (explorer.viz.describe) in its layout's
 meta ("alt": text and tables). The page script here puts it under the plot as one <details>: its <summary> (a
 keyboard stop, read by a screen reader) says in words what the figure shows and its strongest cells; opening it (the
-"table" switch: Enter or a click) shows the numbers as tables. Everything is inserted as text (textContent), never as
-HTML, so a token such as "<b>" reads as typed. The plot itself points at the words (aria-describedby).
+"table" switch: Enter or a click) shows the numbers as tables, built then. Everything is inserted as text
+(textContent), never as HTML, so a token such as "<b>" reads as typed. The plot itself points at the words
+(aria-describedby).
 
 The status line, the state line and the notices are live regions (role=status, polite): a screen reader says their
 new text after a Run or a link. The Run's timer, Gradio's progress tracker inside the status line, is kept out of the
@@ -73,7 +74,11 @@ const altFill = (gd) => {
     const table = cell('span', 'Table', '');
     table.className = ALT + '-switch';
     const body = document.createElement('div');
-    body.append(...tables.map(altTable));
+    // the tables are built when first opened: a closed <details> shows nothing, and a page's figures hold thousands
+    // of cells (about 8,000 elements over every tab) that every change of the page would otherwise carry
+    box.addEventListener('toggle', () => {
+      if (box.open && !body.childElementCount) body.append(...tables.map(altTable));
+    });
     box.append(words, body);
     words.append(table, ' ');
   }
