@@ -19,7 +19,7 @@ TEMPLATED = ("refuse.", "figure.", "result.", "source.", "endpoint.")  # the cat
 # placeholders holding other words read back too (a reason from deeper down, a figure's title or axis); "cells": a
 # figure's text alternative's strongest cells, each read back ("‘a’ attends most to ‘b’, 0.62; ...")
 NESTED = frozenset({"why", "err", "reads", "where", "kind", "run", "measure", "rows", "columns", "title", "rest",
-                    "notes", "explanation"})
+                    "notes", "explanation", "clicked", "method", "moved", "baseline", "ok"})
 SPANNING = NESTED | {"cells"}
 # an English number worth rewriting: with a decimal point or thousands commas ("0.62", "12,345"); a bare integer (a
 # layer, a token id) reads the same in every language
@@ -86,7 +86,7 @@ def _value_in(name: str, value: str, lang: str) -> str:
 def message_in(message: str, lang: Any = ENGLISH) -> str:
     """`message` in `lang` when it is one of MESSAGES or a TEMPLATED text, else as it is."""
     lang = language(lang)
-    if lang == ENGLISH:
+    if lang == ENGLISH or not message:
         return message
     for pattern, key in MESSAGES + templates():
         if m := pattern.fullmatch(message):

@@ -9,13 +9,14 @@ translated. Shapes: none (words only; the numbers of a figure are never read or 
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import orjson
 
 from ...viz.serialize import html_safe
 from .messages import message_in
-from .words import ENGLISH, language
+from .words import ENGLISH, catalogue, language, t
 
 TEXT_KEYS = frozenset({"text", "name", "caption", "note"})  # the words a figure carries
 
@@ -64,10 +65,32 @@ def result_in(markdown: str, lang: Any) -> str:
     return "\n\n".join(message_in(p, lang) for p in markdown.split("\n\n"))
 
 
+@functools.cache
+def _columns() -> dict[str, str]:
+    """A table's English header (or "run" cell) -> its catalogue key."""
+    return {text: key for key, text in catalogue(ENGLISH).items() if key.startswith("column.")}
+
+
+def column_in(name: Any, lang: str) -> Any:
+    key = _columns().get(name) if isinstance(name, str) else None
+    return t(key, lang) if key else name
+
+
+def table_in(table: Any, lang: Any) -> Any:
+    """A pandas DataFrame with its headers (and the words of its "run" column) in `lang`; its cells, tokens and
+    numbers, as they are."""
+    lang = language(lang)
+    if lang == ENGLISH or "run" not in table.columns:
+        return table.rename(columns=lambda c: column_in(c, lang)) if lang != ENGLISH else table
+    said = table.assign(run=table["run"].map(lambda x: column_in(x, lang)))
+    return said.rename(columns=lambda c: column_in(c, lang))
+
+
 def updates_in(updates: Any, lang: Any) -> Any:
-    """A handler's updates (component -> value) with every plot's and Markdown result's words in `lang`."""
+    """A handler's updates (component -> value) with every plot's, Markdown result's and table's words in `lang`."""
     lang = language(lang)
     if lang == ENGLISH or not isinstance(updates, dict):
         return updates
-    return {c: plot_in(v, lang) if hasattr(v, "plot") else result_in(v, lang) if isinstance(v, str) else v
-            for c, v in updates.items()}
+    # a DataFrame first: it has a `plot` accessor too
+    return {c: table_in(v, lang) if hasattr(v, "columns") and hasattr(v, "rename") else plot_in(v, lang)
+            if hasattr(v, "plot") else result_in(v, lang) if isinstance(v, str) else v for c, v in updates.items()}

@@ -1,0 +1,48 @@
+"""The analysis tabs' results in the page's language (issue 42 item 5): each tab's handler, called with a form whose
+`lang` is French, German or Spanish, says its summary, a figure's title or axis and a table's headers in that
+language (i18n.result_words reading the English back through `<lang>.results.toml`), its numbers with a decimal
+comma, and a refusal in it too; the tokens and the API's names stay as the model and the API write them."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from explorer.app.i18n.words import LANGS, t
+from explorer.app.serving.errors import escape_md
+from explorer.app.serving.session import Session
+
+OTHERS = LANGS[1:]
+
+
+def opening(key: str, lang: str) -> str:
+    """The words of a catalogue text before its first placeholder."""
+    return t(key, lang).split("{")[0]
+
+
+def layout_of(plot) -> dict:
+    return orjson.loads(plot.plot)["layout"]
+
+
+def test_contributions_speak_the_forms_language(page_events):
+    from explorer.app.tabs.contributions.forms import ContributionForm
+
+    tab, session = page_events.tab_events["contributions"], Session("date-translator", "cpu")
+    p = tab.parts
+    for lang in OTHERS:
+        form = ContributionForm(session, "3 mai 2024", method="input_x_gradient", cross_heads_on=["L0 H0"], lang=lang)
+        out = tab.attributed(form)
+        summary = out[p.summary].split("\n\n")
+        assert summary[0].startswith(opening("result.contributions.summary", lang)), summary[0]
+        assert summary[1].startswith(opening("result.contributions.toggled", lang).split("*")[0]), summary[1]
+        assert not any(w in out[p.summary] for w in ("attributed", "the model's top token", "With the toggles"))
+        dla = layout_of(out[p.dla_plot])
+        assert dla["title"]["text"].startswith(opening("figure.contributions.dla", lang))
+        assert t("figure.contributions.cross_heads", lang) in [a["text"] for a in dla["annotations"]]
+        assert layout_of(out[p.graph])["title"]["text"] == t("figure.contributions.routes", lang)
+        assert out[p.delta_md].startswith(t("result.contributions.completeness", lang).split(":")[0])
+        assert list(out[p.attribution_df].columns) == [t(f"column.{k}", lang) for k in
+                                                       ("sequence", "position", "token", "attribution", "share")]
+        assert "18," in out[p.summary] and "18." not in out[p.summary]  # logit([EOS]) = 18,845: a decimal comma
+        refused = tab.attributed(ContributionForm(session, "3 mai 2024", threshold=2, lang=lang))
+        assert refused[page_events.status] == "⚠️ " + escape_md(t("refuse.threshold", lang, value="2,0"))
