@@ -46,3 +46,29 @@ def test_contributions_speak_the_forms_language(page_events):
         assert "18," in out[p.summary] and "18." not in out[p.summary]  # logit([EOS]) = 18,845: a decimal comma
         refused = tab.attributed(ContributionForm(session, "3 mai 2024", threshold=2, lang=lang))
         assert refused[page_events.status] == "⚠️ " + escape_md(t("refuse.threshold", lang, value="2,0"))
+
+
+def test_the_circuit_speaks_the_forms_language(page_events):
+    """The progress line while it computes, the summary, the graph's and the curve's words and the table's headers;
+    a refusal (too many edges asked) in the same language."""
+    from explorer.app.tabs.circuit.forms import CircuitForm
+
+    tab, session = page_events.tab_events["circuit"], Session("date-translator", "cpu")
+    p = tab.parts
+    for lang in OTHERS:
+        steps = list(tab.found(CircuitForm(session, method="eap", generated=8, held_out=0, lang=lang)))
+        assert steps[0][page_events.status] == t("result.circuit.finding_generated", lang, n=8,
+                                                  method=t("result.circuit.eap", lang))
+        out = steps[-1]
+        summary = out[p.summary].split("\n\n")
+        assert summary[0].startswith(opening("result.circuit.size", lang)) and opening("result.circuit.task_eap",
+                                                                                          lang) in summary[1]
+        assert t("result.circuit.eap", lang) in summary[1] and t("result.circuit.logit_diff", lang) in summary[1]
+        graph, curve = layout_of(out[p.graph]), layout_of(out[p.curve])
+        assert graph["title"]["text"].startswith(opening("figure.circuit.title", lang))
+        assert "," in graph["title"]["text"].rpartition(" ")[2]  # faithfulness 0,907
+        assert curve["title"]["text"] == t("figure.circuit.curve", lang)
+        assert curve["yaxis"]["title"]["text"] == t("figure.faithfulness", lang)
+        assert list(out[p.table].columns)[1:3] == [t("column.from", lang), t("column.into", lang)]
+        refused = list(tab.found(CircuitForm(session, edges=10**6, lang=lang)))[-1][page_events.status]
+        assert refused.startswith("⚠️ " + escape_md(opening("refuse.edges_range", lang))), refused

@@ -19,6 +19,7 @@ from .messages import message_in
 from .words import ENGLISH, catalogue, language, t
 
 TEXT_KEYS = frozenset({"text", "name", "caption", "note"})  # the words a figure carries
+WORD_COLUMNS = ("run", "input")  # a table's columns whose cells are words ("baseline", "MLP input"), not tokens
 
 
 def words_in(value: Any, lang: str) -> Any:
@@ -80,9 +81,9 @@ def table_in(table: Any, lang: Any) -> Any:
     """A pandas DataFrame with its headers (and the words of its "run" column) in `lang`; its cells, tokens and
     numbers, as they are."""
     lang = language(lang)
-    if lang == ENGLISH or "run" not in table.columns:
-        return table.rename(columns=lambda c: column_in(c, lang)) if lang != ENGLISH else table
-    said = table.assign(run=table["run"].map(lambda x: column_in(x, lang)))
+    if lang == ENGLISH:
+        return table
+    said = table.assign(**{c: table[c].map(lambda x: column_in(x, lang)) for c in WORD_COLUMNS if c in table.columns})
     return said.rename(columns=lambda c: column_in(c, lang))
 
 
