@@ -5,8 +5,9 @@ comma, and a refusal in it too; the tokens and the API's names stay as the model
 
 from __future__ import annotations
 
+import re
+
 import orjson
-import pytest
 
 from explorer.app.i18n.words import LANGS, t
 from explorer.app.serving.errors import escape_md
@@ -72,3 +73,32 @@ def test_the_circuit_speaks_the_forms_language(page_events):
         assert list(out[p.table].columns)[1:3] == [t("column.from", lang), t("column.into", lang)]
         refused = list(tab.found(CircuitForm(session, edges=10**6, lang=lang)))[-1][page_events.status]
         assert refused.startswith("⚠️ " + escape_md(opening("refuse.edges_range", lang))), refused
+
+
+def test_features_speak_the_forms_language(page_events):
+    """The reading's summary and heatmap, a latent's dashboard, the switched output's lines and table, the latent
+    switches' line (written beside them in the page's language) and a refusal."""
+    from explorer.app.tabs.features.forms import FeatureForm, SwitchForm
+    from explorer.app.tabs.features.switch_state import switches_line
+
+    tab, session = page_events.tab_events["features"], Session("date-gpt", "cpu")
+    p = tab.parts
+    for lang in OTHERS:
+        out = tab.read(FeatureForm(session, "3 mai 2024", "", lang=lang))
+        summary = out[p.summary].split("\n\n")
+        between = t("result.features.reading", lang).split("{error}")[1].split("{norm}")[0]  # " en moyenne contre ‖x‖ "
+        assert between in summary[0] and summary[1] == t("result.features.heatmap_how", lang)
+        assert re.search(r"\*\*\d+,\d %\*\*", summary[0]), summary[0]  # "98,0 %" in French, German and Spanish
+        assert layout_of(out[p.heatmap])["title"]["text"].startswith(opening("figure.features.heatmap", lang))
+        assert layout_of(out[p.strip])["yaxis"]["title"]["text"] == t("figure.activation", lang)
+        assert out[p.latent_md].startswith(opening("result.features.latent", lang))
+        switched = tab.switch(SwitchForm(session, "3 mai 2024", "", "5:off", lang=lang))
+        assert t("result.features.same_switched", lang) in switched[p.out_md].split("\n\n")
+        assert list(switched[p.out_df].columns) == [t(f"column.{k}", lang) for k in ("run", "output", "tokens_p",
+                                                                                       "mean_p")]
+        assert list(switched[p.out_df].iloc[:, 0]) == [t("column.baseline", lang), t("column.switched", lang)]
+        assert switches_line("5:off,7:clamp=2.5", lang) == t("result.features.switches_kept", lang, latents=t(
+            "result.features.latents", lang, said=t("result.features.off", lang, n=5) + ", " + t(
+                "result.features.clamped", lang, n=7, value="2,5")))
+        refused = tab.read(FeatureForm(session, "3 mai 2024", "", 10**6, lang=lang))[page_events.status]
+        assert refused.startswith("⚠️ " + escape_md(opening("refuse.latent_range", lang))), refused

@@ -20,7 +20,8 @@ TEMPLATED = ("refuse.", "figure.", "result.", "source.", "endpoint.")  # the cat
 # figure's text alternative's strongest cells, each read back ("‘a’ attends most to ‘b’, 0.62; ...")
 NESTED = frozenset({"why", "err", "reads", "where", "kind", "run", "measure", "rows", "columns", "title", "rest",
                     "notes", "explanation", "clicked", "method", "moved", "baseline", "ok", "task", "points",
-                    "metric", "exact", "size_words", "off_heads"})
+                    "metric", "exact", "size_words", "off_heads",
+                    "change_words"})
 SPANNING = NESTED | {"cells"}
 # an English number worth rewriting: with a decimal point or thousands commas ("0.62", "12,345"); a bare integer (a
 # layer, a token id) reads the same in every language

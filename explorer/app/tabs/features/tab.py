@@ -270,9 +270,9 @@ class FeaturesTab(Tab):
         p.click.change(ev.clicked, [p.click, session, text, p.sae], [app.status, *p.reading()], **PRIVATE)
         p.add_btn.click(ev.add_switch, [p.switches, p.latent, p.mode, p.value], [app.status, p.switches], **PRIVATE
                         ).then(ev.after_read, switch_inputs, outputs, **PRIVATE)
-        # The switches stay from one Run to the next, said beside them; cleared by the button or another SAE (whose
-        # latents are others: the line then says none).
-        p.switches.change(switches_line, [p.switches], [p.switch_state], **PRIVATE)
+        # The switches stay from one Run to the next until cleared, said beside them in the page's language
+        for changed in (p.switches.change, page.setting("lang").change):
+            changed(switches_line, [p.switches, page.setting("lang")], [p.switch_state], **PRIVATE)
         p.clear_btn.click(lambda: "", None, [p.switches], **PRIVATE).then(ev.after_read, switch_inputs, outputs,
                                                                            **PRIVATE)
         p.sae.input(lambda: (None, ""), None, [p.latent, p.switches], **PRIVATE)
