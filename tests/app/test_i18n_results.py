@@ -102,3 +102,32 @@ def test_features_speak_the_forms_language(page_events):
                 "result.features.clamped", lang, n=7, value="2,5")))
         refused = tab.read(FeatureForm(session, "3 mai 2024", "", 10**6, lang=lang))[page_events.status]
         assert refused.startswith("⚠️ " + escape_md(opening("refuse.latent_range", lang))), refused
+
+
+def test_importance_and_roles_speak_the_forms_language(page_events):
+    """Importance's summary and figure; Roles' summary (its heads per role with the language's numbers, the role
+    names the API's words), its heatmaps' titles and panel titles; a refusal of each."""
+    from explorer.app.forms import form_of
+    from explorer.app.tabs.importance import ImportanceForm
+    from explorer.app.tabs.roles.tab import RolesForm, SwitchOffForm
+
+    importance, roles, session = page_events.tab_events["importance"], page_events.tab_events["roles"], Session(
+        "date-translator", "cpu")
+    on = ["L0 H0", "L0 H1", "L1 H0", "L1 H1"]
+    for lang in OTHERS:
+        out = importance.ranked(form_of(ImportanceForm, session, "3 mai 2024", "", True, True, "none", 0, 2, "cross",
+                                        lang=lang))
+        assert out[importance.parts.summary].startswith(opening("result.importance.summary", lang) + t(
+            "result.importance.answer", lang))
+        figure = layout_of(out[importance.parts.importance_plot])
+        assert figure["title"]["text"].startswith(opening("figure.importance.title", lang) + t("figure.cross_long",
+                                                                                               lang))
+        scored = roles.scored(form_of(RolesForm, session, "3 mai 2024", "cross", on, on, on, lang=lang))
+        strongest = scored[roles.parts.summary].split("\n\n")[1]
+        assert strongest.startswith(opening("result.roles_strongest", lang) + "previous L") and "\\(0," in strongest
+        probe = layout_of(scored[roles.parts.probe_plot])
+        assert probe["title"]["text"].startswith(opening("figure.roles.probe", lang))
+        assert any(a["text"].startswith(t("figure.roles.induction", lang) + " (") for a in probe["annotations"])
+        refused = roles.switched_off(form_of(SwitchOffForm, session, "3 mai 2024", "cross", "dancing", 2, "probe",
+                                             lang=lang))[page_events.status]
+        assert refused.startswith("⚠️ " + escape_md(opening("refuse.unknown_role", lang))), refused

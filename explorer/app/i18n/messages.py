@@ -21,8 +21,8 @@ TEMPLATED = ("refuse.", "figure.", "result.", "source.", "endpoint.")  # the cat
 NESTED = frozenset({"why", "err", "reads", "where", "kind", "run", "measure", "rows", "columns", "title", "rest",
                     "notes", "explanation", "clicked", "method", "moved", "baseline", "ok", "task", "points",
                     "metric", "exact", "size_words", "off_heads",
-                    "change_words"})
-SPANNING = NESTED | {"cells"}
+                    "change_words", "objective", "role_title"})
+SPANNING = NESTED | {"cells", "items"}
 # an English number worth rewriting: with a decimal point or thousands commas ("0.62", "12,345"); a bare integer (a
 # layer, a token id) reads the same in every language
 _NUMBER = re.compile(r"([-+−]?)((?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+))")
@@ -77,6 +77,8 @@ def _value_in(name: str, value: str, lang: str) -> str:
         return message_in(value, lang)
     if name == "cells":
         return "; ".join(message_in(cell, lang) for cell in value.split("; "))
+    if name == "items":  # a list of items each read back ("previous L1 H0 \\(0.19\\), self L1 H3 \\(0.24\\)")
+        return ", ".join(message_in(item, lang) for item in value.split(", "))
     if name in ("unit", "units") and f"unit.{value}" in catalogue(ENGLISH):  # "character": one; "characters": several
         return t(f"unit.{value}{'s' if name == 'units' else ''}", lang)
     if m := _NUMBER.fullmatch(value):  # its sign as written ("−0.95", "+0.52"), the rest the language's way
