@@ -503,3 +503,17 @@ def test_compare_speaks_the_forms_language(page_events):
         assert layout_of(out[first.head])["title"]["text"].startswith(opening("figure.with_toggles", lang))
         refused = tab.set_second(SecondModelForm(session, "", lang=lang))[page_events.status]
         assert refused == "⚠️ " + escape_md(t("refuse.choose_model", lang))
+
+
+def test_a_text_alternatives_cells_are_named_in_the_language():
+    """All heads' cells ("layer 0 · query 8: x"), Rollout's cells ("‘a’ at ‘b’"), and a number in scientific notation
+    with the language's decimal comma; the tokens as they are."""
+    from explorer.app.i18n.messages import message_in
+
+    english = ("Strongest: ‘layer 0 · query 8: mai’ attends most to ‘head 1 · keys 0–3: [BOS] … 3’, 0.95; ‘3’ at "
+               "‘m’, 3.4e−06.")
+    for lang in OTHERS:
+        said = message_in(english, lang)
+        assert t("figure.cell_query", lang, layer=0, q=8, token="mai") in said and "3,4e−06" in said, said
+        assert t("figure.cell_keys", lang, head=1, lo=0, hi=3, first="[BOS]", last="3") in said
+        assert t("figure.alt_cell_at", lang, cell_query="3", cell_key="m", value="3,4e−06") in said

@@ -21,11 +21,12 @@ TEMPLATED = ("refuse.", "figure.", "result.", "source.", "endpoint.")  # the cat
 NESTED = frozenset({"why", "err", "reads", "where", "kind", "run", "measure", "rows", "columns", "title", "rest",
                     "notes", "explanation", "clicked", "method", "moved", "baseline", "ok", "task", "points",
                     "metric", "exact", "size_words", "off_heads",
-                    "change_words", "objective", "role_title"})
+                    "change_words", "objective", "role_title", "cell_query", "cell_key"})
 SPANNING = NESTED | {"cells", "items", "tokens_listed"}
 # an English number worth rewriting: with a decimal point or thousands commas ("0.62", "12,345"); a bare integer (a
 # layer, a token id) reads the same in every language
 _NUMBER = re.compile(r"([-+−]?)((?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+))")
+_SCIENTIFIC = re.compile(r"([-+−]?)(\d+(?:\.\d+)?)(e[-+−]?\d+)")  # "3.4e−06": its mantissa the language's way
 
 # (the English message as a pattern, its catalogue key; the pattern's named groups are the key's placeholders)
 MESSAGES: tuple[tuple[re.Pattern[str], str], ...] = (
@@ -84,6 +85,9 @@ def _value_in(name: str, value: str, lang: str) -> str:
     if m := _NUMBER.fullmatch(value):  # its sign as written ("−0.95", "+0.52"), the rest the language's way
         sign, digits = m.group(1), len(m.group(2).partition(".")[2])
         return sign + number(float(m.group(2).replace(",", "")), lang, digits=digits)
+    if m := _SCIENTIFIC.fullmatch(value):
+        sign, digits = m.group(1), len(m.group(2).partition(".")[2])
+        return sign + number(float(m.group(2)), lang, digits=digits) + m.group(3)
     return value
 
 
