@@ -147,6 +147,8 @@ def test_the_models_headline_and_examples_follow_the_language(page_events):
     assert words[page.headline] == ("mitgelieferter Checkpoint date-translator · encoder-decoder · 259.783 Parameter · "
                                     "date-translation")
     assert "- **Vokabular**: 135 Tokens \\(Modell: 135\\)" in words[page.model.model_md]  # the sidebar's description
+    assert t("architecture.encoder_decoder", "de", arch="encoder-decoder", encoder=2, decoder=2, heads=4, d_model=64,
+             d_ff=256, norm="pre-norm", positional="sinusoidal") in words[page.model.model_md].replace("\\", "")
     assert words[page.inputs.ex1]["choices"][0] == ("10 Beispiele für Satz 1 …", "")
     assert words[page.inputs.ex2]["choices"][1:] == events.model_words("en", session)[page.inputs.ex2]["choices"][1:]
     # a model change in a page whose last Run was French: its words and its notices in French
