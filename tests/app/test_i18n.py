@@ -519,3 +519,17 @@ def test_a_text_alternatives_cells_are_named_in_the_language():
         assert t("figure.cell_query", lang, layer=0, q=8, token="mai") in said and "3,4e−06" in said, said
         assert t("figure.cell_keys", lang, head=1, lo=0, hi=3, first="[BOS]", last="3") in said
         assert t("figure.alt_cell_at", lang, cell_query="3", cell_key="m", value="3,4e−06") in said
+
+
+def test_a_circuit_tasks_bad_rows_are_named_in_the_forms_language(page_events):
+    """Typed pairs with bad rows: the refusal names each bad row by its line, in the form's language."""
+    from explorer.app.tabs.circuit.forms import CircuitForm
+
+    tab, session = page_events.tab_events["circuit"], Session("date-translator", "cpu")
+    pairs = "3 mai 2024 | \n# a comment\n3 mai 2024"
+    for lang in OTHERS:
+        said = list(tab.found(CircuitForm(session, task="typed", pairs=pairs, lang=lang)))[-1][page_events.status]
+        rows = t("refuse.task.bad_rows", lang, n=2, format="lines", cells="; ".join([
+            t("refuse.task.line", lang, n=1, why=t("refuse.task.corrupted_empty", lang)),
+            t("refuse.task.line", lang, n=3, why=t("refuse.task.fields", lang, n=1))]))
+        assert said == "⚠️ " + escape_md(t("refuse.task_unread", lang, err=rows)), said
