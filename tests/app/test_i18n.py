@@ -533,3 +533,28 @@ def test_a_circuit_tasks_bad_rows_are_named_in_the_forms_language(page_events):
             t("refuse.task.line", lang, n=1, why=t("refuse.task.corrupted_empty", lang)),
             t("refuse.task.line", lang, n=3, why=t("refuse.task.fields", lang, n=1))]))
         assert said == "⚠️ " + escape_md(t("refuse.task_unread", lang, err=rows)), said
+
+
+def test_inside_a_head_speaks_the_forms_language(page_events):
+    """The head's plain summary and, with every detail, its numbers' summary, the computation's and the query-key
+    map's titles and the keys table's headers; a refusal (a query outside the sentence)."""
+    from explorer.app.forms import form_of
+    from explorer.app.tabs.head.forms import HeadForm
+
+    tab, session = page_events.tab_events["head"], Session("date-translator", "cpu")
+    p = tab.parts
+    run = {"sentence1": "3 mai 2024", "sentence2": "", "padding_mask": True, "causal_mask": True,
+           "custom_mask": "none", "blocked_position": 0, "window": 2, "encoder_heads_on": None,
+           "decoder_heads_on": None, "cross_heads_on": None, "kind": "cross", "layer": 1, "head": 3, "sentence": 1,
+           "continue_tokens": 8, "measure": "weights", "lines_heads": None, "keys": None}
+    plain = tab.shown_tab(form_of(HeadForm, session=session, **run, query=-1, words="plain", lang="de"))
+    assert opening("result.head.plain", "de") in plain[p.summary] and t("result.head.looks_source", "de") in plain[
+        p.summary]
+    for lang in OTHERS:
+        out = tab.shown_tab(form_of(HeadForm, session=session, **run, query=-1, words="details", lang=lang))
+        assert out[p.summary].startswith(opening("result.head.details", lang))
+        assert layout_of(out[p.computation])["title"]["text"].startswith(opening("figure.head.inside", lang))
+        assert layout_of(out[p.query_key])["title"]["text"] == t("figure.head.queries_keys", lang, where="cross L1 H3")
+        assert list(out[p.table].columns)[:3] == [t(f"column.{k}", lang) for k in ("key", "token", "blocked")]
+        refused = tab.shown_tab(form_of(HeadForm, session=session, **run, query=99, words="plain", lang=lang))
+        assert refused[page_events.status].startswith("⚠️ " + escape_md(opening("refuse.query_outside", lang)))

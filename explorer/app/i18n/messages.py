@@ -21,7 +21,8 @@ TEMPLATED = ("refuse.", "figure.", "result.", "source.", "endpoint.")  # the cat
 NESTED = frozenset({"why", "err", "reads", "where", "kind", "run", "measure", "rows", "columns", "title", "rest",
                     "notes", "explanation", "clicked", "method", "moved", "baseline", "ok", "task", "points",
                     "metric", "exact", "size_words", "off_heads",
-                    "change_words", "objective", "role_title", "cell_query", "cell_key"})
+                    "change_words", "objective", "role_title", "cell_query", "cell_key",
+                    "looks", "shares", "switches"})
 SPANNING = NESTED | {"cells", "items", "tokens_listed"}
 # an English number worth rewriting: with a decimal point or thousands commas ("0.62", "12,345"); a bare integer (a
 # layer, a token id) reads the same in every language
