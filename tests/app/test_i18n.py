@@ -391,6 +391,9 @@ def test_contributions_speak_the_forms_language(page_events):
         assert list(out[p.attribution_df].columns) == [t(f"column.{k}", lang) for k in
                                                        ("sequence", "position", "token", "attribution", "share")]
         assert "18," in out[p.summary] and "18." not in out[p.summary]  # logit([EOS]) = 18,845: a decimal comma
+        chosen = tab.head("cross L0 H1", out[p.result], lang)  # a head chosen in its menu: the page's language
+        assert chosen[p.head_md].startswith("**" + t("figure.cross", lang)[:5]) and list(chosen[p.head_df].columns)[
+            :2] == [t("column.run", lang), t("column.rank", lang)]
         refused = tab.attributed(ContributionForm(session, "3 mai 2024", threshold=2, lang=lang))
         assert refused[page_events.status] == "⚠️ " + escape_md(t("refuse.threshold", lang, value="2,0"))
 
