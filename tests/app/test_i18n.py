@@ -417,6 +417,9 @@ def test_the_circuit_speaks_the_forms_language(page_events):
         graph, curve = layout_of(out[p.graph]), layout_of(out[p.curve])
         assert graph["title"]["text"].startswith(opening("figure.circuit.title", lang))
         assert "," in graph["title"]["text"].rpartition(" ")[2]  # faithfulness 0,907
+        colorbars = [d["marker"]["colorbar"]["title"]["text"] for d in orjson.loads(out[p.graph].plot)["data"]
+                     if "colorbar" in d.get("marker", {})]
+        assert colorbars == [t("figure.circuit.eap_score", lang)]
         assert curve["title"]["text"] == t("figure.circuit.curve", lang)
         assert curve["yaxis"]["title"]["text"] == t("figure.faithfulness", lang)
         assert list(out[p.table].columns)[1:3] == [t("column.from", lang), t("column.into", lang)]

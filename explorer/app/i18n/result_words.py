@@ -53,7 +53,8 @@ def figure_json_in(spec_text: str, lang: Any) -> str:
         return spec_text
     spec = orjson.loads(spec_text)
     spec["layout"] = words_in(spec.get("layout", {}), lang)
-    spec["data"] = [{**trace, **words_in({k: trace[k] for k in ("name", "colorbar") if k in trace}, lang)}
+    # a trace's own words: its name, its colour bar's (a scatter's is its marker's: the Circuit graph's score)
+    spec["data"] = [{**trace, **words_in({k: trace[k] for k in ("name", "colorbar", "marker") if k in trace}, lang)}
                     for trace in spec.get("data", [])]
     return html_safe(orjson.dumps(spec).decode())
 
