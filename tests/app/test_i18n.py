@@ -454,6 +454,11 @@ def test_features_speak_the_forms_language(page_events):
                 "result.features.clamped", lang, n=7, value="2,5")))
         refused = tab.read(FeatureForm(session, "3 mai 2024", "", 10**6, lang=lang))[page_events.status]
         assert refused.startswith("⚠️ " + escape_md(opening("refuse.latent_range", lang))), refused
+    # the tab opened (no button: the form's values come flat) reads in the form's language too
+    from explorer.app.tabs.features.tab import FeaturesTab
+
+    auto = tab.auto_read(session, "3 mai 2024", "", "", None, "de", FeaturesTab.id, "")
+    assert auto[p.summary].split("\n\n")[1] == t("result.features.heatmap_how", "de")
 
 
 def test_importance_and_roles_speak_the_forms_language(page_events):
