@@ -547,8 +547,8 @@ def test_a_circuit_tasks_bad_rows_are_named_in_the_forms_language(page_events):
 
 
 def test_inside_a_head_speaks_the_forms_language(page_events):
-    """The head's plain summary and, with every detail, its numbers' summary, the computation's and the query-key
-    map's titles and the keys table's headers; a refusal (a query outside the sentence)."""
+    """The head's plain summary, and through the handler with every detail, its numbers' summary, the computation's
+    and the query-key map's titles and the keys table's headers; a refusal (a query outside the sentence)."""
     from explorer.app.forms import form_of
     from explorer.app.tabs.head.forms import HeadForm
 
@@ -558,9 +558,14 @@ def test_inside_a_head_speaks_the_forms_language(page_events):
            "custom_mask": "none", "blocked_position": 0, "window": 2, "encoder_heads_on": None,
            "decoder_heads_on": None, "cross_heads_on": None, "kind": "cross", "layer": 1, "head": 3, "sentence": 1,
            "continue_tokens": 8, "measure": "weights", "lines_heads": None, "keys": None}
-    plain = tab.shown_tab(form_of(HeadForm, session=session, **run, query=-1, words="plain", lang="de"))
-    assert opening("result.head.plain", "de") in plain[p.summary] and t("result.head.looks_source", "de") in plain[
-        p.summary]
+    from explorer.app.i18n.messages import message_in
+
+    plain = ("**cross-attn. L1 H3**, at token “\\[EOS\\]” (position 11) of sentence 1. A head lets a token take "
+             "information from other tokens: this one looks at the tokens of the source sentence (what the encoder "
+             "read). Below, step by step with this run's own numbers, how it decides how much to take from each, and "
+             "what it passes on.")  # steps.plain_summary's words (the plain view: its worked steps cost seconds)
+    said = message_in(plain, "de")
+    assert said.startswith("**") and t("result.head.looks_source", "de") in said and "A head" not in said
     for lang in OTHERS:
         out = tab.shown_tab(form_of(HeadForm, session=session, **run, query=-1, words="details", lang=lang))
         assert out[p.summary].startswith(opening("result.head.details", lang))
