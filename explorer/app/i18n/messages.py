@@ -19,11 +19,15 @@ TEMPLATED = ("refuse.", "figure.", "result.", "source.", "endpoint.")  # the cat
 # placeholders holding other words read back too (a reason from deeper down, a figure's title or axis); "cells": a
 # figure's text alternative's strongest cells, each read back ("‘a’ attends most to ‘b’, 0.62; ...")
 NESTED = frozenset({"why", "err", "reads", "where", "kind", "run", "measure", "rows", "columns", "title", "rest",
-                    "notes", "explanation"})
-SPANNING = NESTED | {"cells"}
+                    "notes", "explanation", "clicked", "method", "moved", "baseline", "ok", "task", "points",
+                    "metric", "exact", "size_words", "off_heads",
+                    "change_words", "objective", "role_title", "cell_query", "cell_key",
+                    "looks", "shares", "switches"})
+SPANNING = NESTED | {"cells", "items", "tokens_listed"}
 # an English number worth rewriting: with a decimal point or thousands commas ("0.62", "12,345"); a bare integer (a
 # layer, a token id) reads the same in every language
 _NUMBER = re.compile(r"([-+−]?)((?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+))")
+_SCIENTIFIC = re.compile(r"([-+−]?)(\d+(?:\.\d+)?)(e[-+−]?\d+)")  # "3.4e−06": its mantissa the language's way
 
 # (the English message as a pattern, its catalogue key; the pattern's named groups are the key's placeholders)
 MESSAGES: tuple[tuple[re.Pattern[str], str], ...] = (
@@ -75,18 +79,23 @@ def _value_in(name: str, value: str, lang: str) -> str:
         return message_in(value, lang)
     if name == "cells":
         return "; ".join(message_in(cell, lang) for cell in value.split("; "))
+    if name == "items":  # a list of items each read back ("previous L1 H0 \\(0.19\\), self L1 H3 \\(0.24\\)")
+        return ", ".join(message_in(item, lang) for item in value.split(", "))
     if name in ("unit", "units") and f"unit.{value}" in catalogue(ENGLISH):  # "character": one; "characters": several
         return t(f"unit.{value}{'s' if name == 'units' else ''}", lang)
     if m := _NUMBER.fullmatch(value):  # its sign as written ("−0.95", "+0.52"), the rest the language's way
         sign, digits = m.group(1), len(m.group(2).partition(".")[2])
         return sign + number(float(m.group(2).replace(",", "")), lang, digits=digits)
+    if m := _SCIENTIFIC.fullmatch(value):
+        sign, digits = m.group(1), len(m.group(2).partition(".")[2])
+        return sign + number(float(m.group(2)), lang, digits=digits) + m.group(3)
     return value
 
 
 def message_in(message: str, lang: Any = ENGLISH) -> str:
     """`message` in `lang` when it is one of MESSAGES or a TEMPLATED text, else as it is."""
     lang = language(lang)
-    if lang == ENGLISH:
+    if lang == ENGLISH or not message:
         return message
     for pattern, key in MESSAGES + templates():
         if m := pattern.fullmatch(message):

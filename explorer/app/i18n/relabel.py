@@ -81,6 +81,8 @@ def english_keys() -> dict[str, str]:
     index: dict[str, str] = {}
     english = catalogue(ENGLISH)
     for key in sorted(english, key=lambda k: not k.startswith("page.")):  # the layout's own first ("off": a choice)
+        if key.startswith("column."):  # a table's header ("class"), never a word of the layout (a mode named class)
+            continue
         text = english[key]
         index.setdefault(text, key)
         index.setdefault(glossed(text), key)

@@ -9,15 +9,17 @@ translated. Shapes: none (words only; the numbers of a figure are never read or 
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import orjson
 
 from ...viz.serialize import html_safe
 from .messages import message_in
-from .words import ENGLISH, language
+from .words import ENGLISH, catalogue, language, t
 
 TEXT_KEYS = frozenset({"text", "name", "caption", "note"})  # the words a figure carries
+WORD_COLUMNS = ("run", "input")  # a table's columns whose cells are words ("baseline", "MLP input"), not tokens
 
 
 def words_in(value: Any, lang: str) -> Any:
@@ -51,7 +53,8 @@ def figure_json_in(spec_text: str, lang: Any) -> str:
         return spec_text
     spec = orjson.loads(spec_text)
     spec["layout"] = words_in(spec.get("layout", {}), lang)
-    spec["data"] = [{**trace, **words_in({k: trace[k] for k in ("name", "colorbar") if k in trace}, lang)}
+    # a trace's own words: its name, its colour bar's (a scatter's is its marker's: the Circuit graph's score)
+    spec["data"] = [{**trace, **words_in({k: trace[k] for k in ("name", "colorbar", "marker") if k in trace}, lang)}
                     for trace in spec.get("data", [])]
     return html_safe(orjson.dumps(spec).decode())
 
@@ -64,10 +67,32 @@ def result_in(markdown: str, lang: Any) -> str:
     return "\n\n".join(message_in(p, lang) for p in markdown.split("\n\n"))
 
 
+@functools.cache
+def _columns() -> dict[str, str]:
+    """A table's English header (or "run" cell) -> its catalogue key."""
+    return {text: key for key, text in catalogue(ENGLISH).items() if key.startswith("column.")}
+
+
+def column_in(name: Any, lang: str) -> Any:
+    key = _columns().get(name) if isinstance(name, str) else None
+    return t(key, lang) if key else name
+
+
+def table_in(table: Any, lang: Any) -> Any:
+    """A pandas DataFrame with its headers (and the words of its "run" column) in `lang`; its cells, tokens and
+    numbers, as they are."""
+    lang = language(lang)
+    if lang == ENGLISH:
+        return table
+    said = table.assign(**{c: table[c].map(lambda x: column_in(x, lang)) for c in WORD_COLUMNS if c in table.columns})
+    return said.rename(columns=lambda c: column_in(c, lang))
+
+
 def updates_in(updates: Any, lang: Any) -> Any:
-    """A handler's updates (component -> value) with every plot's and Markdown result's words in `lang`."""
+    """A handler's updates (component -> value) with every plot's, Markdown result's and table's words in `lang`."""
     lang = language(lang)
     if lang == ENGLISH or not isinstance(updates, dict):
         return updates
-    return {c: plot_in(v, lang) if hasattr(v, "plot") else result_in(v, lang) if isinstance(v, str) else v
-            for c, v in updates.items()}
+    # a DataFrame first: it has a `plot` accessor too
+    return {c: table_in(v, lang) if hasattr(v, "columns") and hasattr(v, "rename") else plot_in(v, lang)
+            if hasattr(v, "plot") else result_in(v, lang) if isinstance(v, str) else v for c, v in updates.items()}

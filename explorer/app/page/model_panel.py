@@ -80,12 +80,15 @@ class ModelPanel:
                 self.positional, self.seed, self.build_device]
 
 
-def architecture(loaded: LoadedModel) -> str:
+def architecture(loaded: LoadedModel, lang: str = ENGLISH) -> str:
+    """The architecture in one line, its words in `lang` (its identifiers, "pre-norm", "rotary", as they are)."""
     c = loaded.config
-    layers = (f"{c.encoder_layers} encoder + {c.decoder_layers} decoder layers" if c.arch == "encoder-decoder"
-              else f"{c.encoder_layers if c.arch == 'encoder' else c.decoder_layers} layers")
-    return (f"{c.arch}, {layers}, {c.n_heads} heads, d_model {c.d_model}, d_ff {c.d_ff}, "
-            f"{'pre' if c.norm_first else 'post'}-norm, {c.positional} positions")
+    common = dict(arch=c.arch, heads=c.n_heads, d_model=c.d_model, d_ff=c.d_ff,
+                  norm=f"{'pre' if c.norm_first else 'post'}-norm", positional=c.positional)
+    if c.arch == "encoder-decoder":
+        return t("architecture.encoder_decoder", lang, encoder=c.encoder_layers, decoder=c.decoder_layers, **common)
+    return t("architecture.stack", lang, layers=c.encoder_layers if c.arch == "encoder" else c.decoder_layers,
+             **common)
 
 
 def describe(loaded: LoadedModel, lang: str = ENGLISH) -> str:
@@ -94,7 +97,7 @@ def describe(loaded: LoadedModel, lang: str = ENGLISH) -> str:
     c = loaded.config
     vocabulary = t("model_info.vocabulary_size", lang, n=number(loaded.tokenizer.vocab_size, lang),
                    model=number(c.vocab_size, lang))
-    rows = [("architecture", architecture(loaded)), ("parameters", number(loaded.model.num_parameters(), lang)),
+    rows = [("architecture", architecture(loaded, lang)), ("parameters", number(loaded.model.num_parameters(), lang)),
             ("device", str(loaded.model.device)), ("vocabulary", vocabulary),
             ("weights_from", message_in(loaded.source, lang)), ("task", loaded.task.get("name", "?"))]
     lines = [f"- **{t('model_info.' + k, lang)}**: {escape_md(v)}" for k, v in rows]

@@ -15,6 +15,7 @@ import pandas as pd
 
 from ....interpret.attribution import MAX_STEPS
 from ...forms import endpoint, form_inputs
+from ...i18n.result_words import updates_in
 from ...link.values import choice_key, number_key, text_key, whole_key
 from ...page.assets import click_to_box_js, plot
 from ...page.head_labels import parse_heads
@@ -161,15 +162,15 @@ class ContributionEvents(TabEvents):
                 p.graph: plot(graph_figure(result)), p.result: result}
 
     @reporting
-    def head(self, choice: Any, result: Any) -> dict:
-        """One head's promoted and suppressed tokens (a clicked cell's message, `HeadCell`, or a picker value)."""
+    def head(self, choice: Any, result: Any, lang: Any = "en") -> dict:
+        """One head's promoted and suppressed tokens (a clicked cell, `HeadCell`, or a picker value), in `lang`."""
         if not isinstance(result, Contributions):
             return {}  # nothing attributed yet
         if is_click(choice) and parse_head(result, choice) is None:
             return {}  # an MLP cell (no head to show), or a message the page script did not write
         name, headers, rows, md = head_table(result, choice)
-        p = self.parts
-        return {self.status: "", p.head: name, p.head_md: md, p.head_df: pd.DataFrame(rows, columns=headers)}
+        return updates_in({self.status: "", self.parts.head: name, self.parts.head_md: md,
+                           self.parts.head_df: pd.DataFrame(rows, columns=headers)}, lang)
 
     @reporting
     def open_head(self, session: Any, choice: Any, result: Any, shown: Any) -> dict:
@@ -280,7 +281,7 @@ class ContributionsTab(Tab):
                                          **PRIVATE))
         head_outputs = [app.status, p.head, p.head_md, p.head_df]
         for box, trigger in ((p.click, p.click.change), (p.head, p.head.input)):
-            trigger(ev.head, [box, p.result], head_outputs, **PRIVATE)
+            trigger(ev.head, [box, p.result, page.setting("lang")], head_outputs, **PRIVATE)
         app.then_analyze(p.open_btn.click(ev.open_head, [page.session, p.head, p.result, page.kept],
                                           [app.status, *map(page.setting, ("kind", "layer", "head")),
                                            page.visible_tab, page.tab_strip],

@@ -60,8 +60,9 @@ def contribution_figures(result: Contributions) -> tuple[go.Figure, go.Figure]:
 def summary_markdown(result: Contributions) -> str:
     b = result.baseline
     where = result.position_text[0].upper() + result.position_text[1:]
-    asked = f"**Why {escape_md(result.asked)}?** " if result.asked else ""
-    lines = [f"{asked}{escape_md(where)} the model's top token is **{escape_md(result.label(b.top))}**; "
+    # what was clicked, a paragraph of its own: i18n.messages reads each paragraph back
+    lines = [f"**Why {escape_md(result.asked)}?**"] if result.asked else []
+    lines += [f"{escape_md(where)} the model's top token is **{escape_md(result.label(b.top))}**; "
              f"attributed: **{escape_md(result.target_text)} = {b.logit:.3f}**, the sum of every part: "
              f"heads {sum(float(v.sum()) for v in b.heads.values()):+.3f}, MLPs {float(b.mlps.sum()):+.3f}, "
              f"embeddings {b.embeddings:+.3f}, biases and norms {b.rest:+.3f} (sum {b.total:.3f})."]

@@ -1,7 +1,7 @@
 """The Features tab's latent switches in words, kept in view beside them: which latents are switched now (they stay
 from one Run to the next until cleared, or until another SAE or model is chosen, whose latents are others), and the
-"Clear" that sets them back explicitly; a latent added to them (`with_switch`). Pure words here; the tab wires them
-(tabs.features.tab).
+"Clear" that sets them back explicitly; a latent added to them (`with_switch`). Pure words here, in the page's
+language (i18n: `result.features.switches_*`); the tab wires them (tabs.features.tab).
 """
 
 from __future__ import annotations
@@ -9,30 +9,35 @@ from __future__ import annotations
 from typing import Any
 
 from ....interpret.sae import LatentSwitch, LatentSwitches
+from ...i18n.messages import message_in
+from ...i18n.words import number, t
 from ...serving.errors import AppError, escape_md
 from .forms import whole_or_none
 
-NONE = "**Latent switches:** none; “Run with the switches” gives the model's own output."
+NONE = t("result.features.switches_none")
 
 
-def said(switch: Any) -> str:
-    """One switch in words: "12 off", "40 clamped to 3.5", "7 added ×−2"."""
+def said(switch: Any, lang: Any = "en") -> str:
+    """One switch in words: "12 off", "40 clamped to 3.5", "7 added ×−2" (in `lang`: "40 fixé à 3,5")."""
     if switch.mode == "off":
-        return f"{switch.latent} off"
-    value = f"{switch.value:g}"
-    return f"{switch.latent} clamped to {value}" if switch.mode == "clamp" else f"{switch.latent} added ×{value}"
+        return t("result.features.off", lang, n=switch.latent)
+    value = f"{switch.value:g}" if "e" in f"{switch.value:g}" else number(switch.value, lang, max_digits=6)
+    return t(f"result.features.{'clamped' if switch.mode == 'clamp' else 'added'}", lang, n=switch.latent,
+             value=value)
 
 
-def switches_line(text: Any) -> str:
-    """The line beside the switches: the latents switched now and that they stay until cleared."""
+def switches_line(text: Any, lang: Any = "en") -> str:
+    """The line beside the switches, in the page's language `lang`: the latents switched now and that they stay until
+    cleared."""
     try:
         switches = LatentSwitches.parse(str(text or ""))
     except ValueError as err:
-        return f"**Latent switches:** ⚠️ {escape_md(str(err))}"
+        return t("result.features.switches_bad", lang, why=escape_md(message_in(str(err), lang)))
     if not switches.items:
-        return NONE
-    return (f"**Latent switches, kept for every Run with the switches until cleared:** "
-            f"latent{'s' if len(switches.items) > 1 else ''} {', '.join(said(s) for s in switches.items)}.")
+        return t("result.features.switches_none", lang)
+    latents = t(f"result.features.{'latents' if len(switches.items) > 1 else 'one_latent'}", lang,
+                said=", ".join(said(s, lang) for s in switches.items))
+    return t("result.features.switches_kept", lang, latents=latents)
 
 
 def with_switch(switches: Any, latent: Any, mode: Any, value: Any) -> str:

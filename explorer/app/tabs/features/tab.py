@@ -19,6 +19,7 @@ import pandas as pd
 
 from ....interpret.sae import LatentSwitches
 from ...forms import endpoint, form_inputs
+from ...i18n.result_words import updates_in
 from ...link.values import show
 from ...page.assets import plot
 from ...serving.errors import AppError
@@ -82,13 +83,13 @@ class FeatureEvents(TabEvents):
         return self._read(form)
 
     @reporting
-    def clicked(self, message: Any, session: Any, text: Any, sae: Any) -> dict:
-        """A heatmap cell clicked (`LatentClick`): that latent's dashboard."""
+    def clicked(self, message: Any, session: Any, text: Any, sae: Any, lang: Any = "en") -> dict:
+        """A heatmap cell clicked (`LatentClick`): that latent's dashboard, in the page's language."""
         try:
             latent = LatentClick.parse(message).latent
         except ValueError:
             return {self.status: gr.skip()}  # not a message the page script wrote
-        return self._read(FeatureForm(session, text, sae, latent))
+        return updates_in(self._read(FeatureForm(session, text, sae, latent)), lang)
 
     def _read(self, form: FeatureForm) -> dict:
         loaded = get_model(form.session, self.ctx)
@@ -112,7 +113,7 @@ class FeatureEvents(TabEvents):
     @reporting
     def auto_read(self, *values: Any) -> dict:
         """The tab opened, or a Run while shown: the reading and the output (as switched) if sentence 1, the model
-        or the SAE changed since the last reading. A model without an SAE: what to do, said."""
+        or the SAE changed since the last reading, in the form's language. A model without an SAE: what to do."""
         *fields, tab, last = values
         form = SwitchForm(*fields)
         key = read_key(form.session, form.sentence1, form.sae)
@@ -120,7 +121,7 @@ class FeatureEvents(TabEvents):
             return {self.status: gr.skip()}
         read = self._read(FeatureForm(form.session, form.sentence1, form.sae))
         has_sae = sae_source(form.session, form.sae, self.ctx.allowed_dirs) is not None
-        return {**read, **(self._switch(form) if has_sae else {}), self.parts.read_key: key}
+        return updates_in({**read, **(self._switch(form) if has_sae else {}), self.parts.read_key: key}, form.lang)
 
     @reporting
     def switch(self, form: SwitchForm) -> dict:
@@ -128,12 +129,11 @@ class FeatureEvents(TabEvents):
 
     @reporting
     def after_read(self, *values: Any) -> dict:
-        """After the tab's button: the output with the switches as set (the model's own when none), if there is an
-        SAE (a model without one shows nothing here)."""
+        """After the tab's button: the output as switched (the model's own when none), if there is an SAE."""
         form = SwitchForm(*values)
         if sae_source(form.session, form.sae, self.ctx.allowed_dirs) is None:
             return {self.status: gr.skip()}
-        return self._switch(form)
+        return updates_in(self._switch(form), form.lang)
 
     def _switch(self, form: SwitchForm) -> dict:
         source = sae_source(form.session, form.sae, self.ctx.allowed_dirs)
@@ -244,7 +244,7 @@ class FeaturesTab(Tab):
 
     def wire(self, parts: FeatureParts, app: Any) -> FeatureEvents:
         ev, page, p = FeatureEvents(app, parts), app.page, parts
-        session, text = page.session, page.setting("sentence1")
+        session, text, lang = page.session, page.setting("sentence1"), page.setting("lang")
         outputs = [app.status, p.out_md, p.out_df]
         switch_inputs = form_inputs(SwitchForm, page, own=p)
         read = p.run_btn.click(endpoint(FeatureForm, ev.read, "features"), form_inputs(FeatureForm, page, own=p),
@@ -267,12 +267,12 @@ class FeaturesTab(Tab):
                     outputs=[app.status, *p.reading(), p.out_md, p.out_df, p.read_key], **PRIVATE)
         app.selected[self.id].then(**auto)
         app.follow_runs(lambda run: run.then(**auto))
-        p.click.change(ev.clicked, [p.click, session, text, p.sae], [app.status, *p.reading()], **PRIVATE)
+        p.click.change(ev.clicked, [p.click, session, text, p.sae, lang], [app.status, *p.reading()], **PRIVATE)
         p.add_btn.click(ev.add_switch, [p.switches, p.latent, p.mode, p.value], [app.status, p.switches], **PRIVATE
                         ).then(ev.after_read, switch_inputs, outputs, **PRIVATE)
-        # The switches stay from one Run to the next, said beside them; cleared by the button or another SAE (whose
-        # latents are others: the line then says none).
-        p.switches.change(switches_line, [p.switches], [p.switch_state], **PRIVATE)
+        # The switches stay from one Run to the next until cleared, said beside them in the page's language
+        for changed in (p.switches.change, lang.change):
+            changed(switches_line, [p.switches, lang], [p.switch_state], **PRIVATE)
         p.clear_btn.click(lambda: "", None, [p.switches], **PRIVATE).then(ev.after_read, switch_inputs, outputs,
                                                                            **PRIVATE)
         p.sae.input(lambda: (None, ""), None, [p.latent, p.switches], **PRIVATE)
