@@ -44,13 +44,14 @@ from ..checkpoints import save_checkpoint
 from . import dates
 from ..device import pick_device
 from ..model import Transformer, TransformerConfig
+from .head_sparsity import head_group_lasso
 from .tasks import IGNORE_INDEX, TASKS, Batch, DateTask, make_task
 
 STATE_FILE = "training_state.pt"
 # Arguments that define the run: a resumed run must use the same ones.
 _RUN_DEFINING = ("task", "d_model", "heads", "head_dim", "layers", "encoder_layers", "decoder_layers", "d_ff",
                  "dropout", "norm_first", "positional", "activation", "max_len", "steps", "batch_size", "lr", "warmup",
-                 "min_lr_ratio", "weight_decay", "label_smoothing", "clip", "seed", "data_seed", "n_train",
+                 "min_lr_ratio", "weight_decay", "head_l1", "head_l1_start", "label_smoothing", "clip", "seed", "data_seed", "n_train",
                  "length_pool")
 
 
@@ -83,6 +84,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     t.add_argument("--warmup", type=int, default=200, help="linear warmup steps, then cosine decay")
     t.add_argument("--min-lr-ratio", type=float, default=0.02, help="final lr = lr x this")
     t.add_argument("--weight-decay", type=float, default=0.01)
+    t.add_argument("--head-l1", type=float, default=0.0,
+                   help="weight of a group-lasso penalty on each head's OV weights (0 = off): few heads per role")
+    t.add_argument("--head-l1-start", type=int, default=0,
+                   help="first step with the --head-l1 penalty (after the circuit has formed: before it, it stops it)")
     t.add_argument("--label-smoothing", type=float, default=0.0)
     t.add_argument("--clip", type=float, default=1.0, help="gradient-norm clipping (0 = off)")
     t.add_argument("--length-pool", type=int, default=32,
@@ -278,10 +283,11 @@ def load_state(path: Path, args: argparse.Namespace) -> dict[str, Any]:
     if not path.is_file():
         raise SystemExit(f"--resume: no {STATE_FILE} in {path.parent}")
     state = torch.load(path, map_location="cpu", weights_only=True)
-    changed = [k for k in _RUN_DEFINING if state["args"].get(k) != getattr(args, k)]
+    before = {"head_l1": 0.0, "head_l1_start": 0, **state["args"]}  # states written before --head-l1 existed ran without it
+    changed = [k for k in _RUN_DEFINING if before.get(k) != getattr(args, k)]
     if changed:
         raise SystemExit(f"--resume: {path} was written by a run with different "
-                         + ", ".join(f"--{k.replace('_', '-')} ({state['args'].get(k)!r} != {getattr(args, k)!r})"
+                         + ", ".join(f"--{k.replace('_', '-')} ({before.get(k)!r} != {getattr(args, k)!r})"
                                      for k in changed))
     return state
 
@@ -346,7 +352,9 @@ def fit(model: Transformer, args: argparse.Namespace, desc: str, batch_for: Call
         batch = batch_for(step).to(device)
         loss = compute_loss(model, batch, args.label_smoothing)
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        # the penalty trains but is not the task's loss: loss_value (history, card) stays the cross-entropy
+        penalised = args.head_l1 and step >= args.head_l1_start
+        (loss + args.head_l1 * head_group_lasso(model) if penalised else loss).backward()
         if args.clip:
             torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
         optimizer.step()
