@@ -74,16 +74,15 @@ def browser(chromium_path, chromium_args):
 
 @pytest.hookimpl(trylast=True)  # after pytest's own ordering (by fixture parameters)
 def pytest_collection_modifyitems(config, items):
-    """Tests that use the session's Chromium (`browser`) run last, in their collected order. While Playwright's sync
-    API is started it holds an event loop as the main thread's running loop, so from its first use on nothing may
-    call asyncio.run or start another sync_playwright: those tests (marked `event_loop`) run before it.
+    """Tests that use the session's Chromium (`browser`) run last, in their collected order.
 
-    On pytest-xdist's workers (`-n 2 --dist loadgroup`, pyproject.toml) the browser tests and the `event_loop` ones
-    form one group, run by one worker in this order, while the other worker takes every other test: one Chromium and
-    one set of served apps per run, as without workers."""
+    On pytest-xdist's workers (`-n 2 --dist loadgroup`, pyproject.toml) the browser tests form one group, run by one
+    worker in this order, while the other worker takes every other test: one Chromium and one set of served apps per
+    run, as without workers. A test marked `event_loop` may run anywhere: it runs in a thread of its own
+    (`pytest_pyfunc_call`)."""
     items[:] = [i for i in items if not _uses_browser(i)] + [i for i in items if _uses_browser(i)]
     for item in items:
-        if _uses_browser(item) or item.get_closest_marker("event_loop"):
+        if _uses_browser(item):
             item.add_marker(pytest.mark.xdist_group(PAGE_GROUP))
         # Gradio 6.31's queue-stream race: the watchdog missed 2 page loads of 63 (docs/tests.md)
         if _uses_browser(item) and not item.get_closest_marker("flaky"):
@@ -91,6 +90,33 @@ def pytest_collection_modifyitems(config, items):
 
 
 PAGE_GROUP = "browser"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem):
+    """A test marked `event_loop` (it calls asyncio.run or starts its own Playwright) runs in a thread of its own:
+    Playwright's sync API, once started in a process, holds an event loop as the main thread's running loop, which
+    asyncio.run and a second sync_playwright refuse; a fresh thread has none. So such a test may run on any worker,
+    before or after the browser tests."""
+    if pyfuncitem.get_closest_marker("event_loop") is None:
+        return None
+    import threading
+
+    args = {name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames}
+    failed: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            pyfuncitem.obj(**args)
+        except BaseException as error:  # an assertion, a skip or an error: raised again in the main thread
+            failed.append(error)
+
+    thread = threading.Thread(target=call, name=f"event_loop {pyfuncitem.name}")
+    thread.start()
+    thread.join()
+    if failed:
+        raise failed[0]
+    return True
 
 
 def _uses_browser(item) -> bool:

@@ -17,7 +17,7 @@ import pytest
 from benchmarks import assets, report
 from benchmarks.__main__ import main, parse_only
 
-pytestmark = pytest.mark.event_loop  # asyncio.run / its own Playwright: before the browser tests
+pytestmark = pytest.mark.event_loop  # asyncio.run / its own Playwright: in a thread of its own
 
 
 def measured(*values) -> bool:

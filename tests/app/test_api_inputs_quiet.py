@@ -10,7 +10,7 @@ import pytest
 
 from explorer.app.serving import api_inputs
 
-pytestmark = pytest.mark.event_loop  # asyncio.run / its own Playwright: before the browser tests
+pytestmark = pytest.mark.event_loop  # asyncio.run / its own Playwright: in a thread of its own
 
 
 def refusal(fn) -> gr.Error:

@@ -12,7 +12,7 @@ from gradio.state_holder import SessionState
 
 from explorer.app.page import gradio_fixes
 
-pytestmark = pytest.mark.event_loop  # asyncio.run / its own Playwright: before the browser tests
+pytestmark = pytest.mark.event_loop  # asyncio.run / its own Playwright: in a thread of its own
 
 
 def alternate(value: str, n: int) -> dict:

@@ -11,7 +11,7 @@ import pytest
 
 from explorer.app.link.guard import MAX_URL, LongLinkGuard
 
-pytestmark = pytest.mark.event_loop  # asyncio.run / its own Playwright: before the browser tests
+pytestmark = pytest.mark.event_loop  # asyncio.run / its own Playwright: in a thread of its own
 
 
 async def the_app(scope, receive, send):
