@@ -136,16 +136,20 @@ STREAM_WATCHDOG_JS = """(() => {
       streams -= 1; quietSince = performance.now(); arm();
     };
     const body = new ReadableStream({
-      async pull(out) {
+      async pull(out) {  // enqueues something or ends: a pull that gives nothing is not called again
         try {
-          const { value, done: end } = await reader.read();
-          if (end) {
-            tail += decoder.decode();
-            if (tail) out.enqueue(encoder.encode(tail));
-            out.close(); finish('closed'); return;
+          let text = '';
+          for (;;) {
+            const { value, done: end } = await reader.read();
+            if (end) {
+              tail += decoder.decode();
+              if (tail) out.enqueue(encoder.encode(tail));
+              out.close(); finish('closed'); return;
+            }
+            text = decoder.decode(value, { stream: true });
+            if ((tail.slice(-1) + text).includes('\\n\\n')) break;
+            tail += text;  // a long frame: read on
           }
-          const text = decoder.decode(value, { stream: true });
-          if (!(tail.slice(-1) + text).includes('\\n\\n')) { tail += text; return; }  // a long frame: read on
           const frames = (tail + text).split('\\n\\n');
           tail = frames.pop();
           const passed = frames.map((frame) => {
