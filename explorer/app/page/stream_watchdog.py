@@ -105,13 +105,12 @@ STREAM_WATCHDOG_JS = """(() => {
     const [message, data] = dataOf(frame);
     if (!data) return frame;
     const edits = data.slice(), inside = edits.map((e) => e.some(([, path]) => path.length));
-    if (!event.values && edits.some((e, i) => inside[i] && !keeps(e))) {  // the values before are needed: parse them
-      event.values = dataOf(event.first)[1];
+    event.later.push(edits);
+    if (event.values || edits.some((e, i) => inside[i] && !keeps(e))) {  // the values are needed: parse, bring up to date
+      event.values = event.values || dataOf(event.first)[1];
       event.later.forEach((earlier) => earlier.forEach((e, i) => { event.values[i] = e.reduce(apply, event.values[i]); }));
       event.later = [];
     }
-    if (event.values) edits.forEach((e, i) => { event.values[i] = e.reduce(apply, event.values[i]); });
-    else event.later.push(edits);
     edits.forEach((e, i) => { if (inside[i]) data[i] = [['replace', [], keeps(e) ? KEEP : event.values[i]]]; });
     return inside.some(Boolean) ? 'data: ' + JSON.stringify(message) + '\\n\\n' : frame;
   };
