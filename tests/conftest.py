@@ -32,6 +32,28 @@ def _one_torch_thread():
     torch.set_num_threads(before)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _patient_localhost_check():
+    """Gradio's launch asks its own server for a HEAD within 3 s and otherwise refuses to start ("When localhost is
+    not accessible, a shareable link must be created"); on a loaded 2-core machine (load 11, 2026-11-29) a test's
+    app failed so. The same question, with the hang guard's patience."""
+    import httpx
+    from gradio import networking
+
+    from tests.hang import HANG_MS
+
+    def url_ok(url: str) -> bool:
+        try:
+            return httpx.head(url, timeout=HANG_MS / 1000, verify=False).status_code in (200, 401, 301, 302, 303, 307,
+                                                                                         308)
+        except (ConnectionError, httpx.ConnectError, httpx.TimeoutException):
+            return False
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(networking, "url_ok", url_ok)
+        yield
+
+
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]
 
@@ -57,7 +79,7 @@ def chromium_args() -> list[str]:
 def browser(chromium_path, chromium_args):
     """One headless Chromium for the whole session (Playwright's sync API); each test opens its own context (cookies,
     storage, viewport and permissions of its own: `tests.app.browser.opened` / `new_page`) and closes it. Launching a
-    browser per test cost about a second each. Tests using it run last (`pytest_collection_modifyitems`)."""
+    browser per test cost about a second each. One per worker of pytest-xdist (each is a session)."""
     from playwright.sync_api import sync_playwright
 
     from tests.hang import HANG_MS
@@ -74,22 +96,18 @@ def browser(chromium_path, chromium_args):
 
 @pytest.hookimpl(trylast=True)  # after pytest's own ordering (by fixture parameters)
 def pytest_collection_modifyitems(config, items):
-    """Tests that use the session's Chromium (`browser`) run last, in their collected order.
+    """Longest first, so that pytest-xdist's two workers (`-n 2`, pyproject.toml), which take the next test whenever
+    they finish one, end together: the tests marked `long` (30 s to 150 s each on a loaded machine), then the other
+    browser tests (5-25 s), then the rest (mostly under a second), each part in its collected order. Each worker is
+    a pytest session of its own: one Chromium and one set of served apps per worker, started by its first browser
+    test. A browser test gets one rerun (the flaky mark): a failed try's cause is in the summary."""
+    def rank(item) -> int:
+        return 0 if item.get_closest_marker("long") else 1 if _uses_browser(item) else 2
 
-    On pytest-xdist's workers (`-n 2 --dist loadgroup`, pyproject.toml) the browser tests form one group, run by one
-    worker in this order, while the other worker takes every other test: one Chromium and one set of served apps per
-    run, as without workers. A test marked `event_loop` may run anywhere: it runs in a thread of its own
-    (`pytest_pyfunc_call`)."""
-    items[:] = [i for i in items if not _uses_browser(i)] + [i for i in items if _uses_browser(i)]
+    items.sort(key=rank)  # stable: the collected order within each part
     for item in items:
-        if _uses_browser(item):
-            item.add_marker(pytest.mark.xdist_group(PAGE_GROUP))
-        # Gradio 6.31's queue-stream race: the watchdog missed 2 page loads of 63 (docs/tests.md)
         if _uses_browser(item) and not item.get_closest_marker("flaky"):
             item.add_marker(pytest.mark.flaky(reruns=1))
-
-
-PAGE_GROUP = "browser"
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -160,6 +178,9 @@ def pytest_terminal_summary(terminalreporter):
     for rep in terminalreporter.stats.get("rerun", []):  # a try that failed and passed again: why it failed
         hang = dict(getattr(rep, "sections", ())).get("hang report")
         terminalreporter.write_line(f"rerun {rep.nodeid}: {str(rep.longrepr).splitlines()[-1][:200]}")
+        said = getattr(getattr(rep.longrepr, "reprcrash", None), "message", "")
+        if said:
+            terminalreporter.write_line(f"  said: {' '.join(said.split())[:400]}")
         for where in _test_lines(rep):
             terminalreporter.write_line(f"  waited at {where}")
         if hang:  # the queues, the pages and their trails; not the threads' stacks

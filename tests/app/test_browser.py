@@ -74,6 +74,7 @@ def test_first_screen_shows_the_sentence_run_and_a_drawn_heatmap(app_url):
         assert "every cell" in table.locator("caption").inner_text()
 
 
+@pytest.mark.long
 def test_toggles_change_heatmaps_and_output(app_url, monkeypatch):
     runs = record_runs(monkeypatch)
     with app_page(app_url) as page:

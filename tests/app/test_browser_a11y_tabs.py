@@ -145,6 +145,7 @@ def test_the_cells_cover_every_language_at_both_sizes():
 
 
 @pytest.mark.parametrize("model", MODELS)
+@pytest.mark.long
 def test_every_tab_passes_axe_in_every_language_at_both_sizes(model, serve, browser):
     url = serve(None if model == "date-translator" else model)
     s1, s2 = SENTENCES[model]

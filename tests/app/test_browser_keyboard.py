@@ -98,6 +98,7 @@ def test_the_keyboard_alone_types_and_runs_on_a_phone_in_german(default_app, bro
     assert errors == [], errors
 
 
+@pytest.mark.long
 def test_the_keyboard_alone_does_the_teachers_path(default_app, browser, monkeypatch):
     runs = record_runs(monkeypatch)
     with opened(default_app, browser, viewport=(1280, 800),

@@ -138,6 +138,7 @@ def test_walk_every_lesson_with_its_checks(app_url, chromium, lesson):
     assert page.evaluate(TEXT, "link-notice") == ""
 
 
+@pytest.mark.long
 def test_the_menu_opens_a_lesson_copy_link_keeps_it_and_leave_closes_it(app_url, chromium):
     page = chromium.open(app_url)
     page.wait_for_url(lambda url: "s1=" in url)  # the address followed the first Run: no event left to cut short

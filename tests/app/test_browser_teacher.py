@@ -38,6 +38,7 @@ def chip(page, text: str, nth: int):
     return page.locator("#output-tokens .token", has_text=text).nth(nth)
 
 
+@pytest.mark.long
 def test_a_teachers_path(app_url, browser, monkeypatch):
     runs = record_runs(monkeypatch)
     with opened(app_url, browser, viewport=(1280, 800)) as (page, errors):

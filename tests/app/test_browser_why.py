@@ -34,6 +34,7 @@ def expected():
     return Analysis(cmp, View(), RunFigures.of(TABS)).why
 
 
+@pytest.mark.long
 def test_a_head_off_that_changes_nothing_is_explained_and_the_next_step_clicks(default_app, browser, expected):
     with opened(default_app, browser) as (page, errors):
         page.locator("#text2 textarea").fill("")

@@ -49,6 +49,7 @@ def view_and_switch(page) -> None:
     assert "2046-11-21" in rows.nth(1).inner_text() and "2026-11-21" in rows.nth(0).inner_text()
 
 
+@pytest.mark.long
 def test_the_views_draw_and_a_switch_changes_the_output_in_jupyterlab_offline(browser, tmp_path, free_port):
     write_notebook(tmp_path)
     with jupyter_lab(tmp_path, free_port()) as (base, token):

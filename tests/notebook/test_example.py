@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import nbformat
+import pytest
 from nbclient import NotebookClient
 from nbconvert import HTMLExporter
 
@@ -16,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "docs" / "examples" / "notebook.ipynb"
 
 
+@pytest.mark.long
 def test_the_example_notebook_runs_and_its_html_export_keeps_the_figures(monkeypatch):
     monkeypatch.setenv("PYTHONPATH", str(ROOT))  # the kernel imports the repo's explorer
     nb = nbformat.read(EXAMPLE, as_version=4)

@@ -110,6 +110,7 @@ def request(client, n: int, model: str) -> None:
         assert "Loaded" in out[0], out[0]
 
 
+@pytest.mark.long
 def test_memory_steady_over_many_requests(server, model_root):
     proc, client = server
     model = str(model_root / "bpe-encoder")

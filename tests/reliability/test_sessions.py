@@ -41,6 +41,7 @@ SESSIONS_KEPT_GB = 0.05  # 11 results of 4.6 MB fit: most sessions' results are 
 MARGIN_MB = 300  # the issue's allowance above the budget: heap fragmentation, Gradio's per-session state
 
 
+@pytest.mark.long
 def test_many_sessions_stay_within_the_kept_budget_and_get_their_own_figures():
     # The `sessions` benchmark runs the same at 200 sessions and 0.2 GB (BENCHMARKS.md, section 10).
     res = many.kept_sessions(sessions=SESSIONS, words=480, kept_gb=SESSIONS_KEPT_GB, tabs_every=10,
@@ -53,6 +54,7 @@ def test_many_sessions_stay_within_the_kept_budget_and_get_their_own_figures():
     assert res["growth_mb"] <= SESSIONS_KEPT_GB * 1024 + MARGIN_MB
 
 
+@pytest.mark.long
 def test_a_short_load_has_no_error_no_crosstalk_and_bounded_memory():
     request_gb = 0.5
     res = many.load(clients=10, seconds=None, requests=3, long_share=0.3, start_s=SUBPROCESS_S,
