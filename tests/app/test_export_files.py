@@ -6,6 +6,7 @@ uploaded."""
 from __future__ import annotations
 
 import gc
+import os
 import re
 import tempfile
 import time
@@ -21,9 +22,17 @@ TEXT = "<!DOCTYPE html>" + "x" * 985  # 1,000 bytes
 
 
 def on_disk(folder: Path) -> tuple[int, list[Path]]:
-    """Bytes and files under `folder`."""
-    files = [f for f in folder.rglob("*") if f.is_file()]
-    return sum(f.stat().st_size for f in files), files
+    """Bytes and files under `folder`, read while the server may be deleting some: a folder or file gone between
+    listing and reading is not counted (rglob raised FileNotFoundError for a folder gone under a loaded run)."""
+    files, size = [], 0
+    for where, _, names in os.walk(folder):  # os.walk skips a folder that vanished
+        for name in names:
+            try:
+                size += (Path(where) / name).stat().st_size
+            except FileNotFoundError:
+                continue
+            files.append(Path(where) / name)
+    return size, files
 
 
 def until(condition, what: str) -> None:
