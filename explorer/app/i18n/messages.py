@@ -22,8 +22,10 @@ NESTED = frozenset({"why", "err", "reads", "where", "kind", "run", "measure", "r
                     "notes", "explanation", "clicked", "method", "moved", "baseline", "ok", "task", "points",
                     "metric", "exact", "size_words", "off_heads",
                     "change_words", "objective", "role_title", "cell_query", "cell_key",
-                    "looks", "shares", "switches"})
-SPANNING = NESTED | {"cells", "items", "tokens_listed"}
+                    "looks", "shares", "switches",
+                    "named", "state", "hint", "limit_for", "asks", "refusal"})  # a load reason's words (loading.toml)
+SPANNING = NESTED | {"cells", "items", "tokens_listed", "families"}
+FIELDS = frozenset({"file", "file2", "repo"})  # a file or repo named first ("x.json in y: …") holds no ": " of a frame
 # an English number worth rewriting: with a decimal point or thousands commas ("0.62", "12,345"); a bare integer (a
 # layer, a token id) reads the same in every language
 _NUMBER = re.compile(r"([-+−]?)((?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+))")
@@ -67,7 +69,7 @@ def templates() -> tuple[tuple[re.Pattern[str], str], ...]:
             if name is not None:  # a name used twice is the same text both times
                 # a value holds no "; " (the next item of a list), but words read back may
                 parts.append(f"(?P={name})" if name in seen else f"(?P<{name}>.*?)" if name in SPANNING else
-                             f"(?P<{name}>(?:(?!; ).)*?)")
+                             f"(?P<{name}>(?:(?!: |; ).)*?)" if name in FIELDS else f"(?P<{name}>(?:(?!; ).)*?)")
                 seen.add(name)
         literal_chars = sum(len(lit) for lit, _, _, _ in string.Formatter().parse(text))
         found.append((-literal_chars, key, re.compile("".join(parts), re.DOTALL)))
@@ -75,6 +77,10 @@ def templates() -> tuple[tuple[re.Pattern[str], str], ...]:
 
 
 def _value_in(name: str, value: str, lang: str) -> str:
+    if name.startswith("file") and " in " in value:  # "config.json in my-model" (file_reads.describe): the file as is
+        file, _, folder = value.partition(" in ")
+        return t("file_words.in_repo" if folder == "the repo" else "file_words.in_folder", lang, name=file,
+                 folder=folder)
     if name in NESTED:
         return message_in(value, lang)
     if name == "cells":
