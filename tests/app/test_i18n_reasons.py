@@ -170,3 +170,25 @@ def test_a_reason_from_deeper_down_is_read_back(english, key, values):
             "file_words.in_folder", lang, name=v[0], folder=v[1]) if isinstance(v, tuple) else v
                   for k, v in values.items()}
         assert message_in(english, lang) == t(key, lang, **filled) != english
+
+
+@pytest.mark.parametrize("frame, english, key, values", [
+    ("result.features.note", "This SAE was trained on 'gpt2', the model is 'date-gpt': its latents may mean nothing here.",
+     "result.notes.trained_on", {"model": "'gpt2'", "name": "'date-gpt'"}),
+    ("result.contributions.notice", "this model has no padding token, so the baseline is the zero embedding",
+     "result.notes.zero_baseline", {}),
+    ("result.contributions.notice", "2 of 9 pairs dropped: their clean and corrupted prompts differ in length in tokens "
+     "(lines 3, 5)", "result.notes.dropped_lines", {"n": "2", "m": "9", "shown": "3, 5"}),
+    ("result.contributions.notice", "key 7 is not one of the 5 keys here: left out of the steps.", "result.notes.left_out",
+     {"keys": "7", "n": "5"}),
+])
+def test_a_tabs_note_or_notice_is_said_inside_its_frame(frame, english, key, values):
+    """A note or notice a tab made safe for Markdown as a whole ("_note:_ …", "⚠️ …": escape_md) is read back as the
+    code wrote it and said in the language, escaped again."""
+    from explorer.app.i18n.result_words import result_in
+    from explorer.app.i18n.words import t
+    from explorer.app.serving.errors import escape_md
+
+    paragraph = t(frame, "en", why=escape_md(english))
+    for lang in OTHERS:
+        assert result_in(paragraph, lang) == t(frame, lang, why=escape_md(t(key, lang).format(**values)))

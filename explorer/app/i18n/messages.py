@@ -9,10 +9,12 @@ reason from deeper down) is itself read back. A message not listed stays in Engl
 from __future__ import annotations
 
 import functools
+import html
 import re
 import string
 from typing import Any
 
+from ..serving.errors import escape_md
 from .words import ENGLISH, catalogue, language, number, t
 
 TEMPLATED = ("refuse.", "figure.", "result.", "source.", "endpoint.")  # the catalogue sections whose English texts are their own patterns
@@ -23,12 +25,14 @@ NESTED = frozenset({"why", "err", "reads", "where", "kind", "run", "measure", "r
                     "metric", "exact", "size_words", "off_heads",
                     "change_words", "objective", "role_title", "cell_query", "cell_key",
                     "looks", "shares", "switches",
-                    "named", "state", "hint", "limit_for", "asks", "refusal"})  # a load reason's words (loading.toml)
+                    "named", "state", "hint", "limit_for", "asks", "refusal", "miss"})  # a load reason's words (loading.toml)
 SPANNING = NESTED | {"cells", "items", "tokens_listed", "families"}
 FIELDS = frozenset({"file", "file2", "repo"})  # a file or repo named first ("x.json in y: …") holds no ": " of a frame
+IDENT = frozenset({"key"})  # a link's or a file's key (layer, d_sae): one word, never a frame's "⚠️" before it
 # an English number worth rewriting: with a decimal point or thousands commas ("0.62", "12,345"); a bare integer (a
 # layer, a token id) reads the same in every language
 _NUMBER = re.compile(r"([-+−]?)((?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+))")
+_ESCAPED = re.compile(r"\\([\\`*_{}\[\]()#+!|~])")  # a Markdown character escape_md escaped
 _SCIENTIFIC = re.compile(r"([-+−]?)(\d+(?:\.\d+)?)(e[-+−]?\d+)")  # "3.4e−06": its mantissa the language's way
 
 # (the English message as a pattern, its catalogue key; the pattern's named groups are the key's placeholders)
@@ -69,7 +73,8 @@ def templates() -> tuple[tuple[re.Pattern[str], str], ...]:
             if name is not None:  # a name used twice is the same text both times
                 # a value holds no "; " (the next item of a list), but words read back may
                 parts.append(f"(?P={name})" if name in seen else f"(?P<{name}>.*?)" if name in SPANNING else
-                             f"(?P<{name}>(?:(?!: |; ).)*?)" if name in FIELDS else f"(?P<{name}>(?:(?!; ).)*?)")
+                             f"(?P<{name}>(?:(?!: |; ).)*?)" if name in FIELDS else f"(?P<{name}>[\\w.]+)" if name in
+                             IDENT else f"(?P<{name}>(?:(?!; ).)*?)")
                 seen.add(name)
         literal_chars = sum(len(lit) for lit, _, _, _ in string.Formatter().parse(text))
         found.append((-literal_chars, key, re.compile("".join(parts), re.DOTALL)))
@@ -83,6 +88,8 @@ def _value_in(name: str, value: str, lang: str) -> str:
                  folder=folder)
     if name in NESTED:
         return message_in(value, lang)
+    if name == "numbered":  # a list of names and numbers ("L0 H1 = 0.93, L1 H2 = 0.88"): its numbers the language's way
+        return _NUMBER.sub(lambda m: _value_in("", m.group(0), lang), value)
     if name == "cells":
         return "; ".join(message_in(cell, lang) for cell in value.split("; "))
     if name == "items":  # a list of items each read back ("previous L1 H0 \\(0.19\\), self L1 H3 \\(0.24\\)")
@@ -104,8 +111,12 @@ def message_in(message: str, lang: Any = ENGLISH) -> str:
     if lang == ENGLISH or not message:
         return message
     for pattern, key in MESSAGES + templates():
-        if m := pattern.fullmatch(message):
-            return t(key, lang, **{k: _value_in(k, v or "", lang) for k, v in m.groupdict().items()})
+        if m := pattern.fullmatch(message):  # formatted even without values: a template's "{{" is one "{"
+            return t(key, lang).format(**{k: _value_in(k, v or "", lang) for k, v in m.groupdict().items()})
+    # a text a tab made safe for Markdown as a whole (escape_md: a note, a notice): read back as the code wrote it
+    plain = html.unescape(_ESCAPED.sub(r"\1", message))
+    if plain != message and (said := message_in(plain, lang)) != plain:
+        return escape_md(said)
     return message
 
 
