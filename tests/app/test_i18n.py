@@ -37,6 +37,7 @@ EXPECTED_WRITTEN = {
     "why-step",  # the why line's next step: run.unchanged, in the request's language
     "features-switch-state",  # the Features tab's latent switches: switch_state.switches_line, in the page's language
     "lessons",  # the lessons' titles: page.lesson_events, in the page's language (lessons.toml, a teacher's [fr])
+    "lesson-refused",  # the note on lesson files not loaded: page.lesson_events, in the page's language (teacher.toml)
 }
 EXPECTED_AS_IS = {
     "ex1", "ex2",  # the model's example sentences (their menu's first line: in the page's language)

@@ -69,6 +69,34 @@ def raise_sites(path: Path, kinds: set[str]) -> list[tuple[str, str]]:
     return found
 
 
+def lesson_sites() -> list[tuple[str, str]]:
+    """A lesson file's errors: every LessonError raised (its `where` prefix, "step 2: ", read apart) and every error
+    the catalogue of files writes (lesson_files.lesson_paths, catalogue)."""
+    page = ROOT / "app" / "page"
+    found = []
+    for path in (page / "lesson_files.py", page / "lesson_format.py"):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.JoinedStr) and node.values and isinstance(node.values[0], ast.FormattedValue) and (
+                    ast.unparse(node.values[0].value) == "where"):
+                node.values = node.values[1:]  # "step 2: " + the reason: each its own catalogue text
+        written = [f for f in tree.body if isinstance(f, ast.FunctionDef) and f.name in ("lesson_paths", "catalogue")]
+        for node in (n for f in written for n in ast.walk(f) if isinstance(n, ast.JoinedStr)):
+            found += [(f"{path.name}:{node.lineno}", skeleton(text)) for text in shapes(node)]
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args and ast.unparse(
+                    node.exc.func) == "LessonError" and ast.unparse(node.exc.args[0]) != "str(err)":
+                found += [(f"{path.name}:{node.lineno}", skeleton(text)) for text in shapes(node.exc.args[0]) or []]
+    return [(where, text) for where, text in found if text != "{}"]  # "{where}{err}": a reason made elsewhere
+
+
+def test_every_lesson_files_error_is_in_the_catalogue():
+    sites = lesson_sites()
+    assert len(sites) > 25, len(sites)
+    known = {skeleton(text) for key, text in catalogue(ENGLISH).items() if key.startswith(("lesson_error.", "refuse."))}
+    assert [f"{where}: {text}" for where, text in sites if text not in known] == []
+
+
 def test_every_load_reason_and_sae_error_is_in_the_catalogue():
     sites = [s for p in MODEL_FILES for s in raise_sites(p, RAISED)] + [s for p, kinds in SAE_FILES.items()
                                                                        for s in raise_sites(p, kinds)]
@@ -111,9 +139,9 @@ def test_a_load_reason_is_said_in_the_pages_language(allowed):
     language; the file and the family named as they are, never the server's path."""
     from types import SimpleNamespace
 
+    from explorer.app.i18n.words import t
     from explorer.app.page.model_events import ModelEvents
     from explorer.app.serving.errors import escape_md
-    from explorer.app.i18n.words import t
 
     page = SimpleNamespace(ctx=allowed, status="status")
     english = ModelEvents.load_model(page, "date-translator", "broken", "cpu", None, None, shown_in("en"))["status"]
@@ -172,13 +200,15 @@ def test_a_reason_from_deeper_down_is_read_back(english, key, values):
         assert message_in(english, lang) == t(key, lang, **filled) != english
 
 
+DROPPED = "2 of 9 pairs dropped: their clean and corrupted prompts differ in length in tokens (lines 3, 5)"
+
+
 @pytest.mark.parametrize("frame, english, key, values", [
     ("result.features.note", "This SAE was trained on 'gpt2', the model is 'date-gpt': its latents may mean nothing here.",
      "result.notes.trained_on", {"model": "'gpt2'", "name": "'date-gpt'"}),
     ("result.contributions.notice", "this model has no padding token, so the baseline is the zero embedding",
      "result.notes.zero_baseline", {}),
-    ("result.contributions.notice", "2 of 9 pairs dropped: their clean and corrupted prompts differ in length in tokens "
-     "(lines 3, 5)", "result.notes.dropped_lines", {"n": "2", "m": "9", "shown": "3, 5"}),
+    ("result.contributions.notice", DROPPED, "result.notes.dropped_lines", {"n": "2", "m": "9", "shown": "3, 5"}),
     ("result.contributions.notice", "key 7 is not one of the 5 keys here: left out of the steps.", "result.notes.left_out",
      {"keys": "7", "n": "5"}),
 ])
@@ -192,3 +222,31 @@ def test_a_tabs_note_or_notice_is_said_inside_its_frame(frame, english, key, val
     paragraph = t(frame, "en", why=escape_md(english))
     for lang in OTHERS:
         assert result_in(paragraph, lang) == t(frame, lang, why=escape_md(t(key, lang).format(**values)))
+
+
+def test_the_teachers_note_and_menu_say_a_lesson_files_error_in_the_pages_language(tmp_path):
+    """A lesson file with a step lacking its hint, in an allowed folder: the note under the title and the Lessons
+    menu's "⚠️ not loaded" entry say it in the page's language (the lesson events' `lang`), the file named as it is."""
+    from types import SimpleNamespace
+
+    from explorer.app.i18n.words import t
+    from explorer.app.page.lesson_events import LessonEvents
+    from explorer.app.page.lesson_files import catalogue as lesson_catalogue
+    from explorer.app.page.lesson_panel import LessonPanel, refused_text
+    from explorer.app.serving.errors import escape_md
+
+    (tmp_path / "lessons").mkdir()
+    (tmp_path / "lessons" / "month.toml").write_text('title = "Month"\ngoal = "g"\nview = "layer=1"\n[[steps]]\ndo = "d"\n'
+                                                     'passed = "p"\n[steps.check]\noutput_changes = true\n')
+    found = lesson_catalogue([str(tmp_path)])
+    assert found.errors == ("month.toml in lessons: step 1: `hint` is missing",)
+    panel = LessonPanel(found, "menu", "box", "text", "about", "previous", "next", "leave", "note")
+    events = LessonEvents.__new__(LessonEvents)  # the handler alone: the panel's parts are names here
+    events.__dict__.update(panel=panel, catalogue=found, note="note", ctx=SimpleNamespace(), status="status",
+                           step="step", app=None)
+    for lang in OTHERS:
+        said = LessonEvents.show.__wrapped__(events, "", 1, "attention", None, lang)
+        why = t("lesson_error.in_file", lang, file=t("file_words.in_folder", lang, name="month.toml", folder="lessons"),
+                why=t("lesson_error.at_step", lang, n=1, why=t("lesson_error.missing", lang, key="hint")))
+        assert said["note"] == refused_text(found, lang) == t("teacher.not_loaded", lang) + "\n\n- " + escape_md(why)
+        assert said["menu"]["choices"][-1] == (t("lesson.not_loaded", lang, error=why), "!1"), said["menu"]
