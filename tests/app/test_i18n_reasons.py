@@ -187,14 +187,17 @@ def test_an_sae_files_error_is_said_in_the_forms_language(allowed):
     ("model.safetensors in m is truncated: tensor w ends past the end of the file", "refuse.load.ends_past",
      {"file": ("model.safetensors", "m"), "name": "w"}),
     ("latent switch '5:clamp': clamp needs =VALUE", "refuse.sae.switch_needs", {"text": "'5:clamp'", "mode": "clamp"}),
+    ("clean answer: id 999 is outside the vocabulary (0..134)", "refuse.token_vocab",
+     {"token_words": "result.notes.clean_answer", "id": "999", "last": "134"}),
 ])
 def test_a_reason_from_deeper_down_is_read_back(english, key, values):
-    """A reason's own words inside it (the Hub's state, a file in its folder) are said in the language too."""
+    """A reason's own words inside it (the Hub's state, a file in its folder, the token asked for) are said in the
+    language too."""
     from explorer.app.i18n.messages import message_in
     from explorer.app.i18n.words import t
 
     for lang in OTHERS:
-        filled = {k: t(v, lang) if isinstance(v, str) and v.startswith("refuse.") else t(
+        filled = {k: t(v, lang) if isinstance(v, str) and v.startswith(("refuse.", "result.")) else t(
             "file_words.in_folder", lang, name=v[0], folder=v[1]) if isinstance(v, tuple) else v
                   for k, v in values.items()}
         assert message_in(english, lang) == t(key, lang, **filled) != english
