@@ -1,6 +1,7 @@
 """The load reasons of a model and an SAE in the page's language (issue 42 item 5): every message the loaders raise
 (explorer.loading, explorer.checkpoints, explorer.file_reads, explorer.importers, and the SAE files, sources, hook
-points and latent switches of explorer.interpret.sae) has its English text in a catalogue, found by reading the
+points and latent switches of explorer.interpret.sae, a model configuration's own checks, a lesson file's errors)
+has its English text in a catalogue, found by reading the
 modules' raise sites (ast), so that a new reason cannot stay English silently; a load reason, an SAE's error, a
 circuit's note and a teacher's note come out in French, German and Spanish through the path the page uses."""
 
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from explorer.app.i18n.words import ENGLISH, catalogue
+from explorer.app.i18n.words import ENGLISH, catalogue, number, t
 
 ROOT = Path(__file__).resolve().parents[2] / "explorer"
 MODEL_FILES = [ROOT / "loading.py", ROOT / "checkpoints.py", ROOT / "file_reads.py", *sorted((ROOT / "importers")
@@ -97,10 +98,20 @@ def test_every_lesson_files_error_is_in_the_catalogue():
     assert [f"{where}: {text}" for where, text in sites if text not in known] == []
 
 
+def config_sites() -> list[tuple[str, str]]:
+    """A model configuration's own checks (explorer.model.config: `fail(name, why)`, each why its own text), which a
+    load reason and the Build form's refusal carry."""
+    path = ROOT / "model" / "config.py"
+    calls = [n for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Call) and len(n.args) == 2
+             and ast.unparse(n.func) in ("fail", "self.fail")]
+    return raise_sites(path, {"ValueError"}) + [(f"model/config.py:{n.lineno}", skeleton(text)) for n in calls
+                                                for text in shapes(n.args[1])]
+
+
 def test_every_load_reason_and_sae_error_is_in_the_catalogue():
     sites = [s for p in MODEL_FILES for s in raise_sites(p, RAISED)] + [s for p, kinds in SAE_FILES.items()
-                                                                       for s in raise_sites(p, kinds)]
-    assert len(sites) > 130, len(sites)
+                                                                       for s in raise_sites(p, kinds)] + config_sites()
+    assert len(sites) > 170, len(sites)
     known = {skeleton(text) for key, text in catalogue(ENGLISH).items() if key.startswith("refuse.")}
     assert [f"{where}: {text}" for where, text in sites if text not in known] == []
 
@@ -139,7 +150,6 @@ def test_a_load_reason_is_said_in_the_pages_language(allowed):
     language; the file and the family named as they are, never the server's path."""
     from types import SimpleNamespace
 
-    from explorer.app.i18n.words import t
     from explorer.app.page.model_events import ModelEvents
     from explorer.app.serving.errors import escape_md
 
@@ -161,7 +171,6 @@ def test_an_sae_files_error_is_said_in_the_forms_language(allowed):
     its number written the language's way."""
     from types import SimpleNamespace
 
-    from explorer.app.i18n.words import number, t
     from explorer.app.serving.errors import escape_md
     from explorer.app.serving.session import Session
     from explorer.app.tabs.features.forms import FeatureForm
@@ -189,18 +198,25 @@ def test_an_sae_files_error_is_said_in_the_forms_language(allowed):
     ("latent switch '5:clamp': clamp needs =VALUE", "refuse.sae.switch_needs", {"text": "'5:clamp'", "mode": "clamp"}),
     ("clean answer: id 999 is outside the vocabulary (0..134)", "refuse.token_vocab",
      {"token_words": "result.notes.clean_answer", "id": "999", "last": "134"}),
+    ("model.safetensors in m is missing 1,212 tensor(s) the model needs: a, b (and 1,210 more)",
+     "refuse.load.missing_tensors", {"file": ("model.safetensors", "m"), "n": lambda lang: number(1212, lang),
+                                     "names": lambda lang: t("file_words.and_more", lang, names="a, b",
+                                                             n=number(1210, lang))}),
 ])
 def test_a_reason_from_deeper_down_is_read_back(english, key, values):
     """A reason's own words inside it (the Hub's state, a file in its folder, the token asked for) are said in the
     language too."""
     from explorer.app.i18n.messages import message_in
-    from explorer.app.i18n.words import t
+
+    def said(value, lang):  # a catalogue key's words, a file in its folder, words made in the language, or as it is
+        if callable(value):
+            return value(lang)
+        if isinstance(value, tuple):
+            return t("file_words.in_folder", lang, name=value[0], folder=value[1])
+        return t(value, lang) if value.startswith(("refuse.", "result.")) else value
 
     for lang in OTHERS:
-        filled = {k: t(v, lang) if isinstance(v, str) and v.startswith(("refuse.", "result.")) else t(
-            "file_words.in_folder", lang, name=v[0], folder=v[1]) if isinstance(v, tuple) else v
-                  for k, v in values.items()}
-        assert message_in(english, lang) == t(key, lang, **filled) != english
+        assert message_in(english, lang) == t(key, lang, **{k: said(v, lang) for k, v in values.items()}) != english
 
 
 DROPPED = "2 of 9 pairs dropped: their clean and corrupted prompts differ in length in tokens (lines 3, 5)"
@@ -219,7 +235,6 @@ def test_a_tabs_note_or_notice_is_said_inside_its_frame(frame, english, key, val
     """A note or notice a tab made safe for Markdown as a whole ("_note:_ …", "⚠️ …": escape_md) is read back as the
     code wrote it and said in the language, escaped again."""
     from explorer.app.i18n.result_words import result_in
-    from explorer.app.i18n.words import t
     from explorer.app.serving.errors import escape_md
 
     paragraph = t(frame, "en", why=escape_md(english))
@@ -232,7 +247,6 @@ def test_the_teachers_note_and_menu_say_a_lesson_files_error_in_the_pages_langua
     menu's "⚠️ not loaded" entry say it in the page's language (the lesson events' `lang`), the file named as it is."""
     from types import SimpleNamespace
 
-    from explorer.app.i18n.words import t
     from explorer.app.page.lesson_events import LessonEvents
     from explorer.app.page.lesson_files import catalogue as lesson_catalogue
     from explorer.app.page.lesson_panel import LessonPanel, refused_text

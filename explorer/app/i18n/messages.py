@@ -35,6 +35,7 @@ IDENT = frozenset({"key"})  # a link's or a file's key (layer, d_sae): one word,
 # an English number worth rewriting: with a decimal point or thousands commas ("0.62", "12,345"); a bare integer (a
 # layer, a token id) reads the same in every language
 _NUMBER = re.compile(r"([-+−]?)((?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+))")
+_MORE = re.compile(r"(.*) \(and ([\d,]+) more\)", re.DOTALL)
 _ESCAPED = re.compile(r"\\([\\`*_{}\[\]()#+!|~])")  # a Markdown character escape_md escaped
 _SCIENTIFIC = re.compile(r"([-+−]?)(\d+(?:\.\d+)?)(e[-+−]?\d+)")  # "3.4e−06": its mantissa the language's way
 
@@ -91,6 +92,8 @@ def _value_in(name: str, value: str, lang: str, sections: tuple[str, ...] = TEMP
                  folder=folder)
     if name in NESTED:
         return message_in(value, lang, sections)
+    if name == "names" and (m := _MORE.fullmatch(value)):  # file_reads.few: "a, b (and 3 more)"
+        return t("file_words.and_more", lang, names=m.group(1), n=number(int(m.group(2).replace(",", "")), lang))
     if name == "numbered":  # a list of names and numbers ("L0 H1 = 0.93, L1 H2 = 0.88"): its numbers the language's way
         return _NUMBER.sub(lambda m: _value_in("", m.group(0), lang), value)
     if name == "cells":
