@@ -267,3 +267,18 @@ def test_the_teachers_note_and_menu_say_a_lesson_files_error_in_the_pages_langua
                 why=t("lesson_error.at_step", lang, n=1, why=t("lesson_error.missing", lang, key="hint")))
         assert said["note"] == refused_text(found, lang) == t("teacher.not_loaded", lang) + "\n\n- " + escape_md(why)
         assert said["menu"]["choices"][-1] == (t("lesson.not_loaded", lang, error=why), "!1"), said["menu"]
+
+
+def test_the_build_forms_refusal_names_the_configurations_check_in_the_pages_language(allowed):
+    """A width the heads do not divide, built from the page: the configuration's own check in the page's language."""
+    from types import SimpleNamespace
+
+    from explorer.app.page.model_events import ModelEvents
+    from explorer.app.serving.errors import escape_md
+
+    page = SimpleNamespace(ctx=allowed, status="status")
+    for lang in OTHERS:
+        said = ModelEvents.build_model(page, "custom", "decoder", 2, 3, 100, 64, "pre-norm", "sinusoidal", 0, "cpu",
+                                       None, None, shown_in(lang))["status"]
+        check = t("refuse.config.frame", lang, name="d_model", value="100", why=t("refuse.config.divisible", lang, n=3))
+        assert said == "⚠️ " + escape_md(t("refuse.invalid_config", lang, err=check)), said
