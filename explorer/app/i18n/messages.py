@@ -28,7 +28,7 @@ NESTED = frozenset({"why", "err", "reads", "where", "kind", "run", "measure", "r
                     "metric", "exact", "size_words", "off_heads",
                     "change_words", "objective", "role_title", "cell_query", "cell_key",
                     "looks", "shares", "switches",
-                    "named", "state", "hint", "limit_for", "asks", "refusal", "miss", "token_words"})
+                    "named", "state", "hint", "limit_for", "asks", "refusal", "miss", "token_words", "origin"})
 SPANNING = NESTED | {"cells", "items", "tokens_listed", "families"}
 FIELDS = frozenset({"file", "file2", "repo"})  # a file or repo named first ("x.json in y: …"): no ": " of a frame
 IDENT = frozenset({"key"})  # a link's or a file's key (layer, d_sae): one word, never a frame's "⚠️" before it
