@@ -22,12 +22,13 @@ MODEL_FILES = [ROOT / "loading.py", ROOT / "checkpoints.py", ROOT / "file_reads.
                                                                                           .glob("*.py"))]
 SAE = ROOT / "interpret" / "sae"
 # what reaches the page: a loader's CheckpointError (its config's `cfg.error`), an SAE's SAEFileError, and the
-# ValueErrors of an SAE's hook point and latent switches. Not listed, as the Python API's own: a live model's
-# TypeError (explorer.importers.live), save_checkpoint's ValueError, and the SAE modules whose arguments the Features
-# tab checks first with its own refusals (core, dashboards, features, latent_match, splice, steer).
+# ValueErrors of an SAE's hook point, latent switches and dashboards. Not listed, as the Python API's own: a live
+# model's TypeError (explorer.importers.live), save_checkpoint's ValueError, and the SAE modules whose arguments the
+# Features tab checks first with its own refusals (core, features, latent_match, splice, steer).
 RAISED = {"CheckpointError", "HubUnavailableError", "SAEFileError", "cfg.error", "self.error"}
 SAE_FILES = {SAE / "saelens_files.py": RAISED, SAE / "sources.py": RAISED, SAE / "hooks.py": {"ValueError"},
-             SAE / "switches.py": {"ValueError"}}
+             SAE / "switches.py": {"ValueError"}, SAE / "dashboards.py": {"ValueError"},
+             ROOT / "app" / "tabs" / "features" / "dashboards.py": {"ValueError"}}  # the last two: "No dashboard: …"
 PASSED_ON = {"str(err)", "None"}  # another error's message raised again: its own text is checked where it is made
 
 
