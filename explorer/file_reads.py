@@ -85,6 +85,11 @@ def reason(err: BaseException) -> str:
     return str(err)[:300]
 
 
+def file_kind(kind: str) -> str:
+    """'a config file', 'an index file': a kind of JSON_LIMITS in the words a message says it."""
+    return f"{'an' if kind[:1] in 'aeiou' else 'a'} {kind} file"
+
+
 def require_file(path: Path) -> Path:
     if not Path(path).is_file():
         raise CheckpointError(f"missing file {describe(path)}")
@@ -113,8 +118,8 @@ def check_size(path: Path, kind: str) -> Path:
     except OSError as err:
         raise CheckpointError(f"{describe(path)} cannot be read: {reason(err)}") from err
     if size > JSON_LIMITS[kind]:
-        raise CheckpointError(f"{describe(path)} is larger than {JSON_LIMITS[kind] / MiB:g} MiB, the limit for a "
-                              f"{kind} file")
+        raise CheckpointError(f"{describe(path)} is larger than {JSON_LIMITS[kind] / MiB:g} MiB, the limit for "
+                              f"{file_kind(kind)}")
     return path
 
 
@@ -159,7 +164,7 @@ def parse_json(data: bytes, path: Path, max_depth: int = MAX_JSON_DEPTH) -> Any:
 def read_json(path: Path, kind: str = "config") -> dict[str, Any]:
     """A JSON object file within JSON_LIMITS[kind] bytes and MAX_JSON_DEPTH levels, or CheckpointError naming the file
     (missing, too large, too deep, not JSON, not an object)."""
-    data = parse_json(read_bounded(path, JSON_LIMITS[kind], f"a {kind} file"), path)
+    data = parse_json(read_bounded(path, JSON_LIMITS[kind], file_kind(kind)), path)
     if not isinstance(data, dict):
         raise CheckpointError(f"{describe(path)} must hold a JSON object, found {type(data).__name__}")
     return data
@@ -167,7 +172,7 @@ def read_json(path: Path, kind: str = "config") -> dict[str, Any]:
 
 def read_text(path: Path, kind: str = "tokenizer") -> str:
     """A JSON file's text within its limits (size, depth; not parsed), for a library that parses it itself."""
-    data = read_bounded(path, JSON_LIMITS[kind], f"a {kind} file")
+    data = read_bounded(path, JSON_LIMITS[kind], file_kind(kind))
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:

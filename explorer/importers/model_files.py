@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..checkpoints import CheckpointError, describe, read_json
-from ..file_reads import JSON_LIMITS, read_bounded, read_text
+from ..file_reads import JSON_LIMITS, file_kind, read_bounded, read_text
 
 
 class FolderFiles:
@@ -43,7 +43,7 @@ class FolderFiles:
         return read_text(self.folder / name, kind)
 
     def data(self, name: str, kind: str = "tokenizer") -> bytes:
-        return read_bounded(self.folder / name, JSON_LIMITS[kind], f"a {kind} file")
+        return read_bounded(self.folder / name, JSON_LIMITS[kind], file_kind(kind))
 
 
 class MemoryFiles:

@@ -37,6 +37,7 @@ EXPECTED_WRITTEN = {
     "why-step",  # the why line's next step: run.unchanged, in the request's language
     "features-switch-state",  # the Features tab's latent switches: switch_state.switches_line, in the page's language
     "lessons",  # the lessons' titles: page.lesson_events, in the page's language (lessons.toml, a teacher's [fr])
+    "lesson-refused",  # the note on lesson files not loaded: page.lesson_events, in the page's language (teacher.toml)
 }
 EXPECTED_AS_IS = {
     "ex1", "ex2",  # the model's example sentences (their menu's first line: in the page's language)
@@ -414,6 +415,7 @@ def test_the_circuit_speaks_the_forms_language(page_events):
         assert summary[0].startswith(opening("result.circuit.size", lang)) and opening("result.circuit.task_eap",
                                                                                           lang) in summary[1]
         assert t("result.circuit.eap", lang) in summary[1] and t("result.circuit.logit_diff", lang) in summary[1]
+        assert escape_md(t("result.notes.cross", lang).format()) in summary  # the core's note on the graph
         graph, curve = layout_of(out[p.graph]), layout_of(out[p.curve])
         assert graph["title"]["text"].startswith(opening("figure.circuit.title", lang))
         assert "," in graph["title"]["text"].rpartition(" ")[2]  # faithfulness 0,907
@@ -487,6 +489,10 @@ def test_importance_and_roles_speak_the_forms_language(page_events):
         assert any(a["text"].startswith(t("figure.roles.induction", lang) + " (") for a in probe["annotations"])
         refused = roles.switched_off(form_of(SwitchOffForm, session, "3 mai 2024", "cross", "dancing", 2, "probe",
                                              lang=lang))[page_events.status]
+        off = roles.switched_off(form_of(SwitchOffForm, session, "3 mai 2024", "cross", "previous", 2, "probe",
+                                         lang=lang))[roles.parts.off_md]  # the line saying which heads went off
+        assert off.startswith(escape_md(opening("result.notes.switched_many", lang))) and t(
+            "result.notes.by_score", lang, role="previous", rank_by="probe") in off and "0." not in off, off
         assert refused.startswith("⚠️ " + escape_md(opening("refuse.unknown_role", lang))), refused
 
 

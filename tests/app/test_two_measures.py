@@ -5,10 +5,15 @@ largest direct share (direct_logit_attribution, computed here) is cross L1 H3, t
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
+from explorer.app.i18n.result_words import result_in
+from explorer.app.i18n.words import number, t
 from explorer.app.run.readings import read_texts
+from explorer.app.serving.errors import escape_md
 from explorer.app.tabs.contributions.result import ContributionRequest, contributions
 from explorer.app.tabs.contributions.two_measures import two_measures
 from explorer.app.tabs.contributions.why_token import WhyRequest, why
@@ -39,6 +44,12 @@ def test_two_views_that_disagree_are_each_said_with_their_head_and_number(transl
     assert f"**cross L1 H3** writes the most ({float(shares['cross'][1, 3]):+.2f})" in words
     p_without = float(effects.prob[int(effects.order()[0])])
     assert "**decoder L0 H3** matters most" in words and f"to {p_without:.2f})" in words and p_without < 0.5
+    before, after = re.search(r"fell from ([\d.]+) to ([\d.]+)", words).groups()
+    for lang in ("fr", "de", "es"):  # the page says the change in its language too (result_words, as `reporting` does)
+        change = t("result.notes.fell", lang, name="“3”", before=number(float(before), lang, 2),
+                   after=number(float(after), lang, 2))
+        said = result_in(words, lang)
+        assert escape_md(change) in said and "fell from" not in said, said
     assert two_measures(why(translator, WhyRequest(TEXT, POSITION - 1), 1024), r) == ""  # another prediction
 
 

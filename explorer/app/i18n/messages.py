@@ -9,24 +9,34 @@ reason from deeper down) is itself read back. A message not listed stays in Engl
 from __future__ import annotations
 
 import functools
+import html
 import re
 import string
 from typing import Any
 
+from ..serving.errors import escape_md
 from .words import ENGLISH, catalogue, language, number, t
 
 TEMPLATED = ("refuse.", "figure.", "result.", "source.", "endpoint.")  # the catalogue sections whose English texts are their own patterns
+# a lesson file's errors, for the teacher only: their "{file}: {why}" would read any "a: b" text, so they are read
+# back by `lesson_error_in` alone
+LESSON_ERRORS = (*TEMPLATED, "lesson_error.")
 # placeholders holding other words read back too (a reason from deeper down, a figure's title or axis); "cells": a
 # figure's text alternative's strongest cells, each read back ("‘a’ attends most to ‘b’, 0.62; ...")
 NESTED = frozenset({"why", "err", "reads", "where", "kind", "run", "measure", "rows", "columns", "title", "rest",
                     "notes", "explanation", "clicked", "method", "moved", "baseline", "ok", "task", "points",
                     "metric", "exact", "size_words", "off_heads",
                     "change_words", "objective", "role_title", "cell_query", "cell_key",
-                    "looks", "shares", "switches"})
-SPANNING = NESTED | {"cells", "items", "tokens_listed"}
+                    "looks", "shares", "switches",
+                    "named", "state", "hint", "limit_for", "asks", "refusal", "miss", "token_words", "origin"})
+SPANNING = NESTED | {"cells", "items", "tokens_listed", "families"}
+FIELDS = frozenset({"file", "file2", "repo"})  # a file or repo named first ("x.json in y: …"): no ": " of a frame
+IDENT = frozenset({"key"})  # a link's or a file's key (layer, d_sae): one word, never a frame's "⚠️" before it
 # an English number worth rewriting: with a decimal point or thousands commas ("0.62", "12,345"); a bare integer (a
 # layer, a token id) reads the same in every language
 _NUMBER = re.compile(r"([-+−]?)((?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+))")
+_MORE = re.compile(r"(.*) \(and ([\d,]+) more\)", re.DOTALL)
+_ESCAPED = re.compile(r"\\([\\`*_{}\[\]()#+!|~])")  # a Markdown character escape_md escaped
 _SCIENTIFIC = re.compile(r"([-+−]?)(\d+(?:\.\d+)?)(e[-+−]?\d+)")  # "3.4e−06": its mantissa the language's way
 
 # (the English message as a pattern, its catalogue key; the pattern's named groups are the key's placeholders)
@@ -55,11 +65,11 @@ MESSAGES: tuple[tuple[re.Pattern[str], str], ...] = (
 
 
 @functools.cache
-def templates() -> tuple[tuple[re.Pattern[str], str], ...]:
-    """(pattern, key) of every TEMPLATED English text, the most specific (longest literal text) first."""
+def templates(sections: tuple[str, ...] = TEMPLATED) -> tuple[tuple[re.Pattern[str], str], ...]:
+    """(pattern, key) of every English text of `sections`, the most specific (longest literal text) first."""
     found = []
     for key, text in catalogue(ENGLISH).items():
-        if not key.startswith(TEMPLATED):
+        if not key.startswith(sections):
             continue
         parts, seen = [], set()
         for literal, name, _, _ in string.Formatter().parse(text):
@@ -67,20 +77,29 @@ def templates() -> tuple[tuple[re.Pattern[str], str], ...]:
             if name is not None:  # a name used twice is the same text both times
                 # a value holds no "; " (the next item of a list), but words read back may
                 parts.append(f"(?P={name})" if name in seen else f"(?P<{name}>.*?)" if name in SPANNING else
-                             f"(?P<{name}>(?:(?!; ).)*?)")
+                             f"(?P<{name}>(?:(?!: |; ).)*?)" if name in FIELDS else f"(?P<{name}>[\\w.]+)" if name in
+                             IDENT else f"(?P<{name}>(?:(?!; ).)*?)")
                 seen.add(name)
         literal_chars = sum(len(lit) for lit, _, _, _ in string.Formatter().parse(text))
         found.append((-literal_chars, key, re.compile("".join(parts), re.DOTALL)))
     return tuple((pattern, key) for _, key, pattern in sorted(found))
 
 
-def _value_in(name: str, value: str, lang: str) -> str:
+def _value_in(name: str, value: str, lang: str, sections: tuple[str, ...] = TEMPLATED) -> str:
+    if name.startswith("file") and " in " in value:  # "config.json in my-model" (file_reads.describe): the file as is
+        file, _, folder = value.partition(" in ")
+        return t("file_words.in_repo" if folder == "the repo" else "file_words.in_folder", lang, name=file,
+                 folder=folder)
     if name in NESTED:
-        return message_in(value, lang)
+        return message_in(value, lang, sections)
+    if name == "names" and (m := _MORE.fullmatch(value)):  # file_reads.few: "a, b (and 3 more)"
+        return t("file_words.and_more", lang, names=m.group(1), n=number(int(m.group(2).replace(",", "")), lang))
+    if name == "numbered":  # a list of names and numbers ("L0 H1 = 0.93, L1 H2 = 0.88"): its numbers the language's way
+        return _NUMBER.sub(lambda m: _value_in("", m.group(0), lang), value)
     if name == "cells":
-        return "; ".join(message_in(cell, lang) for cell in value.split("; "))
+        return "; ".join(message_in(cell, lang, sections) for cell in value.split("; "))
     if name == "items":  # a list of items each read back ("previous L1 H0 \\(0.19\\), self L1 H3 \\(0.24\\)")
-        return ", ".join(message_in(item, lang) for item in value.split(", "))
+        return ", ".join(message_in(item, lang, sections) for item in value.split(", "))
     if name in ("unit", "units") and f"unit.{value}" in catalogue(ENGLISH):  # "character": one; "characters": several
         return t(f"unit.{value}{'s' if name == 'units' else ''}", lang)
     if m := _NUMBER.fullmatch(value):  # its sign as written ("−0.95", "+0.52"), the rest the language's way
@@ -92,15 +111,28 @@ def _value_in(name: str, value: str, lang: str) -> str:
     return value
 
 
-def message_in(message: str, lang: Any = ENGLISH) -> str:
-    """`message` in `lang` when it is one of MESSAGES or a TEMPLATED text, else as it is."""
+def message_in(message: str, lang: Any = ENGLISH, sections: tuple[str, ...] = TEMPLATED) -> str:
+    """`message` in `lang` when it is one of MESSAGES or a text of `sections`, else as it is."""
     lang = language(lang)
     if lang == ENGLISH or not message:
         return message
-    for pattern, key in MESSAGES + templates():
-        if m := pattern.fullmatch(message):
-            return t(key, lang, **{k: _value_in(k, v or "", lang) for k, v in m.groupdict().items()})
+    # a lesson file's texts first: "unknown key 'x' (the keys: …)" is its own, not a link's "unknown key …"
+    patterns = MESSAGES + templates(sections) if sections == TEMPLATED else templates(sections) + MESSAGES
+    for pattern, key in patterns:
+        if m := pattern.fullmatch(message):  # formatted even without values: a template's "{{" is one "{"
+            values = {k: _value_in(k, v or "", lang, sections) for k, v in m.groupdict().items()}
+            return t(key, lang).format(**values)
+    # a text a tab made safe for Markdown as a whole (escape_md: a note, a notice): read back as the code wrote it
+    plain = html.unescape(_ESCAPED.sub(r"\1", message))
+    if plain != message and (said := message_in(plain, lang, sections)) != plain:
+        return escape_md(said)
     return message
+
+
+def lesson_error_in(error: str, lang: Any = ENGLISH) -> str:
+    """A lesson file's error (explorer.app.page.lesson_files: "month.toml in lessons: step 2: `hint` is missing") in
+    `lang`; the file's name and what it quotes as they are."""
+    return message_in(error, lang, LESSON_ERRORS)
 
 
 def language_of(args: tuple[Any, ...]) -> str:

@@ -25,9 +25,9 @@ PROPS = ("label", "info", "placeholder")  # the page's words every component may
 VALUED = (gr.Markdown, gr.Button, gr.HTML)  # and whose value is words (a static one's)
 # Components whose value (a menu: its choices) the events write (they start empty, or with words a handler replaces,
 # in the request's language): never relabelled here, and the catalogue test does not ask for their words. The
-# Lessons menu: page.lesson_events writes its titles in the page's language.
+# Lessons menu: page.lesson_events writes its titles in the page's language, and the note on lesson files not loaded.
 WRITTEN = frozenset({"model-info", "headline", "status", "link-notice", "state-line", "why-step",
-                     "features-switch-state", "lessons"})
+                     "features-switch-state", "lessons", "lesson-refused"})
 # Menus whose choices are the model's words (examples, models, kinds, heads, SAEs) or a language's own name.
 CHOSEN_AS_IS = frozenset({"ex1", "ex2", "source", "model2", "kind", "kind2", "features-sae", "page-lang", "pair"})
 

@@ -161,7 +161,7 @@ def layout(start: Start, session_value: Any, tabs: Sequence[Any], table: Sequenc
             shown_as = lay(table, DISPLAY, start)
             class_view = class_view_button()
             copy_link = gr.Button("Copy link", size="sm", scale=0, min_width=90, elem_id="copy-link")
-        refused_note(lessons)  # a teacher's lesson file the app could not use: named, with what is wrong
+        refused = refused_note(lessons)  # a teacher's lesson file the app could not use: named, with what is wrong
         gr.Markdown(INTRO, elem_classes="intro")
         inputs, made = input_rows(start, copy_link, table)
         with gr.Row(equal_height=False, elem_id="workspace"):  # on a phone: figures first (assets.CSS)
@@ -177,7 +177,7 @@ def layout(start: Start, session_value: Any, tabs: Sequence[Any], table: Sequenc
                                 gr.Markdown(glossed(tab.help), elem_classes="tab-text")  # jargon explained
                             parts[tab.id] = tab.layout(start)
                 made |= in_column | lay(table, TAB_STRIP, start) | shown_as
-        lesson = lesson_panel(lessons, menu)  # last: docked to the window's bottom while a lesson runs
+        lesson = lesson_panel(lessons, menu, refused)  # last: docked to the window's bottom while a lesson runs
         watchdog_button()  # clicked by the page's script only, when a queue stream was left closed (stream_watchdog)
     return Page(demo, session, kept, headline, model, inputs, ctl, results, tab_strip, shown, parts, tuple(tabs),
                 {s.name: made[s.name] for s in table}, tuple(table), Display(more, class_view), lesson)

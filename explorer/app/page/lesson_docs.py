@@ -70,9 +70,10 @@ def lessons_markdown(lessons: tuple[Lesson, ...] = LESSONS, example: str | None 
             f"`/path/to/class/{FOLDER}/*.toml` when it starts (at most {MAX_FILES} files, each at most "
             f"{LESSON_BYTES // 1024} KiB; a file that is a link is refused). Its file name is its name in a link "
             "(`month-my-way.toml`: `?lesson=month-my-way`; lowercase letters, digits and `-`); it is listed in the "
-            "Lessons menu after the built-in ones. A file the app cannot use is named with what is wrong on the page (a "
-            "note under the title, and a “⚠️ not loaded” entry at the end of the Lessons menu) and in the server's "
-            "log: `month.toml in lessons: step 2: check 'output_contain' is not one of …`; check your files before "
+            "Lessons menu after the built-in ones. A file the app cannot use is named with what is wrong on the page, "
+            "in the page's language (a note under the title, and a “⚠️ not loaded” entry at the end of the Lessons "
+            "menu), and in the server's log, in English: `month.toml in lessons: step 2: check 'output_contain' is "
+            "not one of …`; check your files before "
             "class with `python scripts/check_lessons.py /path/to/class`.", "",
             "The keys: `title`, `goal`, `view` (the link's query the lesson opens: any key of "
             "[link.md](link.md), copied from the page's **Copy link**), `notice` (optional: what to notice), and 1 "

@@ -19,7 +19,7 @@ from ..serving.kept import Shown
 from ..serving.session import get_model
 from .lesson_files import Catalogue
 from .lesson_format import RunFacts
-from .lesson_panel import LessonPanel, menu_choices, panel_text, unknown_text
+from .lesson_panel import LessonPanel, menu_choices, panel_text, refused_text, unknown_text
 
 
 def run_facts(shown: Any, tab: str, app: Any) -> RunFacts | None:
@@ -55,7 +55,9 @@ class LessonEvents:
         page = app.page
         self.lesson, self.step, self.lang = page.setting("lesson"), page.setting("lesson_step"), page.setting("lang")
         self.inputs = [self.lesson, self.step, page.visible_tab, page.kept, self.lang]
-        self.outputs = [panel.box, panel.text, panel.about, self.step, panel.menu, self.status]
+        self.note = panel.refused if panel.catalogue.errors else None  # the note on lesson files not loaded
+        self.outputs = [panel.box, panel.text, panel.about, self.step, panel.menu, self.status,
+                        *([self.note] if self.note is not None else [])]
 
     @reporting
     def show(self, key: Any, step: Any, tab: Any, shown: Any, lang: Any = "en") -> dict:
@@ -63,13 +65,14 @@ class LessonEvents:
         no lesson runs (the menu's titles in `lang` either way)."""
         p, lang = self.panel, language(lang)
         choices = menu_choices(self.catalogue, lang)
+        note = {self.note: refused_text(self.catalogue, lang)} if self.note is not None else {}  # for the teacher
         if not str(key or "").strip():
             return {p.box: gr.update(visible=False), p.text: "", p.about: "", p.menu: gr.update(choices=choices,
-                                                                                                   value="")}
+                                                                                                   value=""), **note}
         found = self.catalogue.find(str(key))
         if found is None:
             return {p.box: gr.update(visible=True), p.text: unknown_text(str(key), self.catalogue, lang), p.about: "",
-                    self.step: gr.skip(), p.menu: gr.update(choices=choices)}
+                    self.step: gr.skip(), p.menu: gr.update(choices=choices), **note}
         n, lesson = found
         lesson = lesson.in_language(lang)
         k = step_number(step, len(lesson.shown_steps))
@@ -77,7 +80,7 @@ class LessonEvents:
         verdict = None if check is None else check.verdict(run_facts(shown, str(tab or ""), self.app), lang)[1]
         text, about = panel_text(n, lesson, len(self.catalogue.lessons), k, verdict, lang)
         return {p.box: gr.update(visible=True), p.text: text, p.about: about, self.step: k if k != step else gr.skip(),
-                p.menu: gr.update(choices=choices, value=self.catalogue.key_of(n))}
+                p.menu: gr.update(choices=choices, value=self.catalogue.key_of(n)), **note}
 
     def moved(self, by: int, key: Any, step: Any) -> Any:
         """Previous (-1) or next (+1): the step setting moved within the lesson."""

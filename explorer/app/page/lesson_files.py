@@ -79,8 +79,9 @@ def step_of(data: Any, n: int) -> Step:
         if not takes and value is not True:
             raise LessonError(f"{where}write `{kind} = true` (it takes no value)")
         pairs.append((kind, value if takes else None))
+    passed, hint = text_of(data, "passed", where), text_of(data, "hint", where)  # named with their step already
     try:
-        return Step(do, Check(tuple(pairs), text_of(data, "passed", where), text_of(data, "hint", where)))
+        return Step(do, Check(tuple(pairs), passed, hint))
     except LessonError as err:
         raise LessonError(f"{where}{err}") from None
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import gradio as gr
 
+from ..i18n.messages import lesson_error_in
 from ..i18n.words import ENGLISH, t
 from ..serving.errors import escape_md
 from .lesson_files import Catalogue
@@ -99,6 +100,7 @@ class LessonPanel:
     previous: gr.Button
     next: gr.Button
     leave: gr.Button
+    refused: gr.Markdown | None = None  # under the title: the lesson files not loaded (refused_note), for the teacher
 
 
 # The panel folded or unfolded, the page's own (no server round trip): a wide screen's side column opens unfolded
@@ -129,17 +131,21 @@ def menu_choices(catalogue: Catalogue, lang: str = ENGLISH) -> list[tuple[str, s
     path)."""
     return ([(t("lesson.menu", lang), "")]
             + [(f"{n}. {x.in_language(lang).title}", catalogue.key_of(n)) for n, x in enumerate(catalogue.lessons, 1)]
-            + [(t("lesson.not_loaded", lang, error=error[:160]), f"{REFUSED}{k}")
+            + [(t("lesson.not_loaded", lang, error=lesson_error_in(error, lang)[:160]), f"{REFUSED}{k}")
                for k, error in enumerate(catalogue.errors, 1)])
 
 
+def refused_text(catalogue: Catalogue, lang: str = ENGLISH) -> str:
+    """The note's words in `lang`: each lesson file the app could not use, and what is wrong with it ("" for none)."""
+    lines = [f"- {escape_md(lesson_error_in(error, lang))}" for error in catalogue.errors]
+    return t("teacher.not_loaded", lang) + "\n\n" + "\n".join(lines) if lines else ""
+
+
 def refused_note(catalogue: Catalogue) -> gr.Markdown:
-    """Under the title, for the teacher: each lesson file the app could not use, and what is wrong with it (hidden
-    when every file loaded)."""
-    lines = [f"- {escape_md(error)}" for error in catalogue.errors]
-    text = ("⚠️ **Lesson files not loaded** (the Lessons menu lists the lessons that did; check the files with "
-            "`python scripts/check_lessons.py <folder>`):\n\n" + "\n".join(lines)) if lines else ""
-    return gr.Markdown(text, visible=bool(lines), elem_id="lesson-refused")
+    """Under the title, for the teacher: the lesson files the app could not use (hidden when every file loaded;
+    written in the page's language by the lesson events)."""
+    text = refused_text(catalogue)
+    return gr.Markdown(text, visible=bool(text), elem_id="lesson-refused")
 
 
 def lessons_menu(catalogue: Catalogue) -> gr.Dropdown:
@@ -151,7 +157,7 @@ def lessons_menu(catalogue: Catalogue) -> gr.Dropdown:
     return menu
 
 
-def lesson_panel(catalogue: Catalogue, menu: gr.Dropdown) -> LessonPanel:
+def lesson_panel(catalogue: Catalogue, menu: gr.Dropdown, refused: gr.Markdown | None = None) -> LessonPanel:
     """The panel, laid out where this is called (the page's end: it docks to the window's bottom)."""
     with gr.Column(visible=False, elem_id="lesson-panel") as box:
         with gr.Row(elem_id="lesson-row"):
@@ -166,7 +172,7 @@ def lesson_panel(catalogue: Catalogue, menu: gr.Dropdown) -> LessonPanel:
                 for label, elem_id in (("⇥ Fold", "lesson-fold"), ("⇤ Unfold", "lesson-unfold")):  # in the browser only
                     gr.Button(label, size="sm", elem_id=elem_id).click(None, js=FOLD_JS, queue=False,
                                                                         api_visibility="private")
-    return LessonPanel(catalogue, menu, box, text, about, previous, nxt, leave)
+    return LessonPanel(catalogue, menu, box, text, about, previous, nxt, leave, refused)
 
 
 def panel_text(n: int, lesson: Lesson, total: int, step: int, verdict: str | None,

@@ -94,12 +94,12 @@ def _fetch_hub_sae(where: str, revision: str | None, cache_dir, max_bytes: float
     files = [prefix + f for f in (CFG_FILE, WEIGHTS_FILE, SPARSITY_FILE)]
     sizes = hub_file_sizes(repo, revision, files)
     if (refusal := hub_size_refusal(sizes, prefix)) is not None:
-        raise SAEFileError(f"{repo}: {refusal}")
+        raise SAEFileError(f"Hugging Face Hub {repo}: {refusal}")
     root, origin = fetch_hub(repo, revision, cache_dir, patterns=[prefix + CFG_FILE])
     cfg = _read_cfg(root / prefix / CFG_FILE)
     _check_budget(cfg, max_bytes, root / prefix / CFG_FILE)
     if (refusal := hub_size_refusal(sizes, prefix, cfg)) is not None:
-        raise SAEFileError(f"{repo}: {refusal}")
+        raise SAEFileError(f"Hugging Face Hub {repo}: {refusal}")
     root, origin = fetch_hub(repo, revision, cache_dir, patterns=files)
     return root / prefix, f"{origin}/{sub}" if sub else origin
 

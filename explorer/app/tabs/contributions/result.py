@@ -223,8 +223,7 @@ def contributions(loaded: LoadedModel, request: ContributionRequest, max_tokens:
                                           head_mask=m, threshold=request.threshold)
                        for m in (None, False if masks is None else masks))  # baseline, toggled
     attribution = attribute_tokens(loaded, reading, position, token, minus, request.method, request.steps, masks)
-    if attribution.notice:
-        notices.append(attribution.notice)
+    notices.extend(attribution.notices)  # each a paragraph of its own, said in the page's language
     ids = {token, baseline.top} | ({minus} if minus is not None else set())
     for run in (baseline, toggled):
         if run is None:

@@ -37,7 +37,7 @@ class Attribution:
     delta: float  # sum of attributions - (f(x) - f(baseline))
     relative_delta: float
     toggled: bool  # computed with the head switches as set
-    notice: str | None
+    notices: tuple[str, ...]  # what changed from the request, and why the sum may miss: each its own notice
     adaptive: bool = False  # the points were chosen for this request (steps 0: until 2% completeness)
 
 
@@ -64,6 +64,5 @@ def attribute_tokens(loaded: LoadedModel, reading: Reading, position: int, token
         sequences = [("input", reading.src_labels[:position + 1], source[:position + 1])]
     else:
         sequences = [("input", reading.src_labels, source)]
-    notice = " ".join(filter(None, [a.notice, a.message]))
     return Attribution(sequences, a.method, a.steps, a.baseline, a.logit, a.baseline_logit, a.delta,
-                       a.relative_delta, masks is not None, notice or None, a.adaptive)
+                       a.relative_delta, masks is not None, tuple(filter(None, [a.notice, a.message])), a.adaptive)
