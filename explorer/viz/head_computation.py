@@ -39,9 +39,9 @@ def shown_keys(comp: Any, toggled: Any | None = None, top: int = TOP) -> np.ndar
 
 
 def scale_text(z: np.ndarray, short: bool = False) -> str:
-    """The colour scale of a strip of vectors, in words: its range about 0 (`short`: "±top")."""
+    """The colour scale of a strip of vectors, in words: its range about 0 (`short`: "scale ±top")."""
     top = (float(np.abs(z).max()) if z.size else 0.0) or 1.0
-    return f"±{top:.2g}" if short else f"blue −{top:.2g} · 0 · red +{top:.2g}"
+    return f"scale ±{top:.2g}" if short else f"blue −{top:.2g} · 0 · red +{top:.2g}"
 
 
 def _vectors(z: np.ndarray, names: Sequence[str], ax: int, hover: str) -> dict[str, Any]:

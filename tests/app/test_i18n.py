@@ -547,8 +547,12 @@ def test_a_circuit_tasks_bad_rows_are_named_in_the_forms_language(page_events):
 
 
 def test_inside_a_head_speaks_the_forms_language(page_events):
-    """The head's plain summary, and through the handler with every detail, its numbers' summary, the computation's
-    and the query-key map's titles and the keys table's headers; a refusal (a query outside the sentence)."""
+    """The head's plain summary, and through the handler with every detail (a head switched off): the worked steps
+    (titles, strips, the table's headers and rows, the notes), the numbers' summary with its glossed terms and the
+    toggles' changes, numbers with the language's decimal sign; the computation's and the query-key map's titles, the
+    computation's strip notes and the keys table's headers; a refusal (a query outside the sentence)."""
+    import html
+
     from explorer.app.forms import form_of
     from explorer.app.tabs.head.forms import HeadForm
 
@@ -556,8 +560,8 @@ def test_inside_a_head_speaks_the_forms_language(page_events):
     p = tab.parts
     run = {"sentence1": "3 mai 2024", "sentence2": "", "padding_mask": True, "causal_mask": True,
            "custom_mask": "none", "blocked_position": 0, "window": 2, "encoder_heads_on": None,
-           "decoder_heads_on": None, "cross_heads_on": None, "kind": "cross", "layer": 1, "head": 3, "sentence": 1,
-           "continue_tokens": 8, "measure": "weights", "lines_heads": None, "keys": None}
+           "decoder_heads_on": None, "cross_heads_on": ["L0 H0"], "kind": "cross", "layer": 1, "head": 3,
+           "sentence": 1, "continue_tokens": 8, "measure": "weights", "lines_heads": None, "keys": None}
     from explorer.app.i18n.messages import message_in
 
     plain = ("**cross-attn. L1 H3**, at token “\\[EOS\\]” (position 11) of sentence 1. A head lets a token take "
@@ -572,5 +576,25 @@ def test_inside_a_head_speaks_the_forms_language(page_events):
         assert layout_of(out[p.computation])["title"]["text"].startswith(opening("figure.head.inside", lang))
         assert layout_of(out[p.query_key])["title"]["text"] == t("figure.head.queries_keys", lang, where="cross L1 H3")
         assert list(out[p.table].columns)[:3] == [t(f"column.{k}", lang) for k in ("key", "token", "blocked")]
+        steps = out[p.steps]
+        for key in ("match_title", "mix_title", "back_title", "strip_x", "may_look", "switched_off"):
+            assert t(f"head.steps.{key}", lang) in steps, key
+        assert opening("head.steps.where_title", lang) in steps and opening("head.steps.made", lang) in steps
+        assert html.escape(t("head.steps.why_cross", lang)) in steps and t("head.steps.col_mask", lang) in steps
+        assert "How well" not in steps and "numbers; scale" not in steps and "may look" not in steps
+        words = re.sub(r"<[^>]+>", " ", steps)  # the text shown
+        assert re.search(r"\[−?\d,\d+; ", words) and not re.search(r"\d\.\d", words)  # "[0,25; −2,8; …]"
+        summary = [re.sub(r"<[^>]+>", "", x) for x in out[p.summary].split("\n\n")]  # its glossed terms' <abbr>
+        assert summary[0].startswith(f"**{t('figure.cross', lang)} L1 H3**")
+        assert summary[1].startswith(opening("head.summary.x", lang) + t("head.summary.x_pre", lang))
+        assert summary[2] == t("head.summary.writes_off", lang, size="0")
+        assert t("head.summary.head_off", lang, head="cross L1 H3") in summary[3] and " off" not in summary[3]
+        figure = layout_of(out[p.computation])
+        strip_words = t("figure.inside.strip", lang, title="k_j", top="@").split("@")[0]
+        notes = [a["text"] for a in figure["annotations"]] + [figure[k]["title"]["text"] for k in figure if k.startswith(
+            "xaxis") and "title" in figure[k]]
+        assert figure["xaxis"]["title"]["text"].startswith(strip_words) and not re.search(r"\d\.\d|blue", str(notes))
+        assert t("figure.inside.strip_short", lang, title="q", top="@").split("@")[0] in notes[0]
         refused = tab.shown_tab(form_of(HeadForm, session=session, **run, query=99, words="plain", lang=lang))
         assert refused[page_events.status].startswith("⚠️ " + escape_md(opening("refuse.query_outside", lang)))
+
