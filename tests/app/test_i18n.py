@@ -421,6 +421,12 @@ def test_the_circuit_speaks_the_forms_language(page_events):
                      if "colorbar" in d.get("marker", {})]
         assert colorbars == [t("figure.circuit.eap_score", lang)]
         assert curve["title"]["text"] == t("figure.circuit.curve", lang)
+        # the text alternative of a point figure, whole: each trace's sentence, the notes, the switch to its tables
+        alt = graph["meta"]["alt"]
+        along = t("figure.described.points_along", lang).split("{axis}")[0].split("{n}")[1]  # " points along "
+        assert along in alt["text"] and alt["switch"] == t("figure.described.switch", lang), alt
+        assert t("figure.described.notes", lang).split("{")[0] in alt["text"] and "points along" not in alt["text"]
+        assert along in curve["meta"]["alt"]["text"] and " rows" not in curve["meta"]["alt"]["text"]
         assert curve["yaxis"]["title"]["text"] == t("figure.faithfulness", lang)
         assert list(out[p.table].columns)[1:3] == [t("column.from", lang), t("column.into", lang)]
         refused = list(tab.found(CircuitForm(session, edges=10**6, lang=lang)))[-1][page_events.status]
@@ -479,6 +485,13 @@ def test_importance_and_roles_speak_the_forms_language(page_events):
         figure = layout_of(out[importance.parts.importance_plot])
         assert figure["title"]["text"].startswith(opening("figure.importance.title", lang) + t("figure.cross_long",
                                                                                                lang))
+        # past its first heatmap: the second's sentence (no row title), the scatter's, the notes
+        sentences = figure["meta"]["alt"]["text"].split(". ")
+        second = t("figure.described.heat_columns", lang).split("{n_rows}")[1].split("{n_columns}")[0]
+        assert sum(second in x for x in sentences) == 1 and "rows by" not in figure["meta"]["alt"]["text"]
+        among = t("figure.described.points_among", lang).split("{n}")[1].split("{said}")[0]  # " points, among them "
+        assert among in figure["meta"]["alt"]["text"] and t("figure.described.switch", lang) == figure["meta"]["alt"][
+            "switch"]
         scored = roles.scored(form_of(RolesForm, session, "3 mai 2024", "cross", on, on, on, lang=lang))
         strongest = scored[roles.parts.summary].split("\n\n")[1]
         assert strongest.startswith(opening("result.roles_strongest", lang) + "previous L") and "\\(0," in strongest

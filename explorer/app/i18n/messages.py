@@ -23,7 +23,8 @@ NESTED = frozenset({"why", "err", "reads", "where", "kind", "run", "measure", "r
                     "metric", "exact", "size_words", "off_heads",
                     "change_words", "objective", "role_title", "cell_query", "cell_key",
                     "looks", "shares", "switches",
-                    "scale"})  # the computation figure's note: "× 0.25" (figure.inside.scale)
+                    "scale",  # the computation figure's note: "× 0.25" (figure.inside.scale)
+                    "axis"})  # a point figure's text alternative: "73 points along {axis}" (figure.described)
 SPANNING = NESTED | {"cells", "items", "tokens_listed"}
 # an English number worth rewriting: with a decimal point or thousands commas ("0.62", "12,345"); a bare integer (a
 # layer, a token id) reads the same in every language

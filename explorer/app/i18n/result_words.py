@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from ...viz.describe import plain
 from ...viz.serialize import html_safe
 from .messages import message_in
 from .words import ENGLISH, catalogue, language, t
@@ -53,10 +54,27 @@ def figure_json_in(spec_text: str, lang: Any) -> str:
         return spec_text
     spec = orjson.loads(spec_text)
     spec["layout"] = words_in(spec.get("layout", {}), lang)
+    alt = (spec["layout"].get("meta") or {}).get("alt") if isinstance(spec["layout"].get("meta"), dict) else None
+    if isinstance(alt, dict) and isinstance(alt.get("parts"), dict):
+        alt["text"], alt["switch"] = alt_text_in(alt["parts"], lang), t("figure.described.switch", lang)
     # a trace's own words: its name, its colour bar's (a scatter's is its marker's: the Circuit graph's score)
     spec["data"] = [{**trace, **words_in({k: trace[k] for k in ("name", "colorbar", "marker") if k in trace}, lang)}
                     for trace in spec.get("data", [])]
     return html_safe(orjson.dumps(spec).decode())
+
+
+def alt_text_in(parts: dict[str, Any], lang: str) -> str:
+    """A figure's text alternative (viz.describe: its title, each described trace's sentence, its notes) said part by
+    part in `lang`, joined as describe joins them."""
+    title = plain(message_in(str(parts.get("title") or ""), lang))  # as drawn: its <br>s are the catalogue's
+    sentences = [message_in(str(x), lang) for x in parts.get("sentences") or ()]
+    notes = [plain(message_in(str(x), lang)) for x in parts.get("notes") or ()]
+    if not sentences and notes:  # a message figure: why there is nothing to show
+        return " ".join(filter(None, [title, *notes]))
+    said = [f"{title}." if title and not title.endswith(".") else title, *sentences]
+    if notes:
+        said.append(t("figure.described.notes", lang, notes="; ".join(notes)))
+    return " ".join(x for x in said if x)
 
 
 def result_in(markdown: str, lang: Any) -> str:
