@@ -108,7 +108,7 @@ def head_computation_figure(comp: Any, key_labels: Sequence[Any], query_label: A
                                    customdata=text, xaxis=c.axis_ref("x", k), yaxis=c.axis_ref("y", k),
                                    **({"text": ["−∞" if b else "" for b in blocked], "textposition": "outside",
                                        "cliponaxis": False} if name == "score" else {}),
-                                   hovertemplate=f"{run}: %{{y}} %{{customdata}}<extra></extra>"))
+                                   hovertemplate=f"{run}, key %{{y}}: %{{customdata}}<extra></extra>"))
         bars = kind == "bar"
         axis_title = name if bars else f"{name}<br><span style='font-size:10px'>{scale_text(data)}</span>"
         layout[c.axis_key("x", k)] = dict(domain=[lo, hi], anchor=c.axis_ref("y", k), showgrid=bars, zeroline=bars,

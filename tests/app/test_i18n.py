@@ -608,6 +608,9 @@ def test_inside_a_head_speaks_the_forms_language(page_events):
             "xaxis") and "title" in figure[k]]
         assert figure["xaxis"]["title"]["text"].startswith(strip_words) and not re.search(r"\d\.\d|blue", str(notes))
         assert t("figure.inside.strip_short", lang, title="q", top="@").split("@")[0] in notes[0]
+        hovers = [d.get("hovertemplate") for d in orjson.loads(out[p.computation].plot)["data"]]  # Plotly's %{y} kept
+        assert hovers[0] == t("figure.hover.vec_of", lang, title="k_j") and "%{y}" in hovers[0]
+        assert t("figure.hover.run_bar", lang, run=t("figure.baseline", lang)) in hovers
         refused = tab.shown_tab(form_of(HeadForm, session=session, **run, query=99, words="plain", lang=lang))
         assert refused[page_events.status].startswith("⚠️ " + escape_md(opening("refuse.query_outside", lang)))
 

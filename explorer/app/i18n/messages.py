@@ -101,7 +101,9 @@ def message_in(message: str, lang: Any = ENGLISH) -> str:
         return message
     for pattern, key in MESSAGES + templates():
         if m := pattern.fullmatch(message):
-            return t(key, lang, **{k: _value_in(k, v or "", lang) for k, v in m.groupdict().items()})
+            values = {k: _value_in(k, v or "", lang) for k, v in m.groupdict().items()}
+            # a text without placeholders is formatted too: its "{{" is a brace (a hover text's Plotly "%{{x}}")
+            return t(key, lang, **values) if values else t(key, lang).format()
     return message
 
 

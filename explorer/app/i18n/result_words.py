@@ -57,8 +57,11 @@ def figure_json_in(spec_text: str, lang: Any) -> str:
     alt = (spec["layout"].get("meta") or {}).get("alt") if isinstance(spec["layout"].get("meta"), dict) else None
     if isinstance(alt, dict) and isinstance(alt.get("parts"), dict):
         alt["text"], alt["switch"] = alt_text_in(alt["parts"], lang), t("figure.described.switch", lang)
-    # a trace's own words: its name, its colour bar's (a scatter's is its marker's: the Circuit graph's score)
-    spec["data"] = [{**trace, **words_in({k: trace[k] for k in ("name", "colorbar", "marker") if k in trace}, lang)}
+    # a trace's own words: its name, its colour bar's (a scatter's is its marker's: the Circuit graph's score), its
+    # hover text's (hovertemplate: Plotly's %{...} tokens kept as they are)
+    spec["data"] = [{**trace, **words_in({k: trace[k] for k in ("name", "colorbar", "marker") if k in trace}, lang),
+                     **({"hovertemplate": message_in(trace["hovertemplate"], lang)}
+                        if isinstance(trace.get("hovertemplate"), str) else {})}
                     for trace in spec.get("data", [])]
     return html_safe(orjson.dumps(spec).decode())
 
