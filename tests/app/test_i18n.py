@@ -350,12 +350,16 @@ def test_a_tabs_summary_is_said_in_its_forms_language(page_events):
     from explorer.app.tabs.lens import LensForm
 
     tab = page_events.tab_events["lens"]
-    said = {lang: tab.read(LensForm(Session("date-translator", "cpu"), "3 mai 2024", lang))[tab.parts.summary]
-            for lang in LANGS}
+    outs = {lang: tab.read(LensForm(Session("date-translator", "cpu"), "3 mai 2024", lang)) for lang in LANGS}
+    said = {lang: out[tab.parts.summary] for lang, out in outs.items()}
     assert said["en"].startswith("After the last token (") and "(p = 1.000)" in said["en"]
     for lang in LANGS[1:]:
         assert said[lang].startswith(t("result.lens", lang).split("(")[0]) and "(p = 1,000)" in said[lang], said[lang]
         assert "**\\[EOS\\]**" in said[lang] and "the output" not in said[lang]
+    # the Lens figure's rows are words ("embeddings", "after L0"), said in the form's language; its hover too
+    figure = orjson.loads(outs["fr"][tab.parts.lens_plot].plot)["data"]
+    assert figure[0]["y"] == [t("row.embeddings", "fr"), t("row.after", "fr", layer=0), t("row.after", "fr", layer=1)]
+    assert figure[0]["hovertemplate"] == t("figure.hover.lens_top", "fr", value="%{z:.3f}")
 
 
 # ----------------------------------------------------------------------------------------------- the tabs' results
@@ -372,6 +376,8 @@ def layout_of(plot) -> dict:
 
 
 def test_contributions_speak_the_forms_language(page_events):
+    from dataclasses import fields
+
     from explorer.app.tabs.contributions.forms import ContributionForm
 
     tab, session = page_events.tab_events["contributions"], Session("date-translator", "cpu")
@@ -391,6 +397,14 @@ def test_contributions_speak_the_forms_language(page_events):
         assert list(out[p.attribution_df].columns) == [t(f"column.{k}", lang) for k in
                                                        ("sequence", "position", "token", "attribution", "share")]
         assert "18," in out[p.summary] and "18." not in out[p.summary]  # logit([EOS]) = 18,845: a decimal comma
+        names = [t("column.source", lang), t("column.decoder_input", lang)]  # its sequences' names: words
+        assert list(dict.fromkeys(out[p.attribution_df].iloc[:, 0])) == names
+        assert [d["y"] for d in orjson.loads(out[p.strip].plot)["data"]] == [[n] for n in names]
+        # the page Run again with other switches while another tab is shown: the notice, in the form's language
+        other = ContributionForm(session, "3 mai 2024", method="input_x_gradient", cross_heads_on=["L0 H1"], lang=lang)
+        stale = tab.after_run("attention", out[p.result], *[getattr(other, f.name) for f in fields(other)], (), "")
+        assert stale[p.stale] == "⚠️ " + t("notice.contributions.stale", lang) != "⚠️ " + t(
+            "notice.contributions.stale")
         chosen = tab.head("cross L0 H1", out[p.result], lang)  # a head chosen in its menu: the page's language
         assert chosen[p.head_md].startswith("**" + t("figure.cross", lang)[:5]) and list(chosen[p.head_df].columns)[
             :2] == [t("column.run", lang), t("column.rank", lang)]
@@ -614,3 +628,24 @@ def test_inside_a_head_speaks_the_forms_language(page_events):
         refused = tab.shown_tab(form_of(HeadForm, session=session, **run, query=99, words="plain", lang=lang))
         assert refused[page_events.status].startswith("⚠️ " + escape_md(opening("refuse.query_outside", lang)))
 
+
+
+def test_a_tables_headers_before_a_result_follow_the_pages_language(page_events):
+    """The layout's tables show their headers before a first result (the why-this-token list's, the circuit's): a
+    change of the page's language sends them in it (i18n.headers, chained after the relabelling), from whichever
+    language they are in; a token or "#" as it is."""
+    import pandas as pd
+
+    from explorer.app.i18n.headers import headers_in, tables_in
+
+    page, lang = page_events.page, page_events.page.setting("lang")
+    why = next(b for b in page.demo.blocks.values() if getattr(b, "elem_id", None) == "contrib-why-table")
+    wired = [fn for fn in page.demo.fns.values() if why in fn.outputs and getattr(fn.fn, "__name__", "") == "tables"]
+    assert len(wired) == 1 and wired[0].inputs == [lang, *wired[0].outputs]  # the language, then each table
+    english = why.value["headers"]
+    for code in OTHERS:
+        said = tables_in(code, [pd.DataFrame(columns=english), None])
+        assert list(said[0].columns) == [t(f"column.{k}", code) for k in ("head_off", "p_without", "change",
+                                                                          "top_without")] and said[1] is None
+        assert headers_in(list(said[0].columns), "en") == english  # back, from the language it was in
+    assert headers_in(["#", "mai", "from"], "de") == ["#", "mai", t("column.from", "de")]

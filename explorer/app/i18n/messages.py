@@ -83,6 +83,9 @@ def _value_in(name: str, value: str, lang: str) -> str:
         return "; ".join(message_in(cell, lang) for cell in value.split("; "))
     if name == "items":  # a list of items each read back ("previous L1 H0 \\(0.19\\), self L1 H3 \\(0.24\\)")
         return ", ".join(message_in(item, lang) for item in value.split(", "))
+    if name == "row":  # a row named by words, as a table's cell ("decoder input": [column])
+        key = next((k for k, v in catalogue(ENGLISH).items() if k.startswith("column.") and v == value), None)
+        return t(key, lang) if key else value
     if name in ("unit", "units") and f"unit.{value}" in catalogue(ENGLISH):  # "character": one; "characters": several
         return t(f"unit.{value}{'s' if name == 'units' else ''}", lang)
     if m := _NUMBER.fullmatch(value):  # its sign as written ("−0.95", "+0.52"), the rest the language's way

@@ -10,6 +10,8 @@ translated. Shapes: none (words only; the numbers of a figure are never read or 
 from __future__ import annotations
 
 import functools
+import re
+import string
 from typing import Any
 
 import orjson
@@ -20,7 +22,8 @@ from .messages import message_in
 from .words import ENGLISH, catalogue, language, t
 
 TEXT_KEYS = frozenset({"text", "name", "caption", "note"})  # the words a figure carries
-WORD_COLUMNS = ("run", "input")  # a table's columns whose cells are words ("baseline", "MLP input"), not tokens
+WORD_COLUMNS = ("run", "input", "sequence")  # a table's columns whose cells are words ("baseline", "MLP input",
+#                                               the Contributions table's "decoder input"), not tokens
 
 
 def words_in(value: Any, lang: str) -> Any:
@@ -61,9 +64,39 @@ def figure_json_in(spec_text: str, lang: Any) -> str:
     # hover text's (hovertemplate: Plotly's %{...} tokens kept as they are)
     spec["data"] = [{**trace, **words_in({k: trace[k] for k in ("name", "colorbar", "marker") if k in trace}, lang),
                      **({"hovertemplate": message_in(trace["hovertemplate"], lang)}
-                        if isinstance(trace.get("hovertemplate"), str) else {})}
+                        if isinstance(trace.get("hovertemplate"), str) else {}), **rows_in(trace, lang)}
                     for trace in spec.get("data", [])]
     return html_safe(orjson.dumps(spec).decode())
+
+
+def rows_in(trace: dict[str, Any], lang: str) -> dict[str, Any]:
+    """A trace whose rows are named by words, not tokens (its meta's "word_rows": the Contributions strip's
+    "source", "decoder input"): its y in `lang` ([column]); any other trace: nothing."""
+    meta = trace.get("meta")
+    if not (isinstance(meta, dict) and meta.get("word_rows") and isinstance(trace.get("y"), list)):
+        return {}
+    return {"y": [row_in(y, lang) for y in trace["y"]]}
+
+
+@functools.cache
+def _rows() -> tuple[tuple[re.Pattern[str], str], ...]:
+    """A figure's row names that are words ([row]: "after L{layer}"), each its own pattern."""
+    found = []
+    for key, text in catalogue(ENGLISH).items():
+        if key.startswith("row."):
+            parts = [re.escape(lit) + (f"(?P<{name}>\\d+)" if name else "") for lit, name, _, _ in
+                     string.Formatter().parse(text)]
+            found.append((re.compile("".join(parts)), key))
+    return tuple(found)
+
+
+def row_in(name: Any, lang: str) -> Any:
+    """A row's name in `lang`: a table's word ([column]: "decoder input") or a figure's row ([row]: "after L0")."""
+    if not isinstance(name, str):
+        return name
+    if name in _columns():
+        return column_in(name, lang)
+    return next((t(key, lang, **m.groupdict()) for pattern, key in _rows() if (m := pattern.fullmatch(name))), name)
 
 
 def alt_text_in(parts: dict[str, Any], lang: str) -> str:
