@@ -91,8 +91,9 @@ def key_choices(key_labels: Sequence[str]) -> list[tuple[str, int]]:
     return [(f"{j} {label}", j) for j, label in enumerate(key_labels)]
 
 
-def _token(label: str) -> str:
-    return f"“{html.escape(str(label))}”"
+def _token(label: str, lang: str) -> str:
+    """A token's text (escaped: shown as text) in the language's quotation marks."""
+    return words("quoted", lang, token=html.escape(str(label)))
 
 
 def steps_html(ex: WorkedExample, comp: Any, key_labels: Sequence[str], query_label: str, plain: bool,
@@ -101,7 +102,7 @@ def steps_html(ex: WorkedExample, comp: Any, key_labels: Sequence[str], query_la
     glossed; `unmasked`: the mask step's line when no key is masked for this query (masked.unmasked_html)."""
     lang = language(lang)
     Dh, D = len(ex.q), len(ex.x)
-    q_tok = _token(query_label)
+    q_tok = _token(query_label, lang)
     scale = (words("no_division", lang) if ex.scale == 1.0 else
              f"÷ √{round(ex.scale ** -2)} (= × {num(ex.scale, lang=lang)})")
     out = ['<div class="head-steps" style="line-height:1.45">']
@@ -127,7 +128,7 @@ def steps_html(ex: WorkedExample, comp: Any, key_labels: Sequence[str], query_la
     add(ex.q, _top(ex.q), words("strip_q", lang))
     k_top = _top(*(comp.keys[k.key] for k in ex.keys))
     for k in ex.keys:
-        add(comp.keys[k.key], k_top, words("strip_k", lang, key=k.key, token=_token(key_labels[k.key])))
+        add(comp.keys[k.key], k_top, words("strip_k", lang, key=k.key, token=_token(key_labels[k.key], lang)))
 
     head(words("match_title", lang), words("match", lang, scale=scale, bonus=words("bonus", lang)
                                             if comp.position is not None else ""))
@@ -144,7 +145,7 @@ def steps_html(ex: WorkedExample, comp: Any, key_labels: Sequence[str], query_la
         why = k.blocked_by.split(",")[0]
         mask = (f"−∞ ({words(f'reason_{why}', lang) if why in REASONS else html.escape(k.blocked_by)})"
                 if k.blocked_by else words("may_look", lang))
-        vals = [str(k.key), _token(key_labels[k.key]), num(k.dot, lang=lang), num(k.score, lang=lang), mask,
+        vals = [str(k.key), _token(key_labels[k.key], lang), num(k.dot, lang=lang), num(k.score, lang=lang), mask,
                 num(k.exp, lang=lang), num(k.weight, lang=lang)]
         rows.append("<tr>" + "".join(f"<td {TABLE[1]}>{v}</td>" for v in vals) + "</tr>")
     masked = words("others_masked", lang, n=ex.others_blocked) if ex.others_blocked else ""
@@ -168,7 +169,7 @@ def steps_html(ex: WorkedExample, comp: Any, key_labels: Sequence[str], query_la
     v_top = _top(ex.z, ex.others_value, *(k.value for k in ex.keys))
     for k in ex.keys:
         if not k.blocked_by:
-            add(k.value, v_top, words("strip_v", lang, key=k.key, token=_token(key_labels[k.key])))
+            add(k.value, v_top, words("strip_v", lang, key=k.key, token=_token(key_labels[k.key], lang)))
     for k in ex.keys:
         if not k.blocked_by:
             add(k.weighted_value, v_top, words("strip_weighted", lang, w=num(k.weight, 2, lang), key=k.key))
