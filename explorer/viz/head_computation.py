@@ -105,7 +105,8 @@ def head_computation_figure(comp: Any, key_labels: Sequence[Any], query_label: A
                         for b, v in zip(blocked, values.tolist())]
                 traces.append(dict(type="bar", orientation="h", x=values, y=names, name=run,
                                    marker=dict(color=colours), legendgroup=run, showlegend=name == "weight",
-                                   customdata=text, xaxis=c.axis_ref("x", k), yaxis=c.axis_ref("y", k),
+                                   customdata=text, meta={"word_custom": True},  # hover words: said in a language
+                                   xaxis=c.axis_ref("x", k), yaxis=c.axis_ref("y", k),
                                    **({"text": ["−∞" if b else "" for b in blocked], "textposition": "outside",
                                        "cliponaxis": False} if name == "score" else {}),
                                    hovertemplate=f"{run}, key %{{y}}: %{{customdata}}<extra></extra>"))

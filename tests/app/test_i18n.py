@@ -625,6 +625,9 @@ def test_inside_a_head_speaks_the_forms_language(page_events):
         hovers = [d.get("hovertemplate") for d in orjson.loads(out[p.computation].plot)["data"]]  # Plotly's %{y} kept
         assert hovers[0] == t("figure.hover.vec_of", lang, title="k_j") and "%{y}" in hovers[0]
         assert t("figure.hover.run_bar", lang, run=t("figure.baseline", lang)) in hovers
+        bar = next(d for d in orjson.loads(out[p.computation].plot)["data"] if d["type"] == "bar")  # score bars
+        said = t("figure.inside.score_value", lang, value="@").split("@")[0]
+        assert all(x.startswith(said) and not re.search(r"\d\.\d", x) for x in bar["customdata"]), bar["customdata"]
         refused = tab.shown_tab(form_of(HeadForm, session=session, **run, query=99, words="plain", lang=lang))
         assert refused[page_events.status].startswith("⚠️ " + escape_md(opening("refuse.query_outside", lang)))
 

@@ -64,7 +64,8 @@ def figure_json_in(spec_text: str, lang: Any) -> str:
     # hover text's (hovertemplate: Plotly's %{...} tokens kept as they are)
     spec["data"] = [{**trace, **words_in({k: trace[k] for k in ("name", "colorbar", "marker") if k in trace}, lang),
                      **({"hovertemplate": message_in(trace["hovertemplate"], lang)}
-                        if isinstance(trace.get("hovertemplate"), str) else {}), **rows_in(trace, lang)}
+                        if isinstance(trace.get("hovertemplate"), str) else {}), **rows_in(trace, lang),
+                     **custom_in(trace, lang)}
                     for trace in spec.get("data", [])]
     return html_safe(orjson.dumps(spec).decode())
 
@@ -88,6 +89,15 @@ def _rows() -> tuple[tuple[re.Pattern[str], str], ...]:
                      string.Formatter().parse(text)]
             found.append((re.compile("".join(parts)), key))
     return tuple(found)
+
+
+def custom_in(trace: dict[str, Any], lang: str) -> dict[str, Any]:
+    """A trace whose hover words are in its customdata (its meta's "word_custom": Inside a head's bars, "score 0.1234",
+    "blocked (causal): no score, −∞"): each read back in `lang`; any other trace: nothing."""
+    meta = trace.get("meta")
+    if not (isinstance(meta, dict) and meta.get("word_custom") and isinstance(trace.get("customdata"), list)):
+        return {}
+    return {"customdata": [message_in(x, lang) if isinstance(x, str) else x for x in trace["customdata"]]}
 
 
 def row_in(name: Any, lang: str) -> Any:
