@@ -192,6 +192,7 @@ def attribution_strip(sequences: Sequence[tuple[str, Sequence[str], Any]], *, ti
                           "|attribution|)", customdata=custom, xaxis=axis_ref("x", k), yaxis=axis_ref("y", k), xgap=1,
                           ygap=1)
         trace.pop("zmid", None)
+        trace["meta"] = {**trace.get("meta", {}), "word_rows": True}  # its row: a sequence's name, said in a language
         written = len(labels) <= STRIP_TEXT_CELLS  # the tokens in their cells: no tick labels needed
         if written:
             trace.update(text=[[c.escape(c.short(t, 8)) for t in labels]], texttemplate="%{text}",

@@ -14,7 +14,8 @@ x, y (N,). Values come back from `encode`'s forms: exact float32, or integer per
 The figures' names are escaped for Plotly's pseudo-HTML (common.escape); here they are unescaped back to the
 token's own text, which the page inserts as text (textContent), never as HTML.
 
-English sentences are made here and only here, through plain string formatting (a catalogue may take them later).
+English sentences are made here and only here, through plain string formatting; a page in another language says
+each part (`Alt.parts`) through the catalogue's English texts of them (explorer/app/i18n/<lang>.figures.toml).
 """
 
 from __future__ import annotations
@@ -53,9 +54,13 @@ class Alt:
 
     text: str
     tables: list[Table] = field(default_factory=list)
+    # the text's parts, so that a page in another language says each on its own (app.i18n.result_words): the
+    # title, each described trace's sentence, the notes
+    parts: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"text": self.text, "tables": [asdict(t) for t in self.tables]}
+        # "switch": the word on the page script's switch that opens the tables (page.figure_alt)
+        return {"text": self.text, "tables": [asdict(t) for t in self.tables], "parts": self.parts, "switch": "Table"}
 
 
 def plain(text: Any) -> str:
@@ -75,6 +80,10 @@ def _title(obj: Any) -> str:
     if isinstance(obj, dict):
         obj = obj.get("text")
     return plain(obj)
+
+
+def _title_drawn(obj: Any) -> Any:
+    return (obj.get("text") if isinstance(obj, dict) else obj) or ""
 
 
 def _axis_title(layout: dict[str, Any], ref: str | None, letter: str) -> str:
@@ -258,11 +267,14 @@ def describe(fig: Any) -> Alt:
         if text:
             sentences.append(text)
             tables.append(table)
-    notes = [plain(a.get("text")) for a in layout.get("annotations") or () if isinstance(a, dict)]
-    notes = [n for n in notes if n and len(n) > 3][:4]
+    drawn = [str(a.get("text")) for a in layout.get("annotations") or () if isinstance(a, dict)]
+    drawn = [n for n in drawn if len(plain(n)) > 3][:4]
+    notes = [plain(n) for n in drawn]
+    # the title and notes as drawn (their <br>s: the catalogue's English), said in words after translation
+    said = {"title": str(_title_drawn(layout.get("title"))), "sentences": sentences, "notes": drawn}
     if not sentences and notes:  # a message figure: why there is nothing to show
-        return Alt(" ".join(filter(None, [title, *notes])))
+        return Alt(" ".join(filter(None, [title, *notes])), parts=said)
     parts = [f"{title}." if title and not title.endswith(".") else title, *sentences]
     if notes:
         parts.append("Notes: " + "; ".join(notes) + ".")
-    return Alt(" ".join(p for p in parts if p), tables)
+    return Alt(" ".join(p for p in parts if p), tables, said)

@@ -39,9 +39,9 @@ def shown_keys(comp: Any, toggled: Any | None = None, top: int = TOP) -> np.ndar
 
 
 def scale_text(z: np.ndarray, short: bool = False) -> str:
-    """The colour scale of a strip of vectors, in words: its range about 0 (`short`: "±top")."""
+    """The colour scale of a strip of vectors, in words: its range about 0 (`short`: "scale ±top")."""
     top = (float(np.abs(z).max()) if z.size else 0.0) or 1.0
-    return f"±{top:.2g}" if short else f"blue −{top:.2g} · 0 · red +{top:.2g}"
+    return f"scale ±{top:.2g}" if short else f"blue −{top:.2g} · 0 · red +{top:.2g}"
 
 
 def _vectors(z: np.ndarray, names: Sequence[str], ax: int, hover: str) -> dict[str, Any]:
@@ -105,10 +105,11 @@ def head_computation_figure(comp: Any, key_labels: Sequence[Any], query_label: A
                         for b, v in zip(blocked, values.tolist())]
                 traces.append(dict(type="bar", orientation="h", x=values, y=names, name=run,
                                    marker=dict(color=colours), legendgroup=run, showlegend=name == "weight",
-                                   customdata=text, xaxis=c.axis_ref("x", k), yaxis=c.axis_ref("y", k),
+                                   customdata=text, meta={"word_custom": True},  # hover words: said in a language
+                                   xaxis=c.axis_ref("x", k), yaxis=c.axis_ref("y", k),
                                    **({"text": ["−∞" if b else "" for b in blocked], "textposition": "outside",
                                        "cliponaxis": False} if name == "score" else {}),
-                                   hovertemplate=f"{run}: %{{y}} %{{customdata}}<extra></extra>"))
+                                   hovertemplate=f"{run}, key %{{y}}: %{{customdata}}<extra></extra>"))
         bars = kind == "bar"
         axis_title = name if bars else f"{name}<br><span style='font-size:10px'>{scale_text(data)}</span>"
         layout[c.axis_key("x", k)] = dict(domain=[lo, hi], anchor=c.axis_ref("y", k), showgrid=bars, zeroline=bars,

@@ -191,7 +191,8 @@ def lens_figure(lens: Any, labels: Sequence[str], title: str = "Logit lens", *,
     show_text = T <= TEXT_CELLS  # cells span the full width now, so up to TEXT_CELLS positions have room for text
     lens_trace = enc.trace(names, rows, c.WEIGHT_SCALE, "probability",
                            "%{y}, position %{x}: top token %{customdata} with p = {value}",
-                           customdata=cell_text, xaxis="x", yaxis="y", xgap=1, ygap=1)
+                           customdata=cell_text, xaxis="x", yaxis="y", xgap=1, ygap=1,
+                           meta={"word_rows": True})  # its rows: words, said in a language (app.i18n.result_words)
     if show_text:
         lens_trace.update(text=[[c.escape(c.short(raw[int(i)], 8)) for i in layer] for layer in top_ids],
                           texttemplate="%{text}", textfont=dict(size=10))
@@ -199,7 +200,7 @@ def lens_figure(lens: Any, labels: Sequence[str], title: str = "Logit lens", *,
     top = max(1.0, float(rank_values.max()))
     rank_trace = dict(type="heatmap", x=names, y=rows, z=rank_values, zmin=0.0, zmax=top, colorscale=RANK_SCALE,
                       customdata=[[[int(r), t] for r, t in zip(layer, final_text)] for layer in ranks],
-                      xaxis="x2", yaxis="y2", xgap=1, ygap=1, showscale=False,
+                      xaxis="x2", yaxis="y2", xgap=1, ygap=1, showscale=False, meta={"word_rows": True},
                       hovertemplate="%{y}, position %{x}: the final prediction %{customdata[1]} has rank "
                                     "%{customdata[0]}<extra></extra>")
     if show_text:

@@ -351,12 +351,16 @@ def test_a_tabs_summary_is_said_in_its_forms_language(page_events):
     from explorer.app.tabs.lens import LensForm
 
     tab = page_events.tab_events["lens"]
-    said = {lang: tab.read(LensForm(Session("date-translator", "cpu"), "3 mai 2024", lang))[tab.parts.summary]
-            for lang in LANGS}
+    outs = {lang: tab.read(LensForm(Session("date-translator", "cpu"), "3 mai 2024", lang)) for lang in LANGS}
+    said = {lang: out[tab.parts.summary] for lang, out in outs.items()}
     assert said["en"].startswith("After the last token (") and "(p = 1.000)" in said["en"]
     for lang in LANGS[1:]:
         assert said[lang].startswith(t("result.lens", lang).split("(")[0]) and "(p = 1,000)" in said[lang], said[lang]
         assert "**\\[EOS\\]**" in said[lang] and "the output" not in said[lang]
+    # the Lens figure's rows are words ("embeddings", "after L0"), said in the form's language; its hover too
+    figure = orjson.loads(outs["fr"][tab.parts.lens_plot].plot)["data"]
+    assert figure[0]["y"] == [t("row.embeddings", "fr"), t("row.after", "fr", layer=0), t("row.after", "fr", layer=1)]
+    assert figure[0]["hovertemplate"] == t("figure.hover.lens_top", "fr", value="%{z:.3f}")
 
 
 # ----------------------------------------------------------------------------------------------- the tabs' results
@@ -373,6 +377,8 @@ def layout_of(plot) -> dict:
 
 
 def test_contributions_speak_the_forms_language(page_events):
+    from dataclasses import fields
+
     from explorer.app.tabs.contributions.forms import ContributionForm
 
     tab, session = page_events.tab_events["contributions"], Session("date-translator", "cpu")
@@ -392,6 +398,14 @@ def test_contributions_speak_the_forms_language(page_events):
         assert list(out[p.attribution_df].columns) == [t(f"column.{k}", lang) for k in
                                                        ("sequence", "position", "token", "attribution", "share")]
         assert "18," in out[p.summary] and "18." not in out[p.summary]  # logit([EOS]) = 18,845: a decimal comma
+        names = [t("column.source", lang), t("column.decoder_input", lang)]  # its sequences' names: words
+        assert list(dict.fromkeys(out[p.attribution_df].iloc[:, 0])) == names
+        assert [d["y"] for d in orjson.loads(out[p.strip].plot)["data"]] == [[n] for n in names]
+        # the page Run again with other switches while another tab is shown: the notice, in the form's language
+        other = ContributionForm(session, "3 mai 2024", method="input_x_gradient", cross_heads_on=["L0 H1"], lang=lang)
+        stale = tab.after_run("attention", out[p.result], *[getattr(other, f.name) for f in fields(other)], (), "")
+        assert stale[p.stale] == "⚠️ " + t("notice.contributions.stale", lang) != "⚠️ " + t(
+            "notice.contributions.stale")
         chosen = tab.head("cross L0 H1", out[p.result], lang)  # a head chosen in its menu: the page's language
         assert chosen[p.head_md].startswith("**" + t("figure.cross", lang)[:5]) and list(chosen[p.head_df].columns)[
             :2] == [t("column.run", lang), t("column.rank", lang)]
@@ -423,6 +437,12 @@ def test_the_circuit_speaks_the_forms_language(page_events):
                      if "colorbar" in d.get("marker", {})]
         assert colorbars == [t("figure.circuit.eap_score", lang)]
         assert curve["title"]["text"] == t("figure.circuit.curve", lang)
+        # the text alternative of a point figure, whole: each trace's sentence, the notes, the switch to its tables
+        alt = graph["meta"]["alt"]
+        along = t("figure.described.points_along", lang).split("{axis}")[0].split("{n}")[1]  # " points along "
+        assert along in alt["text"] and alt["switch"] == t("figure.described.switch", lang), alt
+        assert t("figure.described.notes", lang).split("{")[0] in alt["text"] and "points along" not in alt["text"]
+        assert along in curve["meta"]["alt"]["text"] and " rows" not in curve["meta"]["alt"]["text"]
         assert curve["yaxis"]["title"]["text"] == t("figure.faithfulness", lang)
         assert list(out[p.table].columns)[1:3] == [t("column.from", lang), t("column.into", lang)]
         refused = list(tab.found(CircuitForm(session, edges=10**6, lang=lang)))[-1][page_events.status]
@@ -481,6 +501,13 @@ def test_importance_and_roles_speak_the_forms_language(page_events):
         figure = layout_of(out[importance.parts.importance_plot])
         assert figure["title"]["text"].startswith(opening("figure.importance.title", lang) + t("figure.cross_long",
                                                                                                lang))
+        # past its first heatmap: the second's sentence (no row title), the scatter's, the notes
+        sentences = figure["meta"]["alt"]["text"].split(". ")
+        second = t("figure.described.heat_columns", lang).split("{n_rows}")[1].split("{n_columns}")[0]
+        assert sum(second in x for x in sentences) == 1 and "rows by" not in figure["meta"]["alt"]["text"]
+        among = t("figure.described.points_among", lang).split("{n}")[1].split("{said}")[0]  # " points, among them "
+        assert among in figure["meta"]["alt"]["text"] and t("figure.described.switch", lang) == figure["meta"]["alt"][
+            "switch"]
         scored = roles.scored(form_of(RolesForm, session, "3 mai 2024", "cross", on, on, on, lang=lang))
         strongest = scored[roles.parts.summary].split("\n\n")[1]
         assert strongest.startswith(opening("result.roles_strongest", lang) + "previous L") and "\\(0," in strongest
@@ -553,8 +580,12 @@ def test_a_circuit_tasks_bad_rows_are_named_in_the_forms_language(page_events):
 
 
 def test_inside_a_head_speaks_the_forms_language(page_events):
-    """The head's plain summary, and through the handler with every detail, its numbers' summary, the computation's
-    and the query-key map's titles and the keys table's headers; a refusal (a query outside the sentence)."""
+    """The head's plain summary, and through the handler with every detail (a head switched off): the worked steps
+    (titles, strips, the table's headers and rows, the notes), the numbers' summary with its glossed terms and the
+    toggles' changes, numbers with the language's decimal sign; the computation's and the query-key map's titles, the
+    computation's strip notes and the keys table's headers; a refusal (a query outside the sentence)."""
+    import html
+
     from explorer.app.forms import form_of
     from explorer.app.tabs.head.forms import HeadForm
 
@@ -562,8 +593,8 @@ def test_inside_a_head_speaks_the_forms_language(page_events):
     p = tab.parts
     run = {"sentence1": "3 mai 2024", "sentence2": "", "padding_mask": True, "causal_mask": True,
            "custom_mask": "none", "blocked_position": 0, "window": 2, "encoder_heads_on": None,
-           "decoder_heads_on": None, "cross_heads_on": None, "kind": "cross", "layer": 1, "head": 3, "sentence": 1,
-           "continue_tokens": 8, "measure": "weights", "lines_heads": None, "keys": None}
+           "decoder_heads_on": None, "cross_heads_on": ["L0 H0"], "kind": "cross", "layer": 1, "head": 3,
+           "sentence": 1, "continue_tokens": 8, "measure": "weights", "lines_heads": None, "keys": None}
     from explorer.app.i18n.messages import message_in
 
     plain = ("**cross-attn. L1 H3**, at token “\\[EOS\\]” (position 11) of sentence 1. A head lets a token take "
@@ -578,5 +609,52 @@ def test_inside_a_head_speaks_the_forms_language(page_events):
         assert layout_of(out[p.computation])["title"]["text"].startswith(opening("figure.head.inside", lang))
         assert layout_of(out[p.query_key])["title"]["text"] == t("figure.head.queries_keys", lang, where="cross L1 H3")
         assert list(out[p.table].columns)[:3] == [t(f"column.{k}", lang) for k in ("key", "token", "blocked")]
+        steps = out[p.steps]
+        for key in ("match_title", "mix_title", "back_title", "strip_x", "may_look", "switched_off"):
+            assert t(f"head.steps.{key}", lang) in steps, key
+        assert opening("head.steps.where_title", lang) in steps and opening("head.steps.made", lang) in steps
+        assert html.escape(t("head.steps.why_cross", lang)) in steps and t("head.steps.col_mask", lang) in steps
+        assert "How well" not in steps and "numbers; scale" not in steps and "may look" not in steps
+        words = re.sub(r"<[^>]+>", " ", steps)  # the text shown
+        assert re.search(r"\[−?\d,\d+; ", words) and not re.search(r"\d\.\d", words)  # "[0,25; −2,8; …]"
+        summary = [re.sub(r"<[^>]+>", "", x) for x in out[p.summary].split("\n\n")]  # its glossed terms' <abbr>
+        assert summary[0].startswith(f"**{t('figure.cross', lang)} L1 H3**")
+        assert summary[1].startswith(opening("head.summary.x", lang) + t("head.summary.x_pre", lang))
+        assert summary[2] == t("head.summary.writes_off", lang, size="0")
+        assert t("head.summary.head_off", lang, head="cross L1 H3") in summary[3] and " off" not in summary[3]
+        figure = layout_of(out[p.computation])
+        strip_words = t("figure.inside.strip", lang, title="k_j", top="@").split("@")[0]
+        notes = [a["text"] for a in figure["annotations"]] + [figure[k]["title"]["text"] for k in figure if k.startswith(
+            "xaxis") and "title" in figure[k]]
+        assert figure["xaxis"]["title"]["text"].startswith(strip_words) and not re.search(r"\d\.\d|blue", str(notes))
+        assert t("figure.inside.strip_short", lang, title="q", top="@").split("@")[0] in notes[0]
+        hovers = [d.get("hovertemplate") for d in orjson.loads(out[p.computation].plot)["data"]]  # Plotly's %{y} kept
+        assert hovers[0] == t("figure.hover.vec_of", lang, title="k_j") and "%{y}" in hovers[0]
+        assert t("figure.hover.run_bar", lang, run=t("figure.baseline", lang)) in hovers
+        bar = next(d for d in orjson.loads(out[p.computation].plot)["data"] if d["type"] == "bar")  # score bars
+        said = t("figure.inside.score_value", lang, value="@").split("@")[0]
+        assert all(x.startswith(said) and not re.search(r"\d\.\d", x) for x in bar["customdata"]), bar["customdata"]
         refused = tab.shown_tab(form_of(HeadForm, session=session, **run, query=99, words="plain", lang=lang))
         assert refused[page_events.status].startswith("⚠️ " + escape_md(opening("refuse.query_outside", lang)))
+
+
+
+def test_a_tables_headers_before_a_result_follow_the_pages_language(page_events):
+    """The layout's tables show their headers before a first result (the why-this-token list's, the circuit's): a
+    change of the page's language sends them in it (i18n.headers, chained after the relabelling), from whichever
+    language they are in; a token or "#" as it is."""
+    import pandas as pd
+
+    from explorer.app.i18n.headers import headers_in, tables_in
+
+    page, lang = page_events.page, page_events.page.setting("lang")
+    why = next(b for b in page.demo.blocks.values() if getattr(b, "elem_id", None) == "contrib-why-table")
+    wired = [fn for fn in page.demo.fns.values() if why in fn.outputs and getattr(fn.fn, "__name__", "") == "tables"]
+    assert len(wired) == 1 and wired[0].inputs == [lang, *wired[0].outputs]  # the language, then each table
+    english = why.value["headers"]
+    for code in OTHERS:
+        said = tables_in(code, [pd.DataFrame(columns=english), None])
+        assert list(said[0].columns) == [t(f"column.{k}", code) for k in ("head_off", "p_without", "change",
+                                                                          "top_without")] and said[1] is None
+        assert headers_in(list(said[0].columns), "en") == english  # back, from the language it was in
+    assert headers_in(["#", "mai", "from"], "de") == ["#", "mai", t("column.from", "de")]

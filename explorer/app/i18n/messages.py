@@ -28,7 +28,9 @@ NESTED = frozenset({"why", "err", "reads", "where", "kind", "run", "measure", "r
                     "metric", "exact", "size_words", "off_heads",
                     "change_words", "objective", "role_title", "cell_query", "cell_key",
                     "looks", "shares", "switches",
-                    "named", "state", "hint", "limit_for", "asks", "refusal", "miss", "token_words", "origin"})
+                    "named", "state", "hint", "limit_for", "asks", "refusal", "miss", "token_words", "origin",
+                    "scale",  # the computation figure's note: "× 0.25" (figure.inside.scale)
+                    "axis"})  # a point figure's text alternative: "73 points along {axis}" (figure.described)
 SPANNING = NESTED | {"cells", "items", "tokens_listed", "families"}
 FIELDS = frozenset({"file", "file2", "repo"})  # a file or repo named first ("x.json in y: …"): no ": " of a frame
 IDENT = frozenset({"key"})  # a link's or a file's key (layer, d_sae): one word, never a frame's "⚠️" before it
@@ -100,6 +102,9 @@ def _value_in(name: str, value: str, lang: str, sections: tuple[str, ...] = TEMP
         return "; ".join(message_in(cell, lang, sections) for cell in value.split("; "))
     if name == "items":  # a list of items each read back ("previous L1 H0 \\(0.19\\), self L1 H3 \\(0.24\\)")
         return ", ".join(message_in(item, lang, sections) for item in value.split(", "))
+    if name == "row":  # a row named by words, as a table's cell ("decoder input": [column])
+        key = next((k for k, v in catalogue(ENGLISH).items() if k.startswith("column.") and v == value), None)
+        return t(key, lang) if key else value
     if name in ("unit", "units") and f"unit.{value}" in catalogue(ENGLISH):  # "character": one; "characters": several
         return t(f"unit.{value}{'s' if name == 'units' else ''}", lang)
     if m := _NUMBER.fullmatch(value):  # its sign as written ("−0.95", "+0.52"), the rest the language's way

@@ -19,6 +19,7 @@ from ..page.glossary import glossed
 from ..page.layout import example_choices
 from ..page.model_panel import describe, headline
 from ..serving.session import get_model
+from .headers import tables_in
 from .words import ENGLISH, catalogue, language, t
 
 PROPS = ("label", "info", "placeholder")  # the page's words every component may carry
@@ -140,11 +141,17 @@ class LanguageEvents:
                 i.ex2: gr.update(choices=example_choices(examples, "sentence 2", lang)),
                 self.page.headline: headline(loaded, lang), self.page.model.model_md: describe(loaded, lang)}
 
+    def tables(self, lang: Any, *shown: Any) -> list[Any]:
+        """The page's tables with their headers in `lang` (a result's, or the layout's before a first result)."""
+        return tables_in(lang, list(shown))
+
     def wire(self) -> None:
         page, lang = self.page, self.page.setting("lang")
         outputs = list(dict.fromkeys(text.component for text in page_texts(page.demo)))  # the same components
         quiet = dict(show_progress="hidden", api_visibility="private")
         model_outputs = [page.inputs.ex1, page.inputs.ex2, page.headline, page.model.model_md]
         # (a model change writes them in the language of the page's last Run: page.model_events)
+        tables = [b for b in page.demo.blocks.values() if isinstance(b, gr.Dataframe) and b.visible is not False]
         lang.change(self.relabel, [lang], outputs, **quiet).then(self.model_words, [lang, page.session],
-                                                                  model_outputs, **quiet)
+                                                                  model_outputs, **quiet).then(
+            self.tables, [lang, *tables], tables, **quiet)

@@ -10,16 +10,20 @@ translated. Shapes: none (words only; the numbers of a figure are never read or 
 from __future__ import annotations
 
 import functools
+import re
+import string
 from typing import Any
 
 import orjson
 
+from ...viz.describe import plain
 from ...viz.serialize import html_safe
 from .messages import message_in
 from .words import ENGLISH, catalogue, language, t
 
 TEXT_KEYS = frozenset({"text", "name", "caption", "note"})  # the words a figure carries
-WORD_COLUMNS = ("run", "input")  # a table's columns whose cells are words ("baseline", "MLP input"), not tokens
+WORD_COLUMNS = ("run", "input", "sequence")  # a table's columns whose cells are words ("baseline", "MLP input",
+#                                               the Contributions table's "decoder input"), not tokens
 
 
 def words_in(value: Any, lang: str) -> Any:
@@ -53,10 +57,70 @@ def figure_json_in(spec_text: str, lang: Any) -> str:
         return spec_text
     spec = orjson.loads(spec_text)
     spec["layout"] = words_in(spec.get("layout", {}), lang)
-    # a trace's own words: its name, its colour bar's (a scatter's is its marker's: the Circuit graph's score)
-    spec["data"] = [{**trace, **words_in({k: trace[k] for k in ("name", "colorbar", "marker") if k in trace}, lang)}
+    alt = (spec["layout"].get("meta") or {}).get("alt") if isinstance(spec["layout"].get("meta"), dict) else None
+    if isinstance(alt, dict) and isinstance(alt.get("parts"), dict):
+        alt["text"], alt["switch"] = alt_text_in(alt["parts"], lang), t("figure.described.switch", lang)
+    # a trace's own words: its name, its colour bar's (a scatter's is its marker's: the Circuit graph's score), its
+    # hover text's (hovertemplate: Plotly's %{...} tokens kept as they are)
+    spec["data"] = [{**trace, **words_in({k: trace[k] for k in ("name", "colorbar", "marker") if k in trace}, lang),
+                     **({"hovertemplate": message_in(trace["hovertemplate"], lang)}
+                        if isinstance(trace.get("hovertemplate"), str) else {}), **rows_in(trace, lang),
+                     **custom_in(trace, lang)}
                     for trace in spec.get("data", [])]
     return html_safe(orjson.dumps(spec).decode())
+
+
+def rows_in(trace: dict[str, Any], lang: str) -> dict[str, Any]:
+    """A trace whose rows are named by words, not tokens (its meta's "word_rows": the Contributions strip's
+    "source", "decoder input"): its y in `lang` ([column]); any other trace: nothing."""
+    meta = trace.get("meta")
+    if not (isinstance(meta, dict) and meta.get("word_rows") and isinstance(trace.get("y"), list)):
+        return {}
+    return {"y": [row_in(y, lang) for y in trace["y"]]}
+
+
+@functools.cache
+def _rows() -> tuple[tuple[re.Pattern[str], str], ...]:
+    """A figure's row names that are words ([row]: "after L{layer}"), each its own pattern."""
+    found = []
+    for key, text in catalogue(ENGLISH).items():
+        if key.startswith("row."):
+            parts = [re.escape(lit) + (f"(?P<{name}>\\d+)" if name else "") for lit, name, _, _ in
+                     string.Formatter().parse(text)]
+            found.append((re.compile("".join(parts)), key))
+    return tuple(found)
+
+
+def custom_in(trace: dict[str, Any], lang: str) -> dict[str, Any]:
+    """A trace whose hover words are in its customdata (its meta's "word_custom": Inside a head's bars, "score 0.1234",
+    "blocked (causal): no score, −∞"): each read back in `lang`; any other trace: nothing."""
+    meta = trace.get("meta")
+    if not (isinstance(meta, dict) and meta.get("word_custom") and isinstance(trace.get("customdata"), list)):
+        return {}
+    return {"customdata": [message_in(x, lang) if isinstance(x, str) else x for x in trace["customdata"]]}
+
+
+def row_in(name: Any, lang: str) -> Any:
+    """A row's name in `lang`: a table's word ([column]: "decoder input") or a figure's row ([row]: "after L0")."""
+    if not isinstance(name, str):
+        return name
+    if name in _columns():
+        return column_in(name, lang)
+    return next((t(key, lang, **m.groupdict()) for pattern, key in _rows() if (m := pattern.fullmatch(name))), name)
+
+
+def alt_text_in(parts: dict[str, Any], lang: str) -> str:
+    """A figure's text alternative (viz.describe: its title, each described trace's sentence, its notes) said part by
+    part in `lang`, joined as describe joins them."""
+    title = plain(message_in(str(parts.get("title") or ""), lang))  # as drawn: its <br>s are the catalogue's
+    sentences = [message_in(str(x), lang) for x in parts.get("sentences") or ()]
+    notes = [plain(message_in(str(x), lang)) for x in parts.get("notes") or ()]
+    if not sentences and notes:  # a message figure: why there is nothing to show
+        return " ".join(filter(None, [title, *notes]))
+    said = [f"{title}." if title and not title.endswith(".") else title, *sentences]
+    if notes:
+        said.append(t("figure.described.notes", lang, notes="; ".join(notes)))
+    return " ".join(x for x in said if x)
 
 
 def result_in(markdown: str, lang: Any) -> str:

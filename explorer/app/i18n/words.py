@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import tomllib
-from babel.numbers import format_decimal
+from babel.numbers import format_decimal, get_decimal_symbol
 
 LANGS = ("en", "fr", "de", "es")  # English first: the page's source language and every look-up's fallback
 NAMES = {"en": "English", "fr": "Français", "de": "Deutsch", "es": "Español"}  # the menu: each in its own language
@@ -62,6 +62,13 @@ def number(value: float, lang: Any = ENGLISH, digits: int | None = None, max_dig
     `digits`: exactly that many decimals, None: as many as it has, up to `max_digits`)."""
     decimals = "0" * digits if digits is not None else "#" * max_digits
     return format_decimal(value, format="#,##0" + ("." + decimals if decimals else ""), locale=language(lang))
+
+
+def decimal_point(text: str, lang: Any = ENGLISH) -> str:
+    """A number already written in English (`f"{x:.3g}"`: "0.125", "1.2e-05") with the language's decimal sign
+    ("0,125"): for numbers whose digits a format chose (significant digits), which `number` cannot keep."""
+    lang = language(lang)
+    return text if lang == ENGLISH else text.replace(".", get_decimal_symbol(lang))
 
 
 def best_language(accept: str | None) -> str:

@@ -71,7 +71,7 @@ const altFill = (gd) => {
   const words = tables.length ? document.createElement('summary') : box;
   words.id = 'fig-alt-' + (++altCount);
   if (tables.length) {
-    const table = cell('span', 'Table', '');
+    const table = cell('span', alt.switch || 'Table', '');  // its word in the page's language (i18n.result_words)
     table.className = ALT + '-switch';
     const body = document.createElement('div');
     // the tables are built when first opened: a closed <details> shows nothing, and a page's figures hold thousands

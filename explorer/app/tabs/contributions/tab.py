@@ -16,6 +16,7 @@ import pandas as pd
 from ....interpret.attribution import MAX_STEPS
 from ...forms import endpoint, form_inputs
 from ...i18n.result_words import updates_in
+from ...i18n.words import t
 from ...link.values import choice_key, number_key, text_key, whole_key
 from ...page.assets import click_to_box_js, plot
 from ...page.head_labels import parse_heads
@@ -147,8 +148,7 @@ class ContributionEvents(TabEvents):
             return {self.parts.stale: ""}
         if tab == TAB.id:
             return self.attributed(form, *values[-2:])
-        return {self.parts.stale: "⚠️ These results are of the head switches as they were when you pressed "
-                                  "Attribute; press it again for the page's switches now."}
+        return {self.parts.stale: "⚠️ " + t("notice.contributions.stale", form.lang)}  # the page's language
 
     def shown(self, result: Contributions) -> dict:
         dla, strip = contribution_figures(result)

@@ -16,7 +16,7 @@ Shapes: T query length and S key length of the chosen kind (the padded row), H h
     BlockRead.computation(head, query) -> (baseline, toggled | None) HeadComputations (no model run)
     BlockRead.lines(heads, measure) -> (H', T, S) weights or weight x |value written| of the toggled run
     computation_json(comp) -> dict: every field as JSON (lists; -inf as None)
-    summary_markdown(...), key_table(...): the tab's words and its table of the strongest keys
+    key_table(...): the tab's table of the strongest keys (its words: head.summary)
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ from ...run.captures import RunBlock
 from ...run.inputs import answer_length, codec_for, encode_inputs, pad_id_of, row_mask
 from ...run.model_run import answer, generate_rows, is_language_model, padded_labels, takes_length
 from ...run.toggles import Toggles, custom_mask, head_mask
-from ...run.view import KIND_SHORT, default_kind
-from ...serving.errors import AppError, escape_md
+from ...run.view import default_kind
+from ...serving.errors import AppError
 from ...serving.kept import Shown
 
 LINES_DEFAULT = 4  # heads drawn as lines when none are chosen: the chosen head and the next ones of its layer
@@ -248,32 +248,6 @@ def computation_json(comp: HeadComputation | None) -> dict[str, Any] | None:
     if comp is None:
         return None
     return {name: _plain(value) for name, value in vars(comp).items()}
-
-
-def summary_markdown(read: BlockRead, base: Any, toggled: Any, label: str) -> str:
-    r = toggled if toggled is not None else base
-    where = f"{KIND_SHORT[r.kind]} L{r.layer} H{r.head}"
-    kv = (f" It reads key/value head {r.kv_head} (grouped-query attention: {r.n_heads // r.n_kv_heads} query heads "
-          f"share it).") if r.n_kv_heads != r.n_heads else ""
-    x = "after the layer's norm" if r.pre_norm else "(post-norm: before the norm)"
-    scale = "no scale (T5)" if r.scale == 1.0 else f"× {r.scale:.4g} (1/√{round(r.scale ** -2)})"
-    pos = " + T5's relative position bias" if r.position is not None else ""
-    rot = f" q and k rotated by position on {r.rotary_dim} of {len(r.q)} dimensions (rotary)." if r.rotary_dim else ""
-    blocked = {}
-    for why in r.blocked_by:
-        if why:
-            blocked[why] = blocked.get(why, 0) + 1
-    masks = ", ".join(f"{n} by {why}" for why, n in blocked.items()) or "none"
-    lines = [f"**{escape_md(where)}**, query {r.query} ({escape_md(label)}) of sentence {read.request.sentence}.{kv}",
-             f"x: the block's input at the query {x}, |x| = {float((r.x ** 2).sum() ** 0.5):.3g}. Score = q · k_j "
-             f"{scale}{pos}.{rot} Blocked keys (−∞): {masks}.",
-             f"It writes z W_O into the residual stream: |written| = {r.written_norm:.4g}"
-             + (" (switched off: 0; z is what it would write)." if not r.head_on else ".")]
-    if toggled is not None:
-        change = abs(toggled.weights - base.weights).max()
-        lines.append(f"With the toggles ({escape_md(', '.join(read.changes))}): the weights change by at most "
-                     f"{change:.3g}; |written| {base.written_norm:.4g} → {toggled.written_norm:.4g}.")
-    return "\n\n".join(lines)
 
 
 def key_table(read: BlockRead, base: Any, toggled: Any, labels: Any = None) -> pd.DataFrame:

@@ -6,7 +6,7 @@ The line and its button are HTML inside the steps; the page script (script.py) w
 "kind|stamp", into the hidden #head-masked box, and tab.HeadEvents.to_masked sets the page's kind and asks for the
 middle query (`HeadState.middle`) before the page's Run. Pure: no Gradio, no model.
 
-    unmasked_html(kind, causal_on, query, real, kinds) -> str ("" when a key is masked is not the question here)
+    unmasked_html(kind, causal_on, query, real, kinds, lang) -> str ("" when a key is masked is not the question here)
     masked_target(kind, causal_on, query, real, kinds) -> the kind to open, or None
     parse_target(text, kinds) -> the kind the button names (ValueError for anything else)
 """
@@ -17,7 +17,7 @@ import html
 from collections.abc import Mapping
 from typing import Any
 
-from ...run.view import KIND_TITLES
+from ...i18n.words import ENGLISH, t
 
 
 def masked_target(kind: str, causal_on: bool, query: int, real: int, kinds: Mapping[str, Any]) -> str | None:
@@ -29,27 +29,28 @@ def masked_target(kind: str, causal_on: bool, query: int, real: int, kinds: Mapp
     return "decoder"
 
 
-def why_unmasked(kind: str, causal_on: bool, query: int, real: int) -> str:
-    """Why no key is masked for this query, in plain words."""
+def why_unmasked(kind: str, causal_on: bool, query: int, real: int, lang: str = ENGLISH) -> str:
+    """Why no key is masked for this query, in plain words (in `lang`)."""
     if kind == "decoder" and not causal_on:
-        return "the causal mask is off (Causal mask unticked), so every token may look ahead."
+        return t("head.steps.why_causal_off", lang)
     if kind == "decoder" and query >= real - 1:
-        return "the causal mask hides only the tokens after the query, and none come after the last one."
+        return t("head.steps.why_last", lang)
     if kind == "cross":
-        return "cross-attention may read every token of the source sentence (only its padding would be masked)."
-    return ("in the encoder every token may look at every token of its sentence; only padding is masked, and one "
-            "sentence has none.")
+        return t("head.steps.why_cross", lang)
+    return t("head.steps.why_encoder", lang)
 
 
-def unmasked_html(kind: str, causal_on: bool, query: int, real: int, kinds: Mapping[str, Any]) -> str:
-    """The mask step's line when nothing is masked here, with a button to a query that has masked keys."""
-    line = f"<b>Nothing is masked for this query:</b> {html.escape(why_unmasked(kind, causal_on, query, real))}"
+def unmasked_html(kind: str, causal_on: bool, query: int, real: int, kinds: Mapping[str, Any],
+                  lang: str = ENGLISH) -> str:
+    """The mask step's line when nothing is masked here, with a button to a query that has masked keys (in `lang`)."""
+    why = html.escape(why_unmasked(kind, causal_on, query, real, lang))
+    line = f"<b>{html.escape(t('head.steps.nothing_masked', lang))}</b> {why}"
     target = masked_target(kind, causal_on, query, real, kinds)
     if target is not None:
-        where = html.escape(KIND_TITLES[target])
+        where = t(f"figure.{target}", lang)  # the kind's title (view.KIND_TITLES), in the language
         line += (f' <button type="button" class="head-masked-go" data-head-masked="{target}" '
                  f'style="margin-left:4px;padding:2px 10px;border:1px solid #999;border-radius:6px;cursor:pointer">'
-                 f"See the mask at work: {where}, a middle token</button>")
+                 f"{html.escape(t('head.steps.see_mask', lang, where=where))}</button>")
     return f'<p class="head-unmasked">{line}</p>'
 
 

@@ -34,11 +34,12 @@ from ...serving.handlers import PRIVATE, reporting
 from ...serving.kept import Shown
 from ...serving.session import Session, get_model
 from ..base import LinkKey, Tab, TabEvents
-from .computation import BlockRead, computation_json, from_shown, key_table, lines_heads, read_block, summary_markdown
+from .computation import BlockRead, computation_json, from_shown, key_table, lines_heads, read_block
 from .forms import HeadClick, HeadForm, keys_key, lines_key, query_key, words_key
 from .masked import parse_target, unmasked_html
 from .script import SCRIPT
-from .steps import key_choices, plain_summary, steps_html
+from .steps import key_choices, steps_html
+from .summary import plain_summary, summary_markdown
 
 
 @dataclass
@@ -129,13 +130,14 @@ class HeadEvents(TabEvents):
         except ValueError as err:
             raise AppError(str(err)) from None
         p, plain, kinds = self.parts, form.plain, self.loaded(form.session).config.attention_kinds()
+        lang = form.lang  # the request's: the steps and the numbers' summary are written in it
+        unmasked = unmasked_html(block.kind, block.request.toggles.causal, base.query, block.real_queries, kinds, lang)
         notices = block.notices + ([f"key {', '.join(map(str, left_out))} is not one of the {len(keys)} keys here: "
                                     "left out of the steps."] if left_out else [])
         updates: dict = {self.status: "⚠️ " + escape_md(" ".join(notices)) if notices else "",
-                         p.summary: plain_summary(block, shown_comp, label) if plain else
-                         glossed(summary_markdown(block, base, toggled, label)),
-                         p.steps: steps_html(example, shown_comp, keys, label, plain, unmasked_html(
-                             block.kind, block.request.toggles.causal, base.query, block.real_queries, kinds)),
+                         p.summary: plain_summary(block, shown_comp, label, lang) if plain else
+                         glossed(summary_markdown(block, base, toggled, label, lang), lang),
+                         p.steps: steps_html(example, shown_comp, keys, label, plain, unmasked, lang),
                          p.keys: gr.update(choices=key_choices(keys))}
         data = {"changes": list(block.changes), "query_labels": block.query_labels, "key_labels": block.key_labels,
                 "lines_heads": list(heads), "baseline": computation_json(base), "toggled": computation_json(toggled),
