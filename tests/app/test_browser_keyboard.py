@@ -34,6 +34,11 @@ FOCUS = """() => {
 TEXT = "id => document.getElementById(id).innerText"
 SETTLED = f"() => ({IDLE_JS})() && !document.querySelector('.pending')"
 TOKENS = "#output-tokens .token"
+CHOSEN_TAB = "() => document.querySelector('#views [role=tab][aria-selected=true]')"
+FOCUSED_TAB = """() => { const e = document.activeElement;
+  return e.getAttribute('role') === 'tab' ? e.innerText.trim() : null; }"""
+SHOWN_TABS = """() => [...document.querySelectorAll('#views [role=tab]')].filter(e => e.getClientRects().length)
+  .map(e => e.innerText.trim())"""
 LINK_URL = "() => { const b = document.querySelector('#link-url input, #link-url textarea'); return b ? b.value : ''; }"
 
 
@@ -128,9 +133,23 @@ def test_the_keyboard_alone_does_the_teachers_path(default_app, browser, monkeyp
         page.wait_for_function(f"() => ({TEXT})('contrib-summary').includes('of the answer')")
         page.wait_for_function(IDLE_JS)
         focus_visible(page)
-        # Open Inside a head: its tab by Tab presses, Enter; then its query typed
-        tab_to(page, "e.getAttribute('role') === 'tab' && e.innerText.trim() === 'Inside a head'", limit=60)
+        # Open Inside a head: the tab list is one Tab stop, the chosen tab (Contributions); the arrows move along the
+        # tabs (End to the last and Home to the first, wrapping round), Enter opens the focused one
+        tab_to(page, "e.getAttribute('role') === 'tab'", limit=60)
+        assert page.evaluate(f"() => ({CHOSEN_TAB})() === document.activeElement")
+        shown = page.evaluate(SHOWN_TABS)
+        press(page, "Tab")
+        assert page.evaluate(FOCUSED_TAB) is None  # one Tab press passes the whole list
+        press(page, "Shift+Tab")
+        assert page.evaluate(FOCUSED_TAB) == "Contributions"
+        moved = [(press(page, key), page.evaluate(FOCUSED_TAB))[1] for key in ("End", "ArrowRight", "Home")]
+        assert moved == [shown[-1], shown[0], shown[0]], (moved, shown)
+        for _ in range(len(shown)):
+            if page.evaluate(FOCUSED_TAB) == "Inside a head":
+                break
+            press(page, "ArrowRight")
         press(page, "Enter")
+        page.wait_for_function(f"() => ({CHOSEN_TAB})().innerText.trim() === 'Inside a head'")
         page.wait_for_function(f"() => ({TEXT})('head-summary').trim() !== ''")
         tab_to(page, "e.closest('#head-query') && e.tagName === 'INPUT'", limit=40)
         page.keyboard.press("Control+A")

@@ -13,7 +13,9 @@ AA contrast, the skip link, the visible focus, and fixes for what Gradio (6.31) 
   it becomes role="img", which may carry one; a box that scrolls its content (a tab's summary, which German's longer
   words overflow; a step list; code) takes the focus (tabindex 0), so a keyboard user can scroll it (axe:
   scrollable-region-focusable); in a Dataframe that scrolls, its first header cell takes it (its viewport's
-  role="none" may not); the document's language (`<html lang>`) follows the page's language menu (WCAG 3.1.1).
+  role="none" may not); the document's language (`<html lang>`) follows the page's language menu (WCAG 3.1.1); a tab
+  list is one Tab stop whose arrow keys, Home and End move from tab to tab (the ARIA tabs pattern; Gradio makes each
+  tab a stop and has no arrow keys).
 """
 
 from __future__ import annotations
@@ -108,14 +110,44 @@ JS = f"""
       const cell = view.querySelector('[role=columnheader], [role=gridcell]');
       if (cell && !view.querySelector('[tabindex="0"]')) cell.setAttribute('tabindex', '0');
     }}
+    // a tab list is one Tab stop (the ARIA tabs pattern): the chosen tab, or the one the arrow keys moved to
+    for (const list of document.querySelectorAll('[role=tablist]')) {{
+      const tabs = [...list.querySelectorAll('[role=tab]')];
+      const stop = tabs.includes(document.activeElement) ? document.activeElement
+        : tabs.find(tab => tab.getAttribute('aria-selected') === 'true') || tabs[0];
+      for (const tab of tabs) {{
+        const index = tab === stop ? '0' : '-1';
+        if (tab.getAttribute('tabindex') !== index) tab.setAttribute('tabindex', index);
+      }}
+    }}
   }};
+  // in a tab list the arrow keys, Home and End move the focus from tab to tab; Enter or Space opens the focused tab
+  // (Gradio 6.31 makes every tab a Tab stop and has no arrow keys: 15 Tab presses to pass the list)
+  document.addEventListener('keydown', (event) => {{
+    const tab = event.target.closest ? event.target.closest('[role=tab]') : null;
+    const list = tab && tab.closest('[role=tablist]');
+    if (!list || event.altKey || event.ctrlKey || event.metaKey) return;
+    const tabs = [...list.querySelectorAll('[role=tab]')].filter(t => !t.disabled && t.getClientRects().length);
+    const at = tabs.indexOf(tab);
+    const to = {{ArrowRight: at + 1, ArrowLeft: at - 1, Home: 0, End: tabs.length - 1}}[event.key];
+    if (to === undefined || at < 0) return;
+    event.preventDefault();
+    const next = tabs[(to + tabs.length) % tabs.length];
+    tab.setAttribute('tabindex', '-1');
+    next.setAttribute('tabindex', '0');
+    next.focus();
+  }});
+  document.addEventListener('focusout', (event) => {{
+    if (event.target.closest && event.target.closest('[role=tablist]')) later();  // the stop goes back to the chosen tab
+  }});
   let pending = false;
   const later = () => {{
     if (pending) return;
     pending = true;
     requestAnimationFrame(() => {{ pending = false; fix(); }});
   }};
-  new MutationObserver(later).observe(document.body, {{childList: true, subtree: true}});
+  new MutationObserver(later).observe(document.body, {{childList: true, subtree: true, attributes: true,
+                                                  attributeFilter: ['aria-selected']}});
   window.addEventListener('resize', later);  // a box may start (or stop) scrolling when the window narrows
   fix();
 }})();
