@@ -26,10 +26,10 @@ SHIPPED = {
         "date day": (0.95, 0.95), "date year digit 4": (0.95, 0.95), "date month number": (0.9, 0.6),
         "char ␣": (0.95, 0.95)}),
     "induction-gpt-L1-resid-post": ("induction-gpt", "blocks.1.hook_resid_post", 300, {
-        "repeated token": (0.97, 0.97), "new token": (0.97, 0.9), "copies t291": (0.9, 0.9),
-        "copies t13": (0.8, 0.9), "copies t192": (0.8, 0.9)}),
+        "repeated token": (0.95, 0.95), "new token": (0.97, 0.6), "copies t123": (0.9, 0.9),
+        "token t60": (0.9, 0.9), "token t155": (0.9, 0.9)}),
     "induction-gpt-L1-resid-pre": ("induction-gpt", "blocks.1.hook_resid_pre", 300, {
-        "token t116": (0.95, 0.95), "token t69": (0.95, 0.95), "after [BOS]": (0.9, 0.95)}),
+        "token t3": (0.95, 0.95), "token t31": (0.95, 0.95), "token t193": (0.95, 0.95)}),
 }
 
 

@@ -7,6 +7,11 @@ The penalty is the sum over groups of each group's L2 norm (Yuan & Lin 2006). Ad
 the task's gradient grows with what a head already contributes: a head the task does not need goes to about 0,
 and a role several heads would split tends to end in one (what the circuits of docs/circuits.md count).
 
+The log shape (train.py's --head-l1-shape log) is concave in a head's norm n: tau log(1 + n / tau), whose pull
+1 / (1 + n / tau) is the group lasso's near 0 and weaker the larger the head, so of two heads sharing a role the
+smaller is pulled harder than the larger (a smooth stand-in for counting the heads alive; Candes et al. 2008's
+reweighted L1).
+
 Shapes: in_proj.weight ((H + 2 Hkv) Dh, D), W_v its last Hkv Dh rows; out_proj.weight (D, H Dh), head h owns
 columns h Dh:(h+1) Dh. The penalty is a scalar tensor (0 for a model without attention).
 """
@@ -30,10 +35,19 @@ def head_norms(attention: MultiHeadAttention) -> Tensor:
     return squares.sqrt()
 
 
-def head_group_lasso(model: nn.Module) -> Tensor:
-    """Sum over every attention module's heads of their OV weights' L2 norms."""
+SHAPES = ("lasso", "log")
+
+
+def head_group_lasso(model: nn.Module, shape: str = "lasso", tau: float = 1.0) -> Tensor:
+    """Sum over every attention module's heads of their OV weights' L2 norms n ("lasso"), or of tau log(1 + n / tau)
+    ("log": concave, prefers one large head to several small ones)."""
+    if shape not in SHAPES:
+        raise ValueError(f"unknown penalty shape {shape!r}: one of {', '.join(SHAPES)}")
+    if tau <= 0:
+        raise ValueError(f"tau must be positive, not {tau}")
     total = torch.zeros(())
     for module in model.modules():
         if isinstance(module, MultiHeadAttention):
-            total = total + head_norms(module).sum()
+            norms = head_norms(module)
+            total = total + (norms if shape == "lasso" else tau * torch.log1p(norms / tau)).sum()
     return total

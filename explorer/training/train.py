@@ -51,7 +51,8 @@ STATE_FILE = "training_state.pt"
 # Arguments that define the run: a resumed run must use the same ones.
 _RUN_DEFINING = ("task", "d_model", "heads", "head_dim", "layers", "encoder_layers", "decoder_layers", "d_ff",
                  "dropout", "norm_first", "positional", "activation", "max_len", "steps", "batch_size", "lr", "warmup",
-                 "min_lr_ratio", "weight_decay", "head_l1", "head_l1_start", "label_smoothing", "clip", "seed", "data_seed", "n_train",
+                 "min_lr_ratio", "weight_decay", "head_l1", "head_l1_start", "head_l1_shape", "head_l1_tau",
+                 "label_smoothing", "clip", "seed", "data_seed", "n_train",
                  "length_pool")
 
 
@@ -88,6 +89,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    help="weight of a group-lasso penalty on each head's OV weights (0 = off): few heads per role")
     t.add_argument("--head-l1-start", type=int, default=0,
                    help="first step with the --head-l1 penalty (after the circuit has formed: before it, it stops it)")
+    t.add_argument("--head-l1-shape", choices=("lasso", "log"), default="lasso",
+                   help="--head-l1 per head: its norm n (lasso), or tau log(1 + n / tau) (log: concave, one large "
+                        "head preferred to several)")
+    t.add_argument("--head-l1-tau", type=float, default=1.0, help="tau of --head-l1-shape log (norm where the pull halves)")
     t.add_argument("--label-smoothing", type=float, default=0.0)
     t.add_argument("--clip", type=float, default=1.0, help="gradient-norm clipping (0 = off)")
     t.add_argument("--length-pool", type=int, default=32,
@@ -109,6 +114,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     for name in ("steps", "batch_size", "eval_every", "n_train", "n_val", "n_test"):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be at least 1")
+    if args.head_l1_tau <= 0:
+        p.error("--head-l1-tau must be positive")
     if args.save_every is None:
         args.save_every = args.eval_every
     return args
@@ -283,7 +290,7 @@ def load_state(path: Path, args: argparse.Namespace) -> dict[str, Any]:
     if not path.is_file():
         raise SystemExit(f"--resume: no {STATE_FILE} in {path.parent}")
     state = torch.load(path, map_location="cpu", weights_only=True)
-    before = {"head_l1": 0.0, "head_l1_start": 0, **state["args"]}  # states written before --head-l1 existed ran without it
+    before = {"head_l1": 0.0, "head_l1_start": 0, "head_l1_shape": "lasso", "head_l1_tau": 1.0, **state["args"]}  # states written before --head-l1 existed ran without it
     changed = [k for k in _RUN_DEFINING if before.get(k) != getattr(args, k)]
     if changed:
         raise SystemExit(f"--resume: {path} was written by a run with different "
@@ -354,7 +361,8 @@ def fit(model: Transformer, args: argparse.Namespace, desc: str, batch_for: Call
         optimizer.zero_grad(set_to_none=True)
         # the penalty trains but is not the task's loss: loss_value (history, card) stays the cross-entropy
         penalised = args.head_l1 and step >= args.head_l1_start
-        (loss + args.head_l1 * head_group_lasso(model) if penalised else loss).backward()
+        penalty = head_group_lasso(model, args.head_l1_shape, args.head_l1_tau) if penalised else 0.0
+        (loss + args.head_l1 * penalty).backward()
         if args.clip:
             torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
         optimizer.step()

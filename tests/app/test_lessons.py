@@ -224,8 +224,10 @@ def test_induction_heads_in_layer_one(models):
 
     r = score_roles(models["induction-gpt"], "t1 t2 t3 t4 t5 t6 t1 t2 t3 t4", "decoder", None, 1024)
     induction, previous = np.asarray(r.probe["induction"]), np.asarray(r.probe["previous"])
-    assert (induction[1] > 0.8).all() and (induction[0] < 0.1).all()
-    assert previous[0, 1] == previous.max() and round(float(previous[0, 1]), 2) == 0.90
+    # the copying head L1 H2 scores highest (0.82); the others' attention still leans that way (0.30 to 0.63) while
+    # the penalty it was trained with took their OV weights to about 0
+    assert induction.argmax() == 1 * 4 + 2 and induction[1, 2] > 0.8 and (induction[0] < 0.1).all()
+    assert previous[0, 1] == previous.max() and round(float(previous[0, 1]), 2) == 1.00
 
 
 def test_the_month_digit_is_pushed_up_most_by_cross_l1_h3(models):

@@ -72,7 +72,8 @@ def test_the_runs_sampled_answer_and_first_draw_equal_a_hand_computation(loaded)
     assert margin > 1e-4  # no uniform within float32 rounding of a boundary: the test is not luck
     assert gen.tokens[0].tolist() == ids and cmp.baseline.outputs[0].ids == ids[:len(cmp.baseline.outputs[0].ids)]
     step = cmp.baseline.first_steps[0]
-    np.testing.assert_allclose(step.dist.final.numpy(), first.numpy(), atol=1e-6)
+    # float32 sums in another order: 1.2e-6 apart at p = 0.61 on induction-gpt
+    np.testing.assert_allclose(step.dist.final.numpy(), first.numpy(), atol=1e-6, rtol=1e-5)
     assert step.chosen == ids[0] and step.uniform == float(gen.uniforms[0, 0])
     assert step.uniform == float(torch.rand(1, generator=torch.Generator().manual_seed(3), dtype=torch.float64))
     # Greedy continues the induction pattern; this draw (T = 2) leaves it: the settings were used.

@@ -72,7 +72,8 @@ def check_against(model: Transformer, capture: BlockCapture, out, record: Record
             assert abs(r.written_norm - float(want.norm())) < WRITTEN_TOL
             np.testing.assert_allclose(r.x, record[f"{prefix}.x"][0, i].numpy(), rtol=1e-5, atol=1e-6)
             np.testing.assert_allclose(r.q, record[f"{prefix}.q"][0, h, i].numpy(), rtol=1e-5, atol=1e-6)
-            np.testing.assert_allclose(r.keys, record[f"{prefix}.k"][0, r.kv_head].numpy(), rtol=1e-5, atol=1e-6)
+            # float32 sums in another order: induction-gpt's keys differ by up to 1.1e-6 near 0
+            np.testing.assert_allclose(r.keys, record[f"{prefix}.k"][0, r.kv_head].numpy(), rtol=1e-5, atol=2e-6)
             np.testing.assert_allclose(r.values, record[f"{prefix}.v"][0, r.kv_head].numpy(), rtol=1e-5, atol=1e-6)
             # (the vectors: this run takes the fast attention path below the block, the reference the weights path)
             # the parts add up

@@ -306,29 +306,24 @@ def induction_reading(loaded, text: str) -> tuple[list[int], list[int]]:
     return prompt, prompt + [i for i in answer if i != eos]
 
 
-def test_induction_gpt_effect_ranks_l1h2_above_the_top_induction_score():
-    """induction-gpt: on the Roles tab's probe (4 rows of 20 random tokens repeated, seed 0) all four layer-1 heads
-    score as induction heads (above 0.8) and L1 H3 scores highest, so "switch off the top 1" takes L1 H3. On
-    "t5 t9 t2 t7 t5 t9" (answer t2 t7 t5 t9 t2 t7 t5 t9), the effect on the last position's top token ranks L1 H2
-    (a drop of about 0.9) far above L1 H3 (about 0.3), and L1 H2 off changes the greedy answer while L1 H3 off does
-    not. (On the task's own examples the order of these two is the same on "t1 t2 t3 t4 t5 t6 t1 t2 t3 t4" and
-    "t48 t88 ...", and reversed by a hair, 0.015 vs 0.018, on "t145 t140 ...".)"""
+def test_induction_gpt_effect_and_probe_agree_on_the_one_copying_head():
+    """induction-gpt: on the Roles tab's probe (4 rows of 20 random tokens repeated, seed 0) L1 H2 scores highest as
+    an induction head; the other layer-1 heads' attention leans that way too, but the penalty it was trained with
+    took their OV weights to about 0. On "t5 t9 t2 t7 t5 t9" (answer t2 t7 t5 t9 ...), the effect on the last
+    position's top token ranks L1 H2 first by far (the others about 0), and L1 H2 off changes the greedy answer
+    while L1 H3 off does not."""
     loaded = explorer.load("induction-gpt", "cpu")
     model = loaded.model.eval()
     probe = repeated_tokens(loaded.tokenizer, span=20, repeats=2, batch=4, seed=0,
                             vocab_size=loaded.config.vocab_size)
     scores = head_roles(model, probe.ids, padding=False)["decoder"]["induction"]
-    assert bool((scores[1] > 0.8).all()) and top_heads(scores, 1) == [(1, 3)]
+    assert top_heads(scores, 1) == [(1, 2)] and scores[1, 2] > 0.7
     prompt, reading = induction_reading(loaded, "t5 t9 t2 t7 t5 t9")
     effects = head_effects(model, torch.tensor(reading), position=-1)
-    l1h2, l1h3 = (float(effects.drop[effects.index([Head("decoder", 1, h)])]) for h in (2, 3))
-    assert l1h2 > 0.8 and l1h3 < 0.5
+    drops = [float(effects.drop[effects.index([Head("decoder", 1, h)])]) for h in range(4)]
+    assert drops[2] > 0.5 and max(abs(drops[h]) for h in (0, 1, 3)) < 0.01, drops
     by_effect = role_heads_by_effect(scores, effects, "decoder", k=4)
-    order = [(r.layer, r.head) for r in by_effect]
-    assert sorted(order) == [(1, 0), (1, 1), (1, 2), (1, 3)] and order[0] == (1, 2) and order.index((1, 3)) > 0
+    assert [(r.layer, r.head) for r in by_effect][0] == (1, 2)
     answers = regenerate(model, torch.tensor(prompt), [[Head("decoder", 1, 2)], [Head("decoder", 1, 3)]],
                          eos_id=loaded.task["eos_id"], max_new_tokens=loaded.task["max_new_tokens"])
     assert answers.variants[0].ids != answers.baseline.ids and answers.variants[1].ids == answers.baseline.ids
-    _, example = induction_reading(loaded, "t1 t2 t3 t4 t5 t6 t1 t2 t3 t4")
-    effects = head_effects(model, torch.tensor(example), position=-1)
-    assert effects.drop[effects.index([Head("decoder", 1, 2)])] > effects.drop[effects.index([Head("decoder", 1, 3)])]

@@ -1,6 +1,7 @@
 """The heads' group-lasso penalty (explorer.training.head_sparsity) and train.py's --head-l1."""
 
 import json
+import math
 
 import pytest
 import torch
@@ -37,6 +38,43 @@ def test_the_penalty_sums_every_attention_module(tmp_path):
     modules = [m for m in model.modules() if isinstance(m, MultiHeadAttention)]
     assert len(modules) == 2
     assert torch.allclose(head_group_lasso(model), sum(head_norms(m).sum() for m in modules))
+
+
+def _two_heads(first: float, second: float) -> MultiHeadAttention:
+    """Heads of OV norm first and second (each head's weights one entry of W_o)."""
+    attn = MultiHeadAttention(8, 2, 4)
+    with torch.no_grad():
+        attn.in_proj.weight.zero_()
+        attn.out_proj.weight.zero_()
+        attn.out_proj.weight[0, 0], attn.out_proj.weight[0, 4] = first, second
+    return attn
+
+
+def test_the_log_shape_is_tau_log1p_of_each_norm():
+    attn = _two_heads(3.0, 0.5)
+    got = head_group_lasso(attn, "log", tau=2.0)
+    assert torch.allclose(got, torch.tensor(2.0 * math.log1p(3.0 / 2.0) + 2.0 * math.log1p(0.5 / 2.0)))
+    assert torch.allclose(head_group_lasso(attn), torch.tensor(3.5))  # the default: the plain sum of norms
+
+
+def test_the_log_shape_prefers_one_head_to_two_and_pulls_the_smaller_harder():
+    # the group lasso charges a role split over two heads as much as the same role in one; the log shape less
+    split, one = _two_heads(2.0, 2.0), _two_heads(4.0, 0.0)
+    assert torch.allclose(head_group_lasso(split), head_group_lasso(one))
+    assert head_group_lasso(one, "log") < head_group_lasso(split, "log") - 0.5  # 1.61 against 2.20
+    attn = _two_heads(4.0, 1.0)
+    head_group_lasso(attn, "log").backward()
+    pull = attn.out_proj.weight.grad[0, [0, 4]]
+    assert torch.allclose(pull, torch.tensor([1 / 5, 1 / 2]))  # 1 / (1 + n / tau): the smaller head pulled 2.5x harder
+
+
+def test_an_unknown_shape_or_a_tau_not_positive_is_refused():
+    with pytest.raises(ValueError, match="shape"):
+        head_group_lasso(_two_heads(1.0, 1.0), "sqrt")
+    with pytest.raises(ValueError, match="tau"):
+        head_group_lasso(_two_heads(1.0, 1.0), "log", tau=0.0)
+    with pytest.raises(SystemExit):
+        train.parse_args(["--out", "x", "--head-l1-tau", "0"])
 
 
 @pytest.mark.parametrize("head_l1", [0.0, 0.5])
@@ -76,3 +114,6 @@ def test_head_l1_start_leaves_the_steps_before_it_alone(tmp_path):
     assert torch.equal(norms("--head-l1", "0.5", "--head-l1-start", "12"), plain)  # no step reaches the start
     late = norms("--head-l1", "0.5", "--head-l1-start", "6")
     assert (late < plain - 0.02).all()  # six penalised steps: each head moved toward 0 (measured 2.53 -> 2.36, 2.35 -> 2.19)
+    # the log shape pulls a head of norm n by 1 / (1 + n / tau) of the lasso's: at n ~ 2.4, tau 1, about 0.3 of it
+    logged = norms("--head-l1", "0.5", "--head-l1-start", "6", "--head-l1-shape", "log", "--head-l1-tau", "1")
+    assert (logged < plain - 0.005).all() and (logged > late + 0.005).all(), (plain, late, logged)

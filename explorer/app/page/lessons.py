@@ -78,10 +78,10 @@ LESSONS: tuple[Lesson, ...] = (
              q(model="induction-gpt", s1="t1 t2 t3 t4 t5 t6 t1 t2 t3 t4", s2="", tab="roles", role="induction",
                rank="effect on the output"),
              "induction-gpt learned to continue a repeated sequence. The Roles tab scores its heads on a probe of "
-             "random tokens repeated twice: every layer-1 head scores above 0.8 as an induction head (from each "
-             "token of the second copy to the token after its first occurrence), while L0 H1 looks at the previous"
-             " token (0.90). The loss falls from about 5.7 nats on the first copy to under 0.1 on the repeated "
-             "one; press “Switch these heads off” to take out the induction head that matters most.",
+             "random tokens repeated twice: L1 H2 scores highest as an induction head (0.81, from each token of "
+             "the second copy to the token after its first occurrence), while L0 H1 looks at the previous token "
+             "(1.00). The loss falls from about 5.7 nats on the first copy to about 0.2 on the repeated one; press"
+             " “Switch these heads off” to take out the induction head that matters most.",
              (("output_contains", "t5 t6"),),  # step 1
              (("tab_is", "roles"),),  # step 2
              (("heads_off_at_least", 4), "output_changes", ("output_lacks", "t5 t6"))),  # step 3
