@@ -36,3 +36,20 @@ def test_find_circuit_in_every_layout(case):
     assert again.value == pytest.approx(c.faithfulness, abs=1e-4)
     assert torch.allclose(again.per_pair, c.per_pair, rtol=1e-3, atol=1e-4, equal_nan=True)
     assert len(c.exact.exact) == 6 and -1 <= c.exact.spearman <= 1
+
+
+def test_the_exact_order_takes_the_checked_edges_by_their_exact_effect_first():
+    """select="exact": the circuit of n edges is the n checked edges of largest |exact effect| (n <= exact_top), here
+    on the from-scratch decoder; the estimate's order would differ unless the two agree. An unknown order, or "exact"
+    with no edge checked, is refused."""
+    model = tiny_model("decoder")
+    task = tiny_task(model, n=6)
+    c = find_circuit(model, task, edges=3, select="exact", curve_points=4, exact_top=8)
+    ranked = sorted(zip(c.exact.edges, c.exact.exact), key=lambda ex: -abs(ex[1]))
+    first = {(e.upstream, e.downstream) for e, _ in ranked[:3]}
+    # the circuit is those 3, less any edge pruned as dangling (a node with no way to the logits)
+    assert c.edges and {(e.upstream, e.downstream) for e in c.edges} <= first and c.select == "exact"
+    with pytest.raises(ValueError, match="select must be one of top, greedy, exact"):
+        find_circuit(model, task, select="best")
+    with pytest.raises(ValueError, match="exact_top must be at least 1"):
+        find_circuit(model, task, select="exact", exact_top=0)
