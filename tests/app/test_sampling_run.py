@@ -28,7 +28,7 @@ from explorer.viz.common import message_text
 
 MODEL = "induction-gpt"
 TEXT = "t1 t2 t3 t4 t5 t6 t1 t2 t3"  # the induction head predicts t4 t5 t6 ...
-SAMPLING = Sampling(temperature=2.0, top_k=6, top_p=0.9, seed=3)  # draws t4 t5 t6 t1, then leaves the pattern
+SAMPLING = Sampling(temperature=2.0, top_k=6, top_p=0.9, seed=3)  # draws t4 t5, then leaves the pattern
 
 
 @pytest.fixture(scope="module")
