@@ -152,9 +152,12 @@ def test_the_keyboard_alone_does_the_teachers_path(default_app, browser, monkeyp
         page.wait_for_function(f"() => ({CHOSEN_TAB})().innerText.trim() === 'Inside a head'")
         page.wait_for_function(f"() => ({TEXT})('head-summary').trim() !== ''")
         tab_to(page, "e.closest('#head-query') && e.tagName === 'INPUT'", limit=40)
+        # the summary of the last query, read before typing: the typed query's answer (the box runs on each input) may
+        # come before a read after typing, which then waited for a change already made (a 120 s hang, 2026-11-29)
+        page.wait_for_function(SETTLED)
+        before = page.evaluate(TEXT, "head-summary")
         page.keyboard.press("Control+A")
         page.keyboard.type("2")
-        before = page.evaluate(TEXT, "head-summary")
         press(page, "Enter")
         page.wait_for_function(f"before => ({TEXT})('head-summary') !== before", arg=before)
         page.wait_for_function(SETTLED)  # the tab's parts redrawn (focus on a replaced element would be lost)
