@@ -53,3 +53,22 @@ def test_the_exact_order_takes_the_checked_edges_by_their_exact_effect_first():
         find_circuit(model, task, select="best")
     with pytest.raises(ValueError, match="exact_top must be at least 1"):
         find_circuit(model, task, select="exact", exact_top=0)
+
+
+def test_the_rank_correlation_equals_scipys_without_scipy():
+    """The exact check's Spearman is computed here (the app's requirements hold no scipy), ties by average rank."""
+    import random
+
+    from scipy.stats import spearmanr  # a test dependency only
+
+    from explorer.interpret.circuits.circuit import _spearman
+
+    rng = random.Random(0)
+    for n in (2, 3, 8, 32):
+        a = [rng.choice([0.0, 0.5, 1.0, rng.random()]) for _ in range(n)]  # ties on purpose
+        b = [rng.choice([0.0, rng.random(), -rng.random()]) for _ in range(n)]
+        if len(set(a)) > 1 and len(set(b)) > 1:
+            assert _spearman(a, b) == pytest.approx(spearmanr(a, b).statistic, abs=1e-12)
+    assert _spearman([1.0, 2.0, 3.0], [3.0, 2.0, 1.0]) == pytest.approx(-1.0)
+    nan = _spearman([1.0], [2.0])
+    assert nan != nan and _spearman([1.0, 1.0], [1.0, 2.0]) != _spearman([1.0, 1.0], [1.0, 2.0])

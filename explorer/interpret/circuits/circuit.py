@@ -199,11 +199,30 @@ def _smallest(model, graph, prepared, scored, order, metric, curve: Curve, keep:
 
 
 def _spearman(a: list[float], b: list[float]) -> float:
-    from scipy.stats import spearmanr  # imported on first use: startup stays light
-
+    """Spearman's rank correlation (ties take their average rank, as scipy.stats.spearmanr): the Pearson correlation
+    of the ranks. Here, not from scipy: the app's requirements do not hold scipy (the Circuit tab failed with
+    ModuleNotFoundError in a venv made from requirements.txt). NaN for fewer than two values or a constant side."""
     if len(a) < 2:
         return float("nan")
-    return float(spearmanr(a, b).statistic)
+    ra, rb = (torch.tensor(_average_ranks(v), dtype=torch.float64) for v in (a, b))
+    ra, rb = ra - ra.mean(), rb - rb.mean()
+    norm = float(ra.norm() * rb.norm())
+    return float(ra @ rb) / norm if norm > 0 else float("nan")
+
+
+def _average_ranks(values: list[float]) -> list[float]:
+    """1-based ranks, equal values sharing the average of their ranks."""
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    ranks = [0.0] * len(values)
+    start = 0
+    while start < len(order):
+        end = start
+        while end + 1 < len(order) and values[order[end + 1]] == values[order[start]]:
+            end += 1
+        for k in range(start, end + 1):
+            ranks[order[k]] = (start + end) / 2 + 1
+        start = end + 1
+    return ranks
 
 
 def _runs(model: Transformer, graph: CircuitGraph, pairs, metric: str, rows: int | None):
