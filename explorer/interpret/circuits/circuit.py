@@ -172,9 +172,8 @@ def _exact_check(model, graph, prepared, scored, metric, exact_top: int, rows) -
 def _exact_first(graph: CircuitGraph, scored, exact: ExactCheck) -> Tensor:
     """(E,) flat edge indices: the exactly checked edges by |exact effect| (ties: by estimate), then the others by
     |score|. An estimate can misorder edges (EAP-IG's gradients at a saturated softmax); the exact effects do not."""
-    nodes = {n.name: i for i, n in enumerate(graph.nodes)}
-    receivers = {name: i for i, name in enumerate(graph.receivers)}
-    checked = [nodes[e.upstream] * graph.n_receivers + receivers[e.downstream] for e in exact.edges]
+    checked = [graph.node_index[e.upstream] * graph.n_receivers + graph.receiver_index[e.downstream]
+               for e in exact.edges]
     ranked = [checked[i] for i in sorted(range(len(checked)), key=lambda i: -abs(exact.exact[i]))]
     seen = set(ranked)
     rest = [int(i) for i in edge_order(graph, scored.scores, "top") if int(i) not in seen]
