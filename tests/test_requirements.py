@@ -29,11 +29,16 @@ def imported_modules() -> dict[str, str]:
     return found
 
 
+def norm(name: str) -> str:
+    """A distribution's name as pip compares them (PEP 503)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
 def installed_by_requirements() -> set[str]:
     """The distributions requirements.txt names and everything they require, recursively (normalised names)."""
-    norm = lambda name: re.sub(r"[-_.]+", "-", name).lower()  # noqa: E731
-    todo = [re.split(r"[=<>!~\[; ]", line, maxsplit=1)[0]
-            for line in (ROOT / "requirements.txt").read_text().splitlines() if line.strip() and not line.startswith("#")]
+    lines = (ROOT / "requirements.txt").read_text().splitlines()
+    todo = [re.split(r"[=<>!~\[; ]", line, maxsplit=1)[0] for line in lines
+            if line.strip() and not line.startswith("#")]
     seen: set[str] = set()
     while todo:
         name = norm(todo.pop())
@@ -49,7 +54,6 @@ def installed_by_requirements() -> set[str]:
 
 
 def test_the_app_imports_only_what_requirements_txt_installs():
-    norm = lambda name: re.sub(r"[-_.]+", "-", name).lower()  # noqa: E731
     allowed = installed_by_requirements()
     owners = packages_distributions()
     missing = {}

@@ -10,12 +10,12 @@ apply_greedy) with the fewest edges whose faithfulness reaches `keep` (0.9) over
 curve when none does). `select` chooses the order the edges are taken in: "top" (by |score|), "greedy", or "exact":
 the `exact_top` strongest edges by estimate, each patched alone, ordered by the size of that exact effect, then the
 others by |score| (where the estimate misorders the strongest edges: on the shipped induction-gpt it finds a 10-edge
-circuit where greedy needs 21). It runs the model with the circuit alone (every other edge patched from the corrupted run) over
-every pair, draws the curve of faithfulness against the number of edges (`curve_points` sizes from 1 to every edge,
-batched), checks the `exact_top` strongest edges by patching each alone (the rank correlation of estimate and exact
-effect), and checks the circuit on held-out pairs apart (`held_out`: a Task, or a number of the given pairs kept
-out of the search). Nodes the circuit left without an edge are off: `off` / `head_mask()` give them as the page's
-head switches (1 = on).
+circuit where greedy needs 21). It runs the model with the circuit alone (every other edge patched from the
+corrupted run) over every pair, draws the curve of faithfulness against the number of edges (`curve_points` sizes
+from 1 to every edge, batched), checks the `exact_top` strongest edges by patching each alone (the rank correlation
+of estimate and exact effect), and checks the circuit on held-out pairs apart (`held_out`: a Task, or a number of
+the given pairs kept out of the search). Nodes the circuit left without an edge are off: `off` / `head_mask()` give
+them as the page's head switches (1 = on).
 
 Pairs: `clean_ids` / `corrupted_ids` (N, T) tensors or lists of sequences (a pair whose two prompts differ in length
 is dropped, and `notice` says so), `answer_ids` (N,) (None entries: the clean run's top token), `wrong_ids` (N,) or
