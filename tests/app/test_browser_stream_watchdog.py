@@ -81,29 +81,60 @@ def page_run_fn_indexes(url: str) -> set[int]:
             and d["types"]["generator"]}
 
 
+KEEP_OPEN = "a pending event that never ends: the test's"
+
+
+def until(condition, failure: str) -> None:
+    """Wait for a condition of the server's queue, polled (Gradio offers no event for it), within the hang guard."""
+    from tests.hang import HANG_S
+
+    deadline, tick = time.monotonic() + HANG_S, threading.Event()
+    while not condition():
+        assert time.monotonic() < deadline, failure
+        tick.wait(0.01)
+
+
 def hold_the_runs_answer(page, url: str) -> dict:
     """The page's Run's join answer reaches it only once the server has sent the Run's last message on the page's
     stream (its event no longer pending): the page reads the Run's updates before it knows the Run, the order that met
-    under load left its figures empty (Gradio's client keeps such updates and replays them at once)."""
-    from tests.hang import HANG_S
+    under load left its figures empty (Gradio's client keeps such updates and replays them at once).
+
+    The page's stream must stay open for that: Gradio closes a session's stream when its last pending event ends,
+    and the page opens one only on a join answer, so a stream closed just before the Run's join would never carry
+    the Run's messages (the held answer waited out the hang guard so). From the page's first join on, the session
+    holds one more pending event id (`KEEP_OPEN`, never run), so its stream is never closed; and the Run's join waits
+    until every earlier event of the page has ended, so each try takes the order that used to hang (without
+    `KEEP_OPEN` it hangs every time). `held["session"]` names the session, for `release` to take it back."""
     from tests.hang_report import SERVED
 
     queue = next(d for d in SERVED if d.local_url == url)._queue
-    runs, held = page_run_fn_indexes(url), {"runs": 0}
+    runs, held = page_run_fn_indexes(url), {"runs": 0, "session": None, "queue": queue}
 
     def answer(route) -> None:
-        response = route.fetch()
-        if json.loads(route.request.post_data or "{}").get("fn_index") in runs:
-            event, sent = response.json()["event_id"], threading.Event()
-            deadline = time.monotonic() + HANG_S
-            while any(event in ids for ids in list(queue.pending_event_ids_session.values())):
-                assert time.monotonic() < deadline, "the Run's last message never sent"
-                sent.wait(0.01)  # a server-side condition, polled: Gradio offers no event for it
+        body = json.loads(route.request.post_data or "{}")
+        if body.get("fn_index") in runs:  # the order that closed the stream: every earlier event ended first
+            until(lambda: not queue.pending_event_ids_session.get(body["session_hash"], set()) - {KEEP_OPEN},
+                  "the page's earlier events never ended")
+        response = route.fetch()  # the server has the event pending: the session's set exists
+        if held["session"] is None:
+            held["session"] = body["session_hash"]
+            queue.pending_event_ids_session.setdefault(held["session"], set()).add(KEEP_OPEN)
+            held["first"] = body.get("fn_index") not in runs
+        if body.get("fn_index") in runs:
+            event = response.json()["event_id"]
+            until(lambda: not any(event in ids for ids in list(queue.pending_event_ids_session.values())),
+                  "the Run's last message never sent")
             held["runs"] += 1
         route.fulfill(response=response)
 
     page.route(re.compile(r"/queue/join"), answer)
     return held
+
+
+def release(held: dict) -> None:
+    """Take back the session's never-ending event id: nothing of the test is left in the shared app's queue."""
+    if held["session"] is not None:
+        held["queue"].pending_event_ids_session.get(held["session"], set()).discard(KEEP_OPEN)
 
 
 TOKENS_SHOWN = "() => document.querySelectorAll('#tokens tbody tr').length"
@@ -117,18 +148,19 @@ def test_a_runs_updates_read_before_its_join_answer_are_all_drawn(default_app, b
     from tests.app.browser import FIRST_RUN_JS, new_page
 
     context, page = new_page(browser, viewport={"width": 1280, "height": 800})
+    held = hold_the_runs_answer(page, default_app)
     try:
         page.add_init_script(f"window.explorerStreamWhole = '{whole}'")
-        held = hold_the_runs_answer(page, default_app)
         page.goto(default_app)
         page.wait_for_function(FIRST_RUN_JS)  # the Run's text is written (a string: never changed in place)
-        assert held["runs"] == 1
+        assert held["runs"] == 1 and held["first"] is True  # another event's join opened the stream first
         if whole == "on":
             page.wait_for_selector("#head-plot .js-plotly-plot")
             assert page.evaluate(TOKENS_SHOWN) > 0
         else:
             assert page.evaluate(TOKENS_SHOWN) == 0
     finally:
+        release(held)
         context.close()
 
 
