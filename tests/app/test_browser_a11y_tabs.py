@@ -16,6 +16,8 @@ One page per model (date-translator, date-gpt, induction-gpt), not per cell:
   fr 1280, fr 390, es 390, es 1280. A language's cell runs once its Run button and its first tab carry that
   language's words and the page has settled; each cell's findings are kept under its name and all are asserted at the
   end, every failing cell named.
+- After the last cell, the first panel's "Table" switches are opened (their tables are built only then) and axe runs
+  over those tables alone, color-contrast included.
 - The phone size is the same window narrowed to 390 x 844 (test_browser_a11y checks a page opened on a touch phone).
 - Gradio fades an output to 20% while an event that writes it runs (the Compare tab's check after each Run writes its
   hidden summary); axe would measure that fade, so the test-only style turns it off (the settled page has none).
@@ -85,6 +87,14 @@ AXE_RUN = """async (options) => {
                             .map(v => [v.id, v.nodes.slice(0, 5).map(n => [n.target, (n.failureSummary || '').slice(0, 200)])])); }"""
 OPTIONS = {"runOnly": {"type": "tag", "values": TAGS}, "resultTypes": ["violations"]}
 BUT_CONTRAST = {**OPTIONS, "rules": {"color-contrast": {"enabled": False}}}
+
+
+# Every figure's "Table" switch of the first panel opened (its tables built then): how many opened.
+OPEN_TABLES_JS = """() => { const boxes = [...document.querySelector('#views > .tabitem').querySelectorAll('details.fig-alt')];
+  boxes.forEach(d => { d.setAttribute('data-axe-tables', ''); d.open = true; }); return boxes.length; }"""
+TABLES_BUILT = "() => document.querySelectorAll('details[data-axe-tables] table').length"
+# axe over the opened tables only (their contrast included): the rest of the page was checked in the cell's run.
+AXE_TABLES = AXE_RUN.replace("axe.run(document, options)", "axe.run({include: [['details[data-axe-tables]']]}, options)")
 
 
 def axe_serious(page, contrast: bool = True) -> dict[str, list]:
@@ -172,6 +182,11 @@ def test_every_tab_passes_axe_in_every_language_at_both_sizes(model, serve, brow
                 page.wait_for_function(SETTLED)
                 found[f"{lang} {width}, real layout"] = axe_serious(page)
                 page.evaluate(SHOW_ALL_JS)
-    assert len(found) == len(CELLS) + len(REAL)
+        # The first panel's number tables, opened, in the last cell's language and size (built when opened, they are
+        # in no cell's run): their headers, captions and scroll boxes
+        assert page.evaluate(OPEN_TABLES_JS) > 0
+        page.wait_for_function(f"() => ({TABLES_BUILT})() > 0")
+        found[f"{lang} {width}, the first panel's tables opened"] = page.evaluate(AXE_TABLES, OPTIONS)
+    assert len(found) == len(CELLS) + len(REAL) + 1
     assert {cell: rules for cell, rules in found.items() if rules} == {}, model  # the failing cells, each named
     assert errors == [], errors
