@@ -1,5 +1,5 @@
 """Screenshots of the Inside a head tab on the shipped induction-gpt (headless Chromium), opened by a link on the
-induction head L1 H0 at the last token of a random sequence repeated, with the previous-token head L0 H1 switched off
+induction head L1 H2 at the last token of a random sequence repeated, with the previous-token head L0 H1 switched off
 (baseline beside toggled), in plain words (the tab's default: the worked example) and with all details:
 
     docs/screenshots/head_tab_induction-gpt.png         the tab's column at 1280 x 800, all details (docs/heads.md)
@@ -21,7 +21,7 @@ from urllib.parse import quote
 from render_app import CHROMIUM_ARGS, ROOT, chromium_path, shrink, started, wait_idle
 
 TEXT = "t5 t17 t99 t42 t8 t250 t13 t77 t5 t17 t99 t42 t8"
-LINK = f"?s1={quote(TEXT)}&s2=&tab=head&kind=decoder&layer=1&head=0&off=decoder:L0H1"
+LINK = f"?s1={quote(TEXT)}&s2=&tab=head&kind=decoder&layer=1&head=2&off=decoder:L0H1"
 
 
 # No part of the tab still waiting for its update (Gradio greys a pending component)
@@ -33,7 +33,7 @@ def opened(browser, url: str, **page_kwargs):
     """The tab opened by the link, in plain words (its worked example drawn)."""
     page = browser.new_page(**page_kwargs)
     page.goto(url + LINK)
-    page.wait_for_function("() => (document.querySelector('#head-summary') || {}).innerText?.includes('L1 H0')",
+    page.wait_for_function("() => (document.querySelector('#head-summary') || {}).innerText?.includes('L1 H2')",
                            timeout=90_000)
     page.wait_for_function("() => (document.querySelector('#head-steps') || {}).innerText?.includes('the sum')",
                            timeout=90_000)

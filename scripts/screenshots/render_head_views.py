@@ -1,8 +1,8 @@
 """Render the figures of docs/heads.md's "How a head computes" on the shipped induction-gpt and save PNGs to
-docs/screenshots/viz/: a previous-token head (L0 H1) and an induction head (L1 H0) as lines, and L1 H0's queries and
+docs/screenshots/viz/: a previous-token head (L0 H1) and an induction head (L1 H2) as lines, and L1 H2's queries and
 keys in one picture (the last query chosen), on a random sequence repeated.
 
-Run `PYTHONPATH=. python scripts/screenshots/render_head_views.py`.
+Run `PYTHONPATH=. python scripts/screenshots/render_head_views.py` (from the repository root).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import torch
 import explorer
 from explorer.interpret import capture_block, query_key_map
 from explorer.viz import head_lines, query_key_figure
-from tests.viz.render_screenshots import OUT, render, shrink
+from render_figures import OUT, render, shrink
 
 TEXT = "t5 t17 t99 t42 t8 t250 t13 t77 t5 t17 t99 t42 t8"
 
@@ -24,10 +24,10 @@ def figures() -> dict[str, object]:
     labels = [tok.id_to_token(i) for i in ids.tolist()]
     with torch.no_grad():
         attention = model(ids[None]).attentions.decoder  # per layer (1, 4, T, T)
-    weights = torch.stack([attention[0][0, 1], attention[1][0, 0]])  # (2, T, T)
-    lines = head_lines(weights, labels, labels, ["L0 H1 (previous token)", "L1 H0 (induction)"],
+    weights = torch.stack([attention[0][0, 1], attention[1][0, 2]])  # (2, T, T)
+    lines = head_lines(weights, labels, labels, ["L0 H1 (previous token)", "L1 H2 (induction)"],
                        title="induction-gpt: a previous-token head and an induction head", width=620)
-    qk = query_key_map(capture_block(model, ids, "decoder", 1), 0)
+    qk = query_key_map(capture_block(model, ids, "decoder", 1), 2)
     joint = query_key_figure(qk, labels, query=qk.query_index(0, len(labels) - 1), width=700, height=520)
     return {"head_lines": lines, "query_key": joint}
 
