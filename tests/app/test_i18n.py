@@ -658,3 +658,25 @@ def test_a_tables_headers_before_a_result_follow_the_pages_language(page_events)
                                                                           "top_without")] and said[1] is None
         assert headers_in(list(said[0].columns), "en") == english  # back, from the language it was in
     assert headers_in(["#", "mai", "from"], "de") == ["#", "mai", t("column.from", "de")]
+
+
+def test_inside_a_heads_notices_are_each_said_before_they_are_joined(page_events):
+    """The Run's notice (a blocked position that does not exist) and the tab's own (a picked key outside the
+    sentence) on one status line: each in the form's language, joined; in English as the code writes them."""
+    from explorer.app.forms import form_of
+    from explorer.app.tabs.head.forms import HeadForm
+
+    tab, session = page_events.tab_events["head"], Session("date-translator", "cpu")
+    run = {"sentence1": "3 mai 2024", "sentence2": "", "padding_mask": True, "causal_mask": True,
+           "custom_mask": "block token", "blocked_position": 99, "window": 2, "encoder_heads_on": None,
+           "decoder_heads_on": None, "cross_heads_on": None, "kind": "encoder", "layer": 0, "head": 0,
+           "sentence": 1, "continue_tokens": 8, "measure": "weights", "lines_heads": None, "keys": [1, 50]}
+    said = {lang: tab.shown_tab(form_of(HeadForm, session=session, **run, query=-1, words="plain", lang=lang))[
+        page_events.status] for lang in ("en", "fr")}
+    last = re.search(r"0\.\.(\d+)", said["en"]).group(1)  # the encoder's last position
+    assert said["en"] == "⚠️ " + escape_md(f"Position 99 does not exist (positions 0..{last}); blocked position "
+                                          f"{last} instead. key 50 is not one of the {int(last) + 1} keys here: "
+                                          "left out of the steps.")
+    assert said["fr"] == "⚠️ " + escape_md(" ".join([
+        t("result.notes.blocked_instead", "fr", k=99, last=last),
+        t("result.notes.left_out", "fr", keys=50, n=int(last) + 1)])), said["fr"]
