@@ -98,6 +98,8 @@ def _value_in(name: str, value: str, lang: str, sections: tuple[str, ...] = TEMP
         return t("file_words.and_more", lang, names=m.group(1), n=number(int(m.group(2).replace(",", "")), lang))
     if name == "numbered":  # a list of names and numbers ("L0 H1 = 0.93, L1 H2 = 0.88"): its numbers the language's way
         return _NUMBER.sub(lambda m: _value_in("", m.group(0), lang), value)
+    if name == "families":  # the families the explorer imports: "GPT-2 (gpt2); Llama-family (llama, …)"
+        return families_in(value, lang)
     if name == "cells":
         return "; ".join(message_in(cell, lang, sections) for cell in value.split("; "))
     if name == "items":  # a list of items each read back ("previous L1 H0 \\(0.19\\), self L1 H3 \\(0.24\\)")
@@ -114,6 +116,19 @@ def _value_in(name: str, value: str, lang: str, sections: tuple[str, ...] = TEMP
         sign, digits = m.group(1), len(m.group(2).partition(".")[2])
         return sign + number(float(m.group(2)), lang, digits=digits) + m.group(3)
     return value
+
+
+def families_in(listed: str, lang: str) -> str:
+    """A list of model families (importers.FAMILIES: "GPT-2 (gpt2); Llama-family (llama, mistral, qwen2)") in `lang`:
+    a proper name (GPT-2, BERT) and the model_types as they are, "X-family" the language's way ("famille Llama")."""
+    before, _, after = catalogue(ENGLISH)["family_words.family"].partition("{name}")
+    said = []
+    for item in listed.split("; "):
+        name, paren, types = item.partition(" (")
+        if len(name) > len(before + after) and name.startswith(before) and name.endswith(after):
+            name = t("family_words.family", lang, name=name[len(before):len(name) - len(after)])
+        said.append(name + paren + types)
+    return t("family_words.between", lang).join(said)
 
 
 def message_in(message: str, lang: Any = ENGLISH, sections: tuple[str, ...] = TEMPLATED) -> str:
