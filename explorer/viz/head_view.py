@@ -144,6 +144,10 @@ def head_lines(values: Any, query_labels: Sequence[Any], key_labels: Sequence[An
              text=[f"key {c.escape(k)} ({j})" for j, k in enumerate(k_names)], hovertemplate="%{text}<extra></extra>",
              showlegend=False),
     ]
+    markers[0]["meta"] = {"point_words": "query", "points": [  # the text alternative's words (describe_points)
+        {"token": c.escape(q), "position": i} for i, q in enumerate(q_names)]}
+    markers[1]["meta"] = {"point_words": "key", "points": [{"token": c.escape(k), "position": j}
+                                                           for j, k in enumerate(k_names)]}
     traces = main + focus + legend + markers
     focus_ids = list(range(len(main), len(main) + len(focus)))
 

@@ -439,7 +439,8 @@ def test_the_circuit_speaks_the_forms_language(page_events):
         assert curve["title"]["text"] == t("figure.circuit.curve", lang)
         # the text alternative of a point figure, whole: each trace's sentence, the notes, the switch to its tables
         alt = graph["meta"]["alt"]
-        along = t("figure.described.points_along", lang).split("{axis}")[0].split("{n}")[1]  # " points along "
+        along = t("count.point.other", lang, n="") + t("figure.described.points_along", lang).split("{axis}")[0].split(
+            "{count}")[1]  # " points along "
         assert along in alt["text"] and alt["switch"] == t("figure.described.switch", lang), alt
         assert t("figure.described.notes", lang).split("{")[0] in alt["text"] and "points along" not in alt["text"]
         assert along in curve["meta"]["alt"]["text"] and " rows" not in curve["meta"]["alt"]["text"]
@@ -503,9 +504,11 @@ def test_importance_and_roles_speak_the_forms_language(page_events):
                                                                                                lang))
         # past its first heatmap: the second's sentence (no row title), the scatter's, the notes
         sentences = figure["meta"]["alt"]["text"].split(". ")
-        second = t("figure.described.heat_columns", lang).split("{n_rows}")[1].split("{n_columns}")[0]
+        second = t("count.row.other", lang, n="") + t("figure.described.heat_columns", lang).split("{count_rows}")[
+            1].split("{count_columns}")[0]  # " rows by "
         assert sum(second in x for x in sentences) == 1 and "rows by" not in figure["meta"]["alt"]["text"]
-        among = t("figure.described.points_among", lang).split("{n}")[1].split("{said}")[0]  # " points, among them "
+        among = t("count.point.other", lang, n="") + t("figure.described.points_among", lang).split("{count}")[1].split(
+            "{said}")[0]  # " points, among them "
         assert among in figure["meta"]["alt"]["text"] and t("figure.described.switch", lang) == figure["meta"]["alt"][
             "switch"]
         scored = roles.scored(form_of(RolesForm, session, "3 mai 2024", "cross", on, on, on, lang=lang))

@@ -15,7 +15,7 @@ import string
 from typing import Any
 
 from ..serving.errors import escape_md
-from .words import ENGLISH, catalogue, language, number, t
+from .words import ENGLISH, catalogue, counted, language, number, t
 
 TEMPLATED = ("refuse.", "figure.", "result.", "source.", "endpoint.")  # the catalogue sections whose English texts are their own patterns
 # a lesson file's errors, for the teacher only: their "{file}: {why}" would read any "a: b" text, so they are read
@@ -31,8 +31,9 @@ NESTED = frozenset({"why", "err", "reads", "where", "kind", "run", "measure", "r
                     "named", "state", "hint", "limit_for", "asks", "refusal", "miss", "token_words", "origin",
                     "scale",  # the computation figure's note: "× 0.25" (figure.inside.scale)
                     "axis"})  # a point figure's text alternative: "73 points along {axis}" (figure.described)
-SPANNING = NESTED | {"cells", "items", "tokens_listed", "families"}
+SPANNING = NESTED | {"cells", "items", "tokens_listed", "families", "said"}  # "said": a point figure's points
 FIELDS = frozenset({"file", "file2", "repo"})  # a file or repo named first ("x.json in y: …"): no ": " of a frame
+COUNTED = "count"  # a count and its noun ("1 point", "3 rows": count, count_rows ...), said with the plural rule
 IDENT = frozenset({"key"})  # a link's or a file's key (layer, d_sae): one word, never a frame's "⚠️" before it
 # an English number worth rewriting: with a decimal point or thousands commas ("0.62", "12,345"); a bare integer (a
 # layer, a token id) reads the same in every language
@@ -80,7 +81,8 @@ def templates(sections: tuple[str, ...] = TEMPLATED) -> tuple[tuple[re.Pattern[s
                 # a value holds no "; " (the next item of a list), but words read back may
                 parts.append(f"(?P={name})" if name in seen else f"(?P<{name}>.*?)" if name in SPANNING else
                              f"(?P<{name}>(?:(?!: |; ).)*?)" if name in FIELDS else f"(?P<{name}>[\\w.]+)" if name in
-                             IDENT else f"(?P<{name}>(?:(?!; ).)*?)")
+                             IDENT else f"(?P<{name}>[\\d,]+ [^\\W\\d]+)" if name.startswith(COUNTED) else
+                             f"(?P<{name}>(?:(?!; ).)*?)")
                 seen.add(name)
         literal_chars = sum(len(lit) for lit, _, _, _ in string.Formatter().parse(text))
         found.append((-literal_chars, key, re.compile("".join(parts), re.DOTALL)))
@@ -100,6 +102,10 @@ def _value_in(name: str, value: str, lang: str, sections: tuple[str, ...] = TEMP
         return _NUMBER.sub(lambda m: _value_in("", m.group(0), lang), value)
     if name == "families":  # the families the explorer imports: "GPT-2 (gpt2); Llama-family (llama, …)"
         return families_in(value, lang)
+    if name.startswith(COUNTED) and (m := _counts().get(value.rpartition(" ")[2])):  # "1 point": the plural rule
+        return counted(int(value.rpartition(" ")[0].replace(",", "")), m, lang)
+    if name == "said":  # a point figure's points, each named by its own words (figure.point)
+        return "; ".join(message_in(point, lang, sections) for point in value.split("; "))
     if name == "cells":
         return "; ".join(message_in(cell, lang, sections) for cell in value.split("; "))
     if name == "items":  # a list of items each read back ("previous L1 H0 \\(0.19\\), self L1 H3 \\(0.24\\)")
@@ -116,6 +122,13 @@ def _value_in(name: str, value: str, lang: str, sections: tuple[str, ...] = TEMP
         sign, digits = m.group(1), len(m.group(2).partition(".")[2])
         return sign + number(float(m.group(2)), lang, digits=digits) + m.group(3)
     return value
+
+
+@functools.cache
+def _counts() -> dict[str, str]:
+    """A counted noun as English writes it ("point", "points": `count.<noun>` with "{n} " before it) -> the noun."""
+    return {text.partition("{n} ")[2]: key.split(".")[1] for key, text in catalogue(ENGLISH).items()
+            if key.startswith("count.")}
 
 
 def families_in(listed: str, lang: str) -> str:
