@@ -683,3 +683,47 @@ def test_inside_a_heads_notices_are_each_said_before_they_are_joined(page_events
     assert said["fr"] == "⚠️ " + escape_md(" ".join([
         t("result.notes.blocked_instead", "fr", k=99, last=last),
         t("result.notes.left_out", "fr", keys=50, n=int(last) + 1)])), said["fr"]
+
+
+def test_a_text_alternatives_points_counts_and_tables_in_the_language():
+    """A flow graph's text alternative in French, German and Spanish: each edge said from the catalogue
+    ([figure.point], its share with the decimal comma), a count of one singular ([count]), its tables' header words
+    and numbers the language's way, the tokens as they are; English as describe wrote it. describe_points' English
+    is the catalogue's."""
+    import numpy as np
+
+    from explorer.app.i18n.result_words import figure_json_in
+    from explorer.viz import figure_json
+    from explorer.viz.attention import head_heatmap as viz_head
+    from explorer.viz.describe import describe
+    from explorer.viz.describe_points import NOUNS, POINT_WORDS
+    from explorer.viz.flow import flow_figure
+    from tests.viz.test_viz_flow import TOKS, sample_graph
+
+    english = catalogue("en")
+    assert {k: english[f"figure.point.{k}"] for k in POINT_WORDS} == POINT_WORDS
+    assert {n: (english[f"count.{n}.one"], english[f"count.{n}.other"]) for n in NOUNS} == {
+        n: ("{n} " + one, "{n} " + other) for n, (one, other) in NOUNS.items()}
+    fig = flow_figure(sample_graph(cross=True), TOKS, ["src<0>", "src1"])
+    sent = figure_json(fig, None, describe(fig).as_dict())
+    assert figure_json_in(sent, "en") == sent
+    for lang in OTHERS:
+        alt = orjson.loads(figure_json_in(sent, lang))["layout"]["meta"]["alt"]
+        edge = t("figure.point.edge_head", lang, layer=1, head=1, source="src<0>", source_at=0, target="cat",
+                 target_at=3, share=number(0.05, lang))
+        assert f"{t('count.point.one', lang, n=1)}, " in alt["text"] and edge in alt["text"], alt["text"]
+        assert t("figure.point.edge_residual", lang, layer=0, source="cat", source_at=3, target="cat", target_at=3,
+                 share="1") + "; " in alt["text"] and " share " not in alt["text"] and "1 points" not in alt["text"]
+        residual = alt["tables"][0]
+        assert residual["columns"] == [t("alt_table.what", lang), t("column.share", lang)]
+        assert [r[1] for r in residual["rows"]] == [number(x, lang) for x in (1, 0.7, 0.4, 0.1)]
+        assert residual["rows"][1][0] == t("figure.point.edge_residual", lang, layer=1, source="cat", source_at=3,
+                                           target="cat", target_at=3, share=number(0.7, lang))
+    heat = viz_head(np.array([[0.25, 0.75]], dtype=np.float32), ["q"], ["a", "key"])  # a token "key" stays a token
+    sent = figure_json(heat, None, describe(heat).as_dict())
+    for lang in OTHERS:
+        alt = orjson.loads(figure_json_in(sent, lang))["layout"]["meta"]["alt"]
+        assert t("count.row.one", lang, n=1) + " (" in alt["text"] and " 1 row" not in alt["text"]
+        (table,) = alt["tables"]
+        assert table["columns"] == [t("figure.query", lang), "a", "key"] and table["rows"] == [
+            ["q", number(0.25, lang), number(0.75, lang)]]
