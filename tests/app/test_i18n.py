@@ -727,3 +727,59 @@ def test_a_text_alternatives_points_counts_and_tables_in_the_language():
         (table,) = alt["tables"]
         assert table["columns"] == [t("figure.query", lang), "a", "key"] and table["rows"] == [
             ["q", number(0.25, lang), number(0.75, lang)]]
+
+
+def _written_headers() -> dict[str, str]:
+    """Every table header the page's code writes as a literal (a list assigned to a `*header*` name, an OutputTable's
+    first argument, a `headers=` or `columns=` argument, the list a `*table*`/`*rows*` function returns first) -> its
+    file; an f-string's parts are the [column] words it makes, named there."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "explorer" / "app"
+    found: dict[str, str] = {}
+    for path in root.rglob("*.py"):
+        lists: list[ast.AST] = []
+        for node in ast.walk(ast.parse(path.read_text())):
+            targets = getattr(node, "targets", None) or [getattr(node, "target", None)]
+            if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and any(
+                    isinstance(x, ast.Name) and "header" in x.id.lower() for x in targets):
+                lists.append(node.value)
+            if isinstance(node, ast.Call):
+                lists += [k.value for k in node.keywords if k.arg in ("headers", "columns")]
+                lists += node.args[:1] if getattr(node.func, "id", "") == "OutputTable" else []
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and ("table" in node.name or "rows" in
+                                                                               node.name):
+                lists += [r.value.elts[0] for r in ast.walk(node) if isinstance(r, ast.Return) and isinstance(
+                    r.value, ast.Tuple) and r.value.elts]
+        for x in filter(None, lists):
+            for part in ast.walk(x):
+                if isinstance(part, (ast.List, ast.Tuple)):
+                    found.update({e.value: path.name for e in part.elts if isinstance(e, ast.Constant) and isinstance(
+                        e.value, str)})
+    return found
+
+
+def test_every_header_a_table_writes_is_said_again_in_a_new_language():
+    """Each header the page's tables write (read from the code) is a [column] word, or a symbol ("#", "|v W_O|"), so
+    a change of language says it again from whichever language it is in, and back; a table's run words too."""
+    import pandas as pd
+
+    from explorer.app.i18n.headers import headers_in, tables_in
+
+    columns = {text: key for key, text in catalogue("en").items() if key.startswith("column.")}
+    headers = _written_headers()
+    assert {"filler (toggled)", "head switched off", "sentence", "q·k"} <= set(headers)  # the reading finds them
+    assert {h: f for h, f in headers.items() if h not in columns and re.search(r"[A-Za-z]{3,}", h)} == {}
+    for lang in LANGS:  # a header in one language is one key only, or going back could pick another
+        texts = [text for key, text in catalogue(lang).items() if key.startswith("column.")]
+        assert len(texts) == len(set(texts)), lang
+    english = pd.DataFrame([[1, "baseline", "la", 0.5]], columns=["#", "run", "filler (toggled)", "p baseline"])
+    french = tables_in("fr", [english])[0]
+    assert list(french.columns) == ["#", t("column.run", "fr"), t("column.filler_toggled", "fr"),
+                                    t("column.p_baseline", "fr")] and list(french.iloc[0]) == [
+        1, t("column.baseline", "fr"), "la", 0.5]
+    german = tables_in("de", [french])[0]
+    assert list(german.columns)[2] == "Füllung (mit Schaltern)" and german.iloc[0, 1] == t("column.baseline", "de")
+    back = tables_in("en", [german])[0]
+    assert back.equals(english) and headers_in(["|v W_O|", "#"], "es") == ["|v W_O|", "#"]
