@@ -171,7 +171,7 @@ def _heatmap(trace: dict[str, Any], layout: dict[str, Any]) -> tuple[str, Table]
     binary = lo in (0.0, 1.0) and hi in (0.0, 1.0) and not np.count_nonzero((v > 0) & (v < 1))
     cells = [] if binary else _strongest(v, ok, signed, ys, xs)
     if binary:
-        said = [f"{int(np.nansum(v))} of {n_ok} cells are 1, the rest 0"]
+        said = [f"Cells that are 1: {int(np.nansum(v))} of {n_ok}; the others are 0"]  # no verb to agree with a count
     elif "key" in x_title.lower() and name != "mask":
         said = [f"{_quote(y)} attends most to {_quote(x)}, {number(val, signed)}" for y, x, val in cells[:TOP]]
     else:

@@ -727,6 +727,16 @@ def test_a_text_alternatives_points_counts_and_tables_in_the_language():
         (table,) = alt["tables"]
         assert table["columns"] == [t("figure.query", lang), "a", "key"] and table["rows"] == [
             ["q", number(0.25, lang), number(0.75, lang)]]
+    from explorer.viz.mask import mask_heatmap  # a mask with one allowed cell: no verb agrees with a count
+
+    one = np.zeros((2, 2), dtype=bool)
+    one[1, 0] = True
+    mask = mask_heatmap(one, ["a", "b"], ["a", "b"])
+    sent = figure_json(mask, None, describe(mask).as_dict())
+    assert "Cells that are 1: 1 of 4; the others are 0." in orjson.loads(sent)["layout"]["meta"]["alt"]["text"]
+    for lang in OTHERS:
+        alt = orjson.loads(figure_json_in(sent, lang))["layout"]["meta"]["alt"]
+        assert alt["text"].endswith(t("figure.described.ones", lang, n=1, m=4)), alt["text"]
 
 
 def _written_headers() -> dict[str, str]:
