@@ -186,9 +186,9 @@ def _heatmap(trace: dict[str, Any], layout: dict[str, Any]) -> tuple[str, Table]
                       said=[True] + [False] * len(xs), numeric=[False] + [True] * len(xs))
     elif binary:  # a large mask: how many cells of each row are 1
         counts = [[y, str(int(n))] for y, n, keep in zip(ys, np.nansum(v, axis=1), rows) if keep]
+        first = f"the first {MAX_ROWS} of {len(counts)} rows" if len(counts) > MAX_ROWS else ""
         table = Table(f"{name}: cells that are 1, per row", [y_title or "row", "cells that are 1"],
-                      counts[:MAX_ROWS], f"the first {MAX_ROWS} of {len(counts)} rows" if len(counts) > MAX_ROWS else "",
-                      [True, True], [False, True])
+                      counts[:MAX_ROWS], first, [True, True], [False, True])
     else:
         table = Table(f"{name}: the {len(cells)} strongest cells", [y_title or "row", x_title or "column", name],
                       [[y, x, number(val, signed)] for y, x, val in cells],

@@ -28,7 +28,8 @@ POINT_WORDS = {  # the words of one point, by the key its trace's meta names
     "edge_residual": "L{layer} residual: ‘{source}’ ({source_at}) → ‘{target}’ ({target_at}), share {share}",
     "query": "query ‘{token}’ ({position})",
     "key": "key ‘{token}’ ({position})",
-    "query_most": "query ‘{token}’ ({position}) attends most to ‘{key}’, {weight}",
+    "query_most": "query ‘{token}’ ({position}) attends most to ‘{strongest}’, {weight}",
+    "query_head_most": "query ‘{token}’ ({position}): {head} attends most to ‘{strongest}’, {weight}",
 }
 
 

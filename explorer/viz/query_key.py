@@ -77,7 +77,8 @@ def query_key_figure(qk: Any, query_labels: Sequence[Any] | Sequence[Sequence[An
     traces[0]["meta"] = {"point_words": "key", "points": [
         {"token": c.escape(name), "position": int(p)} for name, p in zip(k_names, qk.key_position.tolist())]}
     traces[1]["meta"] = {"point_words": "query_most", "points": [
-        {"token": c.escape(name), "position": int(p), "key": c.escape(k_names[int(top[0])]), "weight": float(w[0])}
+        {"token": c.escape(name), "position": int(p), "strongest": c.escape(k_names[int(top[0])]),
+         "weight": float(w[0])}
         if int(top[0]) >= 0 else {"words": "query", "token": c.escape(name), "position": int(p)}
         for name, p, top, w in zip(q_names, qk.query_position.tolist(), qk.top_keys, qk.top_weights)]}
     if query is not None:

@@ -111,3 +111,14 @@ def test_a_count_of_one_is_singular() -> None:
     assert "1 row (" in one_row.text and " by 2 columns (" in one_row.text
     table = one_row.tables[0]
     assert table.said == [True, False, False] and table.numeric == [False, True, True]  # the tokens' headers as is
+
+
+def test_the_head_view_and_the_query_key_map_name_their_points_from_their_data() -> None:
+    """Each query with the head and key it attends to most (not its hover's lines per head), each key by its token."""
+    import re
+
+    lines, joint = describe(BUILDERS["head_lines"]()), describe(BUILDERS["query_key"]())
+    one = r"query ‘the’ \(1\): (<b>L1</b> H2|L0 H0|x) attends most to ‘[^’]+’, [0-9.]+;"
+    assert "queries: 7 points, among them query ‘<b>x</b>’ (0): " in lines.text and re.search(one, lines.text)
+    assert "→" not in lines.text and "keys: 7 points, among them key ‘<b>x</b>’ (0); key ‘the’ (1);" in joint.text
+    assert re.search(r"; query ‘the’ \(1\) attends most to ‘[^’]+’, [0-9.]+;", joint.text), joint.text
