@@ -15,7 +15,10 @@ The figures' names are escaped for Plotly's pseudo-HTML (common.escape); here th
 token's own text, which the page inserts as text (textContent), never as HTML.
 
 English sentences are made here and only here, through plain string formatting; a page in another language says
-each part (`Alt.parts`) through the catalogue's English texts of them (explorer/app/i18n/<lang>.figures.toml).
+each part (`Alt.parts`) through the catalogue's English texts of them (explorer/app/i18n/<lang>.figures.toml and
+<lang>.alt.toml). A point figure's points are named from the data its traces carry (describe_points: never from a
+hover text), a count takes the singular for one ("1 point", describe_points.counted), and a table says which headers
+are words and which columns numbers (`Table.said`, `Table.numeric`: explorer.app.page.figure_alt.alt_tables_in).
 """
 
 from __future__ import annotations
@@ -186,13 +189,13 @@ def _heatmap(trace: dict[str, Any], layout: dict[str, Any]) -> tuple[str, Table]
                       said=[True] + [False] * len(xs), numeric=[False] + [True] * len(xs))
     elif binary:  # a large mask: how many cells of each row are 1
         counts = [[y, str(int(n))] for y, n, keep in zip(ys, np.nansum(v, axis=1), rows) if keep]
-        first = f"the first {MAX_ROWS} of {len(counts)} rows" if len(counts) > MAX_ROWS else ""
+        first = f"the first {MAX_ROWS} of {len(counts):,} rows" if len(counts) > MAX_ROWS else ""
         table = Table(f"{name}: cells that are 1, per row", [y_title or "row", "cells that are 1"],
                       counts[:MAX_ROWS], first, [True, True], [False, True])
     else:
         table = Table(f"{name}: the {len(cells)} strongest cells", [y_title or "row", x_title or "column", name],
                       [[y, x, number(val, signed)] for y, x, val in cells],
-                      f"{n_rows * n_cols} cells in all; the figure's hover names each one", [True] * 3,
+                      f"{n_rows * n_cols:,} cells in all; the figure's hover names each one", [True] * 3,
                       [False, False, True])
     return text, table
 
@@ -213,7 +216,7 @@ def _bar(trace: dict[str, Any], layout: dict[str, Any]) -> tuple[str, Table]:
     text = f"{name}: {counted(values.size, 'bar')} ({label_title or 'labels'})"
     text += f"; largest: {'; '.join(top)}." if top else "."
     rows = [[labels[i], number(values[i], signed)] for i in range(min(values.size, MAX_ROWS))]
-    note = f"the first {MAX_ROWS} of {values.size} bars" if values.size > MAX_ROWS else ""
+    note = f"the first {MAX_ROWS} of {values.size:,} bars" if values.size > MAX_ROWS else ""
     return text, Table(name, [label_title or "label", value_title or name], rows, note, [True, True], [False, True])
 
 
@@ -233,7 +236,7 @@ def _scatter(trace: dict[str, Any], layout: dict[str, Any]) -> tuple[str, Table]
     x_title, y_title = _axis_title(layout, trace.get("xaxis"), "x"), _axis_title(layout, trace.get("yaxis"), "y")
     numeric = all(isinstance(b, (int, float, np.number)) for _, b, _ in points)
     many = counted(len(points), "point")
-    note = f"the first {MAX_ROWS} of {len(points)} points" if len(points) > MAX_ROWS else ""
+    note = f"the first {MAX_ROWS} of {len(points):,} points" if len(points) > MAX_ROWS else ""
     if named is not None:
         said = "; ".join(words for _, words in named[:TOP * 2])
         text = f"{name}: {many}" + (f", among them {said}." if said else ".")

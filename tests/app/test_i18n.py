@@ -727,6 +727,11 @@ def test_a_text_alternatives_points_counts_and_tables_in_the_language():
         (table,) = alt["tables"]
         assert table["columns"] == [t("figure.query", lang), "a", "key"] and table["rows"] == [
             ["q", number(0.25, lang), number(0.75, lang)]]
+    big = viz_head(np.full((100, 100), 0.01, dtype=np.float32), *[[f"t{i}" for i in range(100)]] * 2)
+    sent = figure_json(big, None, describe(big).as_dict())  # a count in a note: "10,000 cells in all"
+    for lang in OTHERS:
+        (table,) = orjson.loads(figure_json_in(sent, lang))["layout"]["meta"]["alt"]["tables"]
+        assert table["note"] == t("figure.cells_in_all", lang, n=number(10000, lang)), table["note"]
     from explorer.viz.mask import mask_heatmap  # a mask with one allowed cell: no verb agrees with a count
 
     one = np.zeros((2, 2), dtype=bool)

@@ -38,7 +38,7 @@ def test_a_large_head_sent_as_percent_codes_is_read_back_in_values() -> None:
     assert np.asarray(fig.data[0].z).dtype == np.uint8  # the percent form: codes, not values
     alt = describe(fig)
     assert "‘t70’ attends most to ‘t12’, 0.62" in alt.text
-    assert alt.tables[0].rows[0] == ["t70", "t12", "0.62"] and "10000 cells" in alt.tables[0].note
+    assert alt.tables[0].rows[0] == ["t70", "t12", "0.62"] and "10,000 cells" in alt.tables[0].note
 
 
 def test_token_text_with_html_stays_text_in_the_words_and_the_page_json() -> None:
