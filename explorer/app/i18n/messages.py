@@ -33,7 +33,8 @@ NESTED = frozenset({"why", "err", "reads", "where", "kind", "run", "measure", "r
                     "axis"})  # a point figure's text alternative: "73 points along {axis}" (figure.described)
 SPANNING = NESTED | {"cells", "items", "tokens_listed", "families", "said"}  # "said": a point figure's points
 FIELDS = frozenset({"file", "file2", "repo"})  # a file or repo named first ("x.json in y: …"): no ": " of a frame
-COUNTED = "count"  # a count and its noun ("1 point", "3 rows": count, count_rows ...), said with the plural rule
+# a count and its noun ("1 point", "3 rows": a text alternative's), said with the language's plural rule
+COUNTED = frozenset({"count", "count_rows", "count_columns"})
 IDENT = frozenset({"key"})  # a link's or a file's key (layer, d_sae): one word, never a frame's "⚠️" before it
 # an English number worth rewriting: with a decimal point or thousands commas ("0.62", "12,345"); a bare integer (a
 # layer, a token id) reads the same in every language
@@ -81,7 +82,7 @@ def templates(sections: tuple[str, ...] = TEMPLATED) -> tuple[tuple[re.Pattern[s
                 # a value holds no "; " (the next item of a list), but words read back may
                 parts.append(f"(?P={name})" if name in seen else f"(?P<{name}>.*?)" if name in SPANNING else
                              f"(?P<{name}>(?:(?!: |; ).)*?)" if name in FIELDS else f"(?P<{name}>[\\w.]+)" if name in
-                             IDENT else f"(?P<{name}>[\\d,]+ [^\\W\\d]+)" if name.startswith(COUNTED) else
+                             IDENT else f"(?P<{name}>[\\d,]+ [^\\W\\d]+)" if name in COUNTED else
                              f"(?P<{name}>(?:(?!; ).)*?)")
                 seen.add(name)
         literal_chars = sum(len(lit) for lit, _, _, _ in string.Formatter().parse(text))
@@ -102,7 +103,7 @@ def _value_in(name: str, value: str, lang: str, sections: tuple[str, ...] = TEMP
         return _NUMBER.sub(lambda m: _value_in("", m.group(0), lang), value)
     if name == "families":  # the families the explorer imports: "GPT-2 (gpt2); Llama-family (llama, …)"
         return families_in(value, lang)
-    if name.startswith(COUNTED) and (m := _counts().get(value.rpartition(" ")[2])):  # "1 point": the plural rule
+    if name in COUNTED and (m := _counts().get(value.rpartition(" ")[2])):  # "1 point": the plural rule
         return counted(int(value.rpartition(" ")[0].replace(",", "")), m, lang)
     if name == "said":  # a point figure's points, each named by its own words (figure.point)
         return "; ".join(message_in(point, lang, sections) for point in value.split("; "))
