@@ -207,10 +207,12 @@ def test_an_sae_files_error_is_said_in_the_forms_language(allowed):
      "refuse.load.missing_tensors", {"file": ("model.safetensors", "m"), "n": lambda lang: number(1212, lang),
                                      "names": lambda lang: t("file_words.and_more", lang, names="a, b",
                                                              n=number(1210, lang))}),
+    ("config.json in m: invalid Llama-family configuration: boom", "refuse.load.invalid_family_config",
+     {"file": ("config.json", "m"), "family": lambda lang: t("family_words.of", lang, name="Llama"), "err": "boom"}),
 ])
 def test_a_reason_from_deeper_down_is_read_back(english, key, values):
-    """A reason's own words inside it (the Hub's state, a file in its folder, the token asked for) are said in the
-    language too."""
+    """A reason's own words inside it (the Hub's state, a file in its folder, the token asked for, a family named by
+    one member) are said in the language too."""
     from explorer.app.i18n.messages import message_in
 
     def said(value, lang):  # a catalogue key's words, a file in its folder, words made in the language, or as it is

@@ -101,8 +101,8 @@ def _value_in(name: str, value: str, lang: str, sections: tuple[str, ...] = TEMP
         return t("file_words.and_more", lang, names=m.group(1), n=number(int(m.group(2).replace(",", "")), lang))
     if name == "numbered":  # a list of names and numbers ("L0 H1 = 0.93, L1 H2 = 0.88"): its numbers the language's way
         return _NUMBER.sub(lambda m: _value_in("", m.group(0), lang), value)
-    if name == "families":  # the families the explorer imports: "GPT-2 (gpt2); Llama-family (llama, …)"
-        return families_in(value, lang)
+    if name in ("families", "family"):  # "GPT-2 (gpt2); Llama-family (llama, …)"; "a Llama-family model"
+        return families_in(value, lang, "family_words.family" if name == "families" else "family_words.of")
     if name in COUNTED and (m := _counts().get(value.rpartition(" ")[2])):  # "1 point": the plural rule
         return counted(int(value.rpartition(" ")[0].replace(",", "")), m, lang)
     if name == "said":  # a point figure's points, each named by its own words (figure.point)
@@ -132,15 +132,16 @@ def _counts() -> dict[str, str]:
             if key.startswith("count.")}
 
 
-def families_in(listed: str, lang: str) -> str:
-    """A list of model families (importers.FAMILIES: "GPT-2 (gpt2); Llama-family (llama, mistral, qwen2)") in `lang`:
-    a proper name (GPT-2, BERT) and the model_types as they are, "X-family" the language's way ("famille Llama")."""
-    before, _, after = catalogue(ENGLISH)["family_words.family"].partition("{name}")
+def families_in(listed: str, lang: str, key: str = "family_words.family") -> str:
+    """A list of model families (importers.FAMILIES: "GPT-2 (gpt2); Llama-family (llama, mistral, qwen2)"), or one, in
+    `lang`: a proper name (GPT-2, BERT) and the model_types as they are, "X-family" the language's way with `key`
+    ("famille Llama"; inside a phrase, family_words.of: "configuration de la famille Llama")."""
+    before, _, after = catalogue(ENGLISH)[key].partition("{name}")
     said = []
     for item in listed.split("; "):
         name, paren, types = item.partition(" (")
         if len(name) > len(before + after) and name.startswith(before) and name.endswith(after):
-            name = t("family_words.family", lang, name=name[len(before):len(name) - len(after)])
+            name = t(key, lang, name=name[len(before):len(name) - len(after)])
         said.append(name + paren + types)
     return t("family_words.between", lang).join(said)
 
