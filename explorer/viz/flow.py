@@ -132,8 +132,8 @@ def _traces(graph: Any, labels: Sequence[str], source_labels: Sequence[str] | No
                            text=m["text"], customdata=m["customdata"], hovertemplate="%{text}<extra></extra>",
                            name=NAMES[kind], legendgroup=kind, showlegend=False))
     for trace, kind in zip(traces[len(traces) - len(mids):], mids):  # the midpoints' words for the text alternative
-        trace["meta"] = {"point_words": "edge_head" if kind in ("head", "cross") else f"edge_{kind}",
-                         "points": points[kind], "points_by": "share"}
+        words = "edge_head" if kind in ("head", "cross") else f"edge_{kind}"
+        trace["meta"] = {**trace.get("meta", {}), "point_words": words, "points": points[kind], "points_by": "share"}
     nodes = [n for n in graph.nodes]
     traces.append(dict(
         type="scatter", mode="markers", xaxis=xa, yaxis=ya, showlegend=False, name="nodes",
