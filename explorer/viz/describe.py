@@ -15,7 +15,10 @@ The figures' names are escaped for Plotly's pseudo-HTML (common.escape); here th
 token's own text, which the page inserts as text (textContent), never as HTML.
 
 English sentences are made here and only here, through plain string formatting; a page in another language says
-each part (`Alt.parts`) through the catalogue's English texts of them (explorer/app/i18n/<lang>.figures.toml).
+each part (`Alt.parts`) through the catalogue's English texts of them (explorer/app/i18n/<lang>.figures.toml and
+<lang>.alt.toml). A point figure's points are named from the data its traces carry (describe_points: never from a
+hover text), a count takes the singular for one ("1 point", describe_points.counted), and a table says which headers
+are words and which columns numbers (`Table.said`, `Table.numeric`: explorer.app.page.figure_alt.alt_tables_in).
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
+
+from .describe_points import counted, point_words
 
 TOP = 3  # strongest cells, bars or points named in the text
 TABLE_CELLS = 32 * 32  # a heatmap this small is tabled whole; a larger one as its TOP_ROWS strongest cells
@@ -40,12 +45,16 @@ GAP = "\u200b"  # a name starting with a zero-width space is a gap between tiles
 
 @dataclass(frozen=True)
 class Table:
-    """Numbers of one part of a figure: a caption, column names, rows of text (the first cell heads its row)."""
+    """Numbers of one part of a figure: a caption, column names, rows of text (the first cell heads its row).
+    `said`: per column, whether its header is words (said in the page's language; else a token, as it is);
+    `numeric`: per column, whether its cells are numbers (written the language's way)."""
 
     caption: str
     columns: list[str]
     rows: list[list[str]]
     note: str = ""
+    said: list[bool] = field(default_factory=list)
+    numeric: list[bool] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -165,26 +174,29 @@ def _heatmap(trace: dict[str, Any], layout: dict[str, Any]) -> tuple[str, Table]
     binary = lo in (0.0, 1.0) and hi in (0.0, 1.0) and not np.count_nonzero((v > 0) & (v < 1))
     cells = [] if binary else _strongest(v, ok, signed, ys, xs)
     if binary:
-        said = [f"{int(np.nansum(v))} of {n_ok} cells are 1, the rest 0"]
+        said = [f"Cells that are 1: {int(np.nansum(v))} of {n_ok}; the others are 0"]  # no verb to agree with a count
     elif "key" in x_title.lower() and name != "mask":
         said = [f"{_quote(y)} attends most to {_quote(x)}, {number(val, signed)}" for y, x, val in cells[:TOP]]
     else:
         said = [f"{_quote(y)} at {_quote(x)}, {number(val, signed)}" for y, x, val in cells[:TOP]]
     n_rows, n_cols = int(rows.sum()), int(cols.sum())
-    text = (f"{name}: {n_rows} rows{f' ({y_title})' if y_title else ''} by {n_cols} columns"
+    text = (f"{name}: {counted(n_rows, 'row')}{f' ({y_title})' if y_title else ''} by {counted(n_cols, 'column')}"
             f"{f' ({x_title})' if x_title else ''}, from {number(lo, signed)} to {number(hi, signed)}. "
             + ("" if binary else "Largest in size: " if signed else "Strongest: ") + "; ".join(said) + ".")
     if v.size <= TABLE_CELLS and rows.all() and cols.all():
         table = Table(f"{name}, every cell (rows: {y_title or 'rows'}; columns: {x_title or 'columns'})",
-                      [y_title or "row", *xs], [[y, *(number(float(x), signed) for x in r)] for y, r in zip(ys, v)])
+                      [y_title or "row", *xs], [[y, *(number(float(x), signed) for x in r)] for y, r in zip(ys, v)],
+                      said=[True] + [False] * len(xs), numeric=[False] + [True] * len(xs))
     elif binary:  # a large mask: how many cells of each row are 1
         counts = [[y, str(int(n))] for y, n, keep in zip(ys, np.nansum(v, axis=1), rows) if keep]
+        first = f"the first {MAX_ROWS} of {len(counts):,} rows" if len(counts) > MAX_ROWS else ""
         table = Table(f"{name}: cells that are 1, per row", [y_title or "row", "cells that are 1"],
-                      counts[:MAX_ROWS], f"the first {MAX_ROWS} of {len(counts)} rows" if len(counts) > MAX_ROWS else "")
+                      counts[:MAX_ROWS], first, [True, True], [False, True])
     else:
         table = Table(f"{name}: the {len(cells)} strongest cells", [y_title or "row", x_title or "column", name],
                       [[y, x, number(val, signed)] for y, x, val in cells],
-                      f"{n_rows * n_cols} cells in all; the figure's hover names each one")
+                      f"{n_rows * n_cols:,} cells in all; the figure's hover names each one", [True] * 3,
+                      [False, False, True])
     return text, table
 
 
@@ -201,11 +213,15 @@ def _bar(trace: dict[str, Any], layout: dict[str, Any]) -> tuple[str, Table]:
     size = np.where(np.isfinite(values), np.abs(values) if signed else values, -np.inf)
     order = np.argsort(-size, kind="stable")
     top = [f"{_quote(labels[i])} {number(values[i], signed)}" for i in order[:TOP] if np.isfinite(values[i])]
-    text = f"{name}: {values.size} bars ({label_title or 'labels'})"
+    text = f"{name}: {counted(values.size, 'bar')} ({label_title or 'labels'})"
     text += f"; largest: {'; '.join(top)}." if top else "."
     rows = [[labels[i], number(values[i], signed)] for i in range(min(values.size, MAX_ROWS))]
-    note = f"the first {MAX_ROWS} of {values.size} bars" if values.size > MAX_ROWS else ""
-    return text, Table(name, [label_title or "label", value_title or name], rows, note)
+    note = f"the first {MAX_ROWS} of {values.size:,} bars" if values.size > MAX_ROWS else ""
+    return text, Table(name, [label_title or "label", value_title or name], rows, note, [True, True], [False, True])
+
+
+def _cell(v: Any) -> str:
+    return number(float(v)) if isinstance(v, (int, float, np.number)) else plain(v)
 
 
 def _scatter(trace: dict[str, Any], layout: dict[str, Any]) -> tuple[str, Table]:
@@ -213,27 +229,38 @@ def _scatter(trace: dict[str, Any], layout: dict[str, Any]) -> tuple[str, Table]
     points = [(a, b, i) for i, (a, b) in enumerate(zip(x, y)) if a is not None and b is not None]
     if not points:
         return "", Table("", [], [])
-    texts = trace.get("text")
+    named = point_words(trace, plain)  # words made from the trace's data (its meta), never from its hover text
+    texts = trace.get("text") if named is None else None
     texts = [_cut(plain(t)) for t in texts] if isinstance(texts, (list, tuple, np.ndarray)) else []
     name = plain(trace.get("name") or "points")
     x_title, y_title = _axis_title(layout, trace.get("xaxis"), "x"), _axis_title(layout, trace.get("yaxis"), "y")
     numeric = all(isinstance(b, (int, float, np.number)) for _, b, _ in points)
-    if texts:
+    many = counted(len(points), "point")
+    note = f"the first {MAX_ROWS} of {len(points):,} points" if len(points) > MAX_ROWS else ""
+    if named is not None:
+        said = "; ".join(words for _, words in named[:TOP * 2])
+        text = f"{name}: {many}" + (f", among them {said}." if said else ".")
+        by = trace["meta"].get("points_by")
+        if by:  # the points named by their words, the largest first, with the value they are ranked by
+            rows = [[words, number(float(trace["meta"]["points"][i][by]))] for i, words in named[:MAX_ROWS]]
+            return text, Table(name, ["what", by], rows, note, [True, True], [False, True])
+        texts = [words for _, words in sorted(named)]
+    elif texts:
         said = ", ".join(texts[i] for _, _, i in points[:TOP * 2] if i < len(texts))
-        text = f"{name}: {len(points)} points" + (f", among them {said}." if said else ".")
+        text = f"{name}: {many}" + (f", among them {said}." if said else ".")
     elif numeric:
         ys = np.array([float(b) for _, b, _ in points])
         hi, lo = int(np.nanargmax(ys)), int(np.nanargmin(ys))
         signed = bool(np.nanmin(ys) < 0)
-        text = (f"{name}: {len(points)} points along {x_title or 'x'}; highest {number(ys[hi], signed)} at "
+        text = (f"{name}: {many} along {x_title or 'x'}; highest {number(ys[hi], signed)} at "
                 f"{plain(points[hi][0])}, lowest {number(ys[lo], signed)} at {plain(points[lo][0])}.")
     else:
-        text = f"{name}: {len(points)} points."
-    rows = [[plain(a), number(float(b)) if isinstance(b, (int, float, np.number)) else plain(b),
-             *([texts[i]] if texts and i < len(texts) else ([""] if texts else []))]
+        text = f"{name}: {many}."
+    rows = [[_cell(a), _cell(b), *([texts[i]] if texts and i < len(texts) else ([""] if texts else []))]
             for a, b, i in points[:MAX_ROWS]]
-    note = f"the first {MAX_ROWS} of {len(points)} points" if len(points) > MAX_ROWS else ""
-    return text, Table(name, [x_title or "x", y_title or "y", *(["what"] if texts else [])], rows, note)
+    kinds = [all(isinstance(p[k], (int, float, np.number)) for p in points) for k in (0, 1)]
+    return text, Table(name, [x_title or "x", y_title or "y", *(["what"] if texts else [])], rows, note,
+                       [True] * (3 if texts else 2), [*kinds, *([False] if texts else [])])
 
 
 DESCRIBERS: dict[str, Callable[[dict[str, Any], dict[str, Any]], tuple[str, Table]]] = {

@@ -61,6 +61,17 @@ def _token(node: Any, labels: Sequence[str], source: Sequence[str] | None) -> st
     return f"{c.escape(c.short(text, 24))} ({node.position})"
 
 
+def _point(edge: Any, kind: str, labels: Sequence[str], source: Sequence[str] | None) -> dict[str, Any]:
+    """An edge's midpoint in a text alternative's words (describe_points: "edge_head", ...), from the edge's data."""
+    def token(node: Any) -> str:
+        names = source if node.stack == "encoder" and source is not None else labels
+        return c.escape(c.short(names[node.position], 24)) if node.position < len(names) else f"#{node.position}"
+
+    return {"layer": edge.layer, **({"head": edge.head} if kind in ("head", "cross") else {}),
+            "source": token(edge.source), "source_at": edge.source.position, "target": token(edge.target),
+            "target_at": edge.target.position, "share": round(float(edge.share), 4)}
+
+
 def _where(node: Any) -> str:
     name = SUBLAYER_NAMES[node.sublayer]
     return name if node.sublayer == "embed" else f"layer {node.layer}, {name}"
@@ -82,6 +93,7 @@ def _traces(graph: Any, labels: Sequence[str], source_labels: Sequence[str] | No
     lines: dict[tuple[str, int], tuple[list, list]] = {}
     mids: dict[str, dict[str, list]] = {}
     fan: dict[tuple[Any, Any], int] = {}
+    points: dict[str, list[dict[str, Any]]] = {}  # each kind's midpoints in words (describe_points)
     H = max(1, graph.n_heads)
     for e in graph.edges:
         kind = _kind(e)
@@ -97,6 +109,7 @@ def _traces(graph: Any, labels: Sequence[str], source_labels: Sequence[str] | No
         xs, ys = lines.setdefault((kind, width_bin), ([], []))
         xs += [x0, mx, x1, None]
         ys += [y0, my, y1, None]
+        points.setdefault(kind, []).append(_point(e, kind, labels, source_labels))
         m = mids.setdefault(kind, {"x": [], "y": [], "text": [], "customdata": []})
         m["x"].append(mx)
         m["y"].append(my)
@@ -118,6 +131,9 @@ def _traces(graph: Any, labels: Sequence[str], source_labels: Sequence[str] | No
                            marker=dict(color=COLORS[kind], size=7, line=dict(color="white", width=1)),
                            text=m["text"], customdata=m["customdata"], hovertemplate="%{text}<extra></extra>",
                            name=NAMES[kind], legendgroup=kind, showlegend=False))
+    for trace, kind in zip(traces[len(traces) - len(mids):], mids):  # the midpoints' words for the text alternative
+        words = "edge_head" if kind in ("head", "cross") else f"edge_{kind}"
+        trace["meta"] = {**trace.get("meta", {}), "point_words": words, "points": points[kind], "points_by": "share"}
     nodes = [n for n in graph.nodes]
     traces.append(dict(
         type="scatter", mode="markers", xaxis=xa, yaxis=ya, showlegend=False, name="nodes",

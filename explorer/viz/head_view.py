@@ -144,6 +144,14 @@ def head_lines(values: Any, query_labels: Sequence[Any], key_labels: Sequence[An
              text=[f"key {c.escape(k)} ({j})" for j, k in enumerate(k_names)], hovertemplate="%{text}<extra></extra>",
              showlegend=False),
     ]
+    # the text alternative's words (describe_points): each query's strongest key over the heads, each key
+    best = v.max(-1).argmax(0).tolist()  # (Tq,) the head whose strongest key is the query's strongest
+    markers[0]["meta"] = {**markers[0].get("meta", {}), "point_words": "query_head_most", "points": [
+        {"token": c.escape(q), "position": i, "head": heads[h], "strongest": c.escape(k_names[strongest[h, i]]),
+         "weight": round(float(v[h, i, strongest[h, i]]), 4)} if v[h, i].max() > 0 else
+        {"words": "query", "token": c.escape(q), "position": i} for i, (q, h) in enumerate(zip(q_names, best))]}
+    markers[1]["meta"] = {**markers[1].get("meta", {}), "point_words": "key",
+                          "points": [{"token": c.escape(k), "position": j} for j, k in enumerate(k_names)]}
     traces = main + focus + legend + markers
     focus_ids = list(range(len(main), len(main) + len(focus)))
 

@@ -73,6 +73,14 @@ def query_key_figure(qk: Any, query_labels: Sequence[Any] | Sequence[Sequence[An
                          line=dict(width=0.5, color="white"),
                          colorbar=dict(title=dict(text="position"), thickness=12, len=0.8), **colour)),
     ]
+    # the text alternative's words (describe_points): each point's token and position, a query's strongest key
+    traces[0]["meta"] = {**traces[0].get("meta", {}), "point_words": "key", "points": [
+        {"token": c.escape(name), "position": int(p)} for name, p in zip(k_names, qk.key_position.tolist())]}
+    traces[1]["meta"] = {**traces[1].get("meta", {}), "point_words": "query_most", "points": [
+        {"token": c.escape(name), "position": int(p), "strongest": c.escape(k_names[int(top[0])]),
+         "weight": float(w[0])}
+        if int(top[0]) >= 0 else {"words": "query", "token": c.escape(name), "position": int(p)}
+        for name, p, top, w in zip(q_names, qk.query_position.tolist(), qk.top_keys, qk.top_weights)]}
     if query is not None:
         if isinstance(query, bool) or not isinstance(query, (int, np.integer)) or not 0 <= query < len(q_names):
             raise ValueError(f"query {query!r} is outside the map's {len(q_names)} queries: use 0..{len(q_names) - 1}")

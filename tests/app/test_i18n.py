@@ -439,7 +439,8 @@ def test_the_circuit_speaks_the_forms_language(page_events):
         assert curve["title"]["text"] == t("figure.circuit.curve", lang)
         # the text alternative of a point figure, whole: each trace's sentence, the notes, the switch to its tables
         alt = graph["meta"]["alt"]
-        along = t("figure.described.points_along", lang).split("{axis}")[0].split("{n}")[1]  # " points along "
+        along = t("count.point.other", lang, n="") + t("figure.described.points_along", lang).split("{axis}")[0].split(
+            "{count}")[1]  # " points along "
         assert along in alt["text"] and alt["switch"] == t("figure.described.switch", lang), alt
         assert t("figure.described.notes", lang).split("{")[0] in alt["text"] and "points along" not in alt["text"]
         assert along in curve["meta"]["alt"]["text"] and " rows" not in curve["meta"]["alt"]["text"]
@@ -503,9 +504,11 @@ def test_importance_and_roles_speak_the_forms_language(page_events):
                                                                                                lang))
         # past its first heatmap: the second's sentence (no row title), the scatter's, the notes
         sentences = figure["meta"]["alt"]["text"].split(". ")
-        second = t("figure.described.heat_columns", lang).split("{n_rows}")[1].split("{n_columns}")[0]
+        second = t("count.row.other", lang, n="") + t("figure.described.heat_columns", lang).split("{count_rows}")[
+            1].split("{count_columns}")[0]  # " rows by "
         assert sum(second in x for x in sentences) == 1 and "rows by" not in figure["meta"]["alt"]["text"]
-        among = t("figure.described.points_among", lang).split("{n}")[1].split("{said}")[0]  # " points, among them "
+        among = t("count.point.other", lang, n="") + t("figure.described.points_among", lang).split("{count}")[1].split(
+            "{said}")[0]  # " points, among them "
         assert among in figure["meta"]["alt"]["text"] and t("figure.described.switch", lang) == figure["meta"]["alt"][
             "switch"]
         scored = roles.scored(form_of(RolesForm, session, "3 mai 2024", "cross", on, on, on, lang=lang))
@@ -658,3 +661,140 @@ def test_a_tables_headers_before_a_result_follow_the_pages_language(page_events)
                                                                           "top_without")] and said[1] is None
         assert headers_in(list(said[0].columns), "en") == english  # back, from the language it was in
     assert headers_in(["#", "mai", "from"], "de") == ["#", "mai", t("column.from", "de")]
+
+
+def test_inside_a_heads_notices_are_each_said_before_they_are_joined(page_events):
+    """The Run's notice (a blocked position that does not exist) and the tab's own (a picked key outside the
+    sentence) on one status line: each in the form's language, joined; in English as the code writes them."""
+    from explorer.app.forms import form_of
+    from explorer.app.tabs.head.forms import HeadForm
+
+    tab, session = page_events.tab_events["head"], Session("date-translator", "cpu")
+    run = {"sentence1": "3 mai 2024", "sentence2": "", "padding_mask": True, "causal_mask": True,
+           "custom_mask": "block token", "blocked_position": 99, "window": 2, "encoder_heads_on": None,
+           "decoder_heads_on": None, "cross_heads_on": None, "kind": "encoder", "layer": 0, "head": 0,
+           "sentence": 1, "continue_tokens": 8, "measure": "weights", "lines_heads": None, "keys": [1, 50]}
+    said = {lang: tab.shown_tab(form_of(HeadForm, session=session, **run, query=-1, words="plain", lang=lang))[
+        page_events.status] for lang in ("en", "fr")}
+    last = re.search(r"0\.\.(\d+)", said["en"]).group(1)  # the encoder's last position
+    assert said["en"] == "⚠️ " + escape_md(f"Position 99 does not exist (positions 0..{last}); blocked position "
+                                          f"{last} instead. key 50 is not one of the {int(last) + 1} keys here: "
+                                          "left out of the steps.")
+    assert said["fr"] == "⚠️ " + escape_md(" ".join([
+        t("result.notes.blocked_instead", "fr", k=99, last=last),
+        t("result.notes.left_out", "fr", keys=50, n=int(last) + 1)])), said["fr"]
+
+
+def test_a_text_alternatives_points_counts_and_tables_in_the_language():
+    """A flow graph's text alternative in French, German and Spanish: each edge said from the catalogue
+    ([figure.point], its share with the decimal comma), a count of one singular ([count]), its tables' header words
+    and numbers the language's way, the tokens as they are; English as describe wrote it. describe_points' English
+    is the catalogue's."""
+    import numpy as np
+
+    from explorer.app.i18n.result_words import figure_json_in
+    from explorer.viz import figure_json
+    from explorer.viz.attention import head_heatmap as viz_head
+    from explorer.viz.describe import describe
+    from explorer.viz.describe_points import NOUNS, POINT_WORDS
+    from explorer.viz.flow import flow_figure
+    from tests.viz.test_viz_flow import TOKS, sample_graph
+
+    english = catalogue("en")
+    assert {k: english[f"figure.point.{k}"] for k in POINT_WORDS} == POINT_WORDS
+    assert {n: (english[f"count.{n}.one"], english[f"count.{n}.other"]) for n in NOUNS} == {
+        n: ("{n} " + one, "{n} " + other) for n, (one, other) in NOUNS.items()}
+    fig = flow_figure(sample_graph(cross=True), TOKS, ["src<0>", "src1"])
+    sent = figure_json(fig, None, describe(fig).as_dict())
+    assert figure_json_in(sent, "en") == sent
+    for lang in OTHERS:
+        alt = orjson.loads(figure_json_in(sent, lang))["layout"]["meta"]["alt"]
+        edge = t("figure.point.edge_head", lang, layer=1, head=1, source="src<0>", source_at=0, target="cat",
+                 target_at=3, share=number(0.05, lang))
+        assert f"{t('count.point.one', lang, n=1)}, " in alt["text"] and edge in alt["text"], alt["text"]
+        assert t("figure.point.edge_residual", lang, layer=0, source="cat", source_at=3, target="cat", target_at=3,
+                 share="1") + "; " in alt["text"] and " share " not in alt["text"] and "1 points" not in alt["text"]
+        residual = alt["tables"][0]
+        assert residual["columns"] == [t("alt_table.what", lang), t("column.share", lang)]
+        assert [r[1] for r in residual["rows"]] == [number(x, lang) for x in (1, 0.7, 0.4, 0.1)]
+        assert residual["rows"][1][0] == t("figure.point.edge_residual", lang, layer=1, source="cat", source_at=3,
+                                           target="cat", target_at=3, share=number(0.7, lang))
+    heat = viz_head(np.array([[0.25, 0.75]], dtype=np.float32), ["q"], ["a", "key"])  # a token "key" stays a token
+    sent = figure_json(heat, None, describe(heat).as_dict())
+    for lang in OTHERS:
+        alt = orjson.loads(figure_json_in(sent, lang))["layout"]["meta"]["alt"]
+        assert t("count.row.one", lang, n=1) + " (" in alt["text"] and " 1 row" not in alt["text"]
+        (table,) = alt["tables"]
+        assert table["columns"] == [t("figure.query", lang), "a", "key"] and table["rows"] == [
+            ["q", number(0.25, lang), number(0.75, lang)]]
+    big = viz_head(np.full((100, 100), 0.01, dtype=np.float32), *[[f"t{i}" for i in range(100)]] * 2)
+    sent = figure_json(big, None, describe(big).as_dict())  # a count in a note: "10,000 cells in all"
+    for lang in OTHERS:
+        (table,) = orjson.loads(figure_json_in(sent, lang))["layout"]["meta"]["alt"]["tables"]
+        assert table["note"] == t("figure.cells_in_all", lang, n=number(10000, lang)), table["note"]
+    from explorer.viz.mask import mask_heatmap  # a mask with one allowed cell: no verb agrees with a count
+
+    one = np.zeros((2, 2), dtype=bool)
+    one[1, 0] = True
+    mask = mask_heatmap(one, ["a", "b"], ["a", "b"])
+    sent = figure_json(mask, None, describe(mask).as_dict())
+    assert "Cells that are 1: 1 of 4; the others are 0." in orjson.loads(sent)["layout"]["meta"]["alt"]["text"]
+    for lang in OTHERS:
+        alt = orjson.loads(figure_json_in(sent, lang))["layout"]["meta"]["alt"]
+        assert alt["text"].endswith(t("figure.described.ones", lang, n=1, m=4)), alt["text"]
+
+
+def _written_headers() -> dict[str, str]:
+    """Every table header the page's code writes as a literal (a list assigned to a `*header*` name, an OutputTable's
+    first argument, a `headers=` or `columns=` argument, the list a `*table*`/`*rows*` function returns first) -> its
+    file; an f-string's parts are the [column] words it makes, named there."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "explorer" / "app"
+    found: dict[str, str] = {}
+    for path in root.rglob("*.py"):
+        lists: list[ast.AST] = []
+        for node in ast.walk(ast.parse(path.read_text())):
+            targets = getattr(node, "targets", None) or [getattr(node, "target", None)]
+            if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and any(
+                    isinstance(x, ast.Name) and "header" in x.id.lower() for x in targets):
+                lists.append(node.value)
+            if isinstance(node, ast.Call):
+                lists += [k.value for k in node.keywords if k.arg in ("headers", "columns")]
+                lists += node.args[:1] if getattr(node.func, "id", "") == "OutputTable" else []
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and ("table" in node.name or "rows" in
+                                                                               node.name):
+                lists += [r.value.elts[0] for r in ast.walk(node) if isinstance(r, ast.Return) and isinstance(
+                    r.value, ast.Tuple) and r.value.elts]
+        for x in filter(None, lists):
+            for part in ast.walk(x):
+                if isinstance(part, (ast.List, ast.Tuple)):
+                    found.update({e.value: path.name for e in part.elts if isinstance(e, ast.Constant) and isinstance(
+                        e.value, str)})
+    return found
+
+
+def test_every_header_a_table_writes_is_said_again_in_a_new_language():
+    """Each header the page's tables write (read from the code) is a [column] word, or a symbol ("#", "|v W_O|"), so
+    a change of language says it again from whichever language it is in, and back; a table's run words too."""
+    import pandas as pd
+
+    from explorer.app.i18n.headers import headers_in, tables_in
+
+    columns = {text: key for key, text in catalogue("en").items() if key.startswith("column.")}
+    headers = _written_headers()
+    assert {"filler (toggled)", "head switched off", "sentence", "q·k"} <= set(headers)  # the reading finds them
+    assert {h: f for h, f in headers.items() if h not in columns and re.search(r"[A-Za-z]{3,}", h)} == {}
+    for lang in LANGS:  # a header in one language is one key only, or going back could pick another
+        texts = [text for key, text in catalogue(lang).items() if key.startswith("column.")]
+        assert len(texts) == len(set(texts)), lang
+    english = pd.DataFrame([[1, "baseline", "la", 0.5]], columns=["#", "run", "filler (toggled)", "p baseline"])
+    french = tables_in("fr", [english])[0]
+    assert list(french.columns) == ["#", t("column.run", "fr"), t("column.filler_toggled", "fr"),
+                                    t("column.p_baseline", "fr")] and list(french.iloc[0]) == [
+        1, t("column.baseline", "fr"), "la", 0.5]
+    german = tables_in("de", [french])[0]
+    assert list(german.columns)[2] == "Füllung (mit Schaltern)" and german.iloc[0, 1] == t("column.baseline", "de")
+    back = tables_in("en", [german])[0]
+    assert back.equals(english) and headers_in(["|v W_O|", "#"], "es") == ["|v W_O|", "#"]

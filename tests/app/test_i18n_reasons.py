@@ -148,7 +148,8 @@ def shown_in(lang: str):
 
 def test_a_load_reason_is_said_in_the_pages_language(allowed):
     """A folder of an unknown family, loaded from the page: the frame, the file's words and the reason in the page's
-    language; the file and the family named as they are, never the server's path."""
+    language; the file and a family's proper name as they are ("Llama-family": "famille Llama"), never the server's
+    path."""
     from types import SimpleNamespace
 
     from explorer.app.page.model_events import ModelEvents
@@ -162,9 +163,12 @@ def test_a_load_reason_is_said_in_the_pages_language(allowed):
         said = ModelEvents.load_model(page, "date-translator", "broken", "cpu", None, None, shown_in(lang))["status"]
         why = t("refuse.load.model_type", lang, file=t("file_words.in_folder", lang, name="config.json",
                                                        folder="broken"), value="'mamba'", families="\0")
+        listed = t("family_words.between", lang).join(  # "famille Llama": a family named by one member
+            t("family_words.family", lang, name="Llama") + x[len("Llama-family"):] if x.startswith("Llama-family")
+            else x for x in families.split("; "))
         assert said == "⚠️ " + escape_md(t("refusal.could_not_load", lang, source="'broken'", why=why)).replace(
-            "\0", families), said
-        assert allowed.allowed_dirs[0] not in said
+            "\0", listed), said
+        assert allowed.allowed_dirs[0] not in said and "-family" not in said and "GPT-2 \\(gpt2\\)" in said
 
 
 def test_an_sae_files_error_is_said_in_the_forms_language(allowed):
@@ -203,10 +207,12 @@ def test_an_sae_files_error_is_said_in_the_forms_language(allowed):
      "refuse.load.missing_tensors", {"file": ("model.safetensors", "m"), "n": lambda lang: number(1212, lang),
                                      "names": lambda lang: t("file_words.and_more", lang, names="a, b",
                                                              n=number(1210, lang))}),
+    ("config.json in m: invalid Llama-family configuration: boom", "refuse.load.invalid_family_config",
+     {"file": ("config.json", "m"), "family": lambda lang: t("family_words.of", lang, name="Llama"), "err": "boom"}),
 ])
 def test_a_reason_from_deeper_down_is_read_back(english, key, values):
-    """A reason's own words inside it (the Hub's state, a file in its folder, the token asked for) are said in the
-    language too."""
+    """A reason's own words inside it (the Hub's state, a file in its folder, the token asked for, a family named by
+    one member) are said in the language too."""
     from explorer.app.i18n.messages import message_in
 
     def said(value, lang):  # a catalogue key's words, a file in its folder, words made in the language, or as it is

@@ -38,7 +38,7 @@ def test_a_large_head_sent_as_percent_codes_is_read_back_in_values() -> None:
     assert np.asarray(fig.data[0].z).dtype == np.uint8  # the percent form: codes, not values
     alt = describe(fig)
     assert "‘t70’ attends most to ‘t12’, 0.62" in alt.text
-    assert alt.tables[0].rows[0] == ["t70", "t12", "0.62"] and "10000 cells" in alt.tables[0].note
+    assert alt.tables[0].rows[0] == ["t70", "t12", "0.62"] and "10,000 cells" in alt.tables[0].note
 
 
 def test_token_text_with_html_stays_text_in_the_words_and_the_page_json() -> None:
@@ -81,3 +81,44 @@ def test_every_figure_kind_has_words(name: str) -> None:
     assert alt.text and (title in alt.text)
     if fig.data and not name.endswith(("_none", "_never")):
         assert alt.tables and all(t.rows for t in alt.tables), name
+
+
+def test_a_flow_graphs_edges_are_named_from_their_data_not_their_hover_text() -> None:
+    """The edges' words come from the edge (its layer, head, tokens and share, largest first), never from the hover
+    string: a hover text changed changes nothing; one edge is "1 point"."""
+    from tests.viz.test_viz_flow import TOKS, sample_graph
+
+    from explorer.viz.flow import flow_figure
+
+    fig = flow_figure(sample_graph(cross=True), TOKS, ["src<0>", "src1"])
+    alt = describe(fig)
+    assert "cross-attention head: 1 point, among them L1 H1: ‘src<0>’ (0) → ‘cat’ (3), share 0.05." in alt.text
+    assert "self-attention head: 2 points, among them L1 H0: ‘cat’ (1) → ‘cat’ (3), share 0.5; L1 H2:" in alt.text
+    assert "residual: 4 points, among them L0 residual: ‘cat’ (3) → ‘cat’ (3), share 1; L1 residual:" in alt.text
+    for trace in fig.data:
+        if trace.hovertemplate:
+            trace.text = ["hover words"] * len(trace.x)
+    assert describe(fig).text == alt.text and "hover" not in alt.text
+    (residual, *_), heads = alt.tables, alt.tables[2]
+    assert residual.columns == ["what", "share"] and [r[1] for r in residual.rows] == ["1", "0.7", "0.4", "0.1"]
+    assert heads.said == [True, True] and heads.numeric == [False, True]
+
+
+def test_a_count_of_one_is_singular() -> None:
+    alt = describe(viz.surprisal_chart(["a"], np.array([0.5])))
+    assert ": 1 bar (" in alt.text and "1 bars" not in alt.text
+    one_row = describe(viz.head_heatmap(np.array([[0.25, 0.75]], dtype=np.float32), ["q"], ["a", "b"]))
+    assert "1 row (" in one_row.text and " by 2 columns (" in one_row.text
+    table = one_row.tables[0]
+    assert table.said == [True, False, False] and table.numeric == [False, True, True]  # the tokens' headers as is
+
+
+def test_the_head_view_and_the_query_key_map_name_their_points_from_their_data() -> None:
+    """Each query with the head and key it attends to most (not its hover's lines per head), each key by its token."""
+    import re
+
+    lines, joint = describe(BUILDERS["head_lines"]()), describe(BUILDERS["query_key"]())
+    one = r"query ‘the’ \(1\): (<b>L1</b> H2|L0 H0|x) attends most to ‘[^’]+’, [0-9.]+;"
+    assert "queries: 7 points, among them query ‘<b>x</b>’ (0): " in lines.text and re.search(one, lines.text)
+    assert "→" not in lines.text and "keys: 7 points, among them key ‘<b>x</b>’ (0); key ‘the’ (1);" in joint.text
+    assert re.search(r"; query ‘the’ \(1\) attends most to ‘[^’]+’, [0-9.]+;", joint.text), joint.text

@@ -15,7 +15,7 @@ import string
 from typing import Any
 
 from ..serving.errors import escape_md
-from .words import ENGLISH, catalogue, language, number, t
+from .words import ENGLISH, catalogue, counted, language, number, t
 
 TEMPLATED = ("refuse.", "figure.", "result.", "source.", "endpoint.")  # the catalogue sections whose English texts are their own patterns
 # a lesson file's errors, for the teacher only: their "{file}: {why}" would read any "a: b" text, so they are read
@@ -31,8 +31,10 @@ NESTED = frozenset({"why", "err", "reads", "where", "kind", "run", "measure", "r
                     "named", "state", "hint", "limit_for", "asks", "refusal", "miss", "token_words", "origin",
                     "scale",  # the computation figure's note: "× 0.25" (figure.inside.scale)
                     "axis"})  # a point figure's text alternative: "73 points along {axis}" (figure.described)
-SPANNING = NESTED | {"cells", "items", "tokens_listed", "families"}
+SPANNING = NESTED | {"cells", "items", "tokens_listed", "families", "said"}  # "said": a point figure's points
 FIELDS = frozenset({"file", "file2", "repo"})  # a file or repo named first ("x.json in y: …"): no ": " of a frame
+# a count and its noun ("1 point", "3 rows": a text alternative's), said with the language's plural rule
+COUNTED = frozenset({"count", "count_rows", "count_columns"})
 IDENT = frozenset({"key"})  # a link's or a file's key (layer, d_sae): one word, never a frame's "⚠️" before it
 # an English number worth rewriting: with a decimal point or thousands commas ("0.62", "12,345"); a bare integer (a
 # layer, a token id) reads the same in every language
@@ -80,7 +82,8 @@ def templates(sections: tuple[str, ...] = TEMPLATED) -> tuple[tuple[re.Pattern[s
                 # a value holds no "; " (the next item of a list), but words read back may
                 parts.append(f"(?P={name})" if name in seen else f"(?P<{name}>.*?)" if name in SPANNING else
                              f"(?P<{name}>(?:(?!: |; ).)*?)" if name in FIELDS else f"(?P<{name}>[\\w.]+)" if name in
-                             IDENT else f"(?P<{name}>(?:(?!; ).)*?)")
+                             IDENT else f"(?P<{name}>[\\d,]+ [^\\W\\d]+)" if name in COUNTED else
+                             f"(?P<{name}>(?:(?!; ).)*?)")
                 seen.add(name)
         literal_chars = sum(len(lit) for lit, _, _, _ in string.Formatter().parse(text))
         found.append((-literal_chars, key, re.compile("".join(parts), re.DOTALL)))
@@ -98,6 +101,12 @@ def _value_in(name: str, value: str, lang: str, sections: tuple[str, ...] = TEMP
         return t("file_words.and_more", lang, names=m.group(1), n=number(int(m.group(2).replace(",", "")), lang))
     if name == "numbered":  # a list of names and numbers ("L0 H1 = 0.93, L1 H2 = 0.88"): its numbers the language's way
         return _NUMBER.sub(lambda m: _value_in("", m.group(0), lang), value)
+    if name in ("families", "family"):  # "GPT-2 (gpt2); Llama-family (llama, …)"; "a Llama-family model"
+        return families_in(value, lang, "family_words.family" if name == "families" else "family_words.of")
+    if name in COUNTED and (m := _counts().get(value.rpartition(" ")[2])):  # "1 point": the plural rule
+        return counted(int(value.rpartition(" ")[0].replace(",", "")), m, lang)
+    if name == "said":  # a point figure's points, each named by its own words (figure.point)
+        return "; ".join(message_in(point, lang, sections) for point in value.split("; "))
     if name == "cells":
         return "; ".join(message_in(cell, lang, sections) for cell in value.split("; "))
     if name == "items":  # a list of items each read back ("previous L1 H0 \\(0.19\\), self L1 H3 \\(0.24\\)")
@@ -114,6 +123,27 @@ def _value_in(name: str, value: str, lang: str, sections: tuple[str, ...] = TEMP
         sign, digits = m.group(1), len(m.group(2).partition(".")[2])
         return sign + number(float(m.group(2)), lang, digits=digits) + m.group(3)
     return value
+
+
+@functools.cache
+def _counts() -> dict[str, str]:
+    """A counted noun as English writes it ("point", "points": `count.<noun>` with "{n} " before it) -> the noun."""
+    return {text.partition("{n} ")[2]: key.split(".")[1] for key, text in catalogue(ENGLISH).items()
+            if key.startswith("count.")}
+
+
+def families_in(listed: str, lang: str, key: str = "family_words.family") -> str:
+    """A list of model families (importers.FAMILIES: "GPT-2 (gpt2); Llama-family (llama, mistral, qwen2)"), or one, in
+    `lang`: a proper name (GPT-2, BERT) and the model_types as they are, "X-family" the language's way with `key`
+    ("famille Llama"; inside a phrase, family_words.of: "configuration de la famille Llama")."""
+    before, _, after = catalogue(ENGLISH)[key].partition("{name}")
+    said = []
+    for item in listed.split("; "):
+        name, paren, types = item.partition(" (")
+        if len(name) > len(before + after) and name.startswith(before) and name.endswith(after):
+            name = t(key, lang, name=name[len(before):len(name) - len(after)])
+        said.append(name + paren + types)
+    return t("family_words.between", lang).join(said)
 
 
 def message_in(message: str, lang: Any = ENGLISH, sections: tuple[str, ...] = TEMPLATED) -> str:

@@ -18,6 +18,7 @@ import orjson
 
 from ...viz.describe import plain
 from ...viz.serialize import html_safe
+from ..page.figure_alt import alt_tables_in
 from .messages import message_in
 from .words import ENGLISH, catalogue, language, t
 
@@ -60,6 +61,7 @@ def figure_json_in(spec_text: str, lang: Any) -> str:
     alt = (spec["layout"].get("meta") or {}).get("alt") if isinstance(spec["layout"].get("meta"), dict) else None
     if isinstance(alt, dict) and isinstance(alt.get("parts"), dict):
         alt["text"], alt["switch"] = alt_text_in(alt["parts"], lang), t("figure.described.switch", lang)
+        alt["tables"] = alt_tables_in(alt.get("tables") or [], lang)  # their headers, numbers and points' words
     # a trace's own words: its name, its colour bar's (a scatter's is its marker's: the Circuit graph's score), its
     # hover text's (hovertemplate: Plotly's %{...} tokens kept as they are)
     spec["data"] = [{**trace, **words_in({k: trace[k] for k in ("name", "colorbar", "marker") if k in trace}, lang),

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import tomllib
+from babel import Locale
 from babel.numbers import format_decimal, get_decimal_symbol
 
 LANGS = ("en", "fr", "de", "es")  # English first: the page's source language and every look-up's fallback
@@ -62,6 +63,13 @@ def number(value: float, lang: Any = ENGLISH, digits: int | None = None, max_dig
     `digits`: exactly that many decimals, None: as many as it has, up to `max_digits`)."""
     decimals = "0" * digits if digits is not None else "#" * max_digits
     return format_decimal(value, format="#,##0" + ("." + decimals if decimals else ""), locale=language(lang))
+
+
+def counted(n: int, noun: str, lang: Any = ENGLISH) -> str:
+    """`n` things in `lang` ("1 point", "3 points"; "0 point" in French): the catalogue's `count.<noun>.one` or
+    `.other`, chosen by the language's plural rule (babel's CLDR rules; their "many" says "other")."""
+    form = Locale.parse(language(lang)).plural_form(n)
+    return t(f"count.{noun}.{'one' if form == 'one' else 'other'}", lang, n=number(n, lang))
 
 
 def decimal_point(text: str, lang: Any = ENGLISH) -> str:

@@ -5,7 +5,8 @@ meta ("alt": text and tables). The page script here puts it under the plot as on
 keyboard stop, read by a screen reader) says in words what the figure shows and its strongest cells; opening it (the
 "table" switch: Enter or a click) shows the numbers as tables, built then. Everything is inserted as text
 (textContent), never as HTML, so a token such as "<b>" reads as typed. The plot itself points at the words
-(aria-describedby).
+(aria-describedby). In another language, `alt_tables_in` says a table's header words, its numbers (decimal comma)
+and its points' words (i18n.result_words calls it with the figure's other words).
 
 The status line, the state line and the notices are live regions (role=status, polite): a screen reader says their
 new text after a Run or a link. The Run's timer, Gradio's progress tracker inside the status line, is kept out of the
@@ -14,7 +15,11 @@ region (aria-hidden), or each tick would be read.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
+
+from ..i18n.messages import message_in
+from ..i18n.words import ENGLISH, catalogue, decimal_point, language, t
 
 ALT_CLASS = "fig-alt"
 LIVE_IDS = ("status", "state-line", "link-notice", "why-same")  # the page's lines that change after a Run or a link
@@ -137,3 +142,38 @@ def alt_of(fig: Any) -> dict[str, Any]:
     from ...viz.describe import describe
 
     return describe(fig).as_dict()
+
+
+@functools.cache
+def _header_keys() -> dict[str, str]:
+    """A table's English header that is no axis's title ("row", "what", [alt_table]; "share", [column]) -> its key."""
+    return {text: key for key, text in catalogue(ENGLISH).items() if key.startswith(("alt_table.", "column."))}
+
+
+def header_in(header: str, lang: str) -> str:
+    """A text alternative's table header in `lang`: a fallback word or a table's word by its key, an axis title read
+    back as the figure's other words are."""
+    key = _header_keys().get(header)
+    return t(key, lang) if key else message_in(header, lang)
+
+
+def alt_tables_in(tables: list[Any], lang: Any) -> list[Any]:
+    """A text alternative's tables (viz.describe.Table as JSON) in `lang`: the headers that are words (`said`), the
+    numbers of its `numeric` columns with the language's decimal sign, a point's words ("what") read back; tokens and
+    a row's name as they are. Its caption and note are read back with the figure's words (result_words.words_in)."""
+    lang = language(lang)
+    if lang == ENGLISH:
+        return tables
+    said_tables = []
+    for table in tables:
+        if not isinstance(table, dict) or not table.get("said"):  # an older figure's: as it is
+            said_tables.append(table)
+            continue
+        columns, said, numeric = table["columns"], table["said"], table.get("numeric") or []
+        what = [c == "what" for c in columns]  # the column of a point's words
+        table = {**table, "columns": [header_in(c, lang) if s else c for c, s in zip(columns, said)],
+                 "rows": [[decimal_point(x, lang) if i < len(numeric) and numeric[i] else
+                           message_in(x, lang) if i < len(what) and what[i] else x for i, x in enumerate(row)]
+                          for row in table["rows"]]}
+        said_tables.append(table)
+    return said_tables

@@ -1,7 +1,6 @@
 """The "Inside a head" tab: how the page's chosen head computes at one query token of the page's Run (BertViz's
-neuron view), without and with the page's toggles (explorer.app.tabs.head.computation reads the block; explorer.viz
-draws it); the chosen layer's heads as lines (BertViz's head view) and the head's queries and keys in one picture
-(AttentionViz).
+neuron view), without and with the page's toggles (tabs.head.computation reads the block; explorer.viz draws it);
+the chosen layer's heads as lines (BertViz's head view) and the head's queries and keys in one picture (AttentionViz).
 
 It follows the page's view (kind, layer, head, sentence, masks, head switches, "Heatmaps show") and has its own query
 position. It is computed when opened, after each Run while shown, by its button (a link presses it) and when its query
@@ -25,6 +24,7 @@ from ....interpret.head_steps import MAX_KEYS, example_json, worked_example
 from ....labels import unique_labels
 from ....viz.head_computation import head_computation_figure
 from ...forms import endpoint, form_inputs
+from ...i18n.messages import message_in
 from ...page.assets import plot
 from ...page.glossary import glossed
 from ...run.request import whole_number
@@ -122,8 +122,7 @@ class HeadEvents(TabEvents):
         shown_comp = toggled if toggled is not None else base  # the steps: the model as switched
         picked, left_out = form.keys, []
         if not api and isinstance(picked, list):  # picks of another sentence or block: left out, and said
-            n = len(keys)
-            left_out = [k for k in picked if str(k).strip().isdigit() and int(k) >= n]
+            left_out = [k for k in picked if str(k).strip().isdigit() and int(k) >= len(keys)]
             picked = [k for k in picked if k not in left_out]
         try:
             example = worked_example(shown_comp, picked)
@@ -132,9 +131,10 @@ class HeadEvents(TabEvents):
         p, plain, kinds = self.parts, form.plain, self.loaded(form.session).config.attention_kinds()
         lang = form.lang  # the request's: the steps and the numbers' summary are written in it
         unmasked = unmasked_html(block.kind, block.request.toggles.causal, base.query, block.real_queries, kinds, lang)
-        notices = block.notices + ([f"key {', '.join(map(str, left_out))} is not one of the {len(keys)} keys here: "
-                                    "left out of the steps."] if left_out else [])
-        updates: dict = {self.status: "⚠️ " + escape_md(" ".join(notices)) if notices else "",
+        notices = " ".join(message_in(n, lang) for n in block.notices + [  # each said in the language, then joined
+            f"key {', '.join(map(str, left_out))} is not one of the {len(keys)} keys here: left out of the steps."
+        ] * bool(left_out))
+        updates: dict = {self.status: "⚠️ " + escape_md(notices) if notices else "",
                          p.summary: plain_summary(block, shown_comp, label, lang) if plain else
                          glossed(summary_markdown(block, base, toggled, label, lang), lang),
                          p.steps: steps_html(example, shown_comp, keys, label, plain, unmasked, lang),
