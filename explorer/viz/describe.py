@@ -303,5 +303,5 @@ def describe(fig: Any) -> Alt:
         return Alt(" ".join(filter(None, [title, *notes])), parts=said)
     parts = [f"{title}." if title and not title.endswith(".") else title, *sentences]
     if notes:
-        parts.append("Notes: " + "; ".join(notes) + ".")
+        parts.append("Notes: " + "; ".join(notes).rstrip(".") + ".")  # a note's own full stop ends the list
     return Alt(" ".join(p for p in parts if p), tables, said)

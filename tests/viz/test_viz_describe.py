@@ -122,3 +122,19 @@ def test_the_head_view_and_the_query_key_map_name_their_points_from_their_data()
     assert "queries: 7 points, among them query ‘<b>x</b>’ (0): " in lines.text and re.search(one, lines.text)
     assert "→" not in lines.text and "keys: 7 points, among them key ‘<b>x</b>’ (0); key ‘the’ (1);" in joint.text
     assert re.search(r"; query ‘the’ \(1\) attends most to ‘[^’]+’, [0-9.]+;", joint.text), joint.text
+
+
+def test_a_note_ending_in_a_full_stop_ends_the_text_with_one() -> None:
+    """A figure's note that is a sentence ("... to open it.") closes the notes once, not with "..", in every
+    language the page says it in."""
+    import plotly.graph_objects as go
+
+    from explorer.app.i18n.result_words import alt_text_in
+
+    fig = go.Figure(go.Heatmap(z=[[1, 2], [3, 4]]), layout=dict(
+        title="T", annotations=[dict(text="Click a cell to open it.", showarrow=False)]))
+    alt = describe(fig)
+    assert alt.text.endswith("Notes: Click a cell to open it.")
+    for lang in ("en", "fr", "de", "es"):
+        said = alt_text_in(alt.parts, lang)
+        assert said.endswith("open it.") and not said.endswith(".."), (lang, said)

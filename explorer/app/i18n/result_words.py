@@ -121,7 +121,7 @@ def alt_text_in(parts: dict[str, Any], lang: str) -> str:
         return " ".join(filter(None, [title, *notes]))
     said = [f"{title}." if title and not title.endswith(".") else title, *sentences]
     if notes:
-        said.append(t("figure.described.notes", lang, notes="; ".join(notes)))
+        said.append(t("figure.described.notes", lang, notes="; ".join(notes).rstrip(".")))
     return " ".join(x for x in said if x)
 
 
