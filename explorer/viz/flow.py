@@ -27,6 +27,7 @@ from explorer.viz import common as c
 COLORS = {"head": "#0072B2", "cross": "#CC79A7", "mlp": "#E69F00", "residual": "#777777"}  # Okabe-Ito; a grey apart from them (colour_vision)
 ROOT_COLOR, NODE_COLOR = "#d62728", "#222222"  # the chosen token's node, the others
 NAMES = {"head": "self-attention head", "cross": "cross-attention head", "mlp": "MLP", "residual": "residual"}
+WORD_TEXT = {"word_text": True}  # the hover texts are words around a token: said in a page's language
 WIDTH_BINS = (0.1, 0.2, 0.4, 0.7, 1.01)  # shares below each bound share one line width
 SUBLAYER_NAMES = {"embed": "embeddings", "attn": "after self-attention", "cross": "after cross-attention",
                   "out": "layer output"}
@@ -117,6 +118,7 @@ def _traces(graph: Any, labels: Sequence[str], source_labels: Sequence[str] | No
         traces.append(dict(type="scatter", mode="markers", x=m["x"], y=m["y"], xaxis=xa, yaxis=ya,
                            marker=dict(color=COLORS[kind], size=7, line=dict(color="white", width=1)),
                            text=m["text"], customdata=m["customdata"], hovertemplate="%{text}<extra></extra>",
+                           meta=WORD_TEXT,
                            name=NAMES[kind], legendgroup=kind, showlegend=False))
     nodes = [n for n in graph.nodes]
     traces.append(dict(
@@ -125,7 +127,7 @@ def _traces(graph: Any, labels: Sequence[str], source_labels: Sequence[str] | No
         marker=dict(color=[ROOT_COLOR if n == graph.root else NODE_COLOR for n in nodes],
                     size=[13 if n == graph.root else 8 for n in nodes], symbol="circle"),
         text=[f"{n.stack} {_token(n, labels, source_labels)}<br>" + _where(n) for n in nodes],
-        hovertemplate="%{text}<extra></extra>"))
+        hovertemplate="%{text}<extra></extra>", meta=WORD_TEXT))
     return traces
 
 

@@ -31,8 +31,13 @@ NESTED = frozenset({"why", "err", "reads", "where", "kind", "run", "measure", "r
                     "named", "state", "hint", "limit_for", "asks", "refusal", "miss", "token_words", "origin",
                     "scale",  # the computation figure's note: "× 0.25" (figure.inside.scale)
                     "axis"})  # a point figure's text alternative: "73 points along {axis}" (figure.described)
-SPANNING = NESTED | {"cells", "items", "tokens_listed", "families"}
+SPANNING = NESTED | {"cells", "items", "tokens_listed", "families", "weighted", "token"}  # a token may end in "&gt;"
 FIELDS = frozenset({"file", "file2", "repo"})  # a file or repo named first ("x.json in y: …"): no ": " of a frame
+AS_IS = frozenset({"token"})  # a token (a hover's "key {token} (2)"): never translated, nor read as a number ("3.5")
+MASKS = ("causal", "padding", "custom", "window", "mask")  # why a key is blocked (HeadComputation.blocked_by)
+# a number a hover text writes after a token ("H0: → {token} {weight}"): only a number, so a token may hold spaces
+NUMERIC = frozenset({"weight", "fraction", "renormalised"})
+NUMBER_TEXT = r"[-+−]?\d[\d,.]*(?:e[-+−]?\d+)?"
 IDENT = frozenset({"key"})  # a link's or a file's key (layer, d_sae): one word, never a frame's "⚠️" before it
 # an English number worth rewriting: with a decimal point or thousands commas ("0.62", "12,345"); a bare integer (a
 # layer, a token id) reads the same in every language
@@ -80,14 +85,25 @@ def templates(sections: tuple[str, ...] = TEMPLATED) -> tuple[tuple[re.Pattern[s
                 # a value holds no "; " (the next item of a list), but words read back may
                 parts.append(f"(?P={name})" if name in seen else f"(?P<{name}>.*?)" if name in SPANNING else
                              f"(?P<{name}>(?:(?!: |; ).)*?)" if name in FIELDS else f"(?P<{name}>[\\w.]+)" if name in
-                             IDENT else f"(?P<{name}>(?:(?!; ).)*?)")
+                             IDENT else f"(?P<{name}>{NUMBER_TEXT})" if name in NUMERIC else
+                             f"(?P<{name}>(?:(?!; ).)*?)")
                 seen.add(name)
         literal_chars = sum(len(lit) for lit, _, _, _ in string.Formatter().parse(text))
         found.append((-literal_chars, key, re.compile("".join(parts), re.DOTALL)))
     return tuple((pattern, key) for _, key, pattern in sorted(found))
 
 
+def masks_in(value: Any, lang: Any) -> Any:
+    """Why a key is blocked ("causal", "padding, custom": HeadComputation.blocked_by) in `lang`; else as it is."""
+    parts = value.split(", ") if isinstance(value, str) and value else []
+    return ", ".join(t(f"mask.{p}", lang) for p in parts) if parts and set(parts) <= set(MASKS) else value
+
+
 def _value_in(name: str, value: str, lang: str, sections: tuple[str, ...] = TEMPLATED) -> str:
+    if name in AS_IS:
+        return value
+    if name == "why" and (said := masks_in(value, lang)) != value:
+        return said
     if name.startswith("file") and " in " in value:  # "config.json in my-model" (file_reads.describe): the file as is
         file, _, folder = value.partition(" in ")
         return t("file_words.in_repo" if folder == "the repo" else "file_words.in_folder", lang, name=file,
@@ -98,6 +114,9 @@ def _value_in(name: str, value: str, lang: str, sections: tuple[str, ...] = TEMP
         return t("file_words.and_more", lang, names=m.group(1), n=number(int(m.group(2).replace(",", "")), lang))
     if name == "numbered":  # a list of names and numbers ("L0 H1 = 0.93, L1 H2 = 0.88"): its numbers the language's way
         return _NUMBER.sub(lambda m: _value_in("", m.group(0), lang), value)
+    if name == "weighted":  # tokens each with its number ("m 0.52, a 0.31"): the tokens as they are
+        return ", ".join(f"{token} {_value_in('', n, lang)}" if token else n for token, _, n in
+                         (item.rpartition(" ") for item in value.split(", ")))
     if name == "cells":
         return "; ".join(message_in(cell, lang, sections) for cell in value.split("; "))
     if name == "items":  # a list of items each read back ("previous L1 H0 \\(0.19\\), self L1 H3 \\(0.24\\)")

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import tomllib
-from babel.numbers import format_decimal, get_decimal_symbol
+from babel.numbers import format_decimal, get_decimal_symbol, get_group_symbol
 
 LANGS = ("en", "fr", "de", "es")  # English first: the page's source language and every look-up's fallback
 NAMES = {"en": "English", "fr": "Français", "de": "Deutsch", "es": "Español"}  # the menu: each in its own language
@@ -69,6 +69,13 @@ def decimal_point(text: str, lang: Any = ENGLISH) -> str:
     ("0,125"): for numbers whose digits a format chose (significant digits), which `number` cannot keep."""
     lang = language(lang)
     return text if lang == ENGLISH else text.replace(".", get_decimal_symbol(lang))
+
+
+def separators(lang: Any = ENGLISH) -> str:
+    """Plotly's layout.separators for `lang`: its decimal sign then its thousands sign (",\u202f" in French), so that
+    the numbers Plotly writes (a hover's %{z:.3f}) agree with those `number` writes."""
+    lang = language(lang)
+    return get_decimal_symbol(lang) + get_group_symbol(lang)
 
 
 def best_language(accept: str | None) -> str:
