@@ -160,6 +160,15 @@ def test_the_overviews_and_the_importance_maps_hover_in_the_language():
     measure = t("figure.hover.points.max_in_block", "de", measure=t("figure.weight", "de"))
     assert spec["data"][0]["hovertemplate"] == t("figure.hover.points.overview_pct", "de", measure=measure,
                                                   pct="%{z:d}")  # "≈ 25 %"
+    # the cells' names (the hover's %{y}, %{x}) in the language, the tick values naming the same categories; the page
+    # script reads the layer and head before the first " · " (tabs/overview.py), a gap by its zero-width space
+    heat, layout = spec["data"][0], spec["layout"]
+    assert heat["y"][0].startswith("Schicht 0 · Query") and heat["x"][0].startswith("Kopf 0 · Key")
+    assert set(layout["yaxis"]["tickvals"]) <= set(heat["y"]) and set(layout["xaxis"]["tickvals"]) <= set(heat["x"])
+    for names, top in ((heat["y"], 1), (heat["x"], 1)):
+        gaps = [x for x in names if x.startswith("\u200b")]
+        assert gaps and all("between" in x for x in gaps)  # as drawn: the page hides a gap's label
+        assert {int(re.match(r"^\D*(\d+) · ", x).group(1)) for x in names if x not in gaps} == {0, top}
     spec = said(importance, "es")
     assert spec["layout"]["separators"] == SEPARATORS["es"]
     hovers = [d["hovertemplate"] for d in spec["data"] if d["type"] == "heatmap"]

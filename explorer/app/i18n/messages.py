@@ -33,7 +33,7 @@ NESTED = frozenset({"why", "err", "reads", "where", "kind", "run", "measure", "r
                     "axis"})  # a point figure's text alternative: "73 points along {axis}" (figure.described)
 SPANNING = NESTED | {"cells", "items", "tokens_listed", "families", "weighted", "token"}  # a token may end in "&gt;"
 FIELDS = frozenset({"file", "file2", "repo"})  # a file or repo named first ("x.json in y: …"): no ": " of a frame
-AS_IS = frozenset({"token"})  # a token (a hover's "key {token} (2)"): never translated, nor read as a number ("3.5")
+AS_IS = frozenset({"token", "first", "last"})  # a token (a hover's "key {token} (2)"): never translated, nor read as a number ("3.5")
 MASKS = ("causal", "padding", "custom", "window", "mask")  # why a key is blocked (HeadComputation.blocked_by)
 # a number a hover text writes after a token ("H0: → {token} {weight}"): only a number, so a token may hold spaces
 NUMERIC = frozenset({"weight", "fraction", "renormalised"})
@@ -93,6 +93,14 @@ def templates(sections: tuple[str, ...] = TEMPLATED) -> tuple[tuple[re.Pattern[s
     return tuple((pattern, key) for _, key, pattern in sorted(found))
 
 
+@functools.cache
+def needles(sections: tuple[str, ...] = TEMPLATED) -> dict[str, str]:
+    """Each text of `sections`' longest literal part ("key {token} (position {position})" -> " (position "): a message
+    that lacks it cannot match the text's pattern, so message_in tests it first (hover texts run to thousands)."""
+    return {key: max((lit for lit, _, _, _ in string.Formatter().parse(text)), key=len, default="")
+            for key, text in catalogue(ENGLISH).items() if key.startswith(sections)}
+
+
 def masks_in(value: Any, lang: Any) -> Any:
     """Why a key is blocked ("causal", "padding, custom": HeadComputation.blocked_by) in `lang`; else as it is."""
     parts = value.split(", ") if isinstance(value, str) and value else []
@@ -142,7 +150,10 @@ def message_in(message: str, lang: Any = ENGLISH, sections: tuple[str, ...] = TE
         return message
     # a lesson file's texts first: "unknown key 'x' (the keys: …)" is its own, not a link's "unknown key …"
     patterns = MESSAGES + templates(sections) if sections == TEMPLATED else templates(sections) + MESSAGES
+    needs = needles(sections)
     for pattern, key in patterns:
+        if (need := needs.get(key)) and need not in message:  # cheap: a message without it cannot match
+            continue
         if m := pattern.fullmatch(message):  # formatted even without values: a template's "{{" is one "{"
             values = {k: _value_in(k, v or "", lang, sections) for k, v in m.groupdict().items()}
             return t(key, lang).format(**values)

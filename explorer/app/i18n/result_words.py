@@ -72,8 +72,10 @@ def figure_json_in(spec_text: str, lang: Any) -> str:
     spec["data"] = [{**trace, **words_in({k: trace[k] for k in ("name", "colorbar", "marker") if k in trace}, lang),
                      **({"hovertemplate": message_in(trace["hovertemplate"], lang)}
                         if isinstance(trace.get("hovertemplate"), str) else {}), **rows_in(trace, lang),
-                     **custom_in(trace, lang), **text_in(trace, lang), **english_name(trace)}
-                    for trace in spec.get("data", [])]
+                     **custom_in(trace, lang), **text_in(trace, lang), **english_name(trace),
+                     **cells_in(trace, lang)} for trace in spec.get("data", [])]
+    for trace in spec["data"]:
+        spec["layout"].update(ticks_in(spec["layout"], trace, lang))
     return html_safe(orjson.dumps(spec).decode())
 
 
@@ -128,6 +130,40 @@ def slider_in(slider: Any, lang: str) -> Any:
     return said
 
 
+POINTS = ("figure.hover.points.", "figure.circuit.")  # the words a hover text writes point by point (lines_in)
+CELLS = ("figure.cell_",)  # a cell's name: "layer {layer} · query {q}: {token}" (the overview's, the alt's)
+
+
+def cell_in(name: Any, lang: str) -> Any:
+    """A heatmap cell's category name in `lang` ("layer 2 · query 5: cat" → "couche 2 · requête 5 : cat"); any other
+    name (a gap's) as it is."""
+    return message_in(name, lang, CELLS) if isinstance(name, str) else name
+
+
+def cells_in(trace: dict[str, Any], lang: str) -> dict[str, Any]:
+    """A heatmap whose categories are named by words around tokens (its meta's "word_axes": the overview): its x and y
+    in `lang`; any other trace: nothing."""
+    meta = trace.get("meta")
+    if not (isinstance(meta, dict) and meta.get("word_axes")):
+        return {}
+    return {k: [cell_in(v, lang) for v in trace[k]] for k in ("x", "y") if isinstance(trace.get(k), list)}
+
+
+def ticks_in(layout: dict[str, Any], trace: dict[str, Any], lang: str) -> dict[str, Any]:
+    """The axes of a trace whose categories were said in `lang` (cells_in) with their tick values said the same way,
+    so that each still names a category; any other trace: nothing."""
+    meta = trace.get("meta")
+    if not (isinstance(meta, dict) and meta.get("word_axes")):
+        return {}
+    said = {}
+    for letter in ("x", "y"):
+        key = f"{letter}axis{str(trace.get(f'{letter}axis') or letter)[1:]}"  # "x2" -> "xaxis2"
+        axis = layout.get(key)
+        if isinstance(axis, dict) and isinstance(axis.get("tickvals"), list):
+            said[key] = {**axis, "tickvals": [cell_in(v, lang) for v in axis["tickvals"]]}
+    return said
+
+
 def english_name(trace: dict[str, Any]) -> dict[str, Any]:
     """A named trace's English name kept in its meta ("en_name"): the page scripts find a trace by it ("queries",
     "weights": a click on a query), whatever the language its name is said in."""
@@ -149,8 +185,10 @@ def text_in(trace: dict[str, Any], lang: str) -> dict[str, Any]:
 
 
 def lines_in(text: Any, lang: str) -> Any:
-    """A hover text's lines, each read back in `lang` ("key “m” (2)<br>share 0.25")."""
-    return "<br>".join(message_in(line, lang) for line in text.split("<br>")) if isinstance(text, str) else text
+    """A hover text's lines, each read back in `lang` ("key “m” (2)<br>share 0.25") from the texts hovers write point by
+    point and the Circuit's words they name ("EAP score"): a few dozen patterns, not every figure's (the lines view
+    at 1,024 tokens has 9,000 lines)."""
+    return "<br>".join(message_in(line, lang, POINTS) for line in text.split("<br>")) if isinstance(text, str) else text
 
 
 def row_in(name: Any, lang: str) -> Any:

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import tomllib
-from babel.numbers import format_decimal, get_decimal_symbol, get_group_symbol
+from babel import Locale
+from babel.numbers import format_decimal, get_decimal_symbol, get_group_symbol, parse_pattern
 
 LANGS = ("en", "fr", "de", "es")  # English first: the page's source language and every look-up's fallback
 NAMES = {"en": "English", "fr": "Français", "de": "Deutsch", "es": "Español"}  # the menu: each in its own language
@@ -61,7 +62,19 @@ def number(value: float, lang: Any = ENGLISH, digits: int | None = None, max_dig
     """`value` formatted the language's way (decimal comma in French, German and Spanish, their own grouping;
     `digits`: exactly that many decimals, None: as many as it has, up to `max_digits`)."""
     decimals = "0" * digits if digits is not None else "#" * max_digits
-    return format_decimal(value, format="#,##0" + ("." + decimals if decimals else ""), locale=language(lang))
+    return format_decimal(value, format=_pattern("#,##0" + ("." + decimals if decimals else "")),
+                          locale=_locale(language(lang)))
+
+
+@functools.cache
+def _pattern(text: str) -> Any:
+    """A babel number pattern, parsed once (a hover text of 1,024 tokens writes thousands of numbers)."""
+    return parse_pattern(text)
+
+
+@functools.cache
+def _locale(lang: str) -> Locale:
+    return Locale.parse(lang)
 
 
 def decimal_point(text: str, lang: Any = ENGLISH) -> str:
