@@ -43,7 +43,7 @@ def said(fig, lang):
 
 def trace(spec, name):
     """The trace named `name` in English: its name said in the language, the English kept for the page scripts."""
-    return next(d for d in spec["data"] if (d.get("meta") or {}).get("en_name") == name)
+    return next(d for d in spec["data"] if (d.get("meta") or {}).get("en_name", d.get("name")) == name)
 
 
 def english_unchanged(fig):
@@ -87,6 +87,8 @@ def test_the_lines_view_and_the_query_key_map_say_their_words_around_the_tokens(
     qk = viz.query_key_figure(query_key_map(caps, 1), LABELS, query=2)
     for fig in (lines, qk):
         english_unchanged(fig)
+    english = orjson.loads(plot_json(lines))
+    assert trace(english, "keys")["text"] == [f"key {x} ({j})" for j, x in enumerate(ESCAPED)]  # as drawn
     spec = said(lines, "fr")
     assert spec["layout"]["separators"] == SEPARATORS["fr"]
     queries, keys = trace(spec, "queries")["text"], trace(spec, "keys")["text"]
@@ -130,6 +132,7 @@ def test_the_flow_graphs_and_the_circuits_edges_in_the_language():
     fig = circuit_figure(nodes, edges, ["embed", "decoder.L0.H0", "decoder.L0.mlp"], "t", score_name="EAP score")
     english_unchanged(fig)
     spec = said(fig, "fr")
+    assert spec["layout"]["separators"] == SEPARATORS["fr"]
     assert trace(spec, "edges")["hovertext"] == [
         "embed → decoder.L0.H0.q<br>" + t("figure.hover.points.circuit_score", "fr",
                                           measure=t("figure.circuit.eap_score", "fr"), weight="+0,5")
@@ -141,6 +144,7 @@ def test_the_flow_graphs_and_the_circuits_edges_in_the_language():
         t("figure.hover.points.circuit_outside", "fr", node="decoder.L0.H1")]
     assert trace(spec, "circuit nodes")["text"] == ["embed", "L0 H0", "L0 MLP", "logits"]  # names, as they are
     curve = said(curve_figure([4, 8], [3, 8], [0.5, 0.875], [0.25, 0.75], 8, 0.875), "de")
+    assert curve["layout"]["separators"] == SEPARATORS["de"]
     found = trace(curve, "pairs that found it")["hovertext"]
     assert found[0] == "<br>".join([t("figure.hover.points.curve_sizes", "de", n=4, k=3), t(
         "figure.hover.points.curve_value", "de", where=t("figure.hover.points.curve_found", "de"), weight="0,500")])
