@@ -180,7 +180,8 @@ def draw_overview(tiles: OverviewTiles, query_labels: Sequence[str], key_labels:
                    title=dict(text="layer (each tile: queries top → bottom)")),
         annotations=annotations,
         shapes=shapes,
-        meta={"overview_grid": asdict(grid)},
+        # word_axes: the cells' names ("layer 2 · query 5: cat") are words around tokens, said in a page's language
+        meta={"overview_grid": asdict(grid), "word_axes": True},
     )
     return c.figure(traces, layout)
 
@@ -213,9 +214,7 @@ def gapped_heatmap(enc: Encoded, grid: OverviewGrid, scale: list, x_axis: list[s
         stretched = [[float(p) * (enc.zmax - enc.zmin) / (zmax - enc.zmin), col] for p, col in scale] + [[1.0, CLEAR]]
     heat = dict(type="heatmap", z=z, x=x_axis, y=y_axis, zmin=enc.zmin, zmax=zmax, colorscale=stretched,
                 showscale=False, hovertemplate=hovertemplate, hoverongaps=False,
-                # codes back to values (viz.describe); the cells' names ("layer 2 · query 5: cat") are words around
-                # tokens, said in a page's language with the axes' tick values
-                meta={"word_axes": True, **({} if enc.exact else {"unit": enc.unit})})
+                **({} if enc.exact else {"meta": {"unit": enc.unit}}))  # codes back to values: viz.describe
     # One point at no position (plotly.js draws no colour bar for a marker colour array without values).
     bar = dict(type="scatter", x=[None], y=[None], mode="markers", hoverinfo="skip", showlegend=False,
                marker=dict(color=[enc.zmin], colorscale=scale, cmin=enc.zmin, cmax=enc.zmax, showscale=True,

@@ -178,3 +178,23 @@ def test_the_overviews_and_the_importance_maps_hover_in_the_language():
     hovers = [d["hovertemplate"] for d in spec["data"] if d["type"] == "heatmap"]
     assert hovers == [t("figure.hover.points.importance", "es", measure=t(key, "es"))
                       for key in ("figure.importance.exact", "figure.importance.gradient")]
+
+
+def test_a_pooled_heatmaps_cell_names_in_the_language():
+    """A long input's heatmap pools tokens into blocks named by words ("tokens 0–1: w0 … w1"): the hover's %{y} and
+    %{x}, the masked cover and the ticks name the same categories in the language; unpooled, tokens as they are."""
+    toks = [f"w{i}" for i in range(19)] + ["3.5"]
+    weights = np.full((20, 20), 0.05, np.float32)
+    pooled = viz.head_heatmap(weights, toks, toks, mask=np.tril(np.ones((20, 20), bool)), max_side=8)
+    english_unchanged(pooled)
+    spec = said(pooled, "fr")
+    assert spec["layout"]["separators"] == SEPARATORS["fr"]
+    heat, cover = trace(spec, "weights"), trace(spec, "masked")  # the cover: a heatmap on the same cells
+    assert heat["y"][0] == t("figure.cell_tokens", "fr", lo=0, hi=1, first="w0", last="w1")
+    assert heat["x"][-1] == t("figure.cell_tokens", "fr", lo=17, hi=19, first="w17", last="3.5")  # a token as it is
+    assert (cover["x"], cover["y"]) == (heat["x"], heat["y"])
+    for axis, names in (("xaxis", heat["x"]), ("yaxis", heat["y"])):
+        assert set(spec["layout"][axis]["tickvals"]) <= set(names)
+    full = said(viz.head_heatmap(weights, toks, toks), "fr")
+    assert trace(full, "weights")["y"] == toks  # nothing pooled: the tokens as they are
+

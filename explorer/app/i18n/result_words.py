@@ -21,7 +21,7 @@ import orjson
 
 from ...viz.describe import plain
 from ...viz.serialize import html_safe
-from .messages import masks_in, message_in
+from .messages import masks_in, message_in, templates
 from .words import ENGLISH, catalogue, language, separators, t
 
 TEXT_KEYS = frozenset({"text", "name", "caption", "note"})  # the words a figure carries
@@ -72,10 +72,10 @@ def figure_json_in(spec_text: str, lang: Any) -> str:
     spec["data"] = [{**trace, **words_in({k: trace[k] for k in ("name", "colorbar", "marker") if k in trace}, lang),
                      **({"hovertemplate": message_in(trace["hovertemplate"], lang)}
                         if isinstance(trace.get("hovertemplate"), str) else {}), **rows_in(trace, lang),
-                     **custom_in(trace, lang), **text_in(trace, lang), **english_name(trace),
-                     **cells_in(trace, lang)} for trace in spec.get("data", [])]
-    for trace in spec["data"]:
-        spec["layout"].update(ticks_in(spec["layout"], trace, lang))
+                     **custom_in(trace, lang), **text_in(trace, lang), **english_name(trace)}
+                    for trace in spec.get("data", [])]
+    if isinstance(spec["layout"].get("meta"), dict) and spec["layout"]["meta"].get("word_axes"):
+        axes_in(spec, lang)
     return html_safe(orjson.dumps(spec).decode())
 
 
@@ -131,37 +131,26 @@ def slider_in(slider: Any, lang: str) -> Any:
 
 
 POINTS = ("figure.hover.points.", "figure.circuit.")  # the words a hover text writes point by point (lines_in)
-CELLS = ("figure.cell_",)  # a cell's name: "layer {layer} · query {q}: {token}" (the overview's, the alt's)
+CELLS = ("figure.cell_",)  # a cell's name: "layer {layer} · query {q}: {token}", "tokens {lo}–{hi}: {first} … {last}"
 
 
 def cell_in(name: Any, lang: str) -> Any:
     """A heatmap cell's category name in `lang` ("layer 2 · query 5: cat" → "couche 2 · requête 5 : cat"); any other
-    name (a gap's) as it is."""
-    return message_in(name, lang, CELLS) if isinstance(name, str) else name
+    name (a gap's, a token's where only the other side is pooled) as it is."""
+    if isinstance(name, str) and any(pattern.fullmatch(name) for pattern, _ in templates(CELLS)):
+        return message_in(name, lang, CELLS)
+    return name
 
 
-def cells_in(trace: dict[str, Any], lang: str) -> dict[str, Any]:
-    """A heatmap whose categories are named by words around tokens (its meta's "word_axes": the overview): its x and y
-    in `lang`; any other trace: nothing."""
-    meta = trace.get("meta")
-    if not (isinstance(meta, dict) and meta.get("word_axes")):
-        return {}
-    return {k: [cell_in(v, lang) for v in trace[k]] for k in ("x", "y") if isinstance(trace.get(k), list)}
-
-
-def ticks_in(layout: dict[str, Any], trace: dict[str, Any], lang: str) -> dict[str, Any]:
-    """The axes of a trace whose categories were said in `lang` (cells_in) with their tick values said the same way,
-    so that each still names a category; any other trace: nothing."""
-    meta = trace.get("meta")
-    if not (isinstance(meta, dict) and meta.get("word_axes")):
-        return {}
-    said = {}
-    for letter in ("x", "y"):
-        key = f"{letter}axis{str(trace.get(f'{letter}axis') or letter)[1:]}"  # "x2" -> "xaxis2"
-        axis = layout.get(key)
-        if isinstance(axis, dict) and isinstance(axis.get("tickvals"), list):
-            said[key] = {**axis, "tickvals": [cell_in(v, lang) for v in axis["tickvals"]]}
-    return said
+def axes_in(spec: dict[str, Any], lang: str) -> None:
+    """A figure whose cells are named by words around tokens (its layout's meta says "word_axes": the overview's "layer
+    2 · query 5: cat", a long input's pooled "tokens 0–15: a … p"): every trace's x and y and every axis's tick values
+    said in `lang` the same way, so that each still names its category (a gap's name as drawn)."""
+    for trace in spec["data"]:
+        trace.update({k: [cell_in(v, lang) for v in trace[k]] for k in ("x", "y") if isinstance(trace.get(k), list)})
+    for key, axis in spec["layout"].items():
+        if key.startswith(("xaxis", "yaxis")) and isinstance(axis, dict) and isinstance(axis.get("tickvals"), list):
+            axis["tickvals"] = [cell_in(v, lang) for v in axis["tickvals"]]
 
 
 def english_name(trace: dict[str, Any]) -> dict[str, Any]:
