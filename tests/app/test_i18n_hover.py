@@ -198,3 +198,14 @@ def test_a_pooled_heatmaps_cell_names_in_the_language():
     full = said(viz.head_heatmap(weights, toks, toks), "fr")
     assert trace(full, "weights")["y"] == toks  # nothing pooled: the tokens as they are
 
+
+def test_the_rollouts_slider_says_its_prefix_and_titles_in_the_language():
+    rollout = np.full((3, 5, 5), 0.2, np.float32)
+    fig = viz.rollout_heatmap(rollout, list("abcde"), title="Attention rollout, decoder self-attention (sentence 1)")
+    english_unchanged(fig)
+    slider = said(fig, "es")["layout"]["sliders"][0]
+    assert slider["currentvalue"]["prefix"] == t("figure.slider.through_layer", "es")
+    assert [s["args"][1]["title.text"] for s in slider["steps"]] == [
+        t("figure.rollout", "es", kind=t("figure.decoder", "es"), sentence=1, layer=n) for n in range(3)]
+    assert [s["label"] for s in slider["steps"]] == ["0", "1", "2"]
+

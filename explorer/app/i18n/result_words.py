@@ -116,8 +116,9 @@ def _slider_words() -> dict[str, str]:
 
 
 def slider_in(slider: Any, lang: str) -> Any:
-    """A slider's words in `lang`: its current value's prefix ("query: ") and the steps named by words ("every
-    query"); a step named by a token ("cat (3)") as it is."""
+    """A slider's words in `lang`: its current value's prefix ("query: "), the steps named by words ("every
+    query") and the titles a step sets (the rollout's "…, through layer 2"); a step named by a token ("cat (3)") as it
+    is."""
     if not isinstance(slider, dict):
         return slider
     words, said = _slider_words(), dict(slider)
@@ -125,8 +126,18 @@ def slider_in(slider: Any, lang: str) -> Any:
     if isinstance(now, dict) and now.get("prefix") in words:
         said["currentvalue"] = {**now, "prefix": t(words[now["prefix"]], lang)}
     if isinstance(slider.get("steps"), list):
-        said["steps"] = [{**s, "label": t(words[s["label"]], lang)} if isinstance(s, dict) and s.get("label") in
-                         words else s for s in slider["steps"]]
+        said["steps"] = [step_in(s, words, lang) for s in slider["steps"]]
+    return said
+
+
+def step_in(step: Any, words: dict[str, str], lang: str) -> Any:
+    """A slider's step with its label (when it is words) and the title it sets in `lang`."""
+    if not isinstance(step, dict):
+        return step
+    said = {**step, **({"label": t(words[step["label"]], lang)} if step.get("label") in words else {})}
+    if isinstance(step.get("args"), list):
+        said["args"] = [{**a, "title.text": message_in(a["title.text"], lang)} if isinstance(a, dict) and isinstance(
+            a.get("title.text"), str) else a for a in step["args"]]
     return said
 
 
