@@ -28,6 +28,7 @@ COLORS = {"head": "#0072B2", "cross": "#CC79A7", "mlp": "#E69F00", "residual": "
 ROOT_COLOR, NODE_COLOR = "#d62728", "#222222"  # the chosen token's node, the others
 NAMES = {"head": "self-attention head", "cross": "cross-attention head", "mlp": "MLP", "residual": "residual"}
 WORD_TEXT = {"word_text": True}  # the hover texts are words around a token: said in a page's language
+WORD_TICKS = {"word_ticks": ["yaxis", "yaxis2"]}  # the rows' ticks are words ("embeddings", "layer 0"), not tokens
 WIDTH_BINS = (0.1, 0.2, 0.4, 0.7, 1.01)  # shares below each bound share one line width
 SUBLAYER_NAMES = {"embed": "embeddings", "attn": "after self-attention", "cross": "after cross-attention",
                   "out": "layer output"}
@@ -167,7 +168,7 @@ def flow_figure(graph: Any, labels: Sequence[str], source_labels: Sequence[str] 
     height = _height(graph)
     layout = c.base_layout(c.escape(title), height, width, b=90, t=110)
     xaxis, yaxis = _axes(graph, labels, source_labels, (width or c.DEFAULT_WIDTH) - 120)
-    layout.update(xaxis=xaxis, yaxis=yaxis, hovermode="closest",
+    layout.update(xaxis=xaxis, yaxis=yaxis, hovermode="closest", meta=WORD_TICKS,
                   legend=dict(orientation="h", x=0.0, xanchor="left", y=1.07, yanchor="bottom"),
                   annotations=[c.caption(EXPLAIN.format(t=graph.threshold))])
     if not graph.edges:
@@ -200,6 +201,6 @@ def flow_pair_figure(baseline: Any, toggled: Any, labels: Sequence[str], source_
                                 yanchor="bottom", xref="paper", yref="paper", showarrow=False,
                                 font=dict(size=13)))
     annotations[0]["y"] = 1.07
-    layout.update(hovermode="closest", annotations=annotations,
+    layout.update(hovermode="closest", annotations=annotations, meta=WORD_TICKS,
                   legend=dict(orientation="h", x=0.0, xanchor="left", y=1.13, yanchor="bottom"))
     return c.figure(traces, layout)

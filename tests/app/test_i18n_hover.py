@@ -127,6 +127,8 @@ def test_the_flow_graphs_and_the_circuits_edges_in_the_language():
         t("figure.hover.points.flow_to", "es", token="d", position=3, where=t("figure.hover.points.after_self", "es")),
         t("figure.hover.points.flow_share", "es", fraction="0,500", renormalised="0,625")]
     assert not any(ENGLISH_WORDS.search(x) for x in edges), edges
+    assert spec["layout"]["yaxis"]["ticktext"] == [t("figure.hover.points.embeddings", "es")] + [
+        t("figure.hover.points.flow_tick", "es", layer=n) for n in range(2)]  # the rows' ticks are words
     nodes = ["embed", "decoder.L0.H0", "decoder.L0.H1", "decoder.L0.mlp"]
     edges = [("embed", "decoder.L0.H0.q", 0.5, 0.25), ("decoder.L0.H0", "decoder.L0.mlp.in", -0.125, None)]
     fig = circuit_figure(nodes, edges, ["embed", "decoder.L0.H0", "decoder.L0.mlp"], "t", score_name="EAP score")

@@ -64,7 +64,8 @@ def figure_json_in(spec_text: str, lang: Any) -> str:
     spec["layout"] = {**words_in(spec.get("layout", {}), lang), "separators": separators(lang)}
     if isinstance(spec["layout"].get("sliders"), list):
         spec["layout"]["sliders"] = [slider_in(s, lang) for s in spec["layout"]["sliders"]]
-    alt = (spec["layout"].get("meta") or {}).get("alt") if isinstance(spec["layout"].get("meta"), dict) else None
+    meta = spec["layout"].get("meta") if isinstance(spec["layout"].get("meta"), dict) else {}
+    alt = meta.get("alt")
     if isinstance(alt, dict) and isinstance(alt.get("parts"), dict):
         alt["text"], alt["switch"] = alt_text_in(alt["parts"], lang), t("figure.described.switch", lang)
     # a trace's own words: its name, its colour bar's (a scatter's is its marker's: the Circuit graph's score), its
@@ -74,8 +75,12 @@ def figure_json_in(spec_text: str, lang: Any) -> str:
                         if isinstance(trace.get("hovertemplate"), str) else {}), **rows_in(trace, lang),
                      **custom_in(trace, lang), **text_in(trace, lang), **english_name(trace)}
                     for trace in spec.get("data", [])]
-    if isinstance(spec["layout"].get("meta"), dict) and spec["layout"]["meta"].get("word_axes"):
+    if meta.get("word_axes"):
         axes_in(spec, lang)
+    for key in meta.get("word_ticks") or ():  # an axis whose ticks are words ("layer 0"), not tokens
+        axis = spec["layout"].get(key)
+        if isinstance(axis, dict) and isinstance(axis.get("ticktext"), list):
+            axis["ticktext"] = [lines_in(x, lang) for x in axis["ticktext"]]
     return html_safe(orjson.dumps(spec).decode())
 
 
