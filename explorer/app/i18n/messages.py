@@ -33,7 +33,8 @@ NESTED = frozenset({"why", "err", "reads", "where", "kind", "run", "measure", "r
                     "axis"})  # a point figure's text alternative: "73 points along {axis}" (figure.described)
 SPANNING = NESTED | {"cells", "items", "tokens_listed", "families", "weighted", "token"}  # a token may end in "&gt;"
 FIELDS = frozenset({"file", "file2", "repo"})  # a file or repo named first ("x.json in y: …"): no ": " of a frame
-AS_IS = frozenset({"token", "first", "last"})  # a token (a hover's "key {token} (2)"): never translated, nor read as a number ("3.5")
+# a token (a hover's "key {token} (2)", a pooled cell's "{first} … {last}"): never translated, nor read as a number
+AS_IS = frozenset({"token", "first", "last"})
 MASKS = ("causal", "padding", "custom", "window", "mask")  # why a key is blocked (HeadComputation.blocked_by)
 # a number a hover text writes after a token ("H0: → {token} {weight}"): only a number, so a token may hold spaces
 NUMERIC = frozenset({"weight", "fraction", "renormalised"})

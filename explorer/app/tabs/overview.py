@@ -28,8 +28,9 @@ from .base import Tab, Wiring
 # gr.Plot has no click event: the page script listens to plotly_click on the grid and writes "layer,head,time" into a
 # hidden textbox whose change event runs on the server (a script-set value fires no input event in Gradio 6; the time
 # makes a second click on the same tile a change). Category names carry the numbers ("layer 2 · query …", "head 5 ·
-# key …", said in the page's language: "couche 2 · requête …", the number before the first " · "); the gaps between tiles are cells too (one image, viz.overview), starting with a zero-width space: their
-# hover label is hidden and a click on them ignored.
+# key …", said in the page's language: "couche 2 · requête …", the number before the first " · "); the gaps between
+# tiles are cells too (one image, viz.overview), starting with a zero-width space: their hover label is hidden and a
+# click on them ignored.
 SCRIPT = """
 const isGap = (point) => String(point.x).startsWith('\\u200b') || String(point.y).startsWith('\\u200b');
 const bindOverview = () => {
