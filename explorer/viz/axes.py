@@ -68,6 +68,10 @@ class TokenAxes:
         self.x_title, self.y_title = x_title, y_title
 
     def layout(self, title: str, **extra: Any) -> dict[str, Any]:
+        """The figure's layout; pooled, its meta says the cells' names are words around tokens ("tokens 0–15: a …
+        p"), which a page in another language says in it."""
+        if self.pooled:
+            extra["meta"] = {**extra.get("meta", {}), "word_axes": True}
         plot_w = self.plot_w
         plot_h = self.height - self.top - self.bottom
         n_k = len(self.k_names)

@@ -28,6 +28,7 @@ import plotly.graph_objects as go
 
 from explorer.viz import common as c
 
+WORD_TEXT = {"word_text": "hovertext"}  # the hover texts (not the nodes' drawn names): said in a page's language
 MAX_DRAWN = 300  # edges drawn at most (the strongest); the caption says when more are in the circuit
 ROLES = {  # receiver role -> (legend name, dash, arrival marker, y offset at the receiver)
     "q": ("into a query (solid line, ●)", "solid", "circle", 0.28),
@@ -146,6 +147,7 @@ def circuit_figure(nodes: Sequence[str], edges: Sequence[tuple[str, str, float, 
                       f"patch (this edge alone from the corrupted run): {_exact_text(exact)}"), score))
     traces.append(dict(type="scatter", mode="markers", x=[m[0] for m in mids], y=[m[1] for m in mids],
                        hovertext=[m[2] for m in mids], hoverinfo="text", showlegend=False, name="edges",
+                       meta=WORD_TEXT,
                        marker=dict(size=7, color=[m[3] for m in mids], colorscale=c.DIVERGING_SCALE, cmin=-top,
                                    cmax=top, opacity=0.9, line=dict(color="#333", width=0.5),
                                    colorbar=dict(title=dict(text=score_name, side="right"), thickness=12, len=0.7)),
@@ -162,7 +164,7 @@ def circuit_figure(nodes: Sequence[str], edges: Sequence[tuple[str, str, float, 
                            text=[short_name(n) for n in members] if style is None else None,
                            textposition="top center", textfont=dict(size=10, color="#111"),
                            hovertext=[c.escape(n) + ("" if style is None else " (not in the circuit)") for n in members],
-                           hoverinfo="text", marker=marker, showlegend=False,
+                           hoverinfo="text", marker=marker, showlegend=False, meta=WORD_TEXT,
                            name="circuit nodes" if style is None else "other nodes"))
     columns = sorted({_column(n) for n in nodes})
     ticks = []
@@ -198,19 +200,19 @@ def curve_figure(sizes: Sequence[int], kept: Sequence[int], found: Sequence[floa
 
     traces = [dict(type="scatter", mode="lines+markers", x=list(sizes), y=list(found), name="pairs that found it",
                    line=dict(color="#0072B2", width=2), marker=dict(size=6), hovertext=hover(found, "found"),
-                   hoverinfo="text")]
+                   hoverinfo="text", meta=WORD_TEXT)]
     if held_out is not None:
         traces.append(dict(type="scatter", mode="lines+markers", x=list(sizes), y=list(held_out),
                            name="held-out pairs", line=dict(color="#D55E00", width=2, dash="dash"),
                            marker=dict(size=6, symbol="diamond"), hovertext=hover(held_out, "held out"),
-                           hoverinfo="text"))
+                           hoverinfo="text", meta=WORD_TEXT))
     marks = [(chosen_value, "the circuit shown", "#000000")]
     if held_value is not None and not math.isnan(held_value):
         marks.append((held_value, "the circuit shown, held out", "#D55E00"))
     for value, name, color in marks:
         if not math.isnan(value):
             traces.append(dict(type="scatter", mode="markers", x=[chosen], y=[value], name=name,
-                               marker=dict(size=13, symbol="star", color=color), hoverinfo="text",
+                               marker=dict(size=13, symbol="star", color=color), hoverinfo="text", meta=WORD_TEXT,
                                hovertext=[f"{name}: {chosen} edges, faithfulness {value:.3f}"]))
     values = [v for v in [*found, *(held_out or []), chosen_value] if not math.isnan(v)]
     low, high = min([0.0, *values]), max([1.0, *values])

@@ -27,6 +27,8 @@ from explorer.viz import common as c
 COLORS = {"head": "#0072B2", "cross": "#CC79A7", "mlp": "#E69F00", "residual": "#777777"}  # Okabe-Ito; a grey apart from them (colour_vision)
 ROOT_COLOR, NODE_COLOR = "#d62728", "#222222"  # the chosen token's node, the others
 NAMES = {"head": "self-attention head", "cross": "cross-attention head", "mlp": "MLP", "residual": "residual"}
+WORD_TEXT = {"word_text": True}  # the hover texts are words around a token: said in a page's language
+WORD_TICKS = {"word_ticks": ["yaxis", "yaxis2"]}  # the rows' ticks are words ("embeddings", "layer 0"), not tokens
 WIDTH_BINS = (0.1, 0.2, 0.4, 0.7, 1.01)  # shares below each bound share one line width
 SUBLAYER_NAMES = {"embed": "embeddings", "attn": "after self-attention", "cross": "after cross-attention",
                   "out": "layer output"}
@@ -130,6 +132,7 @@ def _traces(graph: Any, labels: Sequence[str], source_labels: Sequence[str] | No
         traces.append(dict(type="scatter", mode="markers", x=m["x"], y=m["y"], xaxis=xa, yaxis=ya,
                            marker=dict(color=COLORS[kind], size=7, line=dict(color="white", width=1)),
                            text=m["text"], customdata=m["customdata"], hovertemplate="%{text}<extra></extra>",
+                           meta=WORD_TEXT,
                            name=NAMES[kind], legendgroup=kind, showlegend=False))
     for trace, kind in zip(traces[len(traces) - len(mids):], mids):  # the midpoints' words for the text alternative
         words = "edge_head" if kind in ("head", "cross") else f"edge_{kind}"
@@ -141,7 +144,7 @@ def _traces(graph: Any, labels: Sequence[str], source_labels: Sequence[str] | No
         marker=dict(color=[ROOT_COLOR if n == graph.root else NODE_COLOR for n in nodes],
                     size=[13 if n == graph.root else 8 for n in nodes], symbol="circle"),
         text=[f"{n.stack} {_token(n, labels, source_labels)}<br>" + _where(n) for n in nodes],
-        hovertemplate="%{text}<extra></extra>"))
+        hovertemplate="%{text}<extra></extra>", meta=WORD_TEXT))
     return traces
 
 
@@ -181,7 +184,7 @@ def flow_figure(graph: Any, labels: Sequence[str], source_labels: Sequence[str] 
     height = _height(graph)
     layout = c.base_layout(c.escape(title), height, width, b=90, t=110)
     xaxis, yaxis = _axes(graph, labels, source_labels, (width or c.DEFAULT_WIDTH) - 120)
-    layout.update(xaxis=xaxis, yaxis=yaxis, hovermode="closest",
+    layout.update(xaxis=xaxis, yaxis=yaxis, hovermode="closest", meta=WORD_TICKS,
                   legend=dict(orientation="h", x=0.0, xanchor="left", y=1.07, yanchor="bottom"),
                   annotations=[c.caption(EXPLAIN.format(t=graph.threshold))])
     if not graph.edges:
@@ -214,6 +217,6 @@ def flow_pair_figure(baseline: Any, toggled: Any, labels: Sequence[str], source_
                                 yanchor="bottom", xref="paper", yref="paper", showarrow=False,
                                 font=dict(size=13)))
     annotations[0]["y"] = 1.07
-    layout.update(hovermode="closest", annotations=annotations,
+    layout.update(hovermode="closest", annotations=annotations, meta=WORD_TICKS,
                   legend=dict(orientation="h", x=0.0, xanchor="left", y=1.13, yanchor="bottom"))
     return c.figure(traces, layout)

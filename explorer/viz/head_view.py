@@ -36,6 +36,7 @@ OPACITY = (0.15, 0.3, 0.5, 0.7, 0.9)
 LINE_WIDTH = (1.0, 1.3, 1.7, 2.2, 2.8)
 SHOWN = (-0.04, 1.04)  # x range of the lines' axis while every query's lines are shown
 AWAY = (10.0, 11.0)  # ... and while one query's are: the other lines are out of view
+WORD_TEXT = {"word_text": True}  # the markers' hover texts are words around a token: said in a page's language
 ROW_PX = 18  # room per token row (labels thinned when there is less: tick_step)
 EXPLAIN = ("Each line: a query token (left) attends to a key (right); opacity = {what}.<br>The slider (in the app, "
            "a click on a query too) keeps that token's lines. The legend shows or hides a head.")
@@ -137,12 +138,12 @@ def head_lines(values: Any, query_labels: Sequence[Any], key_labels: Sequence[An
         hover.append(f"query {c.escape(q_names[i])} ({i})<br>" + "<br>".join(lines))
     markers = [
         dict(type="scatter", mode="markers", x=[0] * Tq, y=list(range(Tq)), xaxis="x2", yaxis="y", name="queries",
-             marker=dict(color="#555", size=6), customdata=list(range(Tq)), text=hover,
+             marker=dict(color="#555", size=6), customdata=list(range(Tq)), text=hover, meta=WORD_TEXT,
              hovertemplate="%{text}<extra></extra>", showlegend=False),
         dict(type="scatter", mode="markers", x=[1] * Tk, y=list(range(Tk)), xaxis="x2", yaxis="y2", name="keys",
              marker=dict(color="#555", size=6, symbol="diamond"), customdata=list(range(Tk)),
              text=[f"key {c.escape(k)} ({j})" for j, k in enumerate(k_names)], hovertemplate="%{text}<extra></extra>",
-             showlegend=False),
+             meta=WORD_TEXT, showlegend=False),
     ]
     # the text alternative's words (describe_points): each query's strongest key over the heads, each key
     best = v.max(-1).argmax(0).tolist()  # (Tq,) the head whose strongest key is the query's strongest
@@ -198,14 +199,16 @@ def _ticks(names: Sequence[str], room_px: float) -> dict[str, Any]:
 
 
 # For a page (not needed in a static file, where the slider does it): a click on a query marker of a head_lines
-# figure applies that query's slider step; a click on the same query again shows every query. `plot` is the figure's
+# figure (its name "queries", or its meta's en_name where the name is said in another language) applies that query's
+# slider step; a click on the same query again shows every query. `plot` is the figure's
 # div (the element with class js-plotly-plot).
 FOCUS_ON_CLICK_JS = """
 (plot) => {
   plot.on('plotly_click', (event) => {
     const point = event && event.points && event.points[0];
     const slider = plot.layout.sliders && plot.layout.sliders[0];
-    if (!point || !slider || point.data.name !== 'queries') return;
+    const meta = point && point.data.meta;  // a page in another language keeps the English name there
+    if (!point || !slider || ((meta && meta.en_name) || point.data.name) !== 'queries') return;
     const step = slider.active === point.customdata + 1 ? 0 : point.customdata + 1;
     window.Plotly.update(plot, ...slider.steps[step].args);
     window.Plotly.relayout(plot, {'sliders[0].active': step});

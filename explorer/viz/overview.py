@@ -180,7 +180,8 @@ def draw_overview(tiles: OverviewTiles, query_labels: Sequence[str], key_labels:
                    title=dict(text="layer (each tile: queries top → bottom)")),
         annotations=annotations,
         shapes=shapes,
-        meta={"overview_grid": asdict(grid)},
+        # word_axes: the cells' names ("layer 2 · query 5: cat") are words around tokens, said in a page's language
+        meta={"overview_grid": asdict(grid), "word_axes": True},
     )
     return c.figure(traces, layout)
 

@@ -17,6 +17,7 @@ import plotly.graph_objects as go
 from explorer.viz import common as c
 
 QUERY_SYMBOL, KEY_SYMBOL = "circle", "diamond-open"
+WORD_TEXT = {"word_text": True}  # the hover texts are words around a token: said in a page's language
 FOCUS_COLOR = "#D55E00"  # Okabe-Ito vermilion: the chosen query and its lines, apart from Viridis
 
 
@@ -64,10 +65,11 @@ def query_key_figure(qk: Any, query_labels: Sequence[Any] | Sequence[Sequence[An
     traces: list[dict[str, Any]] = [
         dict(type="scatter", mode="markers", name="keys", x=qk.keys[:, 0], y=qk.keys[:, 1], text=k_hover,
              hovertemplate="%{text}<extra></extra>", customdata=np.stack([qk.key_sequence, qk.key_position], 1),
+             meta=WORD_TEXT,
              marker=dict(symbol=KEY_SYMBOL, size=9, color=qk.key_position.astype(np.float32),
                          line=dict(width=1.6), **colour)),
         dict(type="scatter", mode="markers", name="queries", x=qk.queries[:, 0], y=qk.queries[:, 1], text=q_hover,
-             hovertemplate="%{text}<extra></extra>",
+             hovertemplate="%{text}<extra></extra>", meta=WORD_TEXT,
              customdata=np.stack([qk.query_sequence, qk.query_position], 1),
              marker=dict(symbol=QUERY_SYMBOL, size=7, color=qk.query_position.astype(np.float32),
                          line=dict(width=0.5, color="white"),

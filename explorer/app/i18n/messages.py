@@ -31,10 +31,17 @@ NESTED = frozenset({"why", "err", "reads", "where", "kind", "run", "measure", "r
                     "named", "state", "hint", "limit_for", "asks", "refusal", "miss", "token_words", "origin",
                     "scale",  # the computation figure's note: "× 0.25" (figure.inside.scale)
                     "axis"})  # a point figure's text alternative: "73 points along {axis}" (figure.described)
-SPANNING = NESTED | {"cells", "items", "tokens_listed", "families", "said"}  # "said": a point figure's points
+SPANNING = NESTED | {"cells", "items", "tokens_listed", "families", "said", "weighted", "token"}  # "said": a point
+# figure's points; a token may end in "&gt;"
 FIELDS = frozenset({"file", "file2", "repo"})  # a file or repo named first ("x.json in y: …"): no ": " of a frame
 # a count and its noun ("1 point", "3 rows": a text alternative's), said with the language's plural rule
 COUNTED = frozenset({"count", "count_rows", "count_columns"})
+# a token (a hover's "key {token} (2)", a pooled cell's "{first} … {last}"): never translated, nor read as a number
+AS_IS = frozenset({"token", "first", "last"})
+MASKS = ("causal", "padding", "custom", "window", "mask")  # why a key is blocked (HeadComputation.blocked_by)
+# a number a hover text writes after a token ("H0: → {token} {weight}"): only a number, so a token may hold spaces
+NUMERIC = frozenset({"weight", "fraction", "renormalised"})
+NUMBER_TEXT = r"[-+−]?\d[\d,.]*(?:e[-+−]?\d+)?"
 IDENT = frozenset({"key"})  # a link's or a file's key (layer, d_sae): one word, never a frame's "⚠️" before it
 # an English number worth rewriting: with a decimal point or thousands commas ("0.62", "12,345"); a bare integer (a
 # layer, a token id) reads the same in every language
@@ -83,6 +90,7 @@ def templates(sections: tuple[str, ...] = TEMPLATED) -> tuple[tuple[re.Pattern[s
                 parts.append(f"(?P={name})" if name in seen else f"(?P<{name}>.*?)" if name in SPANNING else
                              f"(?P<{name}>(?:(?!: |; ).)*?)" if name in FIELDS else f"(?P<{name}>[\\w.]+)" if name in
                              IDENT else f"(?P<{name}>[\\d,]+ [^\\W\\d]+)" if name in COUNTED else
+                             f"(?P<{name}>{NUMBER_TEXT})" if name in NUMERIC else
                              f"(?P<{name}>(?:(?!; ).)*?)")
                 seen.add(name)
         literal_chars = sum(len(lit) for lit, _, _, _ in string.Formatter().parse(text))
@@ -90,7 +98,25 @@ def templates(sections: tuple[str, ...] = TEMPLATED) -> tuple[tuple[re.Pattern[s
     return tuple((pattern, key) for _, key, pattern in sorted(found))
 
 
+@functools.cache
+def needles(sections: tuple[str, ...] = TEMPLATED) -> dict[str, str]:
+    """Each text of `sections`' longest literal part ("key {token} (position {position})" -> " (position "): a message
+    that lacks it cannot match the text's pattern, so message_in tests it first (hover texts run to thousands)."""
+    return {key: max((lit for lit, _, _, _ in string.Formatter().parse(text)), key=len, default="")
+            for key, text in catalogue(ENGLISH).items() if key.startswith(sections)}
+
+
+def masks_in(value: Any, lang: Any) -> Any:
+    """Why a key is blocked ("causal", "padding, custom": HeadComputation.blocked_by) in `lang`; else as it is."""
+    parts = value.split(", ") if isinstance(value, str) and value else []
+    return ", ".join(t(f"mask.{p}", lang) for p in parts) if parts and set(parts) <= set(MASKS) else value
+
+
 def _value_in(name: str, value: str, lang: str, sections: tuple[str, ...] = TEMPLATED) -> str:
+    if name in AS_IS:
+        return value
+    if name == "why" and (said := masks_in(value, lang)) != value:
+        return said
     if name.startswith("file") and " in " in value:  # "config.json in my-model" (file_reads.describe): the file as is
         file, _, folder = value.partition(" in ")
         return t("file_words.in_repo" if folder == "the repo" else "file_words.in_folder", lang, name=file,
@@ -107,6 +133,9 @@ def _value_in(name: str, value: str, lang: str, sections: tuple[str, ...] = TEMP
         return counted(int(value.rpartition(" ")[0].replace(",", "")), m, lang)
     if name == "said":  # a point figure's points, each named by its own words (figure.point)
         return "; ".join(message_in(point, lang, sections) for point in value.split("; "))
+    if name == "weighted":  # tokens each with its number ("m 0.52, a 0.31"): the tokens as they are
+        return ", ".join(f"{token} {_value_in('', n, lang)}" if token else n for token, _, n in
+                         (item.rpartition(" ") for item in value.split(", ")))
     if name == "cells":
         return "; ".join(message_in(cell, lang, sections) for cell in value.split("; "))
     if name == "items":  # a list of items each read back ("previous L1 H0 \\(0.19\\), self L1 H3 \\(0.24\\)")
@@ -153,7 +182,10 @@ def message_in(message: str, lang: Any = ENGLISH, sections: tuple[str, ...] = TE
         return message
     # a lesson file's texts first: "unknown key 'x' (the keys: …)" is its own, not a link's "unknown key …"
     patterns = MESSAGES + templates(sections) if sections == TEMPLATED else templates(sections) + MESSAGES
+    needs = needles(sections)
     for pattern, key in patterns:
+        if (need := needs.get(key)) and need not in message:  # cheap: a message without it cannot match
+            continue
         if m := pattern.fullmatch(message):  # formatted even without values: a template's "{{" is one "{"
             values = {k: _value_in(k, v or "", lang, sections) for k, v in m.groupdict().items()}
             return t(key, lang).format(**values)

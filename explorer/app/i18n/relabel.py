@@ -82,7 +82,9 @@ def english_keys() -> dict[str, str]:
     index: dict[str, str] = {}
     english = catalogue(ENGLISH)
     for key in sorted(english, key=lambda k: not k.startswith("page.")):  # the layout's own first ("off": a choice)
-        if key.startswith("column."):  # a table's header ("class"), never a word of the layout (a mode named class)
+        # a table's header ("class"), or a mask's name in Inside a head ("custom"): never a word of the layout (a mode
+        # named class, the preset menu's "custom")
+        if key.startswith(("column.", "mask.")):
             continue
         text = english[key]
         index.setdefault(text, key)

@@ -14,7 +14,7 @@ from typing import Any
 
 import tomllib
 from babel import Locale
-from babel.numbers import format_decimal, get_decimal_symbol
+from babel.numbers import format_decimal, get_decimal_symbol, get_group_symbol, parse_pattern
 
 LANGS = ("en", "fr", "de", "es")  # English first: the page's source language and every look-up's fallback
 NAMES = {"en": "English", "fr": "Français", "de": "Deutsch", "es": "Español"}  # the menu: each in its own language
@@ -62,7 +62,19 @@ def number(value: float, lang: Any = ENGLISH, digits: int | None = None, max_dig
     """`value` formatted the language's way (decimal comma in French, German and Spanish, their own grouping;
     `digits`: exactly that many decimals, None: as many as it has, up to `max_digits`)."""
     decimals = "0" * digits if digits is not None else "#" * max_digits
-    return format_decimal(value, format="#,##0" + ("." + decimals if decimals else ""), locale=language(lang))
+    return format_decimal(value, format=_pattern("#,##0" + ("." + decimals if decimals else "")),
+                          locale=_locale(language(lang)))
+
+
+@functools.cache
+def _pattern(text: str) -> Any:
+    """A babel number pattern, parsed once (a hover text of 1,024 tokens writes thousands of numbers)."""
+    return parse_pattern(text)
+
+
+@functools.cache
+def _locale(lang: str) -> Locale:
+    return Locale.parse(lang)
 
 
 def counted(n: int, noun: str, lang: Any = ENGLISH) -> str:
@@ -77,6 +89,13 @@ def decimal_point(text: str, lang: Any = ENGLISH) -> str:
     ("0,125"): for numbers whose digits a format chose (significant digits), which `number` cannot keep."""
     lang = language(lang)
     return text if lang == ENGLISH else text.replace(".", get_decimal_symbol(lang))
+
+
+def separators(lang: Any = ENGLISH) -> str:
+    """Plotly's layout.separators for `lang`: its decimal sign then its thousands sign (",\u202f" in French), so that
+    the numbers Plotly writes (a hover's %{z:.3f}) agree with those `number` writes."""
+    lang = language(lang)
+    return get_decimal_symbol(lang) + get_group_symbol(lang)
 
 
 def best_language(accept: str | None) -> str:

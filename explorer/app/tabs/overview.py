@@ -28,8 +28,9 @@ from .base import Tab, Wiring
 # gr.Plot has no click event: the page script listens to plotly_click on the grid and writes "layer,head,time" into a
 # hidden textbox whose change event runs on the server (a script-set value fires no input event in Gradio 6; the time
 # makes a second click on the same tile a change). Category names carry the numbers ("layer 2 · query …", "head 5 ·
-# key …"); the gaps between tiles are cells too (one image, viz.overview), starting with a zero-width space: their
-# hover label is hidden and a click on them ignored.
+# key …", said in the page's language: "couche 2 · requête …", the number before the first " · "); the gaps between
+# tiles are cells too (one image, viz.overview), starting with a zero-width space: their hover label is hidden and a
+# click on them ignored.
 SCRIPT = """
 const isGap = (point) => String(point.x).startsWith('\\u200b') || String(point.y).startsWith('\\u200b');
 const bindOverview = () => {
@@ -44,8 +45,8 @@ const bindOverview = () => {
   plot.on('plotly_click', (event) => {
     const point = event && event.points && event.points[0];
     if (!point) return;
-    const layer = /^layer (\\d+) /.exec(String(point.y));
-    const head = /^head (\\d+) /.exec(String(point.x));
+    const layer = /^\\D*(\\d+) · /.exec(String(point.y));  // "layer 2 · …", "couche 2 · …": in every language
+    const head = /^\\D*(\\d+) · /.exec(String(point.x));
     const box = document.querySelector('#overview-click textarea, #overview-click input');
     if (!layer || !head || !box) return;
     box.value = layer[1] + ',' + head[1] + ',' + Date.now();

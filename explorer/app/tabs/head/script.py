@@ -14,6 +14,7 @@ const sendQuery = (query) => {
   box.value = [headControl('kind'), headControl('layer'), headControl('head'), query, Date.now()].join('|');
   box.dispatchEvent(new Event('input', {bubbles: true}));
 };
+const nameOf = (trace) => (trace.meta && trace.meta.en_name) || trace.name;  // its English name in every language
 const bindQueries = (selector, queryOf, also) => {
   const plot = document.querySelector(selector + ' .js-plotly-plot');
   if (!plot || !plot.on || plot.__explorerQueryClick) return;
@@ -26,11 +27,12 @@ const bindQueries = (selector, queryOf, also) => {
 };
 const bindHeadPlots = () => {
   bindQueries('#head-plot', (point, plot) => {  // the Attention tab's heatmap: the row's position
-    const main = (plot.data || []).find((t) => t.name === 'weights');
+    const main = (plot.data || []).find((t) => nameOf(t) === 'weights');
     return main && main.y ? Array.prototype.indexOf.call(main.y, point.y) : -1;
   });
-  bindQueries('#head-lines-plot', (point) => point.data.name === 'queries' ? point.customdata : -1, FOCUS);
-  bindQueries('#head-qk-plot', (point) => point.data.name === 'queries' && point.customdata ? point.customdata[1] : -1);
+  bindQueries('#head-lines-plot', (point) => nameOf(point.data) === 'queries' ? point.customdata : -1, FOCUS);
+  bindQueries('#head-qk-plot',
+              (point) => nameOf(point.data) === 'queries' && point.customdata ? point.customdata[1] : -1);
 };
 // The steps' button to a query with masked keys (masked.py): its kind sent through the hidden #head-masked box.
 if (!window.__explorerHeadMasked) document.addEventListener('click', (event) => {
