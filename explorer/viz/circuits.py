@@ -29,6 +29,7 @@ import plotly.graph_objects as go
 from explorer.viz import common as c
 
 WORD_TEXT = {"word_text": "hovertext"}  # the hover texts (not the nodes' drawn names): said in a page's language
+WORD_TICKS = {"word_ticks": ["xaxis"]}  # the columns' ticks are words ("dec L1 heads"), not tokens
 MAX_DRAWN = 300  # edges drawn at most (the strongest); the caption says when more are in the circuit
 ROLES = {  # receiver role -> (legend name, dash, arrival marker, y offset at the receiver)
     "q": ("into a query (solid line, ●)", "solid", "circle", 0.28),
@@ -184,7 +185,7 @@ def circuit_figure(nodes: Sequence[str], edges: Sequence[tuple[str, str, float, 
                    showgrid=False, zeroline=False, range=[-0.6, len(columns) - 0.4]),
         yaxis=dict(visible=False, range=[-(heads - 1) - 0.7, 0.9]),
         legend=dict(orientation="h", x=0, y=-0.28, yanchor="top", font=dict(size=11)),
-        annotations=[c.caption(c.escape(caption))], hovermode="closest")
+        annotations=[c.caption(c.escape(caption))], hovermode="closest", meta=WORD_TICKS)
     return c.figure(traces, layout)
 
 

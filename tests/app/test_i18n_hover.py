@@ -145,6 +145,9 @@ def test_the_flow_graphs_and_the_circuits_edges_in_the_language():
     assert trace(spec, "other nodes")["hovertext"] == [
         t("figure.hover.points.circuit_outside", "fr", node="decoder.L0.H1")]
     assert trace(spec, "circuit nodes")["text"] == ["embed", "L0 H0", "L0 MLP", "logits"]  # names, as they are
+    assert spec["layout"]["xaxis"]["ticktext"] == ["embed"] + [  # its columns' words ("embed": a node's name)
+        t(f"figure.hover.points.circuit_tick_{part}", "fr", stack="dec", layer=0) for part in ("heads", "mlp")] + [
+        "logits"]
     curve = said(curve_figure([4, 8], [3, 8], [0.5, 0.875], [0.25, 0.75], 8, 0.875), "de")
     assert curve["layout"]["separators"] == SEPARATORS["de"]
     found = trace(curve, "pairs that found it")["hovertext"]
