@@ -57,7 +57,7 @@ new MutationObserver(records => {
 
 
 def test_html_and_script_shown_literally_never_run(model_root, launch, browser):
-    from tests.app.browser import new_page
+    from tests.app.browser import IDLE_JS, new_page
 
     _demo, url = launch(checkpoint=str(model_root / "html-encoder"), allowed_dirs=[str(model_root)])
     dialogs: list[str] = []
@@ -102,7 +102,9 @@ def test_html_and_script_shown_literally_never_run(model_root, launch, browser):
             ticks = page.evaluate(TICKS, plot_id)
             assert ticks.count(short(IMG)) >= 2 and ticks.count(short(SCRIPT)) >= 2, (plot_id, ticks)
             assert short(IMG).startswith("<img") and short(SCRIPT).startswith("<script")
-        # Hover text: hover the cell where the <img> token attends to itself.
+        # Hover text: hover the cell where the <img> token attends to itself, once the Run's last parts are drawn (a
+        # part drawn between finding the cell and the hover moved the figure: the hover fell on the next row once)
+        page.wait_for_function(f"() => ({IDLE_JS})() && !document.querySelector('.pending')")
         head = page.locator("#head-plot .js-plotly-plot")
         head.scroll_into_view_if_needed()
         xy = page.evaluate(CELL, ["head-plot", html.escape(IMG, quote=True)])
