@@ -38,7 +38,6 @@ FIELDS = frozenset({"file", "file2", "repo"})  # a file or repo named first ("x.
 COUNTED = frozenset({"count", "count_rows", "count_columns"})
 # a token (a hover's "key {token} (2)", a pooled cell's "{first} … {last}"): never translated, nor read as a number
 AS_IS = frozenset({"token", "first", "last"})
-MASKS = ("causal", "padding", "custom", "window", "mask")  # why a key is blocked (HeadComputation.blocked_by)
 # a number a hover text writes after a token ("H0: → {token} {weight}"): only a number, so a token may hold spaces
 NUMERIC = frozenset({"weight", "fraction", "renormalised"})
 NUMBER_TEXT = r"[-+−]?\d[\d,.]*(?:e[-+−]?\d+)?"
@@ -106,10 +105,16 @@ def needles(sections: tuple[str, ...] = TEMPLATED) -> dict[str, str]:
             for key, text in catalogue(ENGLISH).items() if key.startswith(sections)}
 
 
+@functools.cache
+def _masks() -> frozenset[str]:
+    """The masks' names a key can be blocked by (HeadComputation.blocked_by): the catalogue's [mask] keys."""
+    return frozenset(key.removeprefix("mask.") for key in catalogue(ENGLISH) if key.startswith("mask."))
+
+
 def masks_in(value: Any, lang: Any) -> Any:
     """Why a key is blocked ("causal", "padding, custom": HeadComputation.blocked_by) in `lang`; else as it is."""
     parts = value.split(", ") if isinstance(value, str) and value else []
-    return ", ".join(t(f"mask.{p}", lang) for p in parts) if parts and set(parts) <= set(MASKS) else value
+    return ", ".join(t(f"mask.{p}", lang) for p in parts) if parts and set(parts) <= _masks() else value
 
 
 def _value_in(name: str, value: str, lang: str, sections: tuple[str, ...] = TEMPLATED) -> str:

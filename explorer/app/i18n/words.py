@@ -80,7 +80,7 @@ def _locale(lang: str) -> Locale:
 def counted(n: int, noun: str, lang: Any = ENGLISH) -> str:
     """`n` things in `lang` ("1 point", "3 points"; "0 point" in French): the catalogue's `count.<noun>.one` or
     `.other`, chosen by the language's plural rule (babel's CLDR rules; their "many" says "other")."""
-    form = Locale.parse(language(lang)).plural_form(n)
+    form = _locale(language(lang)).plural_form(n)
     return t(f"count.{noun}.{'one' if form == 'one' else 'other'}", lang, n=number(n, lang))
 
 
