@@ -23,6 +23,8 @@ from tests.hang import HANG_MS, HANG_S
 # No Run of the page under way: a Run shows its timer on the status line (events.run_progress) from the click until
 # its last update has been applied, between its two steps too.
 IDLE_JS = "() => !document.querySelector('#status [data-testid=\"status-tracker\"].wrap:not(.hide)')"
+# Idle, and no output waiting for its event either (Gradio greys a pending component): the page as it stays.
+SETTLED_JS = f"() => ({IDLE_JS})() && !document.querySelector('.pending')"
 # The page's own first Run (run on load) has ended: the output summary is empty until a Run writes it.
 FIRST_RUN_JS = f"""() => {{ const el = document.querySelector('#output-summary');
   return !!el && el.innerText.trim() !== '' && ({IDLE_JS})(); }}"""

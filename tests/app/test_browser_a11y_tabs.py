@@ -43,7 +43,7 @@ from urllib.parse import quote
 import pytest
 
 from explorer.app.i18n.words import LANGS, NAMES, t
-from tests.app.browser import IDLE_JS, RESULT, opened
+from tests.app.browser import RESULT, SETTLED_JS, opened
 
 pytestmark = pytest.mark.browser
 
@@ -68,8 +68,6 @@ SENTENCES = {
     "date-gpt": ("samedi 21 novembre 2026", "samedi 28 novembre 2026"),
     "induction-gpt": ("t1 t2 t3 t4 t5 t6 t1 t2 t3 t4", "t1 t2 t3 t4 t5 t6 t1 t2 t3 t5"),
 }
-# Nothing of the page under way: no Run, and no text faded by Gradio while its event runs.
-SETTLED = f"() => ({IDLE_JS})() && !document.querySelector('.pending')"
 SHOW_ALL = "show-every-panel"
 SHOW_ALL_JS = f"""() => {{ const s = document.createElement('style'); s.id = '{SHOW_ALL}';
   s.textContent = '#views > .tabitem {{display: flex !important}} .pending {{opacity: 1 !important}}';
@@ -121,7 +119,7 @@ def open_every_tab(page) -> None:
         if tab.button:
             page.locator(f"#{tab.button}").click()
         page.wait_for_function(f"() => ({RESULT})('{tab.result}')")
-        page.wait_for_function(SETTLED)
+        page.wait_for_function(SETTLED_JS)
         assert "⚠️" not in page.locator("#status").inner_text(), tab.id
 
 
@@ -136,14 +134,14 @@ def choose_language(page, lang: str) -> None:
     words = [t("page.text.run", lang), translated(TABS[0].title, lang)]
     page.wait_for_function("""([run, tab]) => document.querySelector('#run').innerText.trim() === run &&
       document.querySelector('#views [role=tab]').innerText.trim() === tab""", arg=words)
-    page.wait_for_function(SETTLED)
+    page.wait_for_function(SETTLED_JS)
     assert page.evaluate(HTML_LANG) == lang  # a screen reader reads the page in its language (WCAG 3.1.1)
 
 
 def resize(page, width: int) -> None:
     page.set_viewport_size({"width": SIZES[width][0], "height": SIZES[width][1]})
     page.wait_for_function(f"() => window.innerWidth === {width}")
-    page.wait_for_function(SETTLED)
+    page.wait_for_function(SETTLED_JS)
 
 
 def test_the_cells_cover_every_language_at_both_sizes():
@@ -163,7 +161,7 @@ def test_every_tab_passes_axe_in_every_language_at_both_sizes(model, serve, brow
     with opened(f"{url}?s1={quote(s1)}&s2={quote(s2)}&lang=en", browser, viewport=SIZES[1280]) as (page, errors):
         open_every_tab(page)
         page.locator("#views [role=tab]").first.click()  # the first panel's figures as the page shows them
-        page.wait_for_function(SETTLED)
+        page.wait_for_function(SETTLED_JS)
         assert page.evaluate(LIGHTEN_JS) > 0
         assert page.evaluate(HTML_LANG) == "en"
         page.evaluate(SHOW_ALL_JS)
@@ -179,7 +177,7 @@ def test_every_tab_passes_axe_in_every_language_at_both_sizes(model, serve, brow
             found[f"{lang} {width}" + ("" if contrast else " (all but color-contrast)")] = axe_serious(page, contrast)
             if cell in REAL:
                 page.evaluate(REAL_JS)
-                page.wait_for_function(SETTLED)
+                page.wait_for_function(SETTLED_JS)
                 found[f"{lang} {width}, real layout"] = axe_serious(page)
                 page.evaluate(SHOW_ALL_JS)
         # The first panel's number tables, opened, in the last cell's language and size (built when opened, they are

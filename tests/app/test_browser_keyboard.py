@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 
 from explorer.app.i18n.words import t
-from tests.app.browser import IDLE_JS, heads_on, opened, record_runs
+from tests.app.browser import IDLE_JS, SETTLED_JS, heads_on, opened, record_runs
 
 pytestmark = pytest.mark.browser
 
@@ -32,7 +32,6 @@ FOCUS = """() => {
   return [shown, ring, e.tagName + ' ' + text + ' in #' + (where ? where.id : '')];
 }"""
 TEXT = "id => document.getElementById(id).innerText"
-SETTLED = f"() => ({IDLE_JS})() && !document.querySelector('.pending')"
 TOKENS = "#output-tokens .token"
 CHOSEN_TAB = "() => document.querySelector('#views [role=tab][aria-selected=true]')"
 FOCUSED_TAB = """() => { const e = document.activeElement;
@@ -153,17 +152,17 @@ def test_the_keyboard_alone_does_the_teachers_path(default_app, browser, monkeyp
         page.wait_for_function(f"() => ({TEXT})('head-summary').trim() !== ''")
         # the tab's other parts drawn too: a part drawn between a key and the check moved the focused slider out of
         # the window (once, 2026-11-29; the page does not scroll a focused element back after a reflow)
-        page.wait_for_function(SETTLED)
+        page.wait_for_function(SETTLED_JS)
         tab_to(page, "e.closest('#head-query') && e.tagName === 'INPUT'", limit=40)
         # the summary of the last query, read before typing: the typed query's answer (the box runs on each input) may
         # come before a read after typing, which then waited for a change already made (a 120 s hang, 2026-11-29)
-        page.wait_for_function(SETTLED)
+        page.wait_for_function(SETTLED_JS)
         before = page.evaluate(TEXT, "head-summary")
         page.keyboard.press("Control+A")
         page.keyboard.type("2")
         press(page, "Enter")
         page.wait_for_function(f"before => ({TEXT})('head-summary') !== before", arg=before)
-        page.wait_for_function(SETTLED)  # the tab's parts redrawn (focus on a replaced element would be lost)
+        page.wait_for_function(SETTLED_JS)  # the tab's parts redrawn (focus on a replaced element would be lost)
         # Copy the link: back up to its button, Enter; the link (box and clipboard) holds the view
         tab_to(page, "e.id === 'copy-link'", back=True, limit=150)
         press(page, "Enter")

@@ -14,16 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.app.browser import BOX, IDLE_JS
+from tests.app.browser import BOX, SETTLED_JS
 
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[2]
 PHONE = (390, 844)
 HEATMAP_DRAWN = "#head-plot .js-plotly-plot .heatmaplayer image, #head-plot .js-plotly-plot .heatmaplayer .hm"
-# The toggle's Run has ended and nothing waits on it: the bar is measured as it stays, not mid-update (measured
-# before its why-line came, the bar was 59 px tall; after, 299 px: the test passed or failed by the race).
-SETTLED = f"() => ({IDLE_JS})() && !document.querySelector('.pending')"
 # Where an element is in the window now (the page may be scrolled), or null.
 IN_WINDOW = """s => { const e = document.querySelector(s); if (!e) return null; const r = e.getBoundingClientRect();
   return {x: r.x, y: r.y, right: r.right, bottom: r.bottom, height: r.height, inner: window.innerHeight}; }"""
@@ -107,7 +104,7 @@ def test_phone_keeps_the_output_in_view_while_a_switch_is_toggled(open_view):
         assert page.evaluate("() => window.scrollY") > PHONE[1]  # the page scrolled past the first screen
         switch.locator("input").uncheck()  # Playwright clicks only what receives the click: nothing covers it
         page.wait_for_function("() => document.querySelector('#state-line').innerText.includes('cross L1 H3 off')")
-        page.wait_for_function(SETTLED)
+        page.wait_for_function(SETTLED_JS)
         bar, tokens = page.evaluate(IN_WINDOW, "#results-bar"), page.evaluate(IN_WINDOW, "#output-tokens")
         # within 40% of the screen: the toggle changed no output, so the bar holds why (a 168 px box and its button,
         # 299 px in all; 59 px without); measured once the Run has ended (mid-Run it had no why yet)
@@ -121,7 +118,7 @@ def test_phone_keeps_the_output_in_view_while_a_switch_is_toggled(open_view):
         causal.uncheck()
         page.wait_for_function("() => ((document.querySelector('#why-same') || {}).innerText || '')"
                                ".includes('causal mask')")  # (not in the page until there is a why)
-        page.wait_for_function(SETTLED)
+        page.wait_for_function(SETTLED_JS)
         why, bar = page.evaluate(IN_WINDOW, "#why-same"), page.evaluate(IN_WINDOW, "#results-bar")
         assert bar["y"] == 0 and 0 < why["y"] and why["bottom"] <= min(bar["bottom"], why["inner"]), (why, bar)
         assert why["bottom"] <= 0.4 * why["inner"], why  # the bar leaves most of the screen to the page

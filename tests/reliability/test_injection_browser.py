@@ -57,7 +57,7 @@ new MutationObserver(records => {
 
 
 def test_html_and_script_shown_literally_never_run(model_root, launch, browser):
-    from tests.app.browser import IDLE_JS, new_page
+    from tests.app.browser import SETTLED_JS, new_page
 
     _demo, url = launch(checkpoint=str(model_root / "html-encoder"), allowed_dirs=[str(model_root)])
     dialogs: list[str] = []
@@ -104,7 +104,7 @@ def test_html_and_script_shown_literally_never_run(model_root, launch, browser):
             assert short(IMG).startswith("<img") and short(SCRIPT).startswith("<script")
         # Hover text: hover the cell where the <img> token attends to itself, once the Run's last parts are drawn (a
         # part drawn between finding the cell and the hover moved the figure: the hover fell on the next row once)
-        page.wait_for_function(f"() => ({IDLE_JS})() && !document.querySelector('.pending')")
+        page.wait_for_function(SETTLED_JS)
         head = page.locator("#head-plot .js-plotly-plot")
         head.scroll_into_view_if_needed()
         xy = page.evaluate(CELL, ["head-plot", html.escape(IMG, quote=True)])
