@@ -9,6 +9,8 @@ the idle 2-core machine; a fresh Python process importing torch took 26 s on a l
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any
 
 HANG_S = 120  # a thread, a server's answer, a page's event
@@ -22,3 +24,12 @@ def gradio_client(url: str) -> Any:
     import gradio_client
 
     return gradio_client.Client(url, verbose=False, httpx_kwargs={"timeout": HANG_S})
+
+
+def until(condition: Callable[[], bool], what: str) -> None:
+    """Wait until `condition()` holds, polled (for a state nothing announces: a server's queue, files on disk); HANG_S
+    is only a hang guard."""
+    deadline = time.monotonic() + HANG_S
+    while not condition():
+        assert time.monotonic() < deadline, f"stuck waiting for {what}"
+        time.sleep(0.001)

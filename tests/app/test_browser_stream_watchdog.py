@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import json
 import re
-import threading
-import time
 
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from explorer.app.page.stream_watchdog import BUTTON_ID, STREAM_WATCHDOG_JS
 from tests.app.browser import IDLE_JS, opened, record_runs
+from tests.hang import until
 from tests.hang_report import WATCHDOG_FIRED
 
 pytestmark = pytest.mark.browser
@@ -84,16 +83,6 @@ def page_run_fn_indexes(url: str) -> set[int]:
 KEEP_OPEN = "a pending event that never ends: the test's"
 
 
-def until(condition, failure: str) -> None:
-    """Wait for a condition of the server's queue, polled (Gradio offers no event for it), within the hang guard."""
-    from tests.hang import HANG_S
-
-    deadline, tick = time.monotonic() + HANG_S, threading.Event()
-    while not condition():
-        assert time.monotonic() < deadline, failure
-        tick.wait(0.01)
-
-
 def hold_the_runs_answer(page, url: str) -> dict:
     """The page's Run's join answer reaches it only once the server has sent the Run's last message on the page's
     stream (its event no longer pending): the page reads the Run's updates before it knows the Run, the order that met
@@ -114,7 +103,7 @@ def hold_the_runs_answer(page, url: str) -> dict:
         body = json.loads(route.request.post_data or "{}")
         if body.get("fn_index") in runs:  # the order that closed the stream: every earlier event ended first
             until(lambda: not queue.pending_event_ids_session.get(body["session_hash"], set()) - {KEEP_OPEN},
-                  "the page's earlier events never ended")
+                  "the page's earlier events to end")
         response = route.fetch()  # the server has the event pending: the session's set exists
         if held["session"] is None:
             held["session"] = body["session_hash"]
@@ -123,7 +112,7 @@ def hold_the_runs_answer(page, url: str) -> dict:
         if body.get("fn_index") in runs:
             event = response.json()["event_id"]
             until(lambda: not any(event in ids for ids in list(queue.pending_event_ids_session.values())),
-                  "the Run's last message never sent")
+                  "the Run's last message to be sent")
             held["runs"] += 1
         route.fulfill(response=response)
 

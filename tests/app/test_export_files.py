@@ -9,14 +9,13 @@ import gc
 import os
 import re
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
 
 from explorer.app.export.download_files import DownloadFiles
 from explorer.app.serving.errors import AppError
-from tests.hang import HANG_S
+from tests.hang import HANG_S, until
 
 TEXT = "<!DOCTYPE html>" + "x" * 985  # 1,000 bytes
 
@@ -33,14 +32,6 @@ def on_disk(folder: Path) -> tuple[int, list[Path]]:
                 continue
             files.append(Path(where) / name)
     return size, files
-
-
-def until(condition, what: str) -> None:
-    """Wait until `condition()` holds; HANG_S is only a hang guard."""
-    deadline = time.monotonic() + HANG_S
-    while not condition():
-        assert time.monotonic() < deadline, f"stuck waiting for {what}"
-        time.sleep(0.001)
 
 
 def test_a_session_keeps_one_file_replaced_by_its_next_download(tmp_path):
