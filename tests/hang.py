@@ -2,9 +2,11 @@
 
 A test waits for an event (a page condition, a threading.Event, a server-side record of a finished Run), never for a
 fixed time, and asserts nothing that depends on the machine's speed or load. Where a wait needs a limit at all, so
-that a stuck test fails instead of holding CI forever, it is one of these: minutes, far above anything a slow or
-loaded machine takes. The longest single wait of the suite, a 1,024-token Run drawn in Chromium, takes about 8 s on
-the idle 2-core machine; a fresh Python process importing torch took 26 s on a loaded one.
+that a stuck test fails instead of holding CI forever, it is one of these: a minute or more, far above anything a slow
+or loaded machine takes. The longest single wait of the suite, a 1,024-token Run drawn in Chromium, takes about 8 s
+on the idle 2-core machine (about 20 s with the suite's two workers beside it); JupyterLab starting, about 10 s; a fresh
+Python process importing torch took 26 s on a loaded one (SUBPROCESS_S). A guard that fires costs its whole length
+before the test's rerun, so it is no longer than it must be (120 s until 2026-11-30).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-HANG_S = 120  # a thread, a server's answer, a page's event
+HANG_S = 60  # a thread, a server's answer, a page's event
 HANG_MS = HANG_S * 1000  # the same for Playwright, which counts milliseconds
 SUBPROCESS_S = 600  # a fresh Python process (it imports torch, and sometimes Gradio, first)
 

@@ -185,16 +185,26 @@ def test_an_invalid_value_is_named_and_the_rest_restored(app_url, chromium, monk
 # Pages loading together (the queue has 4 workers, explorer.app.demo.queue). 1: one after another. Four at once hung
 # both tries of one idle fresh-clone run (2026-11-29, 12:40) with the server idle; two at once, after the stream
 # replay's fix in page.stream_watchdog, still hung one try of a run at load 12 (20:00, waiting for a tab's result),
-# not traced yet (docs/tests.md). Two at once saved about 4 s of 48.
+# not traced yet (docs/tests.md).
 AT_ONCE = 1
+# One tab of each way a linked tab gets its result: drawn by the page's first Run (overview), its own button pressed
+# by the page load (head), the same with a key of its own (patching: a sentence 2 with another answer), computed on
+# opening (features). Every tab's link is checked without a browser (test_events_link: selected, no notice, its button
+# pressed), and every tab is computed by its button in the browser by test_browser_a11y_tabs.
+LINKED = ("overview", "head", "patching", "features")
 
 
-@pytest.mark.long
-def test_a_link_to_any_tab_opens_it_computed(app_url, chromium):
-    """?tab=<id> for every tab of the page (tabs.TABS): the tab is shown and its result is there (tabs a Run draws,
-    and tabs with their own button: as if the button had been pressed), with no warning on the status line. The pages
-    load AT_ONCE at a time in one context (each its own Gradio session): one page after another left a core idle while
-    a page waited for the server or the server for the page."""
+def test_the_linked_tabs_cover_each_way_a_tab_gets_its_result():
+    from explorer.app.tabs import TABS
+
+    kinds = {(bool(t.button), t.opens_computed) for t in TABS if t.id in LINKED}
+    assert kinds == {(False, False), (True, False), (True, True)} and set(LINKED) <= {t.id for t in TABS}
+
+
+def test_a_link_to_a_tab_opens_it_computed(app_url, chromium):
+    """?tab=<id> for one tab of each kind (LINKED): the tab is shown and its result is there (tabs a Run draws, and
+    tabs with their own button: as if the button had been pressed), with no warning on the status line. The pages
+    load AT_ONCE at a time in one context (each its own Gradio session)."""
     from explorer.app.tabs import TABS
 
     # Patching restores the difference between two sentences' answers: the page's example pair is one date in two
@@ -204,7 +214,7 @@ def test_a_link_to_any_tab_opens_it_computed(app_url, chromium):
     def open_on(tab):
         return tab, chromium.open(f"{app_url}?tab={tab.id}{own.get(tab.id, '')}", first_run=False)
 
-    waiting = list(TABS)
+    waiting = [t for t in TABS if t.id in LINKED]
     loading = [open_on(waiting.pop(0)) for _ in range(min(AT_ONCE, len(waiting)))]
     while loading:  # the oldest page checked and closed, the next tab's page opened in its place
         tab, page = loading.pop(0)

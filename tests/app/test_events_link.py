@@ -63,3 +63,29 @@ def test_the_model_picker_names_the_model_a_load_chose(page_events):
     m = ev.page.model
     updates = ev.models.load_model("date-translator", "date-gpt", "cpu", "3 May 2024", "")
     assert updates[m.source]["value"] == "date-gpt"
+
+
+def test_a_link_to_any_tab_selects_it_and_the_load_presses_its_button(page_events):
+    """`?tab=<id>` for every tab of the page (tabs.TABS): the page load selects the tab and writes no notice, and the
+    load's last step (opening.run_tab_js, after the first Run) presses that tab's own button: every tab with a button
+    it does not compute on opening, and no other. The browser test (test_browser_link) opens one tab of each kind this
+    way and awaits its result; the every-tab browser test (test_browser_a11y_tabs) computes each tab by its button."""
+    import json
+    import re
+
+    from explorer.app.link.opening import LinkEvents
+    from explorer.app.serving.session import Session
+    from explorer.app.tabs import TABS
+
+    ev = page_events
+    page, link = ev.page, LinkEvents(ev)
+    for tab in TABS:
+        query = f"tab={tab.id}" + ("&s2=samedi%2028%20novembre%202026" if tab.id == "patching" else "")
+        updates = link.open_page(Session("date-translator", "cpu"), SimpleNamespace(query_params=QueryParams(query)))
+        assert updates[page.tab_strip]["selected"] == tab.id, tab.id
+        assert updates[page.inputs.link_notice] == "", (tab.id, updates[page.inputs.link_notice])
+    pressing = [fn.js for fn in page.demo.fns.values() if fn.js and "button.click()" in fn.js and "[tab]" in fn.js]
+    assert len(pressing) == 1, "one step of the page load presses the linked tab's button"
+    pressed = json.loads(re.search(r"const id = (\{.*?\})\[tab\]", pressing[0], re.S).group(1))
+    assert pressed == {t.id: t.button for t in TABS if t.button and not t.opens_computed}
+    assert all(t.result for t in TABS)  # what the browser test awaits for each
