@@ -17,6 +17,7 @@ import gradio as gr
 
 from ..checkpoints import LoadedModel
 from .forms import RunForm, endpoint, form_inputs, run_form
+from .page.after_run import AfterRun, is_skip
 from .page.assets import REFLOW_JS, plot
 from .page.gradio_fixes import progress_on_text
 from .page.head_switches import switch_updates
@@ -39,11 +40,6 @@ from .serving.handlers import PRIVATE, reporting
 from .serving.kept import Shown
 from .serving.session import AppContext, Session, get_model
 
-def is_skip(value: Any) -> bool:
-    """Whether an update leaves its component as it is (gr.skip())."""
-    return isinstance(value, dict) and value == gr.skip()
-
-
 class PageEvents:
     """The shared handlers of one page (methods), and `wire()`, which attaches them and every tab's."""
 
@@ -57,6 +53,7 @@ class PageEvents:
         self.models = ModelEvents(self)
         self.runs: list[Any] = []  # the page's Run events (a tab may follow them: `follow_runs`)
         self._followers: list[Callable[[Any], Any]] = []
+        self.after_run = AfterRun(self.status)  # the tabs' steps after each Run, one event (page.after_run)
         self.every_run: list[Any] = []  # every event that runs the page (`follow_every_run`)
         self._every_followers: list[Callable[[Any], Any]] = []
         self.selected: dict[str, Any] = {}  # tab id -> the event of its opening
@@ -272,6 +269,7 @@ class PageEvents:
         display.wire_display(page.setting("size"), page.setting("mode"), page.display)  # in the browser only
         for shared in (opening.LinkEvents, download.DownloadEvents, NextStepEvents, relabel.LanguageEvents):
             shared(self).wire()  # a link's view then its first Run; the tab as a file; why nothing changed; words
+        self.follow_runs(self.after_run.then)  # every follower added: one event after each Run, wired or to be
         # Run, and each setting's `rerun` event. A click while a Run is under way (say after its attention is shown,
         # before its predictions) runs again once it ends, with what is on the page then; Gradio's default for clicks
         # would drop it.

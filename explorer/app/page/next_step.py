@@ -117,8 +117,7 @@ class NextStepEvents:
     def wire(self) -> None:
         page, r = self.page, self.page.results
         outputs = [r.why, r.said, r.step, r.step_target, r.why_row]
-        self.app.follow_runs(lambda run: run.then(self.shown, [page.kept, r.said], outputs, show_progress="hidden",
-                                                  **PRIVATE))
+        self.app.after_run.add(self.shown, [page.kept, r.said], outputs, quiet=True)
         inputs = [page.session, r.step_target, page.setting("lang"), *page.heads.values()]
         click = r.step.click(self.switch_pair, inputs, [self.app.status, r.said, *page.heads.values()], **PRIVATE)
         self.app.add_run(self.app.then_analyze(click))

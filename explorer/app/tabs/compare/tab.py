@@ -236,7 +236,7 @@ class CompareTab(Tab):
             trigger(trigger_mode="always_last", **again)
         p.all_on2.click(ev.all_on, [page.session, p.model2], p.head_groups2, **PRIVATE).then(**again)
         app.selected[self.id].then(**again)  # the tab opened (the page's show_tab first)
-        app.follow_runs(lambda run: run.then(ev.compare_if_shown, [page.visible_tab, *inputs], outputs, **PRIVATE))
+        app.after_run.add(ev.compare_if_shown, [page.visible_tab, *inputs], outputs)
         return ev
 
     def restore_link(self, parts: CompareParts, app: Any, values: dict[str, Any]) -> tuple[dict, list[str]]:

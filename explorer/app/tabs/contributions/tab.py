@@ -286,8 +286,8 @@ class ContributionsTab(Tab):
                                           [app.status, *map(page.setting, ("kind", "layer", "head")),
                                            page.visible_tab, page.tab_strip],
                                           **PRIVATE))
-        app.follow_runs(lambda run: run.then(ev.after_run, [page.visible_tab, p.result, *inputs, p.extend, p.asked],
-                                             [app.status, *p.outputs()], **PRIVATE))
+        app.after_run.add(ev.after_run, [page.visible_tab, p.result, *inputs, p.extend, p.asked],
+                          [app.status, *p.outputs()])
         return ev
 
     def model_updates(self, parts: ContributionParts, info: Any) -> dict:

@@ -266,7 +266,7 @@ class FeaturesTab(Tab):
         auto = dict(fn=ev.auto_read, inputs=[*switch_inputs, page.visible_tab, p.read_key],
                     outputs=[app.status, *p.reading(), p.out_md, p.out_df, p.read_key], **PRIVATE)
         app.selected[self.id].then(**auto)
-        app.follow_runs(lambda run: run.then(**auto))
+        app.after_run.add(auto["fn"], auto["inputs"], auto["outputs"])
         p.click.change(ev.clicked, [p.click, session, text, p.sae, lang], [app.status, *p.reading()], **PRIVATE)
         p.add_btn.click(ev.add_switch, [p.switches, p.latent, p.mode, p.value], [app.status, p.switches], **PRIVATE
                         ).then(ev.after_read, switch_inputs, outputs, **PRIVATE)

@@ -275,7 +275,7 @@ class HeadTab(Tab):
         app.selected[self.id].then(shown, with_state, outputs, **PRIVATE)
         after_run = endpoint(HeadForm, ev.if_shown, "head_after_run", extra=("tab", "state", "shown"))
         run_inputs = [*inputs, page.visible_tab, p.state, page.kept]
-        app.follow_runs(lambda run: run.then(after_run, run_inputs, outputs, **PRIVATE))
+        app.after_run.add(after_run, run_inputs, outputs)
         clicked = endpoint(HeadForm, ev.clicked, "head_clicked", extra=("click", "state", "shown"))
         p.click.change(clicked, [*inputs, p.click, p.state, page.kept],
                        [*outputs, page.visible_tab, page.tab_strip], **PRIVATE)
