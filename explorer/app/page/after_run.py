@@ -10,8 +10,8 @@ An exception in one follower becomes the status line's message and the others st
 
 Why one event: Gradio's page keeps a loading status for every component an event showed progress on and, at each
 status message of any event (four per event), looks each of them up in its component tree (gradio_fixes): four
-events fewer per Run cut the browser's work per Run (docs/architecture.md has the numbers), and the page's 30 or so
-Run triggers no longer carry four `then` events each (the page's dependencies: 493 -> 373).
+events fewer per Run (five followers, one event) cut the browser's work per Run (docs/architecture.md has the numbers), and the page's 30 or so
+Run triggers no longer carry five `then` events each (the page's dependencies: 493 -> 361).
 
 Progress: each follower's first Markdown output besides the status line greys while the event runs (as
 `gradio_fixes.progress_on_text` chose for its own event), unless it asked for none (`quiet`).
