@@ -23,7 +23,8 @@ the client makes a new object and never changes one the page was given.
 
 Switches for the tests: `window.explorerStreamWatchdog = 'off'` (no clicks), `window.explorerStreamWhole = 'off'` (no
 rewrite); `window.explorerStreamWatchdogState()` says what it sees (streams open, events pending, clicks, joins) and
-`window.explorerStreamTrail()` its last joins, streams and frames (a hang's report prints both).
+`window.explorerStreamTrail()` its last 400 joins, streams and frames (a hang's report prints both; 80 were too few
+to show when a hung Run's join was answered, four Runs back).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ STREAM_WATCHDOG_JS = """(() => {
   const done = new Set();  // ids seen completed (a completion may be read before its join's answer)
   let streams = 0, quietSince = performance.now(), timer = null, fired = 0, joins = 0;
   const trail = [];  // the last stream events, for a hang's report: [ms, what, detail]
-  const note = (what, detail) => { trail.push([Math.round(performance.now()), what, detail]); trail.splice(0, trail.length - 80); };
+  const note = (what, detail) => { trail.push([Math.round(performance.now()), what, detail]); trail.splice(0, trail.length - 400); };
   window.explorerStreamWatchdogState = () => ({streams, pending: pending.size, fired, joins});  // read by tests
   window.explorerStreamTrail = () => trail.map((entry) => entry.join(' ')).join('\\n');  // read by tests' hang report
   const urlOf = (input) => typeof input === 'string' ? input : (input instanceof URL ? input.href : input.url);
