@@ -269,7 +269,6 @@ class PageEvents:
         display.wire_display(page.setting("size"), page.setting("mode"), page.display)  # in the browser only
         for shared in (opening.LinkEvents, download.DownloadEvents, NextStepEvents, relabel.LanguageEvents):
             shared(self).wire()  # a link's view then its first Run; the tab as a file; why nothing changed; words
-        self.follow_runs(self.after_run.then)  # every follower added: one event after each Run, wired or to be
         # Run, and each setting's `rerun` event. A click while a Run is under way (say after its attention is shown,
         # before its predictions) runs again once it ends, with what is on the page then; Gradio's default for clicks
         # would drop it.
@@ -291,8 +290,9 @@ class PageEvents:
                                                         [self.status, *page.heads.values()], **PRIVATE)))
         for reflow in (m.sidebar.expand, m.sidebar.collapse):
             reflow(None, js=REFLOW_JS)
-        progress_on_text(page.demo, self.status)  # the page's loading statuses on small text only (gradio_fixes)
         if page.lesson is not None:  # the lesson panel: its check after every Run and every tab opened
             lesson_events.LessonEvents(self, page.lesson).wire()
+        self.follow_runs(self.after_run.then)  # every follower added: one event after each Run
+        progress_on_text(page.demo, self.status)  # every event wired: loading statuses on small text (gradio_fixes)
         for t in page.registry:  # every event is wired: what a tab reads of them (the API tab: its endpoints)
             t.page_wired(page.parts[t.id], page.demo)

@@ -55,6 +55,6 @@ def test_the_page_follows_each_run_with_one_event(page_events):
     ev = page_events
     fns = list(ev.page.demo.fns.values())
     followers = [fn for fn in fns if (fn.name or "").startswith("after_run")]
-    assert len(followers) == len(ev.runs) and len(ev.after_run.followers) == 5
+    assert len(followers) == len(ev.runs) and len(ev.after_run.followers) == 5 + (ev.page.lesson is not None)
     for fn in followers:  # every follower's own inputs and outputs, the shown tab's summary greyed while it runs
         assert len(fn.inputs) == len(ev.after_run.inputs) and fn.show_progress_on

@@ -1,17 +1,18 @@
-"""What the page does after each of its Runs (besides the address bar and the lesson panel): ONE event per Run that
-calls every follower in turn, where there was one event per follower.
+"""What the page does after each of its Runs (besides the address bar): ONE event per Run that calls every
+follower in turn, where there was one event per follower.
 
 A follower is a tab's step after a Run (Inside a head, Contributions, Features, Compare: most do nothing unless their
-tab is shown) or the results bar's "why nothing changed" (page.next_step). Each gives its function, inputs and outputs
-(`AfterRun.add`); the function returns `{component: update}` (gr.skip() for what it leaves). The one event's inputs are
-every follower's, in turn (a component may be listed twice); its outputs each component once; an update a follower
-makes stands against a later follower's gr.skip() for the same component (the status line, written by the shown tab).
-An exception in one follower becomes the status line's message and the others still run.
+tab is shown), the results bar's "why nothing changed" (page.next_step) or the lesson panel's check
+(page.lesson_events). Each gives its function, inputs and outputs (`AfterRun.add`); the function returns
+`{component: update}` (gr.skip() for what it leaves). The one event's inputs are every follower's, in turn (a
+component may be listed twice); its outputs each component once; an update a follower makes stands against a later
+follower's gr.skip() for the same component (the status line, written by the shown tab). An exception in one follower
+becomes the status line's message and the others still run.
 
 Why one event: Gradio's page keeps a loading status for every component an event showed progress on and, at each
-status message of any event (four per event), looks each of them up in its component tree (gradio_fixes): four
-events fewer per Run (five followers, one event) cut the browser's work per Run (docs/architecture.md has the numbers), and the page's 30 or so
-Run triggers no longer carry five `then` events each (the page's dependencies: 493 -> 361).
+status message of any event (four per event), looks each of them up in its component tree (gradio_fixes): one event
+for six followers cuts the browser's work per Run (docs/architecture.md has the numbers), and the page's 30 or so Run
+triggers no longer carry six `then` events each (the page's dependencies: 493 -> 328).
 
 Progress: each follower's first Markdown output besides the status line greys while the event runs (as
 `gradio_fixes.progress_on_text` chose for its own event), unless it asked for none (`quiet`).

@@ -98,8 +98,12 @@ class LessonEvents:
         p.previous.click(lambda key, step: self.moved(-1, key, step), [self.lesson, self.step], [self.step], **PRIVATE)
         p.next.click(lambda key, step: self.moved(1, key, step), [self.lesson, self.step], [self.step], **PRIVATE)
         p.leave.click(lambda: ("", 1), None, [self.lesson, self.step], **PRIVATE)
-        # every Run: a tab's button that sets toggles and runs the page ("Keep only this circuit") too
-        app.follow_every_run(lambda ran: ran.then(self.show, self.inputs, self.outputs, **quiet))
+        # every Run (in the one event that follows it: page.after_run), and a tab's button that sets toggles and runs
+        # the page ("Keep only this circuit"): wired last, when every event that runs the page is
+        app.after_run.add(self.show, self.inputs, self.outputs, quiet=True)
+        for ran in app.every_run:
+            if all(ran is not run for run in app.runs):
+                ran.then(self.show, self.inputs, self.outputs, **quiet)
         for opened in app.selected.values():
             opened.then(self.show, self.inputs, self.outputs, **quiet)
 
