@@ -30,6 +30,11 @@ FIRST_RUN_JS = f"""() => {{ const el = document.querySelector('#output-summary')
   return !!el && el.innerText.trim() !== '' && ({IDLE_JS})(); }}"""
 
 
+# What a link to a tab adds to open it on the starting model with a result to show: Patching restores the difference
+# between two sentences' answers, and the page's example pair is one date in two languages (one answer, nothing to
+# restore), so its link names a sentence 2 with another date.
+TAB_LINK_EXTRA = {"patching": "&s2=samedi%2028%20novembre%202026"}
+
 # Page coordinates (the page is not scrolled) of the element a selector names, or null.
 BOX = """s => { const e = document.querySelector(s); if (!e) return null; const r = e.getBoundingClientRect();
   return {x: r.x + window.scrollX, y: r.y + window.scrollY, right: r.right + window.scrollX,

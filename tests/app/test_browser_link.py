@@ -10,7 +10,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.app.browser import FIRST_RUN_JS, IDLE_JS, RESULT, heads_on, record_runs
+from tests.app.browser import FIRST_RUN_JS, IDLE_JS, RESULT, TAB_LINK_EXTRA, heads_on, record_runs
 from tests.hang import HANG_MS
 
 pytestmark = pytest.mark.browser
@@ -182,11 +182,6 @@ def test_an_invalid_value_is_named_and_the_rest_restored(app_url, chromium, monk
     assert "date-translator" in page.evaluate(TEXT, "headline")  # the page's own model
 
 
-# Pages loading together (the queue has 4 workers, explorer.app.demo.queue). 1: one after another. Four at once hung
-# both tries of one idle fresh-clone run (2026-11-29, 12:40) with the server idle; two at once, after the stream
-# replay's fix in page.stream_watchdog, still hung one try of a run at load 12 (20:00, waiting for a tab's result),
-# not traced yet (docs/tests.md).
-AT_ONCE = 1
 # One tab of each way a linked tab gets its result: drawn by the page's first Run (overview), its own button pressed
 # by the page load (head), the same with a key of its own (patching: a sentence 2 with another answer), computed on
 # opening (features). Every tab's link is checked without a browser (test_events_link: selected, no notice, its button
@@ -203,21 +198,13 @@ def test_the_linked_tabs_cover_each_way_a_tab_gets_its_result():
 
 def test_a_link_to_a_tab_opens_it_computed(app_url, chromium):
     """?tab=<id> for one tab of each kind (LINKED): the tab is shown and its result is there (tabs a Run draws, and
-    tabs with their own button: as if the button had been pressed), with no warning on the status line. The pages
-    load AT_ONCE at a time in one context (each its own Gradio session)."""
+    tabs with their own button: as if the button had been pressed), with no warning on the status line. One page at
+    a time, in one context (each its own Gradio session): four at once hung both tries of one idle fresh-clone run
+    (2026-11-29, 12:40) with the server idle, and two at once one try at load 12 (20:00), not traced (docs/tests.md)."""
     from explorer.app.tabs import TABS
 
-    # Patching restores the difference between two sentences' answers: the page's example pair is one date in two
-    # languages (one answer, nothing to restore: the tab says so), so its link names a sentence 2 with another date.
-    own = {"patching": "&s2=samedi%2028%20novembre%202026"}
-
-    def open_on(tab):
-        return tab, chromium.open(f"{app_url}?tab={tab.id}{own.get(tab.id, '')}", first_run=False)
-
-    waiting = [t for t in TABS if t.id in LINKED]
-    loading = [open_on(waiting.pop(0)) for _ in range(min(AT_ONCE, len(waiting)))]
-    while loading:  # the oldest page checked and closed, the next tab's page opened in its place
-        tab, page = loading.pop(0)
+    for tab in (t for t in TABS if t.id in LINKED):
+        page = chromium.open(f"{app_url}?tab={tab.id}{TAB_LINK_EXTRA.get(tab.id, '')}", first_run=False)
         page.wait_for_function(f"() => ({RESULT})('{tab.result}')")
         page.wait_for_function(IDLE_JS)
         selected = page.locator("#views [role=tab][aria-selected=true]").inner_text()
@@ -225,5 +212,3 @@ def test_a_link_to_a_tab_opens_it_computed(app_url, chromium):
         status = page.evaluate(TEXT, "status")
         assert "⚠️" not in status and page.evaluate(TEXT, "link-notice") == "", (tab.id, status)
         page.close()
-        if waiting:
-            loading.append(open_on(waiting.pop(0)))

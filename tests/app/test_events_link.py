@@ -8,6 +8,7 @@ from types import SimpleNamespace
 from starlette.datastructures import QueryParams
 
 from explorer.app.link.opening import copy_link_js, query_pairs, space_page
+from tests.app.browser import TAB_LINK_EXTRA
 
 
 def test_a_copied_link_points_to_the_space_page_on_a_space(monkeypatch):
@@ -80,7 +81,7 @@ def test_a_link_to_any_tab_selects_it_and_the_load_presses_its_button(page_event
     ev = page_events
     page, link = ev.page, LinkEvents(ev)
     for tab in TABS:
-        query = f"tab={tab.id}" + ("&s2=samedi%2028%20novembre%202026" if tab.id == "patching" else "")
+        query = f"tab={tab.id}{TAB_LINK_EXTRA.get(tab.id, '')}"
         updates = link.open_page(Session("date-translator", "cpu"), SimpleNamespace(query_params=QueryParams(query)))
         assert updates[page.tab_strip]["selected"] == tab.id, tab.id
         assert updates[page.inputs.link_notice] == "", (tab.id, updates[page.inputs.link_notice])
